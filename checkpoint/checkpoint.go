@@ -1,0 +1,254 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Stores wrap them so callers compare with [errors.Is],
+// never with a driver's message text.
+var (
+	// ErrNotFound: the thread, tool call or question does not exist.
+	// It wraps [sql.ErrNoRows] so errors.Is works across layers.
+	ErrNotFound = fmt.Errorf("checkpoint: not found: %w", sql.ErrNoRows)
+
+	// ErrConflict: a compare-and-set lost. The thread was saved by someone
+	// else since it was loaded (stale version), the record already exists,
+	// or the question is no longer pending (answered, timed out, aborted).
+	ErrConflict = errors.New("checkpoint: conflict")
+
+	// ErrExpired: an answer arrived after the question's deadline. The
+	// question is still pending in the store until its timeout is recorded.
+	ErrExpired = errors.New("checkpoint: question deadline has passed")
+)
+
+// ThreadStatus says whether a run is in progress on a thread.
+type ThreadStatus string
+
+const (
+	// ThreadIdle: no run in progress; the next prompt starts a new run.
+	ThreadIdle ThreadStatus = "idle"
+	// ThreadRunning: a run started and has not reached its end. It may be
+	// executing in some process, waiting for answers, or interrupted by a
+	// crash or a cancelled context; Resume or AbortPending finish it.
+	ThreadRunning ThreadStatus = "running"
+)
+
+// Thread is the durable state of one conversation. Messages are encoded by
+// the agent package; stores treat them as opaque JSON.
+type Thread struct {
+	ID string
+	// Version increases by one on every save; SaveThread is a
+	// compare-and-set on it. Zero means "never saved".
+	Version int64
+	Status  ThreadStatus
+	// RunID identifies the current (or last) run.
+	RunID string
+	// Messages is the JSON array of the thread's messages.
+	Messages  json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ToolCallState is the life cycle of one tool call of one assistant turn.
+type ToolCallState string
+
+const (
+	// ToolCallExecuting is written before the tool runs. A call found in
+	// this state with no result after a crash has an unknown outcome.
+	ToolCallExecuting ToolCallState = "executing"
+	// ToolCallDone: the call has its result (run, blocked or failed).
+	ToolCallDone ToolCallState = "done"
+)
+
+// ToolCall records the state of one tool call, so that a resumed run knows
+// which calls already ran.
+type ToolCall struct {
+	ThreadID string
+	RunID    string
+	CallID   string
+	Tool     string
+	// Args is the JSON object the tool runs (or ran) with.
+	Args  json.RawMessage
+	State ToolCallState
+	// Result is the agent-encoded tool result, set when State is done.
+	Result    json.RawMessage
+	UpdatedAt time.Time
+}
+
+// QuestionStatus is where a question is in its life: pending until exactly
+// one of answered, timed out or aborted wins the compare-and-set.
+type QuestionStatus string
+
+const (
+	QuestionPending  QuestionStatus = "pending"
+	QuestionAnswered QuestionStatus = "answered"
+	QuestionTimedOut QuestionStatus = "timed_out"
+	QuestionAborted  QuestionStatus = "aborted"
+)
+
+// Question is a durable request for a person's answer. Its ID is
+// deterministic and unique within its thread, so a run that re-enters the
+// middleware after a restart finds it instead of asking twice.
+type Question struct {
+	ThreadID string
+	ID       string
+	RunID    string
+	// CallID is the tool call the question is about, if any.
+	CallID string
+	// Kind tells the payload apart: "approve", "ask", "confirm",
+	// "tool_interrupt", ...
+	Kind    string
+	Payload json.RawMessage
+	// Digest binds an answer to what the reviewer saw: a hash of the tool
+	// and its canonical arguments (empty when the question has no tool).
+	Digest string
+	Status QuestionStatus
+	// Answer is the JSON answer, set when Status is answered.
+	Answer json.RawMessage
+	// AnsweredBy names who resolved the question (a reviewer, "timeout",
+	// "abort").
+	AnsweredBy string
+	// Reason is the abort reason or other resolution note.
+	Reason    string
+	CreatedAt time.Time
+	// Deadline is absolute; zero means none.
+	Deadline   time.Time
+	ResolvedAt time.Time
+}
+
+// Timeout returns the question's time to answer, in whole seconds, measured
+// from creation; zero when it has no deadline.
+func (q *Question) Timeout() time.Duration {
+	if q.Deadline.IsZero() {
+		return 0
+	}
+	return q.Deadline.Sub(q.CreatedAt)
+}
+
+// Resolution moves a pending question to a final status.
+type Resolution struct {
+	Status QuestionStatus
+	Answer json.RawMessage
+	By     string
+	Reason string
+	// At is the time of the resolution. For an answer the store refuses
+	// At >= Deadline with ErrExpired; a timeout needs At >= Deadline.
+	At time.Time
+}
+
+// QuestionFilter selects questions to list. Zero fields do not filter.
+type QuestionFilter struct {
+	ThreadID string
+	Status   QuestionStatus
+	// After is a cursor returned by a previous ListQuestions call.
+	After string
+	// Limit caps the page; zero means 100.
+	Limit int
+}
+
+// Event is one entry of the append-only event log (the audit trail).
+type Event struct {
+	// Seq is assigned by the store: strictly increasing across the store.
+	Seq      int64
+	ThreadID string
+	RunID    string
+	Type     string
+	Data     json.RawMessage
+	At       time.Time
+}
+
+// NotificationKind says what changed.
+type NotificationKind string
+
+const (
+	QuestionCreated  NotificationKind = "question_created"
+	QuestionResolved NotificationKind = "question_resolved"
+)
+
+// Notification tells a subscriber that something changed. It carries keys,
+// not data: the subscriber reads the store to see the change, so a missed
+// notification never loses anything that a re-list would not find.
+type Notification struct {
+	Kind       NotificationKind
+	ThreadID   string
+	QuestionID string
+}
+
+// Store is what the agent needs from durable storage. Every method is safe
+// for concurrent use. Implementations: checkpoint/memory, checkpoint/sqlite,
+// checkpoint/postgres; checkpoint/checkpointtest is the definition.
+type Store interface {
+	// CreateThread stores a new thread with Version 1. ErrConflict if the
+	// id exists.
+	CreateThread(ctx context.Context, t *Thread) error
+	// LoadThread returns the thread, or ErrNotFound.
+	LoadThread(ctx context.Context, id string) (*Thread, error)
+	// SaveThread writes t if the stored version equals t.Version, and
+	// then sets t.Version to the new version. ErrConflict otherwise.
+	SaveThread(ctx context.Context, t *Thread) error
+
+	// PutToolCall inserts or replaces the state of one tool call.
+	PutToolCall(ctx context.Context, tc *ToolCall) error
+	// ListToolCalls returns the calls recorded for a run, in no
+	// particular order.
+	ListToolCalls(ctx context.Context, threadID, runID string) ([]*ToolCall, error)
+
+	// CreateQuestion stores q (pending) unless a question with the same
+	// thread and id exists; either way it returns the stored question and
+	// whether this call created it.
+	CreateQuestion(ctx context.Context, q *Question) (stored *Question, created bool, err error)
+	// GetQuestion returns the question, or ErrNotFound.
+	GetQuestion(ctx context.Context, threadID, id string) (*Question, error)
+	// ListQuestions returns one page of questions ordered by creation, and
+	// a cursor for the next page ("" at the end).
+	ListQuestions(ctx context.Context, f QuestionFilter) ([]*Question, string, error)
+	// ResolveQuestion is a compare-and-set from pending: ErrNotFound,
+	// ErrConflict (not pending any more; the stored question is returned
+	// too), or ErrExpired (an answer at or after the deadline).
+	ResolveQuestion(ctx context.Context, threadID, id string, r Resolution) (*Question, error)
+
+	// AppendEvent adds e to the log and returns its sequence number.
+	AppendEvent(ctx context.Context, e *Event) (int64, error)
+	// ListEvents returns up to limit events of a thread (all threads when
+	// threadID is "") with Seq > after, in order.
+	ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*Event, error)
+
+	// Subscribe delivers notifications of new and resolved questions until
+	// ctx ends; then the channel is closed. Delivery is best effort (a
+	// subscriber that falls behind may miss some): subscribers re-read the
+	// store, they never take a notification as the data itself.
+	Subscribe(ctx context.Context) (<-chan Notification, error)
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// CheckResolution is the compare-and-set rule every store applies to a
+// question before resolving it with r: it must be pending (ErrConflict
+// otherwise), an answer must come before the deadline (ErrExpired), and a
+// timeout must not come before it.
+func CheckResolution(q *Question, r Resolution) error {
+	if q.Status != QuestionPending {
+		return fmt.Errorf("question %q is %s: %w", q.ID, q.Status, ErrConflict)
+	}
+	switch r.Status {
+	case QuestionAnswered:
+		if !q.Deadline.IsZero() && !r.At.Before(q.Deadline) {
+			return fmt.Errorf("question %q: answer at %s, deadline %s: %w", q.ID,
+				r.At.UTC().Format(time.RFC3339Nano), q.Deadline.UTC().Format(time.RFC3339Nano), ErrExpired)
+		}
+	case QuestionTimedOut:
+		if q.Deadline.IsZero() || r.At.Before(q.Deadline) {
+			return fmt.Errorf("question %q: timeout at %s before its deadline", q.ID, r.At.UTC().Format(time.RFC3339Nano))
+		}
+	case QuestionAborted:
+	default:
+		return fmt.Errorf("question %q: cannot resolve as %q", q.ID, r.Status)
+	}
+	return nil
+}
