@@ -138,6 +138,8 @@ type Resolution struct {
 	Reason string
 	// At is the time of the resolution. For an answer the store refuses
 	// At >= Deadline with ErrExpired; a timeout needs At >= Deadline.
+	// Zero means the store's current time (never "no time": a zero At
+	// must not let an answer slip past the deadline).
 	At time.Time
 }
 
@@ -168,6 +170,11 @@ type NotificationKind string
 const (
 	QuestionCreated  NotificationKind = "question_created"
 	QuestionResolved NotificationKind = "question_resolved"
+	// Resync means notifications may have been missed (for example the
+	// store's connection to its database dropped and came back): the
+	// subscriber re-lists everything it cares about. ThreadID and
+	// QuestionID are empty.
+	Resync NotificationKind = "resync"
 )
 
 // Notification tells a subscriber that something changed. It carries keys,

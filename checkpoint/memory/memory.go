@@ -197,6 +197,9 @@ func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r chec
 	if !ok {
 		return nil, fmt.Errorf("question %q of thread %q: %w", id, threadID, checkpoint.ErrNotFound)
 	}
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
 	if err := checkpoint.CheckResolution(q, r); err != nil {
 		return copyQuestion(q), err
 	}
