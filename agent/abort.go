@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// AbortPending closes the thread's unfinished run cleanly, as when a user
+// closes the tab: a run in progress in this process is stopped; every tool
+// call of the last turn without a result gets a synthetic deny result;
+// every pending question of the thread is resolved as aborted (a later
+// answer is refused); a terminal assistant message with stop reason
+// "aborted" is persisted; and an [AgentAbortedEvent] is emitted. The next
+// Prompt starts afresh. With no unfinished run it does nothing.
+func (a *Agent) AbortPending(ctx context.Context, reason string) error {
+	a.cancelMu.Lock()
+	if a.cancelRun != nil {
+		a.cancelRun(fmt.Errorf("%w: %s", ErrAborted, reason))
+	}
+	a.cancelMu.Unlock()
+	a.runMu.Lock() // waits for the stopped run to return
+	defer a.runMu.Unlock()
+
+	th, err := a.store.LoadThread(ctx, a.threadID)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("agent: loading thread: %w", err)
+	}
+	if th.Status != checkpoint.ThreadRunning {
+		return nil
+	}
+	msgs, err := decodeMessages(th.Messages)
+	if err != nil {
+		return err
+	}
+	// Questions first: once they are aborted no answer can slip in and
+	// have a call run after this point.
+	if err := a.abortQuestions(ctx, reason); err != nil {
+		return err
+	}
+	if last := msgs[len(msgs)-1]; last.Role == RoleAssistant && len(last.ToolCalls) > 0 {
+		records, err := a.store.ListToolCalls(ctx, th.ID, th.RunID)
+		if err != nil {
+			return fmt.Errorf("agent: reading tool call states: %w", err)
+		}
+		done := map[string]*checkpoint.ToolCall{}
+		for _, r := range records {
+			if r.State == checkpoint.ToolCallDone {
+				done[r.CallID] = r
+			}
+		}
+		for _, call := range last.ToolCalls {
+			var res ToolResult
+			if r, ok := done[call.ID]; ok {
+				if err := json.Unmarshal(r.Result, &res); err != nil {
+					return fmt.Errorf("agent: stored result of call %s is not readable: %w", call.ID, err)
+				}
+			} else {
+				res = ToolResult{CallID: call.ID, ToolName: call.Name, IsError: true,
+					Content: "Tool call aborted: " + reason,
+					Details: map[string]any{"hitl": map[string]any{"decision": "aborted", "reason": reason}}}
+				if err := a.recordDone(ctx, th.RunID, call, res); err != nil {
+					return err
+				}
+				a.emit(&ToolCallFinishedEvent{meta: a.meta(th.RunID), Call: call, Result: res})
+			}
+			m := ToolResultMessage(res)
+			m.RunID, m.CreatedAt = th.RunID, a.clock.Now()
+			msgs = append(msgs, m)
+		}
+	}
+	final := Message{Role: RoleAssistant, Text: "Aborted: " + reason, StopReason: StopAborted, RunID: th.RunID, CreatedAt: a.clock.Now()}
+	msgs = append(msgs, final)
+	th.Status = checkpoint.ThreadIdle
+	if err := a.saveThread(ctx, th, msgs); err != nil {
+		return err
+	}
+	a.emit(&MessageEvent{meta: a.meta(th.RunID), Message: final})
+	a.emit(&AgentAbortedEvent{meta: a.meta(th.RunID), Reason: reason})
+	a.audit(ctx, th.RunID, "aborted", map[string]any{"reason": reason})
+	return nil
+}
+
+func (a *Agent) abortQuestions(ctx context.Context, reason string) error {
+	cursor := ""
+	for {
+		qs, next, err := a.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: a.threadID, Status: checkpoint.QuestionPending, After: cursor})
+		if err != nil {
+			return fmt.Errorf("agent: listing pending questions: %w", err)
+		}
+		for _, q := range qs {
+			_, err := a.store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
+				Status: checkpoint.QuestionAborted, By: "abort", Reason: reason, At: a.clock.Now()})
+			if err != nil && !errors.Is(err, checkpoint.ErrConflict) {
+				return fmt.Errorf("agent: aborting question %s: %w", q.ID, err)
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		cursor = next
+	}
+}

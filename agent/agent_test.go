@@ -1,0 +1,529 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/provider/scripted"
+)
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+func echoTool() *agent.Tool {
+	return agent.NewTool("echo", "Echo text.", func(ctx context.Context, a echoArgs) (string, error) {
+		return "echo: " + a.Text, nil
+	}, nil)
+}
+
+type transferArgs struct {
+	To     string `json:"to"`
+	Amount int    `json:"amount" jsonschema:"amount in cents"`
+	Memo   string `json:"memo,omitempty"`
+}
+
+func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
+	t.Helper()
+	if cfg.ThreadID == "" {
+		cfg.ThreadID = "t1"
+	}
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// toolResults returns the tool result messages of the thread, in order.
+func toolResults(t *testing.T, a *agent.Agent) []agent.ToolResult {
+	t.Helper()
+	msgs, err := a.Messages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []agent.ToolResult
+	for _, m := range msgs {
+		if m.Role == agent.RoleTool {
+			out = append(out, *m.Result)
+		}
+	}
+	return out
+}
+
+func TestMultiTurnRun(t *testing.T) {
+	t.Parallel()
+	model := scripted.New(
+		scripted.Turn{Text: "Let me echo.", ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"hi"})}},
+		scripted.Turn{Text: "Once more.", ToolCalls: []agent.ToolCall{scripted.Call("c2", "echo", echoArgs{"again"})},
+			Check: func(req *agent.Request) error {
+				last := req.Messages[len(req.Messages)-1]
+				if last.Role != agent.RoleTool || last.Result.Content != "echo: hi" {
+					return fmt.Errorf("model did not see the first result: %+v", last)
+				}
+				return nil
+			}},
+		scripted.Turn{Text: "Done."},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{echoTool()}, SystemPrompt: "be brief"})
+	msg, err := a.Prompt(context.Background(), "echo twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Text != "Done." || msg.StopReason != agent.StopEndTurn {
+		t.Fatalf("final message = %+v", msg)
+	}
+	msgs, _ := a.Messages(context.Background())
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, string(m.Role))
+	}
+	if got, want := strings.Join(roles, ","), "user,assistant,tool,assistant,tool,assistant"; got != want {
+		t.Fatalf("roles = %s, want %s", got, want)
+	}
+	if reqs := model.Requests(); reqs[0].System != "be brief" || len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Name != "echo" {
+		t.Fatalf("first request = %+v", reqs[0])
+	}
+	// A second prompt continues the same thread.
+	model2 := scripted.New(scripted.Turn{Text: "Hello again.", Check: func(req *agent.Request) error {
+		if len(req.Messages) != 7 {
+			return fmt.Errorf("want 7 messages of history, got %d", len(req.Messages))
+		}
+		return nil
+	}})
+	a2 := newAgent(t, agent.Config{Provider: model2, Checkpointer: a.Store(), ThreadID: a.ThreadID()})
+	if _, err := a2.Prompt(context.Background(), "hi"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParallelCallsResultsInCallOrder(t *testing.T) {
+	t.Parallel()
+	var running, peak atomic.Int32
+	sleepy := agent.NewTool("sleep", "Sleep.", func(ctx context.Context, a struct {
+		Ms int `json:"ms"`
+	}) (string, error) {
+		n := running.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(time.Duration(a.Ms) * time.Millisecond)
+		running.Add(-1)
+		return fmt.Sprintf("slept %d", a.Ms), nil
+	}, nil)
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{
+			scripted.Call("a", "sleep", `{"ms":60}`),
+			scripted.Call("b", "sleep", `{"ms":1}`),
+			scripted.Call("c", "sleep", `{"ms":30}`),
+		}},
+		scripted.Turn{Text: "ok"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{sleepy}, MaxParallelTools: 2})
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	res := toolResults(t, a)
+	var got []string
+	for _, r := range res {
+		got = append(got, r.CallID+"="+r.Content)
+	}
+	if want := "a=slept 60,b=slept 1,c=slept 30"; strings.Join(got, ",") != want {
+		t.Fatalf("results %v, want %s", got, want)
+	}
+	if p := peak.Load(); p != 2 {
+		t.Fatalf("peak concurrency %d, want 2 (bounded by MaxParallelTools)", p)
+	}
+}
+
+func TestInvalidArgumentsListEveryProblem(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Bool
+	transfer := agent.NewTool("transfer", "Move money.", func(ctx context.Context, a transferArgs) (string, error) {
+		ran.Store(true)
+		return "ok", nil
+	}, nil)
+	var hookSaw atomic.Bool
+	mw := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+		hookSaw.Store(true)
+		return agent.Continue(), nil
+	})
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "transfer", `{"amount":"ten","extra":1}`)}},
+		scripted.Turn{Text: "sorry", Check: func(req *agent.Request) error {
+			r := req.Messages[len(req.Messages)-1].Result
+			for _, want := range []string{"3 problems", "/amount: want integer, got string", "/extra: unknown argument", "/to: required"} {
+				if !strings.Contains(r.Content, want) {
+					return fmt.Errorf("result %q lacks %q", r.Content, want)
+				}
+			}
+			if !r.IsError {
+				return errors.New("not an error result")
+			}
+			return nil
+		}},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{transfer}, Middleware: []agent.Middleware{mw}})
+	if _, err := a.Prompt(context.Background(), "pay"); err != nil {
+		t.Fatal(err)
+	}
+	if ran.Load() || hookSaw.Load() {
+		t.Fatalf("tool ran=%v, middleware saw=%v; invalid arguments must reach neither", ran.Load(), hookSaw.Load())
+	}
+}
+
+func TestNotAnObjectAndUnknownToolAndPanic(t *testing.T) {
+	t.Parallel()
+	boom := agent.NewTool("boom", "Panics.", func(ctx context.Context, a struct{}) (string, error) { panic("kaboom") }, nil)
+	fails := agent.NewTool("fails", "Fails.", func(ctx context.Context, a struct{}) (string, error) {
+		return "", errors.New("disk full")
+	}, nil)
+	slow := agent.NewTool("slow", "Slow.", func(ctx context.Context, a struct{}) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}, &agent.ToolOptions{Timeout: 20 * time.Millisecond})
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{
+			scripted.Call("c1", "nope", `{}`),
+			scripted.Call("c2", "boom", `{}`),
+			scripted.Call("c3", "fails", `{}`),
+			scripted.Call("c4", "fails", `"not an object"`),
+			scripted.Call("c5", "slow", `{}`),
+			scripted.Call("c6", "fails", `{bad json`),
+		}},
+		scripted.Turn{Text: "ok"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{boom, fails, slow}})
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	res := toolResults(t, a)
+	wants := []string{
+		`Unknown tool "nope". Available tools: boom, fails, slow.`,
+		`tool "boom" panicked: kaboom`,
+		"disk full",
+		"arguments must be a JSON object, got string",
+		`tool "slow" timed out after 20ms`,
+		`arguments must be a JSON object, got string: "{bad json"`,
+	}
+	for i, w := range wants {
+		if !res[i].IsError || !strings.Contains(res[i].Content, w) {
+			t.Errorf("result %d = %+v, want error containing %q", i, res[i], w)
+		}
+	}
+}
+
+type orderMW struct {
+	name string
+	log  *[]string
+	mu   *sync.Mutex
+}
+
+func (m orderMW) add(s string) {
+	m.mu.Lock()
+	*m.log = append(*m.log, m.name+":"+s)
+	m.mu.Unlock()
+}
+func (m orderMW) BeforeModel(ctx context.Context, req *agent.Request) error { m.add("before-model"); return nil }
+func (m orderMW) AfterModel(ctx context.Context, req *agent.Request, msg *agent.Message) error {
+	m.add("after-model")
+	return nil
+}
+func (m orderMW) BeforeTool(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+	m.add("before-tool:" + c.Args.(echoArgs).Text)
+	if m.name == "first" {
+		return agent.ReplaceArgs(echoArgs{Text: "replaced"}), nil
+	}
+	return agent.Continue(), nil
+}
+func (m orderMW) AfterTool(ctx context.Context, c *agent.ToolCallContext, r *agent.ToolResult) error {
+	m.add("after-tool")
+	r.Content += " [" + m.name + "]"
+	return nil
+}
+
+func TestMiddlewareOrderAndReplacement(t *testing.T) {
+	t.Parallel()
+	var log []string
+	var mu sync.Mutex
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"original"})}},
+		scripted.Turn{Text: "ok"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{echoTool()}, Middleware: []agent.Middleware{
+		orderMW{"first", &log, &mu}, orderMW{"second", &log, &mu},
+	}})
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"first:before-model", "second:before-model", "second:after-model", "first:after-model",
+		"first:before-tool:original", "second:before-tool:replaced", "second:after-tool", "first:after-tool",
+		"first:before-model", "second:before-model", "second:after-model", "first:after-model",
+	}
+	if !slices.Equal(log, want) {
+		t.Fatalf("order:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
+	}
+	if got := toolResults(t, a)[0].Content; got != "echo: replaced [second] [first]" {
+		t.Fatalf("result %q", got)
+	}
+}
+
+func TestInvalidReplacementAndBlock(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Int32
+	transfer := agent.NewTool("transfer", "Move money.", func(ctx context.Context, a transferArgs) (string, error) {
+		ran.Add(1)
+		return "ok", nil
+	}, nil)
+	mw := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+		args := c.Args.(transferArgs)
+		switch {
+		case args.Amount > 1000:
+			return agent.Block("amount over limit", map[string]any{"limit": 1000}), nil
+		case args.To == "mallory":
+			return agent.ReplaceArgs(map[string]any{"to": 5}), nil
+		}
+		return agent.Continue(), nil
+	})
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{
+			scripted.Call("c1", "transfer", transferArgs{To: "bob", Amount: 5000}),
+			scripted.Call("c2", "transfer", transferArgs{To: "mallory", Amount: 1}),
+			scripted.Call("c3", "transfer", transferArgs{To: "bob", Amount: 1}),
+		}},
+		scripted.Turn{Text: "ok"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{transfer}, Middleware: []agent.Middleware{mw}})
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	res := toolResults(t, a)
+	if !res[0].IsError || res[0].Content != "amount over limit" || res[0].Details["limit"] != float64(1000) {
+		t.Errorf("blocked result = %+v", res[0])
+	}
+	if !res[1].IsError || !strings.Contains(res[1].Content, "/amount: required") || !strings.Contains(res[1].Content, "/to: want string, got integer") {
+		t.Errorf("invalid replacement result = %+v", res[1])
+	}
+	if res[2].IsError || ran.Load() != 1 {
+		t.Errorf("allowed call: %+v, ran %d times", res[2], ran.Load())
+	}
+}
+
+// askMW asks about every call and runs it only if the answer is true.
+func askMW(timeout time.Duration) agent.Middleware {
+	return agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+		q, err := c.Ask(ctx, agent.QuestionRequest{
+			ID: "approve_" + agent.EscapeID(c.Call.ID), Kind: "approve", Timeout: timeout,
+			Payload: map[string]any{"tool": c.Call.Name, "args": c.RawArgs},
+		})
+		if err != nil {
+			return agent.Decision{}, err
+		}
+		switch {
+		case q.Status == checkpoint.QuestionTimedOut:
+			return agent.Block("approval_timeout", map[string]any{"hitl": map[string]any{"decision": "timed_out"}}), nil
+		case q.Status == checkpoint.QuestionAnswered && string(q.Answer) == "true":
+			return agent.Continue(), nil
+		}
+		return agent.Block("denied", nil), nil
+	})
+}
+
+func waitPending(t *testing.T, s checkpoint.Store, thread string, n int) []*checkpoint.Question {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		qs, _, err := s.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: thread, Status: checkpoint.QuestionPending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(qs) >= n {
+			return qs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want %d pending questions, have %d", n, len(qs))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func answer(t *testing.T, s checkpoint.Store, thread, id, ans string) {
+	t.Helper()
+	if _, err := s.ResolveQuestion(context.Background(), thread, id, checkpoint.Resolution{
+		Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(ans), By: "tester", At: time.Now(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestQuestionsAnsweredInAnyOrder(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{
+			scripted.Call("c:1", "echo", echoArgs{"one"}),
+			scripted.Call("c:2", "echo", echoArgs{"two"}),
+		}},
+		scripted.Turn{Text: "ok"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Tools: []*agent.Tool{echoTool()}, Middleware: []agent.Middleware{askMW(0)}})
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	waitPending(t, store, "t1", 2)
+	answer(t, store, "t1", "approve_c.3a2", "true")
+	answer(t, store, "t1", "approve_c.3a1", `"no"`)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	res := toolResults(t, a)
+	if res[0].CallID != "c:1" || !res[0].IsError || res[1].CallID != "c:2" || res[1].Content != "echo: two" {
+		t.Fatalf("results %+v", res)
+	}
+}
+
+func TestQuestionSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	var runs atomic.Int32
+	counted := agent.NewTool("echo", "Echo.", func(ctx context.Context, a echoArgs) (string, error) {
+		runs.Add(1)
+		return "echo: " + a.Text, nil
+	}, nil)
+	first := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}})
+	a1 := newAgent(t, agent.Config{Provider: first, Checkpointer: store, Tools: []*agent.Tool{counted}, Middleware: []agent.Middleware{askMW(time.Hour)}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := a1.Prompt(ctx, "go"); done <- err }()
+	qs := waitPending(t, store, "t1", 1)
+	cancel() // the process "dies" while the question is pending
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := a1.Prompt(context.Background(), "again"); !errors.Is(err, agent.ErrRunInProgress) {
+		t.Fatalf("Prompt on an unfinished run: %v", err)
+	}
+
+	// A new agent on the same store: the question is found, not asked again.
+	second := scripted.New(scripted.Turn{Text: "done"})
+	a2 := newAgent(t, agent.Config{Provider: second, Checkpointer: store, Tools: []*agent.Tool{counted}, Middleware: []agent.Middleware{askMW(time.Hour)}})
+	sub := a2.Subscribe(0)
+	done2 := make(chan error, 1)
+	go func() { _, err := a2.Resume(context.Background()); done2 <- err }()
+	// The resumed run announces the stored question again.
+	for e := range sub.C {
+		if r, ok := e.(*agent.HitlRequestEvent); ok {
+			if !r.Existing || r.Question.ID != qs[0].ID {
+				t.Fatalf("request event %+v", r)
+			}
+			break
+		}
+	}
+	answer(t, store, "t1", qs[0].ID, "true")
+	if err := <-done2; err != nil {
+		t.Fatal(err)
+	}
+	all, _, _ := store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: "t1"})
+	if len(all) != 1 || runs.Load() != 1 || second.Played() != 1 {
+		t.Fatalf("questions %d, tool runs %d, model turns %d", len(all), runs.Load(), second.Played())
+	}
+}
+
+func TestQuestionTimeoutWithFakeClock(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}}, scripted.Turn{Text: "timed out"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Clock: fake, Tools: []*agent.Tool{echoTool()}, Middleware: []agent.Middleware{askMW(180 * time.Second)}})
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	if !fake.WaitForWaiters(1, 5*time.Second) {
+		t.Fatal("the run never waited on the deadline")
+	}
+	q := waitPending(t, store, "t1", 1)[0]
+	if got := q.Deadline.Sub(q.CreatedAt); got != 180*time.Second {
+		t.Fatalf("deadline %s after creation", got)
+	}
+	fake.Advance(179 * time.Second)
+	select {
+	case <-done:
+		t.Fatal("timed out early")
+	case <-time.After(20 * time.Millisecond):
+	}
+	fake.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r := toolResults(t, a)[0]
+	if !r.IsError || r.Content != "approval_timeout" {
+		t.Fatalf("result %+v", r)
+	}
+	q, _ = store.GetQuestion(context.Background(), "t1", q.ID)
+	if q.Status != checkpoint.QuestionTimedOut {
+		t.Fatalf("status %s", q.Status)
+	}
+	// A late answer is refused.
+	_, err := store.ResolveQuestion(context.Background(), "t1", q.ID, checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: json.RawMessage("true"), At: fake.Now()})
+	if !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("late answer: %v", err)
+	}
+}
+
+func TestMaxTurns(t *testing.T) {
+	t.Parallel()
+	var turns []scripted.Turn
+	for i := range 5 {
+		turns = append(turns, scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call(fmt.Sprint("c", i), "echo", echoArgs{"x"})}})
+	}
+	a := newAgent(t, agent.Config{Provider: scripted.New(turns...), Tools: []*agent.Tool{echoTool()}, MaxTurns: 3})
+	msg, err := a.Prompt(context.Background(), "loop")
+	if !errors.Is(err, agent.ErrMaxTurns) || msg == nil || msg.StopReason != agent.StopError {
+		t.Fatalf("msg %+v err %v", msg, err)
+	}
+	// The thread is usable again.
+	if _, err := a.Resume(context.Background()); !errors.Is(err, agent.ErrNoRun) {
+		t.Fatalf("resume: %v", err)
+	}
+}
+
+func TestModelErrorLeavesRunResumable(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	a := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{Err: errors.New("503 overloaded")}), Checkpointer: store})
+	if _, err := a.Prompt(context.Background(), "hi"); err == nil || !strings.Contains(err.Error(), "503 overloaded") {
+		t.Fatalf("err %v", err)
+	}
+	a2 := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{Text: "hello"}), Checkpointer: store})
+	msg, err := a2.Resume(context.Background())
+	if err != nil || msg.Text != "hello" {
+		t.Fatalf("msg %+v err %v", msg, err)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	if _, err := agent.New(agent.Config{}); err == nil {
+		t.Error("no provider accepted")
+	}
+	if _, err := agent.New(agent.Config{Provider: scripted.Demo{}, Tools: []*agent.Tool{echoTool(), echoTool()}}); err == nil {
+		t.Error("duplicate tools accepted")
+	}
+	if _, err := agent.New(agent.Config{Provider: scripted.Demo{}, Middleware: []agent.Middleware{42}}); err == nil {
+		t.Error("middleware without hooks accepted")
+	}
+}

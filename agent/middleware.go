@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// Middleware is any value implementing one or more of the hook interfaces
+// [BeforeModelHook], [AfterModelHook], [BeforeToolHook], [AfterToolHook].
+//
+// Order: before-hooks run in the order the middleware are listed in
+// [Config.Middleware]; after-hooks run in the reverse order, so the first
+// middleware is the outermost wrapper, as with nested http.Handlers.
+type Middleware any
+
+// BeforeModelHook may change a model request before it is sent.
+type BeforeModelHook interface {
+	BeforeModel(ctx context.Context, req *Request) error
+}
+
+// AfterModelHook may change the assistant message before it is persisted.
+type AfterModelHook interface {
+	AfterModel(ctx context.Context, req *Request, msg *Message) error
+}
+
+// BeforeToolHook decides whether a tool call runs. It sees the call's
+// validated arguments and returns [Continue], [ReplaceArgs] or [Block]; to
+// ask a person it calls [ToolCallContext.Ask] and decides from the answer.
+//
+// The hook runs again when an interrupted run is resumed: the code before a
+// question must be free of side effects, and question ids deterministic, so
+// that the second pass finds the stored question (and its answer) instead
+// of asking twice. A hook that returns an error blocks the call (fail
+// closed); the model sees the error's message.
+type BeforeToolHook interface {
+	BeforeTool(ctx context.Context, call *ToolCallContext) (Decision, error)
+}
+
+// AfterToolHook may change a tool's result before the model sees it.
+type AfterToolHook interface {
+	AfterTool(ctx context.Context, call *ToolCallContext, result *ToolResult) error
+}
+
+// BeforeToolFunc adapts a function to [BeforeToolHook].
+type BeforeToolFunc func(ctx context.Context, call *ToolCallContext) (Decision, error)
+
+func (f BeforeToolFunc) BeforeTool(ctx context.Context, call *ToolCallContext) (Decision, error) {
+	return f(ctx, call)
+}
+
+// AfterToolFunc adapts a function to [AfterToolHook].
+type AfterToolFunc func(ctx context.Context, call *ToolCallContext, result *ToolResult) error
+
+func (f AfterToolFunc) AfterTool(ctx context.Context, call *ToolCallContext, result *ToolResult) error {
+	return f(ctx, call, result)
+}
+
+type decisionKind int
+
+const (
+	decideContinue decisionKind = iota
+	decideReplace
+	decideBlock
+)
+
+// Decision is a before-tool hook's verdict. Build it with [Continue],
+// [ReplaceArgs] or [Block].
+type Decision struct {
+	kind    decisionKind
+	args    any
+	reason  string
+	details map[string]any
+}
+
+// Continue lets the call go on (to the next middleware, then the tool).
+func Continue() Decision { return Decision{} }
+
+// ReplaceArgs lets the call go on with other arguments: a struct of the
+// tool's argument type, a map, or a json.RawMessage object. They are
+// validated against the tool's schema again.
+func ReplaceArgs(args any) Decision { return Decision{kind: decideReplace, args: args} }
+
+// Block stops the call: the tool does not run and the model sees an error
+// result with reason. Details go to the result's Details.
+func Block(reason string, details map[string]any) Decision {
+	return Decision{kind: decideBlock, reason: reason, details: details}
+}
+
+// WithDetails returns d with details merged into the details the call's
+// result will carry (for a continued call, after the tool has run).
+func (d Decision) WithDetails(details map[string]any) Decision {
+	m := maps.Clone(d.details)
+	if m == nil {
+		m = map[string]any{}
+	}
+	maps.Copy(m, details)
+	d.details = m
+	return d
+}
+
+// Blocked reports whether d blocks the call, and why.
+func (d Decision) Blocked() (bool, string) { return d.kind == decideBlock, d.reason }
+
+// ToolCallContext is what tool hooks see of one call.
+type ToolCallContext struct {
+	ThreadID string
+	RunID    string
+	// Call is the call as the model made it.
+	Call ToolCall
+	// Tool is the tool called.
+	Tool *Tool
+	// Args is the validated argument value (the tool's argument struct
+	// for a tool built with NewTool); after a ReplaceArgs, the new value.
+	Args any
+	// RawArgs is Args as a JSON object.
+	RawArgs json.RawMessage
+	// Messages is the conversation so far, up to and including the
+	// assistant message that made the call. Read only.
+	Messages []Message
+
+	agent *Agent
+}
+
+// Ask writes a question durably, then waits until it is answered, times out
+// or is aborted, and returns it resolved. Asking again with the same id
+// returns the stored question (and its answer if it has one) without asking
+// twice. A cancelled ctx returns ctx's error and leaves the question
+// pending, for Resume.
+func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoint.Question, error) {
+	if c.agent == nil {
+		return nil, fmt.Errorf("agent: Ask outside a run")
+	}
+	if q.CallID == "" {
+		q.CallID = c.Call.ID
+	}
+	return c.agent.ask(ctx, c.RunID, q)
+}
+
+type toolCallCtxKey struct{}
+
+// ToolCallFrom returns the context of the tool call running in ctx, so a
+// tool can ask a person from inside ([ToolCallContext.Ask]). Nil outside a
+// tool.
+func ToolCallFrom(ctx context.Context) *ToolCallContext {
+	c, _ := ctx.Value(toolCallCtxKey{}).(*ToolCallContext)
+	return c
+}
+
+// encodeArgs turns a ReplaceArgs value into a JSON object.
+func encodeArgs(args any) (json.RawMessage, error) {
+	switch v := args.(type) {
+	case json.RawMessage:
+		return v, nil
+	case []byte:
+		return v, nil
+	}
+	return json.Marshal(args)
+}

@@ -1,0 +1,255 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// QuestionRequest describes a question for a person.
+type QuestionRequest struct {
+	// ID must be deterministic (derived from the call id) and unique in
+	// the thread: re-asking with the same id finds the stored question.
+	ID string
+	// Kind tells the payload apart ("approve", "ask", "confirm",
+	// "tool_interrupt", ...).
+	Kind string
+	// Payload is what the person is shown; it is stored as JSON.
+	Payload any
+	// Timeout is the time to answer; the deadline is absolute (now +
+	// Timeout when the question is first written) and survives restarts.
+	// Zero: no deadline.
+	Timeout time.Duration
+	// Digest binds answers to what the person saw (see [ArgsDigest]).
+	Digest string
+	// CallID is the tool call the question is about; Ask fills it in.
+	CallID string
+	// Check, when set, vets an answer before it is accepted (see
+	// [CheckAnswer]): an error refuses the answer and the question stays
+	// open. It runs in this process only, while the run waits.
+	Check func(ctx context.Context, answer json.RawMessage) error
+}
+
+// Channel delivers questions' resolutions to a waiting run. The default
+// waits on the checkpointer's notifications, which is right for every
+// store; hitl's channels implement it too.
+type Channel interface {
+	// Wait blocks until the question is no longer pending and returns it,
+	// or returns ctx's error.
+	Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error)
+}
+
+// StoreChannel waits for questions by watching a store's notifications,
+// re-reading the question on each one and every PollInterval as a fallback.
+type StoreChannel struct {
+	Store checkpoint.Store
+	// PollInterval bounds how long a missed notification can delay a
+	// waiter. Zero: 2s.
+	PollInterval time.Duration
+}
+
+func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error) {
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	notes, err := c.Store.Subscribe(subCtx)
+	if err != nil {
+		return nil, err
+	}
+	poll := c.PollInterval
+	if poll <= 0 {
+		poll = 2 * time.Second
+	}
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		q, err := c.Store.GetQuestion(ctx, threadID, questionID)
+		if err != nil {
+			return nil, err
+		}
+		if q.Status != checkpoint.QuestionPending {
+			return q, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case n, ok := <-notes:
+			if !ok {
+				// The subscription ended (store closed or lost): fall
+				// back to polling.
+				notes = nil
+			} else if n.QuestionID != "" && (n.ThreadID != threadID || n.QuestionID != questionID) {
+				continue
+			}
+		case <-ticker.C:
+		}
+	}
+}
+
+// answerChecks holds the Check functions of questions this process is
+// waiting on, keyed by thread and question id.
+var answerChecks sync.Map // string -> func(context.Context, json.RawMessage) error
+
+func checkKey(threadID, questionID string) string { return threadID + "\x00" + questionID }
+
+// CheckAnswer vets an answer with the Check of the question's
+// [QuestionRequest], if a run in this process is waiting on it. Channels
+// call it before they record an answer; nil means "no objection".
+func CheckAnswer(ctx context.Context, threadID, questionID string, answer json.RawMessage) error {
+	f, ok := answerChecks.Load(checkKey(threadID, questionID))
+	if !ok {
+		return nil
+	}
+	return f.(func(context.Context, json.RawMessage) error)(ctx, answer)
+}
+
+// ErrQuestion wraps failures of the question primitive itself.
+var ErrQuestion = errors.New("agent: question")
+
+func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*checkpoint.Question, error) {
+	if req.ID == "" {
+		return nil, fmt.Errorf("%w: empty question id", ErrQuestion)
+	}
+	payload, err := json.Marshal(req.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: cannot encode payload: %v", ErrQuestion, req.ID, err)
+	}
+	now := a.clock.Now()
+	q := &checkpoint.Question{
+		ThreadID: a.threadID, ID: req.ID, RunID: runID, CallID: req.CallID,
+		Kind: req.Kind, Payload: payload, Digest: req.Digest, CreatedAt: now,
+	}
+	if req.Timeout > 0 {
+		q.Deadline = now.Add(req.Timeout)
+	}
+	if req.Check != nil {
+		key := checkKey(a.threadID, req.ID)
+		answerChecks.Store(key, req.Check)
+		defer answerChecks.Delete(key)
+	}
+	// Written before anyone is told: a crash after this line finds the
+	// question on resume; a crash before it asks again with the same id.
+	stored, created, err := a.store.CreateQuestion(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrQuestion, req.ID, err)
+	}
+	if created {
+		a.audit(ctx, runID, "question_asked", map[string]any{
+			"question_id": stored.ID, "kind": stored.Kind, "call_id": stored.CallID,
+			"digest": stored.Digest, "deadline": deadlineString(stored.Deadline),
+		})
+	}
+	if stored.Status != checkpoint.QuestionPending {
+		return stored, nil
+	}
+	a.emit(&HitlRequestEvent{meta: a.meta(runID), Question: stored, Existing: !created})
+
+	resolved, err := a.waitQuestion(ctx, stored)
+	if err != nil {
+		return nil, err
+	}
+	a.emit(&HitlResolvedEvent{meta: a.meta(runID), Question: resolved})
+	a.audit(ctx, runID, "question_resolved", map[string]any{
+		"question_id": resolved.ID, "status": string(resolved.Status), "by": resolved.AnsweredBy,
+		"reason": resolved.Reason, "latency_ms": resolved.ResolvedAt.Sub(resolved.CreatedAt).Milliseconds(),
+	})
+	return resolved, nil
+}
+
+func deadlineString(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// waitQuestion waits for q's resolution on the channel while a timer on the
+// agent's clock fires its deadline; the timeout is the same compare-and-set
+// as an answer, so exactly one of them wins.
+func (a *Agent) waitQuestion(ctx context.Context, q *checkpoint.Question) (*checkpoint.Question, error) {
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		q   *checkpoint.Question
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := a.channel.Wait(waitCtx, q.ThreadID, q.ID)
+		done <- result{r, err}
+	}()
+	var deadline <-chan time.Time
+	if !q.Deadline.IsZero() {
+		c, stop := a.clock.After(q.Deadline.Sub(a.clock.Now()))
+		defer stop()
+		deadline = c
+	}
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return r.q, r.err
+		case <-deadline:
+			deadline = nil
+			at := a.clock.Now()
+			if at.Before(q.Deadline) {
+				at = q.Deadline
+			}
+			r, err := a.store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
+				Status: checkpoint.QuestionTimedOut, By: "timeout", At: at,
+			})
+			switch {
+			case err == nil:
+				return r, nil
+			case errors.Is(err, checkpoint.ErrConflict):
+				// Someone answered (or aborted) first: theirs wins.
+				return a.store.GetQuestion(ctx, q.ThreadID, q.ID)
+			default:
+				return nil, fmt.Errorf("%w %q: recording timeout: %w", ErrQuestion, q.ID, err)
+			}
+		}
+	}
+}
+
+// EscapeID makes s safe inside a question id: ASCII letters, digits, '_'
+// and '-' stay; every other byte of its UTF-8 encoding becomes '.' and two
+// lowercase hex digits. The encoding is one-to-one and ASCII-only:
+// EscapeID("fc:1") == "fc.3a1".
+func EscapeID(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, ".%02x", c)
+	}
+	return b.String()
+}
+
+// ArgsDigest is the digest that binds an approval to what the reviewer saw:
+// "sha256:" and the hex SHA-256 of the tool name, a NUL byte, and the
+// arguments' canonical JSON (keys sorted, no spaces). Two argument objects
+// that differ only in key order or spacing have the same digest.
+func ArgsDigest(tool string, args json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write(canonicalArgs(args))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// CanonicalArgs re-encodes a JSON arguments object with sorted keys and no
+// spaces (numbers kept exactly as written); input that is not an object is
+// returned unchanged.
+func CanonicalArgs(args json.RawMessage) json.RawMessage { return canonicalArgs(args) }

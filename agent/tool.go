@@ -1,0 +1,239 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Tool is a function the model can call. Build one with [NewTool] (typed
+// arguments, schema inferred from the argument struct) or [NewRawTool] (a
+// JSON Schema you give, arguments as a map).
+//
+// Arguments are validated against the schema before any middleware sees
+// them; invalid arguments become an error result listing every problem.
+type Tool struct {
+	name        string
+	description string
+	schema      *jsonschema.Schema
+	schemaJSON  json.RawMessage
+	resolved    *jsonschema.Resolved
+	opts        ToolOptions
+	// decode turns validated JSON arguments into the value the handler
+	// and policies receive (the typed struct for NewTool).
+	decode func(raw json.RawMessage) (any, error)
+	run    func(ctx context.Context, args any) (ToolResult, error)
+}
+
+// ToolOptions tune a tool. A nil *ToolOptions means all zero values.
+type ToolOptions struct {
+	// Idempotent declares that running the tool twice with the same
+	// arguments and idempotency key has the effect of running it once.
+	// A call found "executing" after a crash is then run again (with the
+	// same key, see [IdempotencyKey]) instead of being reported as having
+	// an unknown outcome. Zero: not idempotent.
+	Idempotent bool
+	// Timeout bounds one execution; the tool's context is cancelled when
+	// it passes and the result is an error. Zero: no limit but the run's.
+	Timeout time.Duration
+	// Schema overrides the inferred input schema (NewTool) and is the
+	// schema for NewRawTool. Zero: inferred; for NewRawTool, any object.
+	Schema *jsonschema.Schema
+}
+
+// NewTool returns a tool whose arguments are the JSON object form of In (a
+// struct; fields by their JSON names, `omitempty` fields optional, others
+// required, unknown fields refused). The handler's Out becomes the result:
+// a string as is, a [ToolResult] as is, anything else as JSON. An error
+// from the handler becomes an error result the model sees.
+//
+// NewTool panics if no schema can be inferred from In: that is a
+// programming mistake found the first time the program starts.
+func NewTool[In, Out any](name, description string, handler func(ctx context.Context, args In) (Out, error), opts *ToolOptions) *Tool {
+	o := ToolOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	schema := o.Schema
+	if schema == nil {
+		s, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("agent.NewTool(%q): cannot infer a schema for %v: %v", name, reflect.TypeFor[In](), err))
+		}
+		schema = s
+	}
+	t := newTool(name, description, schema, o)
+	t.decode = func(raw json.RawMessage) (any, error) {
+		var in In
+		if len(raw) == 0 {
+			raw = json.RawMessage("{}")
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, err
+		}
+		return in, nil
+	}
+	t.run = func(ctx context.Context, args any) (ToolResult, error) {
+		in, ok := args.(In)
+		if !ok {
+			return ToolResult{}, fmt.Errorf("tool %q: arguments of type %T, want %v", name, args, reflect.TypeFor[In]())
+		}
+		out, err := handler(ctx, in)
+		if err != nil {
+			return ToolResult{}, err
+		}
+		return resultOf(out)
+	}
+	return t
+}
+
+// NewRawTool returns a tool whose handler receives the validated arguments
+// as a map (numbers as json.Number). opts.Schema is the input schema; nil
+// accepts any object.
+func NewRawTool(name, description string, handler func(ctx context.Context, args map[string]any) (ToolResult, error), opts *ToolOptions) *Tool {
+	o := ToolOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	schema := o.Schema
+	if schema == nil {
+		schema = &jsonschema.Schema{Type: "object"}
+	}
+	t := newTool(name, description, schema, o)
+	t.decode = func(raw json.RawMessage) (any, error) {
+		m, p := decodeObject(raw)
+		if p != nil {
+			return nil, errors.New(p.Message)
+		}
+		return m, nil
+	}
+	t.run = func(ctx context.Context, args any) (ToolResult, error) {
+		m, _ := args.(map[string]any)
+		return handler(ctx, m)
+	}
+	return t
+}
+
+func newTool(name, description string, schema *jsonschema.Schema, o ToolOptions) *Tool {
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("agent: tool %q: invalid schema: %v", name, err))
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("agent: tool %q: cannot encode schema: %v", name, err))
+	}
+	return &Tool{name: name, description: description, schema: schema, schemaJSON: b, resolved: resolved, opts: o}
+}
+
+func resultOf(out any) (ToolResult, error) {
+	switch v := out.(type) {
+	case string:
+		return ToolResult{Content: v}, nil
+	case ToolResult:
+		return v, nil
+	case *ToolResult:
+		if v == nil {
+			return ToolResult{}, nil
+		}
+		return *v, nil
+	case []byte:
+		return ToolResult{Content: string(v)}, nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return ToolResult{}, fmt.Errorf("cannot encode the tool's output: %w", err)
+	}
+	return ToolResult{Content: string(b)}, nil
+}
+
+// Name is the tool's name as the model calls it.
+func (t *Tool) Name() string { return t.name }
+
+// Description tells the model what the tool does.
+func (t *Tool) Description() string { return t.description }
+
+// Schema is the JSON Schema of the tool's arguments.
+func (t *Tool) Schema() json.RawMessage { return t.schemaJSON }
+
+// Idempotent reports whether the tool may be re-run after a crash.
+func (t *Tool) Idempotent() bool { return t.opts.Idempotent }
+
+// Spec is what the model is told about the tool.
+func (t *Tool) Spec() ToolSpec {
+	return ToolSpec{Name: t.name, Description: t.description, InputSchema: t.schemaJSON}
+}
+
+// Validate checks raw arguments against the tool's schema and returns the
+// value the handler and policies receive (the typed struct for [NewTool]).
+// Every problem is listed in the returned *[ValidationError].
+func (t *Tool) Validate(raw json.RawMessage) (any, error) {
+	obj, p := decodeObject(raw)
+	if p != nil {
+		return nil, &ValidationError{Tool: t.name, Problems: []Problem{*p}}
+	}
+	v := &validator{}
+	v.walk("", obj, t.schema)
+	if len(v.problems) > 0 {
+		return nil, &ValidationError{Tool: t.name, Problems: v.problems}
+	}
+	// The library is the authority on keywords the walk does not know.
+	var plain any
+	if err := json.Unmarshal(orEmptyObject(raw), &plain); err == nil {
+		if err := t.resolved.Validate(plain); err != nil {
+			return nil, &ValidationError{Tool: t.name, Problems: []Problem{{Message: err.Error()}}}
+		}
+	}
+	typed, err := t.decode(orEmptyObject(raw))
+	if err != nil {
+		return nil, &ValidationError{Tool: t.name, Problems: []Problem{{Message: err.Error()}}}
+	}
+	return typed, nil
+}
+
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+// execute runs the handler with the tool's timeout, turning errors and
+// panics into error results.
+func (t *Tool) execute(ctx context.Context, args any) (res ToolResult) {
+	if t.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.opts.Timeout)
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			res = ToolResult{IsError: true, Content: fmt.Sprintf("tool %q panicked: %v", t.name, r),
+				Details: map[string]any{"panic": fmt.Sprint(r), "stack": string(debug.Stack())}}
+		}
+	}()
+	out, err := t.run(ctx, args)
+	if err != nil {
+		if t.opts.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ToolResult{IsError: true, Content: fmt.Sprintf("tool %q timed out after %s: %v", t.name, t.opts.Timeout, err)}
+		}
+		return ToolResult{IsError: true, Content: err.Error()}
+	}
+	return out
+}
+
+type idempotencyKeyCtx struct{}
+
+// IdempotencyKey returns the key of the tool call running in ctx:
+// "thread/run/call". It is the same when a crashed call of an idempotent
+// tool is run again, so the tool can tell a retry from a new call.
+func IdempotencyKey(ctx context.Context) string {
+	k, _ := ctx.Value(idempotencyKeyCtx{}).(string)
+	return k
+}

@@ -1,0 +1,264 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// runTurn gives every tool call of the last assistant message a result.
+// Each call is decided and run in its own goroutine, so gated calls wait
+// independently and are answered in any order; execution is bounded by
+// MaxParallelTools. Results come back in the model's call order.
+func (a *Agent) runTurn(ctx context.Context, th *checkpoint.Thread, msgs []Message) ([]ToolResult, error) {
+	assistant := msgs[len(msgs)-1]
+	records, err := a.store.ListToolCalls(ctx, th.ID, th.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("agent: reading tool call states: %w", err)
+	}
+	byID := map[string]*checkpoint.ToolCall{}
+	for _, r := range records {
+		byID[r.CallID] = r
+	}
+	results := make([]ToolResult, len(assistant.ToolCalls))
+	errs := make([]error, len(assistant.ToolCalls))
+	sem := make(chan struct{}, a.maxParallel)
+	var wg sync.WaitGroup
+	for i, call := range assistant.ToolCalls {
+		rec := byID[call.ID]
+		if rec != nil && rec.State == checkpoint.ToolCallDone {
+			if err := json.Unmarshal(rec.Result, &results[i]); err != nil {
+				return nil, fmt.Errorf("agent: stored result of call %s is not readable: %w", call.ID, err)
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = a.handleCall(ctx, th.RunID, msgs, call, rec, sem)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// handleCall decides and runs one call and checkpoints its result. An error
+// means the call has no result yet (the run was stopped or the store
+// failed); the run can be resumed.
+func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, call ToolCall, rec *checkpoint.ToolCall, sem chan struct{}) (ToolResult, error) {
+	tool := a.toolsByName[call.Name]
+	var res ToolResult
+	switch {
+	case rec != nil && rec.State == checkpoint.ToolCallExecuting && tool != nil && tool.Idempotent():
+		// It was approved and started before the crash: run it again with
+		// the same arguments and idempotency key.
+		typed, err := tool.Validate(rec.Args)
+		if err != nil {
+			res = ToolResult{IsError: true, Content: err.Error()}
+			break
+		}
+		tc := a.callContext(runID, msgs, call, tool, typed, rec.Args)
+		var runErr error
+		res, runErr = a.execute(ctx, tc, sem, nil)
+		if runErr != nil {
+			return ToolResult{}, runErr
+		}
+	case rec != nil && rec.State == checkpoint.ToolCallExecuting:
+		res = ToolResult{IsError: true, Content: fmt.Sprintf(
+			"The outcome of this call is unknown: tool %q was executing when the run was interrupted, and it is not run again because it is not idempotent.", call.Name),
+			Details: map[string]any{"outcome": "unknown"}}
+	default:
+		var err error
+		res, err = a.decideAndRun(ctx, runID, msgs, call, tool, sem)
+		if err != nil {
+			return ToolResult{}, err
+		}
+	}
+	res.CallID, res.ToolName = call.ID, call.Name
+	if err := a.recordDone(context.WithoutCancel(ctx), runID, call, res); err != nil {
+		return ToolResult{}, err
+	}
+	a.emit(&ToolCallFinishedEvent{meta: a.meta(runID), Call: call, Result: res})
+	return res, nil
+}
+
+func (a *Agent) recordDone(ctx context.Context, runID string, call ToolCall, res ToolResult) error {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
+	}
+	if err := a.store.PutToolCall(ctx, &checkpoint.ToolCall{
+		ThreadID: a.threadID, RunID: runID, CallID: call.ID, Tool: call.Name,
+		Args: call.Arguments, State: checkpoint.ToolCallDone, Result: raw,
+	}); err != nil {
+		return fmt.Errorf("agent: recording result of call %s: %w", call.ID, err)
+	}
+	return nil
+}
+
+func (a *Agent) callContext(runID string, msgs []Message, call ToolCall, tool *Tool, typed any, raw json.RawMessage) *ToolCallContext {
+	return &ToolCallContext{ThreadID: a.threadID, RunID: runID, Call: call, Tool: tool,
+		Args: typed, RawArgs: raw, Messages: msgs, agent: a}
+}
+
+func (a *Agent) decideAndRun(ctx context.Context, runID string, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (ToolResult, error) {
+	if tool == nil {
+		names := make([]string, 0, len(a.tools))
+		for _, t := range a.tools {
+			names = append(names, t.Name())
+		}
+		sort.Strings(names)
+		return ToolResult{IsError: true, Content: fmt.Sprintf("Unknown tool %q. Available tools: %s.", call.Name, strings.Join(names, ", ")),
+			Details: map[string]any{"error": "unknown_tool"}}, nil
+	}
+	typed, err := tool.Validate(call.Arguments)
+	if err != nil {
+		return invalidResult(err), nil
+	}
+	tc := a.callContext(runID, msgs, call, tool, typed, canonicalArgs(call.Arguments))
+	details := map[string]any{}
+	for _, m := range a.middleware {
+		h, ok := m.(BeforeToolHook)
+		if !ok {
+			continue
+		}
+		d, err := safeBeforeTool(ctx, h, tc)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ToolResult{}, ctx.Err()
+			}
+			if errors.Is(err, ErrQuestion) || errors.Is(err, checkpoint.ErrNotFound) {
+				// The question could not be stored or read: never run
+				// the tool, and let the run be resumed.
+				return ToolResult{}, err
+			}
+			return errorResult(err, details), nil
+		}
+		maps.Copy(details, d.details)
+		switch d.kind {
+		case decideBlock:
+			a.audit(ctx, runID, "tool_blocked", map[string]any{"call_id": call.ID, "tool": call.Name, "reason": d.reason, "details": d.details})
+			return ToolResult{IsError: true, Content: d.reason, Details: nonEmpty(details)}, nil
+		case decideReplace:
+			raw, err := encodeArgs(d.args)
+			if err != nil {
+				return ToolResult{IsError: true, Content: fmt.Sprintf("middleware %T replaced the arguments with a value that cannot be encoded: %v", m, err)}, nil
+			}
+			typed, err := tool.Validate(raw)
+			if err != nil {
+				return invalidResult(err), nil
+			}
+			tc.Args, tc.RawArgs = typed, canonicalArgs(raw)
+		}
+	}
+	return a.execute(ctx, tc, sem, details)
+}
+
+func nonEmpty(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func invalidResult(err error) ToolResult {
+	r := ToolResult{IsError: true, Content: err.Error() + ". Fix the arguments and call the tool again."}
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		r.Details = map[string]any{"validation": ve.Problems}
+	}
+	return r
+}
+
+// DetailedError is an error that carries details for the tool result a
+// blocked call gets (hitl and interrupt denials implement it).
+type DetailedError interface {
+	error
+	ResultDetails() map[string]any
+}
+
+func errorResult(err error, details map[string]any) ToolResult {
+	m := maps.Clone(details)
+	if m == nil {
+		m = map[string]any{}
+	}
+	var de DetailedError
+	if errors.As(err, &de) {
+		maps.Copy(m, de.ResultDetails())
+	}
+	return ToolResult{IsError: true, Content: err.Error(), Details: nonEmpty(m)}
+}
+
+func safeBeforeTool(ctx context.Context, h BeforeToolHook, tc *ToolCallContext) (d Decision, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("before-tool hook %T panicked: %v\n%s", h, r, debug.Stack())
+		}
+	}()
+	return h.BeforeTool(ctx, tc)
+}
+
+// canonicalArgs re-encodes an arguments object with sorted keys (and {}
+// for empty input), so that digests and stored arguments do not depend on
+// the model's spacing or key order.
+func canonicalArgs(raw json.RawMessage) json.RawMessage {
+	obj, p := decodeObject(raw)
+	if p != nil {
+		return raw
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// execute checkpoints "executing", runs the tool and the after-tool hooks.
+func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struct{}, details map[string]any) (ToolResult, error) {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return ToolResult{}, ctx.Err()
+	}
+	defer func() { <-sem }()
+	// Persisted before the tool runs: a crash from here on finds the call
+	// executing and does not run it twice. If this write fails the tool
+	// does not run.
+	if err := a.store.PutToolCall(ctx, &checkpoint.ToolCall{
+		ThreadID: a.threadID, RunID: tc.RunID, CallID: tc.Call.ID, Tool: tc.Call.Name,
+		Args: tc.RawArgs, State: checkpoint.ToolCallExecuting,
+	}); err != nil {
+		return ToolResult{}, fmt.Errorf("agent: recording call %s as executing: %w", tc.Call.ID, err)
+	}
+	a.emit(&ToolCallStartedEvent{meta: a.meta(tc.RunID), Call: tc.Call, Args: tc.RawArgs})
+	toolCtx := context.WithValue(ctx, idempotencyKeyCtx{}, a.threadID+"/"+tc.RunID+"/"+tc.Call.ID)
+	toolCtx = context.WithValue(toolCtx, toolCallCtxKey{}, tc)
+	res := tc.Tool.execute(toolCtx, tc.Args)
+	if len(details) > 0 {
+		m := maps.Clone(res.Details)
+		if m == nil {
+			m = map[string]any{}
+		}
+		maps.Copy(m, details)
+		res.Details = m
+	}
+	for i := len(a.middleware) - 1; i >= 0; i-- {
+		if h, ok := a.middleware[i].(AfterToolHook); ok {
+			if err := h.AfterTool(ctx, tc, &res); err != nil {
+				res = ToolResult{IsError: true, Content: fmt.Sprintf("after-tool hook %T: %v", a.middleware[i], err), Details: res.Details}
+			}
+		}
+	}
+	return res, nil
+}
