@@ -1,0 +1,98 @@
+package checkpointtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+func testShared(t *testing.T, setup func(t *testing.T) (checkpoint.Store, checkpoint.Store)) {
+	t.Run("ReadOthersWrites", func(t *testing.T) {
+		a, b := setup(t)
+		th := mustCreateThread(t, a, &checkpoint.Thread{ID: id("thread"), Messages: json.RawMessage(`["a"]`)})
+		got, err := b.LoadThread(ctx(t), th.ID)
+		if err != nil {
+			t.Fatalf("b.LoadThread: %v", err)
+		}
+		got.Messages = json.RawMessage(`["b"]`)
+		if err := b.SaveThread(ctx(t), got); err != nil {
+			t.Fatalf("b.SaveThread: %v", err)
+		}
+		if err := a.SaveThread(ctx(t), th); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("a.SaveThread(stale) = %v, want ErrConflict", err)
+		}
+		q := mustCreateQuestion(t, a, newQuestion(th.ID, "q"))
+		if _, created, err := b.CreateQuestion(ctx(t), newQuestion(th.ID, "q")); err != nil || created {
+			t.Fatalf("b.CreateQuestion(same) = created %v, %v; want the stored one", created, err)
+		}
+		if _, err := b.ResolveQuestion(ctx(t), q.ThreadID, q.ID, answer("bob", time.Time{})); err != nil {
+			t.Fatalf("b.ResolveQuestion: %v", err)
+		}
+		if _, err := a.ResolveQuestion(ctx(t), q.ThreadID, q.ID, answer("alice", time.Time{})); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("a.ResolveQuestion after b's answer = %v, want ErrConflict", err)
+		}
+		if got := mustGetQuestion(t, a, q.ThreadID, q.ID); got.AnsweredBy != "bob" {
+			t.Errorf("answered by %q, want bob", got.AnsweredBy)
+		}
+	})
+
+	t.Run("NotifyAcross", func(t *testing.T) {
+		a, b := setup(t)
+		cha, err := a.Subscribe(ctx(t))
+		if err != nil {
+			t.Fatalf("a.Subscribe: %v", err)
+		}
+		chb, err := b.Subscribe(ctx(t))
+		if err != nil {
+			t.Fatalf("b.Subscribe: %v", err)
+		}
+		thread := id("thread")
+		mustCreateQuestion(t, a, newQuestion(thread, "q"))
+		waitNotification(t, chb, checkpoint.QuestionCreated, thread, "q")
+		if _, err := b.ResolveQuestion(ctx(t), thread, "q", answer("bob", time.Time{})); err != nil {
+			t.Fatalf("b.ResolveQuestion: %v", err)
+		}
+		waitNotification(t, cha, checkpoint.QuestionResolved, thread, "q")
+	})
+
+	t.Run("AnswerRaceAcross", func(t *testing.T) {
+		a, b := setup(t)
+		thread := id("thread")
+		mustCreateQuestion(t, a, newQuestion(thread, "q"))
+		errs := race(func(i int) error {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			_, err := s.ResolveQuestion(ctx(t), thread, "q", answer(fmt.Sprint("reviewer-", i), time.Time{}))
+			return err
+		})
+		w := oneWinner(t, "16 answers through two handles", errs)
+		if got := mustGetQuestion(t, b, thread, "q"); got.AnsweredBy != fmt.Sprint("reviewer-", w) {
+			t.Errorf("answered by %q, but reviewer-%d won", got.AnsweredBy, w)
+		}
+	})
+
+	t.Run("SaveRaceAcross", func(t *testing.T) {
+		a, b := setup(t)
+		th := mustCreateThread(t, a, &checkpoint.Thread{ID: id("thread")})
+		errs := race(func(i int) error {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			c := *th
+			return s.SaveThread(ctx(t), &c)
+		})
+		oneWinner(t, "16 saves through two handles", errs)
+	})
+
+	t.Run("TailAcross", func(t *testing.T) {
+		a, b := setup(t)
+		testTail(t, []checkpoint.Store{a, b}, b)
+	})
+}
