@@ -239,7 +239,10 @@ func (m orderMW) add(s string) {
 	*m.log = append(*m.log, m.name+":"+s)
 	m.mu.Unlock()
 }
-func (m orderMW) BeforeModel(ctx context.Context, req *agent.Request) error { m.add("before-model"); return nil }
+func (m orderMW) BeforeModel(ctx context.Context, req *agent.Request) error {
+	m.add("before-model")
+	return nil
+}
 func (m orderMW) AfterModel(ctx context.Context, req *agent.Request, msg *agent.Message) error {
 	m.add("after-model")
 	return nil

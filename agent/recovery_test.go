@@ -1,0 +1,313 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+	"github.com/tollgate-ai/tollgate/provider/scripted"
+)
+
+// recordingStore logs the writes the agent makes, in order, and can be told
+// to fail ("crash") on a write.
+type recordingStore struct {
+	checkpoint.Store
+	mu     sync.Mutex
+	log    []string
+	failOn func(op string) bool
+}
+
+var errCrash = errors.New("simulated crash")
+
+func (s *recordingStore) note(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failOn != nil && s.failOn(op) {
+		return errCrash
+	}
+	s.log = append(s.log, op)
+	return nil
+}
+
+func (s *recordingStore) ops() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.log...)
+}
+
+func (s *recordingStore) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
+	msgs, _ := agentMessages(t)
+	last := msgs[len(msgs)-1]
+	op := "save:" + string(last.Role)
+	if len(last.ToolCalls) > 0 {
+		op += "+calls"
+	}
+	if err := s.note(op); err != nil {
+		return err
+	}
+	return s.Store.SaveThread(ctx, t)
+}
+
+func (s *recordingStore) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
+	if err := s.note(fmt.Sprintf("call:%s:%s", tc.CallID, tc.State)); err != nil {
+		return err
+	}
+	return s.Store.PutToolCall(ctx, tc)
+}
+
+func agentMessages(t *checkpoint.Thread) ([]agent.Message, error) {
+	var msgs []agent.Message
+	err := json.Unmarshal(t.Messages, &msgs)
+	return msgs, err
+}
+
+func TestPersistenceOrder(t *testing.T) {
+	t.Parallel()
+	rs := &recordingStore{Store: memory.New()}
+	var toolSawLog []string
+	probe := agent.NewTool("probe", "Probe.", func(ctx context.Context, a struct{}) (string, error) {
+		toolSawLog = rs.ops()
+		return "ok", nil
+	}, nil)
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "probe", `{}`)}}, scripted.Turn{Text: "done"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: rs, Tools: []*agent.Tool{probe}})
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	want := "save:user,save:assistant+calls,call:c1:executing,call:c1:done,save:tool,save:assistant,save:assistant"
+	if got := strings.Join(rs.ops(), ","); got != want {
+		t.Fatalf("writes:\n%s\nwant:\n%s", got, want)
+	}
+	// When the tool ran, the assistant message with its calls and the
+	// "executing" state were already durable.
+	if got := strings.Join(toolSawLog, ","); got != "save:user,save:assistant+calls,call:c1:executing" {
+		t.Fatalf("before the tool ran: %s", got)
+	}
+}
+
+func TestExecutingCallOnResume(t *testing.T) {
+	t.Parallel()
+	for _, idempotent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
+			t.Parallel()
+			base := memory.New()
+			// Crash right after the tool ran, before its result is stored.
+			rs := &recordingStore{Store: base, failOn: func(op string) bool { return op == "call:c1:done" }}
+			var runs atomic.Int32
+			var keys sync.Map
+			charge := agent.NewTool("charge", "Charge a card.", func(ctx context.Context, a struct{}) (string, error) {
+				n := runs.Add(1)
+				keys.Store(n, agent.IdempotencyKey(ctx))
+				return "charged", nil
+			}, &agent.ToolOptions{Idempotent: idempotent})
+			a1 := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "charge", `{}`)}}),
+				Checkpointer: rs, Tools: []*agent.Tool{charge}})
+			if _, err := a1.Prompt(context.Background(), "charge"); !errors.Is(err, errCrash) {
+				t.Fatalf("first run: %v", err)
+			}
+			a2 := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{Text: "done"}), Checkpointer: base, Tools: []*agent.Tool{charge}})
+			if _, err := a2.Resume(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			r := toolResults(t, a2)[0]
+			if !idempotent {
+				if runs.Load() != 1 || !r.IsError || !strings.Contains(r.Content, "outcome of this call is unknown") || r.Details["outcome"] != "unknown" {
+					t.Fatalf("runs %d, result %+v", runs.Load(), r)
+				}
+				return
+			}
+			k1, _ := keys.Load(int32(1))
+			k2, _ := keys.Load(int32(2))
+			if runs.Load() != 2 || r.IsError || r.Content != "charged" || k1 != k2 || !strings.HasSuffix(k1.(string), "/c1") {
+				t.Fatalf("runs %d, result %+v, keys %v %v", runs.Load(), r, k1, k2)
+			}
+		})
+	}
+}
+
+func TestAbortPending(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	var ran atomic.Int32
+	counted := agent.NewTool("echo", "Echo.", func(ctx context.Context, a echoArgs) (string, error) {
+		ran.Add(1)
+		return "echo: " + a.Text, nil
+	}, nil)
+	// c1 is allowed (no question); c2 and c3 wait for answers.
+	gate := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+		if c.Call.ID == "c1" {
+			return agent.Continue(), nil
+		}
+		return askMW(0).(agent.BeforeToolFunc)(ctx, c)
+	})
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{
+		scripted.Call("c1", "echo", echoArgs{"a"}), scripted.Call("c2", "echo", echoArgs{"b"}), scripted.Call("c3", "echo", echoArgs{"c"}),
+	}})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Tools: []*agent.Tool{counted}, Middleware: []agent.Middleware{gate}})
+	sub := a.Subscribe(0)
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	waitPending(t, store, "t1", 2)
+	if err := a.AbortPending(context.Background(), "user closed tab"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, agent.ErrAborted) {
+		t.Fatalf("the stopped run returned %v", err)
+	}
+	msgs, _ := a.Messages(context.Background())
+	last := msgs[len(msgs)-1]
+	if last.Role != agent.RoleAssistant || last.StopReason != agent.StopAborted {
+		t.Fatalf("last message %+v", last)
+	}
+	res := toolResults(t, a)
+	if len(res) != 3 || res[0].IsError || res[0].Content != "echo: a" {
+		t.Fatalf("results %+v", res)
+	}
+	for _, r := range res[1:] {
+		h, _ := r.Details["hitl"].(map[string]any)
+		if !r.IsError || !strings.Contains(r.Content, "user closed tab") || h["decision"] != "aborted" {
+			t.Fatalf("synthetic deny %+v", r)
+		}
+	}
+	// Every question is aborted; a later answer is refused.
+	qs, _, _ := store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: "t1"})
+	for _, q := range qs {
+		if q.Status != checkpoint.QuestionAborted || q.Reason != "user closed tab" {
+			t.Fatalf("question %+v", q)
+		}
+		if _, err := store.ResolveQuestion(context.Background(), "t1", q.ID, checkpoint.Resolution{Status: checkpoint.QuestionAnswered, At: time.Now()}); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("late answer: %v", err)
+		}
+	}
+	var sawAbort bool
+	for e := range drain(sub) {
+		if ab, ok := e.(*agent.AgentAbortedEvent); ok && ab.Reason == "user closed tab" {
+			sawAbort = true
+		}
+	}
+	if !sawAbort || ran.Load() != 1 {
+		t.Fatalf("aborted event %v, tool runs %d", sawAbort, ran.Load())
+	}
+	// The next prompt starts afresh.
+	a2 := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{Text: "fresh"}), Checkpointer: store})
+	if msg, err := a2.Prompt(context.Background(), "new task"); err != nil || msg.Text != "fresh" {
+		t.Fatalf("next prompt: %+v %v", msg, err)
+	}
+	// Abort with nothing pending is a no-op.
+	if err := a2.AbortPending(context.Background(), "again"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drain returns the events already delivered to sub, then closes it.
+func drain(sub *agent.Subscription) <-chan agent.Event {
+	out := make(chan agent.Event, 1024)
+	for {
+		select {
+		case e := <-sub.C:
+			out <- e
+		default:
+			sub.Close()
+			close(out)
+			return out
+		}
+	}
+}
+
+func TestEventOrder(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	model := scripted.New(
+		scripted.Turn{Text: "Checking now", ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"}), scripted.Call("c2", "echo", echoArgs{"y"})}},
+		scripted.Turn{Text: "All done"},
+	)
+	gate := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+		if c.Call.ID == "c2" {
+			return askMW(0).(agent.BeforeToolFunc)(ctx, c)
+		}
+		return agent.Continue(), nil
+	})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Tools: []*agent.Tool{echoTool()}, Middleware: []agent.Middleware{gate}})
+	sub := a.Subscribe(0)
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	q := waitPending(t, store, "t1", 1)[0]
+	// c1 finishes before the answer is given, so the order is fixed.
+	for {
+		e := <-sub.C
+		if f, ok := e.(*agent.ToolCallFinishedEvent); ok && f.Call.ID == "c1" {
+			break
+		}
+	}
+	answer(t, store, "t1", q.ID, "true")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	sub.Close()
+	// A fresh agent and subscriber, to record one whole run from its start.
+	var names []string
+	var seqs []int64
+	model2 := scripted.New(scripted.Turn{Text: "Checking now", ToolCalls: []agent.ToolCall{scripted.Call("d1", "echo", echoArgs{"x"})}}, scripted.Turn{Text: "All done"})
+	a2 := newAgent(t, agent.Config{Provider: model2, Checkpointer: store, Tools: []*agent.Tool{echoTool()}})
+	sub4 := a2.Subscribe(0)
+	if _, err := a2.Prompt(context.Background(), "again"); err != nil {
+		t.Fatal(err)
+	}
+	for e := range drain(sub4) {
+		names = append(names, fmt.Sprintf("%T", e))
+		seqs = append(seqs, e.Meta().Seq)
+	}
+	want := []string{
+		"*agent.RunStartedEvent",
+		"*agent.TextDeltaEvent", "*agent.TextDeltaEvent", "*agent.MessageEvent",
+		"*agent.ToolCallStartedEvent", "*agent.ToolCallFinishedEvent",
+		"*agent.TextDeltaEvent", "*agent.TextDeltaEvent", "*agent.MessageEvent",
+		"*agent.RunFinishedEvent",
+	}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("seqs %v", seqs)
+		}
+	}
+}
+
+func TestSlowSubscriberIsDroppedNotBlocking(t *testing.T) {
+	t.Parallel()
+	model := scripted.New(scripted.Turn{Text: "one two three four five six seven eight nine ten"})
+	a := newAgent(t, agent.Config{Provider: model, SlowSubscriberTimeout: 10 * time.Millisecond})
+	slow := a.Subscribe(2) // never read until the run is over
+	fast := a.Subscribe(0)
+	start := time.Now()
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the run waited %s for a slow subscriber", d)
+	}
+	var got []int64
+	for e := range slow.C {
+		got = append(got, e.Meta().Seq)
+	}
+	if !errors.Is(slow.Err(), agent.ErrSlowSubscriber) || len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("slow subscriber saw %v, err %v; want the prefix [1 2] and ErrSlowSubscriber", got, slow.Err())
+	}
+	n := 0
+	for range drain(fast) {
+		n++
+	}
+	if n != 13 { // run started, 10 text deltas, the message, run finished
+		t.Fatalf("fast subscriber saw %d events, want 13", n)
+	}
+}
