@@ -120,6 +120,16 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: Config.Middleware[%d] (%T) implements no hook", i, m)
 		}
 	}
+	if cs, ok := a.channel.(interface{ Store() checkpoint.Store }); ok {
+		// Questions are written to the Checkpointer and watched through the
+		// channel: both must be the same store.
+		switch {
+		case a.store == nil:
+			a.store = cs.Store()
+		case a.store != cs.Store():
+			return nil, errors.New("agent: Config.Channel watches another store than Config.Checkpointer")
+		}
+	}
 	if a.store == nil {
 		a.store = memory.New()
 	}

@@ -269,3 +269,21 @@ func decodeObject(raw json.RawMessage) (map[string]any, *Problem) {
 	}
 	return m, nil
 }
+
+// ValidateArgs checks a JSON arguments object against a JSON Schema given as
+// JSON (for example the args_schema a question carries), listing every
+// problem like [Tool.Validate]. It lets a process that does not have the
+// tool (a server answering for a run elsewhere) check edited arguments.
+func ValidateArgs(toolName string, schema, args json.RawMessage) error {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return fmt.Errorf("agent: schema of tool %q is not readable: %w", toolName, err)
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("agent: schema of tool %q is invalid: %w", toolName, err)
+	}
+	t := &Tool{name: toolName, schema: &s, resolved: resolved, decode: func(json.RawMessage) (any, error) { return nil, nil }}
+	_, err = t.Validate(args)
+	return err
+}

@@ -1,0 +1,385 @@
+package hitl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+	"github.com/tollgate-ai/tollgate/clock"
+)
+
+// Channel carries questions between runs and the people who answer them.
+// A run waits on it (it is an agent.Channel); a host iterates Subscribe and
+// calls Answer.
+type Channel interface {
+	agent.Channel
+	// Subscribe yields the pending requests — those already pending
+	// first, then new ones as they are asked — until ctx ends. A request
+	// is yielded once per subscription. Errors reading the store are
+	// yielded too (with a nil request); iteration goes on after them.
+	Subscribe(ctx context.Context) iter.Seq2[*Request, error]
+	// Answer checks answer against the question and records it; the
+	// waiting run resumes. See [CheckpointedChannel.Answer] for the
+	// checks and their errors.
+	Answer(ctx context.Context, questionID string, answer any) error
+}
+
+// CheckpointedChannel is a Channel over a checkpoint store: questions live
+// in the store, so a pending question survives a crash and can be answered
+// from another process. It is bound to one thread, or to all threads when
+// the thread id is "".
+type CheckpointedChannel struct {
+	store    checkpoint.Store
+	threadID string
+	clock    clock.Clock
+	poll     time.Duration
+}
+
+var _ Channel = (*CheckpointedChannel)(nil)
+
+// ChannelOptions tune a channel. A nil *ChannelOptions means zero values.
+type ChannelOptions struct {
+	// Clock decides whether an answer is late. Zero: the system clock.
+	Clock clock.Clock
+	// PollInterval re-lists pending questions in case a notification was
+	// missed. Zero: 2s.
+	PollInterval time.Duration
+}
+
+// NewCheckpointedChannel returns a channel over store for one thread
+// ("" for every thread).
+func NewCheckpointedChannel(store checkpoint.Store, threadID string, opts *ChannelOptions) *CheckpointedChannel {
+	c := &CheckpointedChannel{store: store, threadID: threadID, clock: clock.Real, poll: 2 * time.Second}
+	if opts != nil {
+		if opts.Clock != nil {
+			c.clock = opts.Clock
+		}
+		if opts.PollInterval > 0 {
+			c.poll = opts.PollInterval
+		}
+	}
+	return c
+}
+
+// NewMemoryChannel returns a channel over a new in-memory store, for tests
+// and examples. Give it to the agent as Config.Channel and leave
+// Config.Checkpointer empty: the agent then uses the channel's store.
+func NewMemoryChannel(threadID string, opts *ChannelOptions) *CheckpointedChannel {
+	return NewCheckpointedChannel(memory.New(), threadID, opts)
+}
+
+// Store is the store the channel reads and writes.
+func (c *CheckpointedChannel) Store() checkpoint.Store { return c.store }
+
+// ThreadID is the channel's thread ("" for all).
+func (c *CheckpointedChannel) ThreadID() string { return c.threadID }
+
+// Wait implements agent.Channel.
+func (c *CheckpointedChannel) Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error) {
+	return (&agent.StoreChannel{Store: c.store, PollInterval: c.poll}).Wait(ctx, threadID, questionID)
+}
+
+// Pending lists the pending requests, oldest first.
+func (c *CheckpointedChannel) Pending(ctx context.Context) ([]*Request, error) {
+	var out []*Request
+	cursor := ""
+	for {
+		qs, next, err := c.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: c.threadID, Status: checkpoint.QuestionPending, After: cursor})
+		if err != nil {
+			return out, err
+		}
+		for _, q := range qs {
+			r, err := RequestOf(q)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+// Subscribe implements Channel. It subscribes to the store's notifications
+// before listing, so nothing asked in between is missed, and re-lists on a
+// resync notification and every poll interval.
+func (c *CheckpointedChannel) Subscribe(ctx context.Context) iter.Seq2[*Request, error] {
+	return func(yield func(*Request, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		notes, err := c.store.Subscribe(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		seen := map[string]bool{}
+		key := func(thread, id string) string { return thread + "\x00" + id }
+		relist := func() bool {
+			reqs, err := c.Pending(ctx)
+			if err != nil && ctx.Err() == nil {
+				if !yield(nil, err) {
+					return false
+				}
+			}
+			for _, r := range reqs {
+				if k := key(r.ThreadID, r.QuestionID); !seen[k] {
+					seen[k] = true
+					if !yield(r, nil) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		if !relist() {
+			return
+		}
+		ticker := time.NewTicker(c.poll)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				if !relist() {
+					return
+				}
+			case n, ok := <-notes:
+				if !ok {
+					notes = nil // store closed its feed: keep polling
+					continue
+				}
+				if c.threadID != "" && n.ThreadID != "" && n.ThreadID != c.threadID {
+					continue
+				}
+				if n.Kind != checkpoint.QuestionCreated || n.QuestionID == "" {
+					if n.Kind != checkpoint.QuestionResolved && !relist() {
+						return
+					}
+					continue
+				}
+				if seen[key(n.ThreadID, n.QuestionID)] {
+					continue
+				}
+				q, err := c.store.GetQuestion(ctx, n.ThreadID, n.QuestionID)
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					if !yield(nil, err) {
+						return
+					}
+					continue
+				}
+				if q.Status != checkpoint.QuestionPending {
+					continue
+				}
+				r, err := RequestOf(q)
+				seen[key(n.ThreadID, n.QuestionID)] = true
+				if !yield(r, err) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Answer answers a question of the channel's thread. See [AnswerIn].
+func (c *CheckpointedChannel) Answer(ctx context.Context, questionID string, answer any) error {
+	if c.threadID == "" {
+		return errors.New("hitl: this channel serves every thread: use AnswerIn with the question's thread id")
+	}
+	return c.AnswerIn(ctx, c.threadID, questionID, answer)
+}
+
+type reviewerKey struct{}
+
+// WithReviewer returns a context whose answers are recorded as given by
+// name.
+func WithReviewer(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, reviewerKey{}, name)
+}
+
+// AnswerIn checks answer and records it as the answer to the question.
+// It refuses, leaving the question as it was:
+//   - an unknown question: ErrUnknownQuestion;
+//   - one already answered, timed out or aborted: ErrAlreadyAnswered,
+//     ErrExpired or ErrAborted (when two answers race, the first wins and
+//     the second gets ErrAlreadyAnswered);
+//   - one whose deadline has passed: ErrExpired;
+//   - an answer of the wrong shape for the kind: ErrWrongKind;
+//   - an approve answer whose Digest differs from the question's:
+//     ErrDigestMismatch;
+//   - an edit whose arguments fail the tool's schema (every problem
+//     listed; errors.As gives the *agent.ValidationError) or that the
+//     policy would deny: ErrInvalidAnswer. The question stays open.
+func (c *CheckpointedChannel) AnswerIn(ctx context.Context, threadID, questionID string, answer any) error {
+	q, err := c.store.GetQuestion(ctx, threadID, questionID)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return fmt.Errorf("%w: %q in thread %q", ErrUnknownQuestion, questionID, threadID)
+	}
+	if err != nil {
+		return fmt.Errorf("hitl: reading question %q: %w", questionID, err)
+	}
+	if err := statusError(q); err != nil {
+		return err
+	}
+	now := c.clock.Now()
+	if !q.Deadline.IsZero() && !now.Before(q.Deadline) {
+		return fmt.Errorf("%w: question %q had to be answered by %s", ErrExpired, questionID, q.Deadline.UTC().Format(time.RFC3339))
+	}
+	raw, err := checkAnswer(q, answer)
+	if err != nil {
+		return err
+	}
+	if err := agent.CheckAnswer(ctx, threadID, questionID, raw); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+	}
+	by, _ := ctx.Value(reviewerKey{}).(string)
+	_, err = c.store.ResolveQuestion(ctx, threadID, questionID, checkpoint.Resolution{
+		Status: checkpoint.QuestionAnswered, Answer: raw, By: by, At: now})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, checkpoint.ErrExpired):
+		return fmt.Errorf("%w: %w", ErrExpired, err)
+	case errors.Is(err, checkpoint.ErrConflict):
+		if cur, gerr := c.store.GetQuestion(ctx, threadID, questionID); gerr == nil {
+			if serr := statusError(cur); serr != nil {
+				return serr
+			}
+		}
+		return fmt.Errorf("%w: %w", ErrAlreadyAnswered, err)
+	default:
+		return fmt.Errorf("hitl: recording answer to %q: %w", questionID, err)
+	}
+}
+
+func statusError(q *checkpoint.Question) error {
+	switch q.Status {
+	case checkpoint.QuestionPending:
+		return nil
+	case checkpoint.QuestionTimedOut:
+		return fmt.Errorf("%w: question %q timed out", ErrExpired, q.ID)
+	case checkpoint.QuestionAborted:
+		return fmt.Errorf("%w: question %q was aborted (%s)", ErrAborted, q.ID, q.Reason)
+	default:
+		by := ""
+		if q.AnsweredBy != "" {
+			by = " by " + q.AnsweredBy
+		}
+		return fmt.Errorf("%w: question %q was answered%s", ErrAlreadyAnswered, q.ID, by)
+	}
+}
+
+// checkAnswer checks the shape of an answer against the question's kind
+// and returns it as JSON.
+func checkAnswer(q *checkpoint.Question, answer any) (json.RawMessage, error) {
+	raw, err := toJSON(answer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: answer cannot be encoded: %v", ErrWrongKind, err)
+	}
+	switch q.Kind {
+	case KindApprove:
+		a, err := parseApprove(raw)
+		if err != nil {
+			return nil, err
+		}
+		if a.Digest != "" && a.Digest != q.Digest {
+			return nil, fmt.Errorf("%w (answer %s, question %s)", ErrDigestMismatch, a.Digest, q.Digest)
+		}
+		if a.Decision == DecisionEdit {
+			var p Payload
+			if err := json.Unmarshal(q.Payload, &p); err == nil && len(p.ArgsSchema) > 0 {
+				edited, _ := json.Marshal(a.EditedArgs)
+				if err := agent.ValidateArgs(p.ToolName, p.ArgsSchema, edited); err != nil {
+					return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+				}
+			}
+		}
+		return json.Marshal(a)
+	case KindConfirm:
+		if _, err := parseConfirm(raw); err != nil {
+			return nil, err
+		}
+	case KindAsk:
+		var p Payload
+		_ = json.Unmarshal(q.Payload, &p)
+		if len(p.Choices) > 0 {
+			var s string
+			if json.Unmarshal(raw, &s) != nil || !slices.Contains(p.Choices, s) {
+				return nil, fmt.Errorf("%w: the answer must be one of %q", ErrWrongKind, p.Choices)
+			}
+		}
+		if len(p.Schema) > 0 {
+			if err := agent.ValidateArgs("form", p.Schema, raw); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+			}
+		}
+	}
+	return raw, nil
+}
+
+func toJSON(v any) (json.RawMessage, error) {
+	switch x := v.(type) {
+	case json.RawMessage:
+		if !json.Valid(x) {
+			return nil, errors.New("not valid JSON")
+		}
+		return x, nil
+	case []byte:
+		if !json.Valid(x) {
+			return nil, errors.New("not valid JSON")
+		}
+		return x, nil
+	case *ApproveAnswer:
+		return json.Marshal(*x)
+	}
+	return json.Marshal(v)
+}
+
+// parseApprove reads an approve answer: an ApproveAnswer, or a JSON object
+// of the same shape. Unknown decisions and edits without arguments are
+// refused.
+func parseApprove(raw json.RawMessage) (*ApproveAnswer, error) {
+	var a ApproveAnswer
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return nil, fmt.Errorf("%w: an approve question takes {\"decision\": \"approve\"|\"deny\"|\"edit\", \"reason\", \"edited_args\", \"digest\"}: %v", ErrWrongKind, err)
+	}
+	switch a.Decision {
+	case DecisionApprove, DecisionDeny:
+	case DecisionEdit:
+		if a.EditedArgs == nil {
+			return nil, fmt.Errorf("%w: an edit needs edited_args", ErrWrongKind)
+		}
+	default:
+		return nil, fmt.Errorf("%w: decision %q; want approve, deny or edit", ErrWrongKind, a.Decision)
+	}
+	return &a, nil
+}
+
+func parseConfirm(raw json.RawMessage) (bool, error) {
+	var b bool
+	if err := json.Unmarshal(raw, &b); err == nil {
+		return b, nil
+	}
+	var c struct {
+		Yes *bool `json:"yes"`
+	}
+	if err := json.Unmarshal(raw, &c); err == nil && c.Yes != nil {
+		return *c.Yes, nil
+	}
+	return false, fmt.Errorf("%w: a confirm question takes true, false or {\"yes\": bool}", ErrWrongKind)
+}

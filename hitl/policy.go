@@ -1,0 +1,244 @@
+package hitl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+type decisionKind int
+
+const (
+	approve decisionKind = iota
+	deny
+	askUser
+)
+
+// ApprovalDecision is what a [Policy] returns: [Approve], [Deny] or
+// [AskUser].
+type ApprovalDecision struct {
+	kind    decisionKind
+	reason  string
+	timeout time.Duration
+	details map[string]any
+}
+
+// Approve lets the call run at once.
+func Approve() ApprovalDecision { return ApprovalDecision{kind: approve} }
+
+// Deny blocks the call without asking anyone; the model sees reason.
+func Deny(reason string) ApprovalDecision { return ApprovalDecision{kind: deny, reason: reason} }
+
+// AskOptions say how to ask.
+type AskOptions struct {
+	// Timeout is the time to answer. Zero: no deadline.
+	Timeout time.Duration
+	// Details are shown to the reviewer (matched rule, impact...).
+	Details map[string]any
+}
+
+// AskUser suspends the call until a person answers: approve, deny (with a
+// reason) or edit the arguments. With no answer by the deadline the call is
+// blocked with reason "approval_timeout".
+func AskUser(opts AskOptions) ApprovalDecision {
+	return ApprovalDecision{kind: askUser, timeout: opts.Timeout, details: opts.Details}
+}
+
+// String describes the decision for logs and tests.
+func (d ApprovalDecision) String() string {
+	switch d.kind {
+	case approve:
+		return "approve"
+	case deny:
+		return "deny: " + d.reason
+	}
+	return fmt.Sprintf("ask (timeout %s, details %v)", d.timeout, d.details)
+}
+
+// Action is "approve", "deny" or "ask".
+func (d ApprovalDecision) Action() string {
+	return [...]string{"approve", "deny", "ask"}[d.kind]
+}
+
+// Reason is the deny reason.
+func (d ApprovalDecision) Reason() string { return d.reason }
+
+// PolicyContext is what a policy sees of a tool call.
+type PolicyContext struct {
+	ThreadID string
+	CallID   string
+	Tool     string
+	// Args is the validated, typed arguments value: the tool's argument
+	// struct for tools built with agent.NewTool.
+	Args any
+	// RawArgs is Args as a JSON object.
+	RawArgs json.RawMessage
+	// Messages is the conversation so far.
+	Messages []agent.Message
+}
+
+// Policy classifies a tool call. It must be free of side effects: it runs
+// again when a run is resumed and when an edited call is checked.
+type Policy func(ctx context.Context, c *PolicyContext) ApprovalDecision
+
+// Typed adapts a policy for one argument type: f receives the arguments as
+// In directly. Calls whose arguments are of another type are asked (fail
+// closed); route them elsewhere with [ByTool].
+func Typed[In any](f func(ctx context.Context, c *PolicyContext, args In) ApprovalDecision) Policy {
+	return func(ctx context.Context, c *PolicyContext) ApprovalDecision {
+		args, ok := c.Args.(In)
+		if !ok {
+			return AskUser(AskOptions{Details: map[string]any{"policy_error": fmt.Sprintf("policy expects %T arguments, got %T", args, c.Args)}})
+		}
+		return f(ctx, c, args)
+	}
+}
+
+// ByTool picks a policy by tool name; tools not in the map use fallback
+// (nil fallback asks).
+func ByTool(policies map[string]Policy, fallback Policy) Policy {
+	return func(ctx context.Context, c *PolicyContext) ApprovalDecision {
+		if p, ok := policies[c.Tool]; ok {
+			return p(ctx, c)
+		}
+		if fallback != nil {
+			return fallback(ctx, c)
+		}
+		return AskUser(AskOptions{Details: map[string]any{"matched_rule": "default"}})
+	}
+}
+
+// ApprovalPolicyMiddleware runs every tool call past a policy and asks a
+// person when the policy says so. Build it with
+// [NewApprovalPolicyMiddleware].
+//
+// The results it gives, in Details["hitl"]:
+//   - approved by the policy or a person: nothing (pass-through);
+//   - denied by a person: "decision": "human_deny", the reason;
+//   - edited by a person: "decision": "edit", "original_args", "edited_args";
+//   - denied by the policy: "decision": "policy_deny", the reason;
+//   - no answer in time: "decision": "timed_out", reason "approval_timeout";
+//   - aborted: "decision": "aborted".
+type ApprovalPolicyMiddleware struct {
+	channel Channel
+	policy  Policy
+	log     *slog.Logger
+}
+
+// NewApprovalPolicyMiddleware returns the middleware. The channel is the
+// one the agent waits on (give the same to agent.Config.Channel).
+func NewApprovalPolicyMiddleware(channel Channel, policy Policy) *ApprovalPolicyMiddleware {
+	return &ApprovalPolicyMiddleware{channel: channel, policy: policy, log: slog.Default()}
+}
+
+// QuestionID is the id of the approval question for a tool call:
+// "hitl_" plus the escaped call id.
+func QuestionID(callID string) string { return "hitl_" + agent.EscapeID(callID) }
+
+func (m *ApprovalPolicyMiddleware) evaluate(ctx context.Context, c *PolicyContext) (d ApprovalDecision) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.log.Error("tollgate: approval policy panicked; asking a person instead",
+				"tool", c.Tool, "call", c.CallID, "panic", r, "stack", string(debug.Stack()))
+			d = AskUser(AskOptions{Details: map[string]any{"policy_error": fmt.Sprintf("policy panicked: %v", r)}})
+		}
+	}()
+	if m.policy == nil {
+		return AskUser(AskOptions{})
+	}
+	return m.policy(ctx, c)
+}
+
+func trace(decision string, extra map[string]any) map[string]any {
+	h := map[string]any{"decision": decision}
+	maps.Copy(h, extra)
+	return map[string]any{"hitl": h}
+}
+
+// BeforeTool implements agent.BeforeToolHook.
+func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.ToolCallContext) (agent.Decision, error) {
+	pc := &PolicyContext{ThreadID: call.ThreadID, CallID: call.Call.ID, Tool: call.Call.Name,
+		Args: call.Args, RawArgs: call.RawArgs, Messages: call.Messages}
+	d := m.evaluate(ctx, pc)
+	switch d.kind {
+	case approve:
+		return agent.Continue(), nil
+	case deny:
+		return agent.Block(d.reason, trace("policy_deny", map[string]any{"reason": d.reason})), nil
+	}
+
+	var args map[string]any
+	_ = json.Unmarshal(call.RawArgs, &args)
+	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: d.details, ArgsSchema: call.Tool.Schema()}
+	q, err := call.Ask(ctx, agent.QuestionRequest{
+		ID: QuestionID(call.Call.ID), Kind: KindApprove, Payload: payload, Timeout: d.timeout,
+		Digest: agent.ArgsDigest(call.Call.Name, call.RawArgs),
+		Check: func(ctx context.Context, raw json.RawMessage) error {
+			a, err := parseApprove(raw)
+			if err != nil || a.Decision != DecisionEdit {
+				return err
+			}
+			_, err = m.checkEdit(ctx, call, a.EditedArgs)
+			return err
+		},
+	})
+	if err != nil {
+		return agent.Decision{}, err
+	}
+	switch q.Status {
+	case checkpoint.QuestionTimedOut:
+		return agent.Block("approval_timeout", trace("timed_out", map[string]any{
+			"deny_reason": "approval_timeout", "timeout_seconds": int(d.timeout / time.Second)})), nil
+	case checkpoint.QuestionAborted:
+		return agent.Block("Tool call aborted: "+q.Reason, trace("aborted", map[string]any{"reason": q.Reason})), nil
+	}
+	a, err := parseApprove(q.Answer)
+	if err != nil {
+		// Only checked answers are stored, but a store written by other
+		// code may hold anything: fail closed.
+		return agent.Block("denied: unreadable answer", trace("human_deny", map[string]any{"reason": err.Error(), "by": q.AnsweredBy})), nil
+	}
+	switch a.Decision {
+	case DecisionApprove:
+		return agent.Continue(), nil
+	case DecisionEdit:
+		edited, err := m.checkEdit(ctx, call, a.EditedArgs)
+		if err != nil {
+			return agent.Block(err.Error(), trace("policy_deny", map[string]any{"reason": err.Error(), "edited_args": a.EditedArgs})), nil
+		}
+		return agent.ReplaceArgs(edited).WithDetails(trace("edit", map[string]any{
+			"original_args": args, "edited_args": a.EditedArgs, "by": q.AnsweredBy})), nil
+	}
+	reason := a.Reason
+	if reason == "" {
+		reason = "denied by reviewer"
+	}
+	return agent.Block(reason, trace("human_deny", map[string]any{"reason": a.Reason, "by": q.AnsweredBy})), nil
+}
+
+// checkEdit validates edited arguments against the tool's schema and runs
+// the policy on them: an edit cannot turn a call into one the policy
+// blocks.
+func (m *ApprovalPolicyMiddleware) checkEdit(ctx context.Context, call *agent.ToolCallContext, edited map[string]any) (json.RawMessage, error) {
+	raw, err := json.Marshal(edited)
+	if err != nil {
+		return nil, err
+	}
+	typed, err := call.Tool.Validate(raw)
+	if err != nil {
+		return nil, err
+	}
+	d := m.evaluate(ctx, &PolicyContext{ThreadID: call.ThreadID, CallID: call.Call.ID, Tool: call.Call.Name,
+		Args: typed, RawArgs: agent.CanonicalArgs(raw), Messages: call.Messages})
+	if d.kind == deny {
+		return nil, fmt.Errorf("the policy denies the edited call: %s", d.reason)
+	}
+	return raw, nil
+}
