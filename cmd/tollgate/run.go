@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/provider/scripted"
+	"github.com/tollgate-ai/tollgate/tools/bash"
+)
+
+func init() {
+	register("run", "run a task; tool calls are approved in the terminal", runCmd)
+}
+
+const runHelp = `usage: tollgate run [flags] "task"
+
+Runs the task with the bash tool. Every tool call is shown to you for
+approval unless --allow-all is given. Without a model configured, the
+offline demo model runs each line of the task that starts with "$ " as a
+bash command, so this works with no network:
+
+  tollgate run $'list files\n$ ls\n$ rm -r /tmp/scratch'
+
+Answers at the prompt: a (approve), d (deny; you are asked for a reason),
+e (edit the arguments: $EDITOR if set, else one line of JSON).
+
+flags:
+`
+
+func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, runHelp); fs.PrintDefaults() }
+	dir := fs.String("dir", ".", "working directory of the bash tool")
+	timeout := fs.Duration("approval-timeout", 5*time.Minute, "time to answer each approval (0: no deadline)")
+	cmdTimeout := fs.Duration("cmd-timeout", time.Minute, "time limit of one bash command")
+	allowAll := fs.Bool("allow-all", false, "run every tool call without asking (dangerous)")
+	thread := fs.String("thread", "", "thread id (default: a new one)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	task := strings.Join(fs.Args(), " ")
+
+	store := memory.New()
+	channel := hitl.NewCheckpointedChannel(store, "", nil)
+	policy := func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
+		if *allowAll {
+			return hitl.Approve()
+		}
+		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": "runs on this machine"}})
+	}
+	a, err := agent.New(agent.Config{
+		Provider:     scripted.Demo{},
+		Model:        agent.Model{ID: "demo", Provider: "scripted"},
+		SystemPrompt: "You are a helpful assistant with access to a bash shell.",
+		Tools:        []*agent.Tool{bash.New(&bash.Options{Dir: *dir, Timeout: *cmdTimeout})},
+		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(channel, policy)},
+		Channel:      channel,
+		Checkpointer: store,
+		ThreadID:     *thread,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 1
+	}
+	term := &terminal{in: bufio.NewReader(stdin), out: stdout, channel: channel}
+	return term.drive(ctx, a, task, stderr)
+}
+
+// terminal prints a run's progress and asks its questions at the prompt.
+type terminal struct {
+	in      *bufio.Reader
+	out     io.Writer
+	channel *hitl.CheckpointedChannel
+}
+
+func (t *terminal) drive(ctx context.Context, a *agent.Agent, task string, stderr io.Writer) int {
+	events := a.Subscribe(1024)
+	defer events.Close()
+	type outcome struct {
+		msg *agent.Message
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		msg, err := a.Prompt(ctx, task)
+		done <- outcome{msg, err}
+	}()
+	// Questions are answered one at a time, in the order they are asked.
+	hostCtx, stopHost := context.WithCancel(ctx)
+	defer stopHost()
+	requests := make(chan *hitl.Request)
+	go func() {
+		defer close(requests)
+		for req, err := range t.channel.Subscribe(hostCtx) {
+			if err != nil {
+				fmt.Fprintln(stderr, "tollgate: reading questions:", err)
+				continue
+			}
+			select {
+			case requests <- req:
+			case <-hostCtx.Done():
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case e, ok := <-events.C:
+			if ok {
+				t.show(e)
+			}
+		case req, ok := <-requests:
+			if ok {
+				t.answer(hostCtx, req)
+			}
+		case out := <-done:
+			for {
+				select {
+				case e := <-events.C:
+					t.show(e)
+					continue
+				default:
+				}
+				break
+			}
+			if out.err != nil {
+				fmt.Fprintln(stderr, "tollgate:", out.err)
+				return 1
+			}
+			return 0
+		}
+	}
+}
+
+func (t *terminal) show(e agent.Event) {
+	switch e := e.(type) {
+	case *agent.MessageEvent:
+		if e.Message.Text != "" {
+			fmt.Fprintf(t.out, "assistant: %s\n", e.Message.Text)
+		}
+	case *agent.ToolCallStartedEvent:
+		fmt.Fprintf(t.out, "→ %s %s\n", e.Call.Name, e.Args)
+	case *agent.ToolCallFinishedEvent:
+		status := "ok"
+		if e.Result.IsError {
+			status = "error"
+		}
+		fmt.Fprintf(t.out, "← %s [%s] %s\n", e.Call.ID, status, clip(e.Result.Content, 400))
+	case *agent.HitlResolvedEvent:
+		if e.Question.Status != "answered" {
+			fmt.Fprintf(t.out, "question %s %s\n", e.Question.ID, e.Question.Status)
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func (t *terminal) prompt(label string) (string, error) {
+	fmt.Fprint(t.out, label)
+	line, err := t.in.ReadString('\n')
+	if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// answer asks the person at the terminal until the channel accepts an
+// answer or the question is no longer open.
+func (t *terminal) answer(ctx context.Context, req *hitl.Request) {
+	p := req.Payload
+	switch p.Kind {
+	case hitl.KindApprove:
+		fmt.Fprintf(t.out, "\n── approval needed: %s ──\n", p.ToolName)
+		keys := make([]string, 0, len(p.Args))
+		for k := range p.Args {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, _ := json.Marshal(p.Args[k])
+			fmt.Fprintf(t.out, "   %s: %s\n", k, v)
+		}
+		if len(p.Details) > 0 {
+			fmt.Fprintf(t.out, "   rule: %v   impact: %v\n", p.Details["matched_rule"], p.Details["impact"])
+		}
+		if req.TimeoutSeconds > 0 {
+			fmt.Fprintf(t.out, "   answer within %s\n", req.Remaining(time.Now()).Round(time.Second))
+		}
+	case hitl.KindAsk:
+		fmt.Fprintf(t.out, "\n── question ──\n   %s\n", p.Question)
+		if len(p.Choices) > 0 {
+			fmt.Fprintf(t.out, "   choices: %s\n", strings.Join(p.Choices, ", "))
+		}
+	case hitl.KindConfirm:
+		fmt.Fprintf(t.out, "\n── confirm ──\n   %s\n", p.Message)
+	default:
+		fmt.Fprintf(t.out, "\n── %s ──\n   %s\n", p.Kind, p.Raw)
+	}
+	for {
+		ans, err := t.read(req)
+		if err != nil {
+			fmt.Fprintf(t.out, "no answer (%v); the question stays open until its deadline\n", err)
+			return
+		}
+		err = t.channel.AnswerIn(ctx, req.ThreadID, req.QuestionID, ans)
+		if err == nil {
+			return
+		}
+		fmt.Fprintf(t.out, "refused: %v\n", err)
+		if errors.Is(err, hitl.ErrAlreadyAnswered) || errors.Is(err, hitl.ErrExpired) || errors.Is(err, hitl.ErrAborted) || errors.Is(err, hitl.ErrUnknownQuestion) {
+			return
+		}
+	}
+}
+
+func (t *terminal) read(req *hitl.Request) (any, error) {
+	switch req.Payload.Kind {
+	case hitl.KindApprove:
+		for {
+			choice, err := t.prompt("[a]pprove, [d]eny, [e]dit? ")
+			if err != nil {
+				return nil, err
+			}
+			switch strings.ToLower(choice) {
+			case "a", "approve", "y", "yes":
+				return hitl.ApproveAnswer{Decision: hitl.DecisionApprove, Digest: req.Digest}, nil
+			case "d", "deny", "n", "no":
+				reason, err := t.prompt("reason: ")
+				if err != nil {
+					return nil, err
+				}
+				return hitl.ApproveAnswer{Decision: hitl.DecisionDeny, Reason: reason, Digest: req.Digest}, nil
+			case "e", "edit":
+				edited, err := t.edit(req.Payload.Args)
+				if err != nil {
+					fmt.Fprintf(t.out, "edit failed: %v\n", err)
+					continue
+				}
+				return hitl.ApproveAnswer{Decision: hitl.DecisionEdit, EditedArgs: edited, Digest: req.Digest}, nil
+			}
+		}
+	case hitl.KindConfirm:
+		for {
+			yn, err := t.prompt("[y]es or [n]o? ")
+			if err != nil {
+				return nil, err
+			}
+			switch strings.ToLower(yn) {
+			case "y", "yes":
+				return true, nil
+			case "n", "no":
+				return false, nil
+			}
+		}
+	case hitl.KindAsk:
+		return t.prompt("answer: ")
+	}
+	line, err := t.prompt("answer (JSON): ")
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(line), nil
+}
+
+// edit lets the person change the arguments: in $EDITOR when set, else as
+// one line of JSON.
+func (t *terminal) edit(args map[string]any) (map[string]any, error) {
+	current, _ := json.MarshalIndent(args, "", "  ")
+	var edited []byte
+	if editor := os.Getenv("EDITOR"); editor != "" {
+		f, err := os.CreateTemp("", "tollgate-args-*.json")
+		if err != nil {
+			return nil, err
+		}
+		defer os.Remove(f.Name())
+		if _, err := f.Write(current); err != nil {
+			return nil, err
+		}
+		f.Close()
+		cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", f.Name())
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s: %w", editor, err)
+		}
+		if edited, err = os.ReadFile(f.Name()); err != nil {
+			return nil, err
+		}
+	} else {
+		fmt.Fprintf(t.out, "current: %s\n", mustCompact(args))
+		line, err := t.prompt("new arguments (JSON): ")
+		if err != nil {
+			return nil, err
+		}
+		edited = []byte(line)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(edited, &m); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	return m, nil
+}
+
+func mustCompact(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
