@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"sort"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -181,6 +182,7 @@ func (t *Tool) Validate(raw json.RawMessage) (any, error) {
 	v := &validator{}
 	v.walk("", obj, t.schema)
 	if len(v.problems) > 0 {
+		sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].Path < v.problems[j].Path })
 		return nil, &ValidationError{Tool: t.name, Problems: v.problems}
 	}
 	// The library is the authority on keywords the walk does not know.
