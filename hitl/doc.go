@@ -4,48 +4,52 @@
 // is told); a host answers through a [Channel]; the run resumes — in the
 // same process, after a crash, or on another machine.
 //
-// Quick start, the three steps:
+// # Step 1: the policy
 //
-//  1. Define the policy. It receives the call's validated, typed
-//     arguments:
+// It receives the call's validated, typed arguments:
 //
-//     policy := hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, args bash.Args) hitl.ApprovalDecision {
-//     switch {
-//     case strings.HasPrefix(args.Cmd, "ls"):
-//     return hitl.Approve()
-//     case strings.Contains(args.Cmd, "rm -rf /"):
-//     return hitl.Deny("destructive I/O")
-//     }
-//     return hitl.AskUser(hitl.AskOptions{Timeout: 180 * time.Second,
-//     Details: map[string]any{"matched_rule": "confirm", "impact": "needs human review"}})
-//     })
+//	policy := hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, args bash.Args) hitl.ApprovalDecision {
+//		switch {
+//		case args.Cmd == "ls":
+//			return hitl.Approve()
+//		case strings.Contains(args.Cmd, "rm -rf /"):
+//			return hitl.Deny("destructive I/O")
+//		}
+//		return hitl.AskUser(hitl.AskOptions{Timeout: 180 * time.Second,
+//			Details: map[string]any{"matched_rule": "confirm", "impact": "needs human review"}})
+//	})
 //
-//     (A prefix test like this lets "ls; rm -rf ~" through: use package
-//     policy's shell-aware rules for real deployments.)
+// (A prefix test such as strings.HasPrefix(cmd, "ls") lets "ls; rm -rf ~"
+// through: use package policy's shell-aware rules for real deployments.)
 //
-//  2. Wire the agent:
+// # Step 2: the wiring
 //
-//     channel := hitl.NewCheckpointedChannel(store, "session-1", nil)
-//     a, _ := agent.New(agent.Config{
-//     Provider: provider, Tools: []*agent.Tool{bash.New(nil)},
-//     Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(channel, policy)},
-//     Channel: channel, Checkpointer: store, ThreadID: "session-1",
-//     })
-//     go a.Prompt(ctx, "list files then delete temp logs")
+//	channel := hitl.NewCheckpointedChannel(store, "session-1", nil)
+//	a, err := agent.New(agent.Config{
+//		Provider:     provider,
+//		Tools:        []*agent.Tool{bash.New(nil)},
+//		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(channel, policy)},
+//		Channel:      channel,
+//		Checkpointer: store,
+//		ThreadID:     "session-1",
+//	})
+//	go a.Prompt(ctx, "list files then delete temp logs")
 //
-//  3. Answer from a host loop:
+// # Step 3: the host loop
 //
-//     for req, err := range channel.Subscribe(ctx) {
-//     if err != nil { continue }
-//     switch req.Payload.Kind {
-//     case hitl.KindApprove:
-//     channel.Answer(ctx, req.QuestionID, hitl.ApproveAnswer{Decision: "approve"})
-//     case hitl.KindAsk:
-//     channel.Answer(ctx, req.QuestionID, "an answer")
-//     case hitl.KindConfirm:
-//     channel.Answer(ctx, req.QuestionID, true)
-//     }
-//     }
+//	for req, err := range channel.Subscribe(ctx) {
+//		if err != nil {
+//			continue
+//		}
+//		switch req.Payload.Kind {
+//		case hitl.KindApprove:
+//			err = channel.Answer(ctx, req.QuestionID, hitl.ApproveAnswer{Decision: "approve", Digest: req.Digest})
+//		case hitl.KindAsk:
+//			err = channel.Answer(ctx, req.QuestionID, "an answer")
+//		case hitl.KindConfirm:
+//			err = channel.Answer(ctx, req.QuestionID, true)
+//		}
+//	}
 //
 // Decisions and what the model sees are listed on
 // [ApprovalPolicyMiddleware]. Deadlines are absolute and survive restarts;
