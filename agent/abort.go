@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
@@ -17,12 +18,21 @@ import (
 // "aborted" is persisted; and an [AgentAbortedEvent] is emitted. The next
 // Prompt starts afresh. With no unfinished run it does nothing.
 func (a *Agent) AbortPending(ctx context.Context, reason string) error {
-	a.cancelMu.Lock()
-	if a.cancelRun != nil {
-		a.cancelRun(fmt.Errorf("%w: %s", ErrAborted, reason))
+	// Stop the run active in this process, if any, and take its place. A
+	// run may start between the two steps, so cancel again until the lock
+	// is ours.
+	for !a.runMu.TryLock() {
+		a.cancelMu.Lock()
+		if a.cancelRun != nil {
+			a.cancelRun(fmt.Errorf("%w: %s", ErrAborted, reason))
+		}
+		a.cancelMu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
 	}
-	a.cancelMu.Unlock()
-	a.runMu.Lock() // waits for the stopped run to return
 	defer a.runMu.Unlock()
 
 	th, err := a.store.LoadThread(ctx, a.threadID)

@@ -212,7 +212,9 @@ func decodeMessages(raw json.RawMessage) ([]Message, error) {
 // unfinished run; [Agent.Resume] continues it and [Agent.AbortPending]
 // closes it. Prompt on such a thread returns ErrRunInProgress.
 func (a *Agent) Prompt(ctx context.Context, text string) (*Message, error) {
-	a.runMu.Lock()
+	if !a.runMu.TryLock() {
+		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
+	}
 	defer a.runMu.Unlock()
 	th, err := a.store.LoadThread(ctx, a.threadID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
@@ -249,7 +251,9 @@ func (a *Agent) Prompt(ctx context.Context, text string) (*Message, error) {
 // found by their ids rather than asked again. ErrNoRun when there is
 // nothing to resume.
 func (a *Agent) Resume(ctx context.Context) (*Message, error) {
-	a.runMu.Lock()
+	if !a.runMu.TryLock() {
+		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
+	}
 	defer a.runMu.Unlock()
 	th, err := a.store.LoadThread(ctx, a.threadID)
 	if errors.Is(err, checkpoint.ErrNotFound) {

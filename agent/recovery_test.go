@@ -311,3 +311,77 @@ func TestSlowSubscriberIsDroppedNotBlocking(t *testing.T) {
 		t.Fatalf("fast subscriber saw %d events, want 13", n)
 	}
 }
+
+func TestConcurrentPromptAndImmediateAbort(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Tools: []*agent.Tool{echoTool()}, Middleware: []agent.Middleware{askMW(0)}})
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	waitPending(t, store, "t1", 1)
+	if _, err := a.Prompt(context.Background(), "second"); !errors.Is(err, agent.ErrRunInProgress) {
+		t.Fatalf("second Prompt while a run is active: %v", err)
+	}
+	if _, err := a.Resume(context.Background()); !errors.Is(err, agent.ErrRunInProgress) {
+		t.Fatalf("Resume while a run is active: %v", err)
+	}
+	// Abort racing with the start of a run never waits for an answer.
+	model2 := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("d1", "echo", echoArgs{"y"})}})
+	b := newAgent(t, agent.Config{Provider: model2, Checkpointer: memory.New(), Tools: []*agent.Tool{echoTool()}, Middleware: []agent.Middleware{askMW(0)}})
+	go func() { _, _ = b.Prompt(context.Background(), "go") }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		if err := b.AbortPending(ctx, "closed"); err != nil {
+			t.Fatal(err)
+		}
+		msgs, _ := b.Messages(context.Background())
+		if len(msgs) > 0 && msgs[len(msgs)-1].StopReason == agent.StopAborted {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("abort never took")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := a.AbortPending(context.Background(), "done"); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}
+
+func TestAuditLog(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}}, scripted.Turn{Text: "ok"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Tools: []*agent.Tool{echoTool()}, Middleware: []agent.Middleware{askMW(0)}})
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	q := waitPending(t, store, "t1", 1)[0]
+	answer(t, store, "t1", q.ID, "true")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	events, err := store.ListEvents(context.Background(), "t1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Type)
+	}
+	if got := strings.Join(types, ","); got != "run_started,question_asked,question_resolved,tool_result,run_finished" {
+		t.Fatalf("audit log: %s", got)
+	}
+	var resolved map[string]any
+	_ = json.Unmarshal(events[2].Data, &resolved)
+	if resolved["by"] != "tester" || resolved["status"] != "answered" {
+		t.Fatalf("question_resolved entry %s", events[2].Data)
+	}
+	var result map[string]any
+	_ = json.Unmarshal(events[3].Data, &result)
+	if !strings.HasPrefix(fmt.Sprint(result["digest"]), "sha256:") {
+		t.Fatalf("tool_result entry %s", events[3].Data)
+	}
+}

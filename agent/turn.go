@@ -89,6 +89,15 @@ func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, ca
 	if err := a.recordDone(context.WithoutCancel(ctx), runID, call, res); err != nil {
 		return ToolResult{}, err
 	}
+	entry := map[string]any{"call_id": call.ID, "tool": call.Name, "is_error": res.IsError,
+		"digest": ArgsDigest(call.Name, call.Arguments)}
+	if h, ok := res.Details["hitl"]; ok {
+		entry["hitl"] = h
+	}
+	if res.IsError {
+		entry["reason"] = res.Content
+	}
+	a.audit(context.WithoutCancel(ctx), runID, "tool_result", entry)
 	a.emit(&ToolCallFinishedEvent{meta: a.meta(runID), Call: call, Result: res})
 	return res, nil
 }
@@ -148,7 +157,6 @@ func (a *Agent) decideAndRun(ctx context.Context, runID string, msgs []Message, 
 		maps.Copy(details, d.details)
 		switch d.kind {
 		case decideBlock:
-			a.audit(ctx, runID, "tool_blocked", map[string]any{"call_id": call.ID, "tool": call.Name, "reason": d.reason, "details": d.details})
 			return ToolResult{IsError: true, Content: d.reason, Details: nonEmpty(details)}, nil
 		case decideReplace:
 			raw, err := encodeArgs(d.args)
