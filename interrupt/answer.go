@@ -41,7 +41,7 @@ type ToolDecision struct {
 	Action string `json:"action"`
 	// Arguments, with ActionEdit, are the keys that replace the call's
 	// arguments (a shallow merge). Ignored with other actions.
-	Arguments map[string]any `json:"arguments,omitempty"`
+	Arguments map[string]any `json:"arguments,omitzero"`
 	// Message is the reason given to [ToolDeniedError] when the call is
 	// denied. Ignored when it is not.
 	Message string `json:"message,omitempty"`
@@ -196,18 +196,51 @@ func validAction(a string) bool {
 	return a == ActionApprove || a == ActionDeny || a == ActionEdit
 }
 
-// ToolDeniedError is the error of a tool call the reviewer denied. Its
+// ToolDeniedError is the error of a tool call that was not approved. Its
 // message is what the model sees as the call's error result.
 type ToolDeniedError struct {
 	ToolName   string
 	ToolCallID string
-	// Message is the reviewer's reason; it may be empty.
+	// Message is the reviewer's reason (possibly empty); for a call denied
+	// without a reviewer's word, what happened.
 	Message string
+	// Decision says how the call came to be denied: "deny" (the answer
+	// denied it), "timed_out", "aborted", or "invalid_edit" (an edit that
+	// failed the tool's schema, recorded while no run was waiting to check
+	// it).
+	Decision string
+	// QuestionID is the question asked; By is who answered, if known.
+	QuestionID string
+	By         string
 }
 
 func (e *ToolDeniedError) Error() string {
-	if e.Message == "" {
-		return "tool call denied by the reviewer"
+	var prefix string
+	switch e.Decision {
+	case "timed_out":
+		prefix = "tool call denied: approval timed out"
+	case "aborted":
+		prefix = "tool call aborted"
+	case "invalid_edit":
+		prefix = "tool call denied: the reviewer's edit is invalid"
+	default:
+		prefix = "tool call denied by the reviewer"
 	}
-	return "tool call denied by the reviewer: " + e.Message
+	if e.Message == "" {
+		return prefix
+	}
+	return prefix + ": " + e.Message
+}
+
+// ResultDetails is what the call's result carries in Details (it
+// implements agent.DetailedError): Details["interrupt"] with the decision,
+// the message, the question and who answered.
+func (e *ToolDeniedError) ResultDetails() map[string]any {
+	d := e.Decision
+	if d == "" {
+		d = ActionDeny
+	}
+	return map[string]any{"interrupt": map[string]any{
+		"decision": d, "message": e.Message, "question_id": e.QuestionID, "by": e.By,
+	}}
 }

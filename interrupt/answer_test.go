@@ -138,6 +138,8 @@ func TestPayloadJSON(t *testing.T) {
 		{Approve(), `{"action":"approve"}`},
 		{Deny("too much"), `{"action":"deny","message":"too much"}`},
 		{Edit(map[string]any{"amount": 900}), `{"action":"edit","arguments":{"amount":900}}`},
+		{Edit(nil), `{"action":"edit","arguments":{}}`}, // runs unchanged, not a deny
+		{ToolDecision{Action: ActionEdit}, `{"action":"edit"}`},
 	} {
 		got, err := json.Marshal(tc.v)
 		if err != nil || string(got) != tc.want {

@@ -2,6 +2,24 @@
 // match a [Rule] wait until a person approves, edits or denies them. It is
 // the Go form of ToolInterruptMiddleware and its helpers.
 //
+// # Quick start
+//
+//	mw, err := interrupt.New(
+//		interrupt.RuleFor(transfer, interrupt.Gt("amount", 1000)),
+//		interrupt.Rule{Tool: "bash", Match: interrupt.Matches("command", `\brm\b`)},
+//	)
+//	if err != nil { ... } // a rule built wrong
+//	a, err := agent.New(agent.Config{..., Middleware: []agent.Middleware{mw}, Channel: channel})
+//
+//	// The host answers each pending question ("approve_" + escaped call id)
+//	// with one of:
+//	channel.Answer(ctx, questionID, true)
+//	channel.Answer(ctx, questionID, interrupt.Edit(map[string]any{"amount": 900}))
+//	channel.Answer(ctx, questionID, interrupt.Deny("over budget"))
+//
+// [Middleware] (built by [New]) does the asking and applies the answer; the
+// rest of the package is pure and usable on its own.
+//
 // # Rules
 //
 // A [Rule] names a tool (or [AnyTool], "*", for every tool; [RuleFor] takes
