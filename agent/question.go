@@ -94,20 +94,28 @@ func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*
 }
 
 // answerChecks holds the Check functions of questions this process is
-// waiting on, keyed by thread and question id.
-var answerChecks sync.Map // string -> func(context.Context, json.RawMessage) error
+// waiting on, keyed by store, thread and question id.
+var answerChecks sync.Map // checkKey -> *answerCheck
 
-func checkKey(threadID, questionID string) string { return threadID + "\x00" + questionID }
+type checkKey struct {
+	store              checkpoint.Store
+	threadID, question string
+}
+
+type answerCheck struct {
+	check func(context.Context, json.RawMessage) error
+}
 
 // CheckAnswer vets an answer with the Check of the question's
-// [QuestionRequest], if a run in this process is waiting on it. Channels
-// call it before they record an answer; nil means "no objection".
-func CheckAnswer(ctx context.Context, threadID, questionID string, answer json.RawMessage) error {
-	f, ok := answerChecks.Load(checkKey(threadID, questionID))
+// [QuestionRequest], if a run in this process is waiting on that question
+// of that store. Channels call it before they record an answer; nil means
+// "no objection".
+func CheckAnswer(ctx context.Context, store checkpoint.Store, threadID, questionID string, answer json.RawMessage) error {
+	c, ok := answerChecks.Load(checkKey{store, threadID, questionID})
 	if !ok {
 		return nil
 	}
-	return f.(func(context.Context, json.RawMessage) error)(ctx, answer)
+	return c.(*answerCheck).check(ctx, answer)
 }
 
 // ErrQuestion wraps failures of the question primitive itself.
@@ -130,9 +138,9 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 		q.Deadline = now.Add(req.Timeout)
 	}
 	if req.Check != nil {
-		key := checkKey(a.threadID, req.ID)
-		answerChecks.Store(key, req.Check)
-		defer answerChecks.Delete(key)
+		key, c := checkKey{a.store, a.threadID, req.ID}, &answerCheck{req.Check}
+		answerChecks.Store(key, c)
+		defer answerChecks.CompareAndDelete(key, c)
 	}
 	// Written before anyone is told: a crash after this line finds the
 	// question on resume; a crash before it asks again with the same id.
@@ -225,14 +233,18 @@ func (a *Agent) waitQuestion(ctx context.Context, q *checkpoint.Question) (*chec
 // lowercase hex digits. The encoding is one-to-one and ASCII-only:
 // EscapeID("fc:1") == "fc.3a1".
 func EscapeID(s string) string {
+	const hexDigits = "0123456789abcdef"
 	var b strings.Builder
+	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
 			b.WriteByte(c)
 			continue
 		}
-		fmt.Fprintf(&b, ".%02x", c)
+		b.WriteByte('.')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&0xf])
 	}
 	return b.String()
 }

@@ -242,7 +242,7 @@ func (c *CheckpointedChannel) AnswerIn(ctx context.Context, threadID, questionID
 	if err != nil {
 		return err
 	}
-	if err := agent.CheckAnswer(ctx, threadID, questionID, raw); err != nil {
+	if err := agent.CheckAnswer(ctx, c.store, threadID, questionID, raw); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
 	}
 	by, _ := ctx.Value(reviewerKey{}).(string)

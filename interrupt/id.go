@@ -1,6 +1,10 @@
 package interrupt
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tollgate-ai/tollgate/agent"
+)
 
 // IDPrefix starts every interrupt id.
 const IDPrefix = "approve_"
@@ -16,20 +20,7 @@ const hexDigits = "0123456789abcdef"
 // always give different question ids. The id is deterministic: asking again
 // for the same call (after a restart, say) finds the same question.
 func ID(toolCallID string) string {
-	var b strings.Builder
-	b.Grow(len(IDPrefix) + len(toolCallID))
-	b.WriteString(IDPrefix)
-	for i := 0; i < len(toolCallID); i++ {
-		c := toolCallID[i]
-		if idSafe(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('.')
-		b.WriteByte(hexDigits[c>>4])
-		b.WriteByte(hexDigits[c&0xf])
-	}
-	return b.String()
+	return IDPrefix + agent.EscapeID(toolCallID)
 }
 
 func idSafe(c byte) bool {
