@@ -1,0 +1,30 @@
+package shell
+
+import "testing"
+
+// FuzzParse checks that the analysis never panics, and that a string that
+// does not parse always needs review. Seeds are in testdata/fuzz/FuzzParse.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"ls -la", "ls; rm -rf ~", "bash -c 'rm x'", "echo $((x))", "find . -exec rm {} +"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		a, err := Parse(src)
+		if a == nil {
+			t.Fatal("nil analysis")
+		}
+		if err != nil && !a.NeedsReview() {
+			t.Fatalf("Parse(%q) failed (%v) but needs no review", src, err)
+		}
+		if (err == nil) != (a.Err == nil) {
+			t.Fatalf("Parse(%q): error %v, Analysis.Err %v", src, err, a.Err)
+		}
+		for _, c := range a.Commands {
+			if c.Dynamic && (c.Name != "" || len(c.Review) == 0) {
+				t.Fatalf("Parse(%q): dynamic command %+v has a name or no review", src, c)
+			}
+			_ = c.String()
+		}
+		_ = a.Reasons()
+	})
+}

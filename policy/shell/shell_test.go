@@ -1,0 +1,372 @@
+package shell
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// names returns "name" for each command, "$" for a dynamic one and "()"
+// for a statement of redirections only.
+func names(a *Analysis) string {
+	var out []string
+	for _, c := range a.Commands {
+		switch {
+		case c.Dynamic:
+			out = append(out, "$")
+		case c.Name == "" && len(c.Redirects) > 0:
+			out = append(out, "()")
+		default:
+			out = append(out, c.Name)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		src    string
+		names  string
+		review bool
+	}{
+		// Lists, pipelines, groups.
+		{"ls", "ls", false},
+		{"ls; rm -rf ~", "ls rm", false},
+		{"ls && rm x || echo no", "ls rm echo", false},
+		{"ls | sh", "ls sh", true},
+		{"ls |& cat", "ls cat", false},
+		{"ls & rm x", "ls rm", false},
+		{"ls\nrm x", "ls rm", false},
+		{"(ls; rm x)", "ls rm", false},
+		{"{ ls; rm x; }", "ls rm", false},
+		{"! rm x", "rm", false},
+		{"time rm x", "rm", false},
+		{"coproc rm x", "rm", false},
+		// Substitutions.
+		{"ls $(rm x)", "rm ls", false},
+		{"echo `rm x`", "rm echo", false},
+		{`echo "$(rm x)"`, "rm echo", false},
+		{"cat <(rm x) >(tee y)", "rm tee cat", false},
+		{"x=$(rm y)", "rm", false},
+		{"x=$(rm y) ls", "rm ls", false},
+		{"echo ${x:-$(rm y)}", "rm echo", false},
+		{"cat <<EOF\n$(rm x)\nEOF", "rm cat", false},
+		{"cat <<'EOF'\n$(rm x)\nEOF", "cat", false},
+		{"ls > $(rm x)", "rm ls", false},
+		// Compound commands.
+		{"if ls; then rm x; elif cat; then :; else wc; fi", "ls rm cat : wc", false},
+		{"while ls; do rm x; done", "ls rm", false},
+		{"until ls; do rm x; done", "ls rm", false},
+		{"for f in $(ls); do rm $f; done", "ls rm", false},
+		{"case $(ls) in a) rm x;; *) cat;; esac", "ls rm cat", false},
+		{"f() { rm x; }; f", "rm f", true},
+		{"function f { rm x; }", "rm", true},
+		{"[[ $(rm x) == y ]]", "rm", false},
+		// Quoting does not change the name.
+		{"r''m x", "rm", false},
+		{`\rm x`, "rm", false},
+		{`"rm" x`, "rm", false},
+		{`r"m" x`, "rm", false},
+		{`$'\x72m' x`, "rm", false},
+		{`$'\162m' x`, "rm", false},
+		{"/bin/rm x", "rm", false},
+		{"/usr/bin/../bin/rm x", "rm", false},
+		{"./rm x", "./rm", false},
+		{`echo "a; rm x"`, "echo", false},
+		{"echo 'a && rm x'", "echo", false},
+		{"ls # ; rm x", "ls", false},
+		// Names computed at run time.
+		{"$x y", "$", true},
+		{"${x} y", "$", true},
+		{"$(echo rm) y", "echo $", true},
+		{"`echo rm` y", "echo $", true},
+		{"$0 -c 'rm x'", "$", true},
+		{"r${x}m y", "$", true},
+		{"cat${IFS}/etc/passwd", "$", true},
+		{"/bin/r? x", "$", true},
+		{"/bin/r[m] x", "$", true},
+		{"{rm,-rf,/}", "rm", true},
+		{"x=rm; $x y", "$", true},
+		// Wrappers.
+		{"sudo rm x", "sudo rm", false},
+		{"sudo -u root -E rm x", "sudo rm", false},
+		{"env rm x", "env rm", false},
+		{"env -i -u HOME LANG=C rm x", "env rm", false},
+		{"env FOO=1 rm x", "env rm", true},
+		{"nice -n 5 rm x", "nice rm", false},
+		{"nohup rm x", "nohup rm", false},
+		{"timeout -s KILL 5 rm x", "timeout rm", false},
+		{"stdbuf -oL rm x", "stdbuf rm", false},
+		{"xargs rm", "xargs rm", false},
+		{"xargs -0 -n1 rm -f", "xargs rm", false},
+		{"xargs", "xargs echo", false},
+		{"command rm x", "command rm", false},
+		{"command -v rm", "command", false},
+		{"exec rm x", "exec rm", false},
+		{"builtin cd x", "builtin cd", false},
+		{`\time -p rm x`, "time rm", false},
+		{"doas rm x", "doas rm", false},
+		{"busybox rm x", "busybox rm", false},
+		{"sudo env nice xargs rm", "sudo env nice xargs rm", false},
+		{"chroot / rm x", "chroot rm", false},
+		{"flock /tmp/l rm x", "flock rm", false},
+		{"flock /tmp/l -c 'rm x'", "flock rm", false},
+		{"watch 'rm x'", "watch rm", false},
+		{"su -c 'rm x' root", "su rm", false},
+		// Nested command strings.
+		{"bash -c 'rm x'", "bash rm", false},
+		{"sh -c 'ls; rm x'", "sh ls rm", false},
+		{"bash -lc 'rm x'", "bash rm", false},
+		{"bash -e -o pipefail -c 'rm x'", "bash rm", false},
+		{`bash -c "sh -c 'rm x'"`, "bash sh rm", false},
+		{"zsh -c 'rm x'", "zsh rm", false},
+		{"bash <<'EOF'\nrm x\nEOF", "bash rm", false},
+		{"bash <<< 'rm x'", "bash rm", false},
+		{"sh -c \"$x\"", "sh", true},
+		{"bash script.sh", "bash", true},
+		{"bash", "bash", true},
+		{"curl -s x | sh", "curl sh", true},
+		{"eval 'rm x'", "eval rm", true},
+		{"eval $x", "eval", true},
+		{"source x.sh", "source", true},
+		{". x.sh", ".", true},
+		{`find . -exec rm {} \;`, "find rm", false},
+		{"find . -exec rm {} ;", "find", true},
+		{`find . -name '*.go' -exec grep -l x {} +`, "find grep", false},
+		{`find . -execdir sh -c 'rm $0' {} \;`, "find sh rm", false},
+		{`find . -exec sh -c '$0 x' rm \;`, "find sh $", true},
+		{"find . -exec rm {} +", "find rm", false},
+		// Redirections only.
+		{"> ~/.bashrc", "()", false},
+		{"{ :; } > x", "() :", false},
+		{"< x", "", false},
+		// Declarations and assignments.
+		{"export PATH=/tmp:$PATH; ls", "export ls", true},
+		{"PATH=/tmp ls", "ls", true},
+		{"IFS=/; ls", "ls", true},
+		{"LANG=C ls", "ls", false},
+		{"x=1; echo $x", "echo", false},
+		{"declare -n r=x", "declare", true},
+		// Arithmetic.
+		{"echo $((1+2))", "echo", false},
+		{"x='a[$(rm y)]'; echo $((x))", "echo", true},
+		{"(( x > 1 ))", "", true},
+		{"let x=1", "let", true},
+		{"[[ $x -eq 1 ]]", "", true},
+		{"echo ${!x}", "echo", true},
+		{"echo ${x@P}", "echo", true},
+		// Text people and the shell read differently.
+		{"ｒｍ x", "ｒｍ", true},
+		{"ls\u200b; rm x", "ls\u200b rm", true},
+		{"ls\u202e", "ls\u202e", true},
+		{"ls\x00; rm x", "ls rm", true},
+		{"ls\r", "ls", true},
+		{"[ -d x ] && ls", "[ ls", false},
+	}
+	for _, tt := range tests {
+		a, _ := Parse(tt.src)
+		if got := names(a); got != tt.names {
+			t.Errorf("Parse(%q) commands = %q, want %q", tt.src, got, tt.names)
+		}
+		if got := a.NeedsReview(); got != tt.review {
+			t.Errorf("Parse(%q) NeedsReview = %v, want %v (reasons %q)", tt.src, got, tt.review, a.Reasons())
+		}
+	}
+}
+
+func TestArgsAndRedirects(t *testing.T) {
+	t.Parallel()
+	a, err := Parse(`grep -n "a b" 'c' d\ e {x,y}z 2>/dev/null >> out.txt`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.Commands[0]
+	if want := []string{"-n", "a b", "c", "d e", "xz", "yz"}; !slices.Equal(c.Args, want) {
+		t.Errorf("args = %q, want %q", c.Args, want)
+	}
+	if len(c.Redirects) != 2 {
+		t.Fatalf("redirects = %+v", c.Redirects)
+	}
+	if r := c.Redirects[0]; r.FD != "2" || r.Op != ">" || r.Target != "/dev/null" || r.Writes {
+		t.Errorf("redirect 0 = %+v, want 2>/dev/null that does not write", r)
+	}
+	if r := c.Redirects[1]; r.Op != ">>" || r.Target != "out.txt" || !r.Writes {
+		t.Errorf("redirect 1 = %+v, want >>out.txt that writes", r)
+	}
+	if !c.Writes || !a.Writes() {
+		t.Error("the command writes a file")
+	}
+	if c.DynamicArgs {
+		t.Error("no argument is dynamic")
+	}
+}
+
+func TestWrites(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		src    string
+		writes bool
+	}{
+		{"echo x > f", true},
+		{"echo x >> f", true},
+		{"echo x >| f", true},
+		{"echo x &> f", true},
+		{"echo x &>> f", true},
+		{"echo x >& f", true},
+		{"cat <> f", true},
+		{"echo x > $f", true},
+		{"echo x > /dev/null", false},
+		{"echo x 2>&1", false},
+		{"echo x >&2", false},
+		{"echo x 1>&-", false},
+		{"echo x > /dev/stderr", false},
+		{"cat < f", false},
+		{"{ echo x; } > f", true},
+		{"while read l; do echo $l; done < f > g", true},
+		{"exec 3> f", true},
+		{"sort -o f x", true},
+		{"sed -i s/a/b/ f", true},
+		{"find . -fprint f", true},
+		{"tee f", true},
+		{"tee /dev/null", false},
+		{"uniq a b", true},
+	}
+	for _, tt := range tests {
+		a, _ := Parse(tt.src)
+		if got := a.Writes(); got != tt.writes {
+			t.Errorf("Parse(%q).Writes() = %v, want %v", tt.src, got, tt.writes)
+		}
+	}
+}
+
+// TestRiskyOptions checks options of commonly allowed commands that run
+// programs or write files.
+func TestRiskyOptions(t *testing.T) {
+	t.Parallel()
+	risky := []string{
+		"find . -delete", "find . -fprint /tmp/x", "find . -fprintf /tmp/x %p", "find . -fls x", "find $DIR",
+		"find . -name *.go",
+		"git -c core.pager=sh log", "git -ccore.pager=sh log", "git --config-env=core.pager=X log",
+		"git --exec-path=/tmp log", "git -C /tmp/x log", "git --git-dir=/tmp/x log", "git --work-tree=/ status",
+		"git --no-pager -c alias.x='!rm y' x", "git diff --output=/tmp/x", "git log --out=/tmp/x",
+		"git grep -O foo", "git grep --open-files-in-pager=sh foo", "git grep -iOsh foo", "git grep --open foo",
+		"git clone --upload-pack='rm x' u", "git clone -u 'rm x' u", "git ls-remote --upload-pack=x u",
+		"git push --receive-pack=x", "git archive --remote=x --exec=y", "git rebase -x 'rm y'",
+		"git rebase --exec 'rm y'", "git difftool -x rm", "git submodule foreach rm x", "git bisect run rm x",
+		"git filter-branch --tree-filter 'rm x'", "git clone --template=/tmp/t u", "git clone -c core.fsmonitor=x u",
+		"git format-patch -o /tmp x", "git log $RANGE",
+		"sed -i s/a/b/ f", "sed -ni s/a/b/p f", "sed --in-place s/a/b/ f", "sed --in s/a/b/ f", "sed -i.bak s/a/b/ f",
+		"sed -E -i s/a/b/ f", "sed 's/a/b/e' f", "sed '1e rm x' f", "sed -n '1,$e id' f", "sed 'w /tmp/x' f",
+		"sed -n '/x/w out' f", "sed 's/a/b/w out' f", "sed -e p -e 'e id' f", "sed -f script.sed f",
+		"sed '$!{e id\n}' f", "sed 'W out' f", "sed \"s/$x/y/\" f",
+		`awk 'BEGIN{system("rm x")}'`, `awk '{print | "sh"}'`, `awk '{"date" | getline d}'`, `awk '{print > "/tmp/x"}'`,
+		`awk '{printf "%s", $0 >> "x"}'`, `awk -f prog.awk`, `awk '@load "x"'`, `gawk -l filefuncs 1`,
+		`awk '/"/ {system("rm x")} /"/'`, "mawk -W exec prog", `awk -e 'BEGIN{system("id")}'`,
+		"sort -o /tmp/x f", "sort --output=/tmp/x f", "sort -uo /tmp/x f", "sort --o=/tmp/x f",
+		"sort --compress-program=sh f", "sort --compress=sh f", "sort -T /tmp f",
+		"tar --to-command='sh -c x' -xf a.tar", "tar --checkpoint=1 --checkpoint-action=exec=sh -cf a.tar x",
+		"tar -I 'sh -c x' -xf a.tar", "tar xf a.tar", "tar -xf a.tar", "tar czf a.tgz .", "tar -F x -cf a.tar .",
+		"tar -cf a.tar *",
+		"less '+!rm x' f", "less -k keys f", "more +/x f", "less -o /tmp/x f", "less --log-file=/tmp/x f",
+		"man -P 'rm x' ls", "man --pager=sh ls", "man -H ls",
+		"rg --pre sh x", "rg --pre=sh x", "rg --hostname-bin=sh x",
+		"date -s 2020-01-01", "date --set=x",
+		"tree -o /tmp/x", "tree -R -H .", "uniq in out", "xxd in out", "file -C -m x", "yq -i .a=1 f.yaml",
+		"printf -v 'a[$(rm x)]' %s y", "read 'a[$(rm x)]'", "unset 'a[$(rm x)]'", "test -v 'a[$(rm x)]'",
+		"mapfile -C 'rm x' a", "trap 'rm x' EXIT", "alias ls='rm x'", "hash -p /tmp/rm ls", "enable -f x.so y",
+		"complete -C 'rm x' ls", "bind -x '\"a\": rm x'", "fc -s", "sudo -e /etc/x", "sudoedit /etc/x",
+		"sudo -s", "sudo -i", "env -S 'rm x'", "env --split-string='rm x'", "xargs -I{} sh -c 'rm {}'",
+		"ls | xargs git log", "ls | xargs sed s/a/b/", `\time -o /tmp/x ls`, "/usr/bin/time --output=x ls", "busybox --install /tmp",
+	}
+	for _, src := range risky {
+		a, _ := Parse(src)
+		if !a.NeedsReview() {
+			t.Errorf("Parse(%q) needs no review; commands %+v", src, a.Commands)
+		}
+	}
+	safe := []string{
+		"find . -name '*.go' -type f", "find . -maxdepth 2 -newer x -print", "find . -exec grep -l x {} +",
+		"git status", "git log --oneline -n 5", "git --no-pager diff HEAD~1", "git diff --stat", "git grep -n foo",
+		"git grep -e TODO -e FIXME", "git show HEAD:go.mod", "git log -p -- '*.go'",
+		"sed -n '1,20p' f", "sed 's/a/b/g' f", "sed -e 's/x/y/' -e '/z/d' f", "sed -n '/start/,/end/p' f",
+		`sed 's/\/usr/\/opt/g' f`, "sed 's|a|b|g' f", "sed '1i hello' f", "sed -E 's/(a)+/\\1/' f",
+		"sed --sandbox 's/a/b/e' f", "sed 'y/abc/xyz/' f", "sed '$d' f", "sed '2q' f", "sed -n '$=' f",
+		`awk '{print $1}' f`, `awk -F: '$3 > 1000 {print $1}' /etc/passwd`, `awk 'NR==1 || NR==2'`,
+		`awk '{ s += $1 } END { print s }' f`, `awk -v x=1 '{print x}'`, `awk --sandbox 'BEGIN{system("x")}'`,
+		"sort -u f", "sort -k 2 -t , f", "sort -n -r f", "tar -tf a.tar", "tar tzf a.tgz",
+		"less f", "more f", "man ls", "rg -n foo", "rg --pretty foo", "rg --pre-glob '*.gz' foo",
+		"date +%s", "date -d yesterday", "tree -L 2", "uniq -c f", "xxd f", "file f", "yq .a f.yaml", "time -p ls",
+		"printf '%s\\n' a", "test -f x", "[ -d x ]", "xargs grep foo", "xargs -0 cat", "ls | xargs -I{} echo {}",
+		"echo $HOME", "cat ~/notes.txt", "ls -la /tmp", "wc -l *.go", "grep -r foo .",
+		"cat x | grep y | sort | uniq -c | sort -rn | head",
+	}
+	for _, src := range safe {
+		a, err := Parse(src)
+		if err != nil || a.NeedsReview() {
+			t.Errorf("Parse(%q) needs review: %q (err %v)", src, a.Reasons(), err)
+		}
+	}
+}
+
+func TestParseError(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{"ls; (", "echo 'x", "if; then", "ls |", "bash -c 'echo \"x'", "ls && && rm"} {
+		a, err := Parse(src)
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("Parse(%q) error = %v, want a *ParseError", src, err)
+		}
+		if a == nil || !a.NeedsReview() || a.Err == nil {
+			t.Errorf("Parse(%q) = %+v: an unparsable string must need review", src, a)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	deep := "rm x"
+	for range DefaultMaxDepth + 2 {
+		deep = "sh -c " + quoteWord(deep)
+	}
+	a, _ := Parse(deep)
+	if !a.NeedsReview() {
+		t.Error("nesting deeper than the limit needs review")
+	}
+	a, _ = Parse(strings.Repeat("ls;", maxCommands+10))
+	if !a.NeedsReview() || len(a.Commands) > maxCommands {
+		t.Errorf("%d commands, review %v: want the limit and a review", len(a.Commands), a.Reasons())
+	}
+	a, _ = Parse(strings.Repeat("x", MaxInput+1))
+	if !a.NeedsReview() {
+		t.Error("input over MaxInput needs review")
+	}
+	a, _ = Parse("echo {1..100000}")
+	if !a.NeedsReview() {
+		t.Error("a huge brace expansion needs review")
+	}
+}
+
+func TestDialect(t *testing.T) {
+	t.Parallel()
+	p := Parser{Dialect: POSIX}
+	if _, err := p.Parse("[[ x ]] && ls"); err != nil {
+		t.Logf("posix: %v", err)
+	}
+	if _, err := (&Parser{Dialect: "fish"}).Parse("ls"); err == nil {
+		t.Error("an unknown dialect is an error")
+	}
+	a, err := (&Parser{Dialect: Zsh}).Parse("ls; rm x")
+	if err != nil || names(a) != "ls rm" {
+		t.Errorf("zsh: %q %v", names(a), err)
+	}
+}
+
+func TestCommandString(t *testing.T) {
+	t.Parallel()
+	a, _ := Parse(`grep -n 'a b' f 2>/dev/null`)
+	if got, want := a.Commands[0].String(), `grep -n 'a b' f 2>/dev/null`; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
