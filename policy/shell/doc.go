@@ -7,7 +7,7 @@
 // across lists (; && || &), pipelines (| |&), subshells and groups, command
 // and process substitution ($(...), `...`, <(...), >(...)), here-documents,
 // assignments, function bodies and if/while/for/case bodies. Each
-// [Command] has its name with quotes and escapes removed (r”m, \rm and
+// [Command] has its name with quotes and escapes removed (r'm', \rm and
 // /bin/rm are all "rm"), its arguments, its redirections and whether they
 // write files.
 //
