@@ -1,0 +1,28 @@
+// Package sqlite is a [checkpoint.Store] in one SQLite file: tollgate's
+// embedded default. It uses modernc.org/sqlite (pure Go; builds with
+// CGO_ENABLED=0).
+//
+// Quick start:
+//
+//	store, err := sqlite.Open(ctx, "tollgate.db", nil)
+//	if err != nil {
+//		return err
+//	}
+//	defer store.Close()
+//
+// Durability: WAL mode with synchronous=FULL by default, so a question or
+// an answer that a call returned is on disk and survives a crash or a power
+// cut ([Options].Synchronous trades that for speed). All writes go through
+// one connection in BEGIN IMMEDIATE transactions; reads use a pool and run
+// beside the writer. Several processes may open the same file: writes take
+// turns (waiting up to [Options].BusyTimeout), compare-and-set holds across
+// them, and a subscriber sees other processes' questions and answers
+// within [Options].PollInterval (its own store's at once).
+//
+// The schema is created and upgraded on [Open] by migrations embedded in
+// the binary, in one transaction, and tracked in a schema_version table. A
+// file that is not a tollgate database ([ErrNotTollgate]) or whose schema is
+// newer than the binary knows ([ErrNewerSchema]) is refused and left
+// untouched. ":memory:" opens a private in-memory database (one connection,
+// gone on Close) for tests and examples.
+package sqlite

@@ -1,0 +1,416 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	msqlite "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/clock"
+)
+
+var _ checkpoint.Store = (*Store)(nil)
+
+// Errors of Open, for [errors.Is].
+var (
+	// ErrNotTollgate: the file exists but is not a tollgate database (not
+	// SQLite at all, or SQLite belonging to something else). Open leaves
+	// such a file untouched.
+	ErrNotTollgate = errors.New("sqlite: not a tollgate database")
+	// ErrNewerSchema: the database was written by a newer tollgate, whose
+	// schema this binary does not know. Upgrade tollgate to open it.
+	ErrNewerSchema = errors.New("sqlite: database schema is newer than this tollgate")
+	// ErrCorrupt: the file starts like an SQLite database but SQLite
+	// cannot read it (damaged or truncated). Open leaves it untouched.
+	ErrCorrupt = errors.New("sqlite: database file is corrupt")
+)
+
+// corrupt reports whether err is SQLite saying the file is damaged.
+func corrupt(err error) bool {
+	var e *msqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() & 0xff {
+	case 11, 26: // SQLITE_CORRUPT, SQLITE_NOTADB
+		return true
+	}
+	return false
+}
+
+// applicationID marks a tollgate database in the SQLite header
+// (PRAGMA application_id): 0x546F6C6C, "Toll". The first migration sets it.
+const applicationID = 0x546F6C6C
+
+// Options configure [Open]. A nil *Options means all defaults.
+type Options struct {
+	// Synchronous is SQLite's PRAGMA synchronous: "FULL" (the zero value:
+	// every commit is on disk before it returns, so an answered question
+	// survives a power cut), "EXTRA", "NORMAL" (a power cut may lose the
+	// last commits, never corrupt the file) or "OFF".
+	Synchronous string
+	// BusyTimeout is how long a write waits for another process that holds
+	// the write lock; zero means 10s.
+	BusyTimeout time.Duration
+	// Readers is the size of the pool of read connections; zero means 4.
+	// A ":memory:" store has one connection for everything.
+	Readers int
+	// PollInterval is how often a store with subscribers looks for
+	// questions created or resolved by other processes on the same file;
+	// zero means 1s, negative turns polling off. Its own writes are
+	// delivered at once.
+	PollInterval time.Duration
+	// Clock stamps the times the store fills in (creation, update, a
+	// resolution without a time); nil means [clock.Real].
+	Clock clock.Clock
+	// Logger receives background errors (a failed poll); nil means
+	// [slog.Default].
+	Logger *slog.Logger
+}
+
+// Store is a [checkpoint.Store] in one SQLite file. All writes go through
+// one connection (BEGIN IMMEDIATE), reads through a pool; WAL lets readers
+// run beside the writer. Several processes may open the same file.
+type Store struct {
+	w      *sql.DB // exactly one connection: every write
+	r      *sql.DB // readers; the same *sql.DB as w for ":memory:"
+	clk    clock.Clock
+	log    *slog.Logger
+	hub    *hub
+	memory bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in order. Each file is named
+// NNNN_description.sql; NNNN is its schema version.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("sqlite: migration %q: name must start with a version number", e.Name())
+		}
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("sqlite: migration %q: want version %d", m.name, i+1)
+		}
+	}
+	return out, nil
+}
+
+// Open opens (creating if needed) the tollgate database at path, or a
+// private in-memory database for ":memory:", and brings its schema up to
+// date. It refuses, leaving the file untouched, a file that is not a
+// tollgate database ([ErrNotTollgate]) or one written by a newer tollgate
+// ([ErrNewerSchema]).
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Synchronous == "" {
+		o.Synchronous = "FULL"
+	}
+	o.Synchronous = strings.ToUpper(o.Synchronous)
+	if !slices.Contains([]string{"OFF", "NORMAL", "FULL", "EXTRA"}, o.Synchronous) {
+		return nil, fmt.Errorf("sqlite: Synchronous %q: want FULL, EXTRA, NORMAL or OFF", opts.Synchronous)
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	migs, err := migrations()
+	if err != nil {
+		return nil, err
+	}
+
+	s := &Store{clk: o.Clock, log: o.Logger}
+	if path == ":memory:" {
+		s.memory = true
+		// One connection that never closes: an in-memory database lives
+		// and dies with its connection, so readers and the writer share it.
+		db, err := sql.Open("sqlite", "file:tollgate-"+randomName()+"?mode=memory&_txlock=immediate")
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		s.w, s.r = db, db
+	} else {
+		if path == "" {
+			return nil, errors.New("sqlite: empty path")
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		// Look before touching: switching a file to WAL, or a migration,
+		// would write to someone else's database.
+		if err := inspect(ctx, abs, len(migs), o.BusyTimeout); err != nil {
+			return nil, err
+		}
+		busy := strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
+		w, err := sql.Open("sqlite", fileURI(abs, url.Values{
+			"_pragma": {"busy_timeout(" + busy + ")", "journal_mode(WAL)", "synchronous(" + o.Synchronous + ")"},
+			"_txlock": {"immediate"},
+		}))
+		if err != nil {
+			return nil, err
+		}
+		w.SetMaxOpenConns(1)
+		w.SetMaxIdleConns(1)
+		w.SetConnMaxLifetime(0)
+		w.SetConnMaxIdleTime(0)
+		r, err := sql.Open("sqlite", fileURI(abs, url.Values{
+			"_pragma": {"busy_timeout(" + busy + ")", "query_only(1)"},
+		}))
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+		r.SetMaxOpenConns(o.Readers)
+		r.SetMaxIdleConns(o.Readers)
+		s.w, s.r = w, r
+	}
+	if err := s.migrate(ctx, migs); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	poll := o.PollInterval
+	if s.memory {
+		poll = -1 // no other process can write to it
+	}
+	s.hub = newHub(s, poll)
+	return s, nil
+}
+
+func randomName() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// fileURI makes an SQLite URI of an absolute path, so that no character of
+// the path is taken for a parameter.
+func fileURI(abs string, params url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true}
+	return u.String() + "?" + params.Encode()
+}
+
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// inspect refuses a file that exists and is not a tollgate database, or
+// whose schema is newer than known, without writing to it.
+func inspect(ctx context.Context, abs string, known int, busy time.Duration) error {
+	f, err := os.Open(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // created on open
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	head := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(f, head)
+	f.Close()
+	if n == 0 && (err == io.EOF) {
+		return nil // an empty file is an empty database
+	}
+	if err != nil && err != io.ErrUnexpectedEOF || !bytes.Equal(head[:n], sqliteHeader) {
+		return fmt.Errorf("%w: %s is not an SQLite file", ErrNotTollgate, abs)
+	}
+
+	// Read-only, and no pragma that writes (busy_timeout only waits for
+	// another process migrating the file).
+	db, err := sql.Open("sqlite", fileURI(abs, url.Values{
+		"mode":    {"ro"},
+		"_pragma": {"busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")"},
+	}))
+	if err != nil {
+		return fmt.Errorf("sqlite: inspect %s: %w", abs, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	st, err := readState(ctx, db)
+	if corrupt(err) {
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, abs, err)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: inspect %s: %w", abs, err)
+	}
+	return st.check(abs, known)
+}
+
+// dbState is what decides whether a database may be opened.
+type dbState struct {
+	appID   int64
+	tables  []string // user tables
+	version int      // schema version, 0 when none
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func readState(ctx context.Context, q querier) (dbState, error) {
+	var st dbState
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&st.appID); err != nil {
+		return st, err
+	}
+	rows, err := q.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return st, err
+		}
+		st.tables = append(st.tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	if st.appID == applicationID && slices.Contains(st.tables, "schema_version") {
+		var v sql.NullInt64
+		if err := q.QueryRowContext(ctx, "SELECT max(version) FROM schema_version").Scan(&v); err != nil {
+			return st, err
+		}
+		st.version = int(v.Int64)
+	}
+	return st, nil
+}
+
+func (st dbState) check(name string, known int) error {
+	switch {
+	case st.appID == applicationID:
+		if st.version > known {
+			return fmt.Errorf("%w: %s has schema version %d, this binary knows up to %d; upgrade tollgate", ErrNewerSchema, name, st.version, known)
+		}
+		return nil
+	case st.appID == 0 && len(st.tables) == 0:
+		return nil // a new, empty database
+	case st.appID != 0:
+		return fmt.Errorf("%w: %s belongs to another application (SQLite application_id %#x)", ErrNotTollgate, name, st.appID)
+	default:
+		shown := st.tables
+		if len(shown) > 5 {
+			shown = append(shown[:5:5], "...")
+		}
+		return fmt.Errorf("%w: %s is an SQLite database of something else (tables %s)", ErrNotTollgate, name, strings.Join(shown, ", "))
+	}
+}
+
+// migrate applies the migrations the database lacks, all in one
+// transaction (BEGIN IMMEDIATE: two processes opening a new file at once
+// take turns, and the second finds the work done).
+func (s *Store) migrate(ctx context.Context, migs []migration) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := readState(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	if err := st.check("the database", len(migs)); err != nil {
+		return err
+	}
+	if st.version == len(migs) {
+		return tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+	version    INTEGER PRIMARY KEY,
+	name       TEXT NOT NULL,
+	applied_at INTEGER NOT NULL
+) STRICT`); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	for _, m := range migs[st.version:] {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
+			m.version, m.name, s.clk.Now().UnixNano()); err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	return nil
+}
+
+// Close ends every subscription and closes the database. Safe to call more
+// than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.hub.close()
+		s.closeErr = s.closeDBs()
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeDBs() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}

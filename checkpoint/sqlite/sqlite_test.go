@@ -1,0 +1,232 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/checkpointtest"
+	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
+
+	_ "modernc.org/sqlite"
+)
+
+func TestConformanceFile(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store {
+		s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "tollgate.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestConformanceMemory(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store {
+		s, err := sqlite.Open(t.Context(), ":memory:", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// Two Stores on one file stand for two processes.
+func TestConformanceShared(t *testing.T) {
+	checkpointtest.RunShared(t, func(t *testing.T) (checkpoint.Store, checkpoint.Store) {
+		path := filepath.Join(t.TempDir(), "tollgate.db")
+		opts := &sqlite.Options{PollInterval: 20 * time.Millisecond}
+		a, err := sqlite.Open(t.Context(), path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sqlite.Open(t.Context(), path, opts)
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	})
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "q", Kind: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	q, err := s.GetQuestion(t.Context(), "t", "q")
+	if err != nil || q.Status != checkpoint.QuestionPending {
+		t.Fatalf("after reopen: %+v, %v", q, err)
+	}
+}
+
+func TestOpenConcurrently(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			s, err := sqlite.Open(t.Context(), path, nil)
+			if err != nil {
+				t.Errorf("Open: %v", err)
+				return
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+}
+
+func TestEmptyFileIsANewDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatalf("Open(empty file): %v", err)
+	}
+	s.Close()
+}
+
+// refuses opens path, expects err to wrap want, and checks that the file's
+// bytes are what they were.
+func refuses(t *testing.T, path string, want error) {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err == nil {
+		s.Close()
+		t.Fatalf("Open(%s) succeeded", filepath.Base(path))
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("Open(%s) = %v, want %v", filepath.Base(path), err, want)
+	}
+	t.Logf("Open(%s): %v", filepath.Base(path), err)
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("Open changed the refused file")
+	}
+}
+
+func TestNotASQLiteFile(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		content []byte
+		want    error
+	}{
+		{"text", []byte("these are my notes, not a database\n"), sqlite.ErrNotTollgate},
+		{"short", []byte("SQL"), sqlite.ErrNotTollgate},
+		{"corrupt", append([]byte("SQLite format 3\x00"), bytes.Repeat([]byte{0xde, 0xad}, 2048)...), sqlite.ErrCorrupt},
+		{"truncated", []byte("SQLite format 3\x00\x10\x00"), sqlite.ErrCorrupt},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.name+".db")
+			if err := os.WriteFile(path, c.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			refuses(t, path, c.want)
+		})
+	}
+}
+
+// A tollgate database damaged after its header: refused as corrupt, and
+// left as it is for whoever will try to rescue it.
+func TestCorruptTollgateDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	s, err := sqlite.Open(t.Context(), path, &sqlite.Options{Synchronous: "NORMAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	execSQL(t, path, `PRAGMA journal_mode = DELETE`) // fold the WAL into the file
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < len(b); i++ { // keep the 100-byte header, wreck the rest
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refuses(t, path, sqlite.ErrCorrupt)
+}
+
+func TestForeignSQLiteDatabase(t *testing.T) {
+	dir := t.TempDir()
+	for name, setup := range map[string]string{
+		"tables":         `CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'ada');`,
+		"application_id": `PRAGMA application_id = 42;`,
+		"wal":            `PRAGMA journal_mode = WAL; CREATE TABLE t (x);`,
+		// A table named like ours is not a marker.
+		"lookalike": `CREATE TABLE schema_version (version INTEGER); INSERT INTO schema_version VALUES (1);`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name+".db")
+			execSQL(t, path, setup)
+			refuses(t, path, sqlite.ErrNotTollgate)
+		})
+	}
+}
+
+func TestNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	execSQL(t, path, `INSERT INTO schema_version (version, name, applied_at) VALUES (999, '0999_future.sql', 0)`)
+	refuses(t, path, sqlite.ErrNewerSchema)
+}
+
+func TestBadOptions(t *testing.T) {
+	if _, err := sqlite.Open(t.Context(), ":memory:", &sqlite.Options{Synchronous: "sometimes"}); err == nil {
+		t.Fatal("Synchronous \"sometimes\" accepted")
+	}
+	if _, err := sqlite.Open(t.Context(), "", nil); err == nil {
+		t.Fatal("empty path accepted")
+	}
+}
+
+func TestMemoryStoresAreSeparate(t *testing.T) {
+	a, err := sqlite.Open(t.Context(), ":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := sqlite.Open(t.Context(), ":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := a.CreateThread(t.Context(), &checkpoint.Thread{ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.LoadThread(t.Context(), "x"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("b sees a's thread: %v", err)
+	}
+}

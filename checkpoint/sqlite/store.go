@@ -1,0 +1,393 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// Times are stored as Unix nanoseconds, NULL for the zero time.
+func encTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func decTime(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// JSON is stored as TEXT, byte for byte; NULL when empty.
+func encJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+func decJSON(s sql.NullString) json.RawMessage {
+	if !s.Valid {
+		return nil
+	}
+	return json.RawMessage(s.String)
+}
+
+// write runs f in one write transaction (BEGIN IMMEDIATE on the single
+// writer connection) and commits it.
+func (s *Store) write(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
+	now := s.clk.Now()
+	created := t.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO threads (id, version, status, run_id, messages, created_at, updated_at)
+VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			t.ID, string(t.Status), t.RunID, encJSON(t.Messages), encTime(created), encTime(now))
+		if err != nil {
+			return fmt.Errorf("sqlite: create thread %q: %w", t.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("thread %q exists: %w", t.ID, checkpoint.ErrConflict)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	t.Version, t.CreatedAt, t.UpdatedAt = 1, created, now
+	return nil
+}
+
+func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, error) {
+	t := &checkpoint.Thread{ID: id}
+	var status string
+	var msgs sql.NullString
+	var created, updated sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT version, status, run_id, messages, created_at, updated_at FROM threads WHERE id = ?`, id).
+		Scan(&t.Version, &status, &t.RunID, &msgs, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
+	}
+	t.Status, t.Messages, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decJSON(msgs), decTime(created), decTime(updated)
+	return t, nil
+}
+
+func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
+	now := s.clk.Now()
+	var version int64
+	var created sql.NullInt64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE threads SET version = version + 1, status = ?, run_id = ?, messages = ?, updated_at = ?
+WHERE id = ? AND version = ? RETURNING version, created_at`,
+			string(t.Status), t.RunID, encJSON(t.Messages), encTime(now), t.ID, t.Version).Scan(&version, &created)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: save thread %q: %w", t.ID, err)
+		}
+		var stored int64
+		switch err := tx.QueryRowContext(ctx, `SELECT version FROM threads WHERE id = ?`, t.ID).Scan(&stored); {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("thread %q: %w", t.ID, checkpoint.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("sqlite: save thread %q: %w", t.ID, err)
+		default:
+			return fmt.Errorf("thread %q: version %d, stored %d: %w", t.ID, t.Version, stored, checkpoint.ErrConflict)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	t.Version, t.CreatedAt, t.UpdatedAt = version, decTime(created), now
+	return nil
+}
+
+func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
+	now := s.clk.Now()
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
+	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`,
+			tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), encTime(now))
+		if err != nil {
+			return fmt.Errorf("sqlite: put tool call %q: %w", tc.CallID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	tc.UpdatedAt = now
+	return nil
+}
+
+func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string) ([]*checkpoint.ToolCall, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT call_id, tool, args, state, result, updated_at FROM tool_calls
+WHERE thread_id = ? AND run_id = ? ORDER BY call_id`, threadID, runID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
+	}
+	defer rows.Close()
+	var out []*checkpoint.ToolCall
+	for rows.Next() {
+		tc := &checkpoint.ToolCall{ThreadID: threadID, RunID: runID}
+		var args, result sql.NullString
+		var state string
+		var updated sql.NullInt64
+		if err := rows.Scan(&tc.CallID, &tc.Tool, &args, &state, &result, &updated); err != nil {
+			return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
+		}
+		tc.Args, tc.State, tc.Result, tc.UpdatedAt = decJSON(args), checkpoint.ToolCallState(state), decJSON(result), decTime(updated)
+		out = append(out, tc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
+	}
+	return out, nil
+}
+
+const questionCols = `seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at`
+
+// nextChange is the change_seq of a question write: one more than any
+// before. The writer is alone in its transaction, so this is race-free.
+const nextChange = `(SELECT coalesce(max(change_seq), 0) + 1 FROM questions)`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanQuestion(row scanner) (*checkpoint.Question, int64, error) {
+	q := &checkpoint.Question{}
+	var seq int64
+	var payload, answer sql.NullString
+	var status string
+	var created, deadline, resolved sql.NullInt64
+	err := row.Scan(&seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Kind, &payload, &q.Digest, &status,
+		&answer, &q.AnsweredBy, &q.Reason, &created, &deadline, &resolved)
+	if err != nil {
+		return nil, 0, err
+	}
+	q.Payload, q.Status, q.Answer = decJSON(payload), checkpoint.QuestionStatus(status), decJSON(answer)
+	q.CreatedAt, q.Deadline, q.ResolvedAt = decTime(created), decTime(deadline), decTime(resolved)
+	return q, seq, nil
+}
+
+func getQuestion(ctx context.Context, db querier, threadID, id string) (*checkpoint.Question, error) {
+	q, _, err := scanQuestion(db.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE thread_id = ? AND id = ?`, threadID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("question %q of thread %q: %w", id, threadID, checkpoint.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get question %q: %w", id, err)
+	}
+	return q, nil
+}
+
+func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*checkpoint.Question, bool, error) {
+	c := *q
+	c.Status = checkpoint.QuestionPending
+	c.Answer, c.AnsweredBy, c.Reason, c.ResolvedAt = nil, "", "", time.Time{}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = s.clk.Now()
+	}
+	var stored *checkpoint.Question
+	var change int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO questions (thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, deadline, change_seq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', '', ?, ?, `+nextChange+`)
+ON CONFLICT (thread_id, id) DO NOTHING RETURNING change_seq`,
+			c.ThreadID, c.ID, c.RunID, c.CallID, c.Kind, encJSON(c.Payload), c.Digest, string(c.Status),
+			encTime(c.CreatedAt), encTime(c.Deadline)).Scan(&change)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: create question %q: %w", c.ID, err)
+		}
+		stored, err = getQuestion(ctx, tx, c.ThreadID, c.ID)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if stored != nil {
+		return stored, false, nil
+	}
+	s.hub.published(change, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: c.ThreadID, QuestionID: c.ID})
+	c.Payload = append(json.RawMessage(nil), c.Payload...)
+	return &c, true, nil
+}
+
+func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoint.Question, error) {
+	return getQuestion(ctx, s.r, threadID, id)
+}
+
+func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	var after int64
+	if f.After != "" {
+		n, err := strconv.ParseInt(f.After, 10, 64)
+		if err != nil || n < 0 {
+			return nil, "", fmt.Errorf("sqlite: bad question cursor %q", f.After)
+		}
+		after = n
+	}
+	var where strings.Builder
+	args := []any{after}
+	where.WriteString("seq > ?")
+	if f.ThreadID != "" {
+		where.WriteString(" AND thread_id = ?")
+		args = append(args, f.ThreadID)
+	}
+	if f.Status != "" {
+		where.WriteString(" AND status = ?")
+		args = append(args, string(f.Status))
+	}
+	args = append(args, limit+1)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE `+where.String()+` ORDER BY seq LIMIT ?`, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list questions: %w", err)
+	}
+	defer rows.Close()
+	var out []*checkpoint.Question
+	var last int64
+	for rows.Next() {
+		q, seq, err := scanQuestion(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list questions: %w", err)
+		}
+		if len(out) == limit {
+			return out, strconv.FormatInt(last, 10), nil
+		}
+		out, last = append(out, q), seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("sqlite: list questions: %w", err)
+	}
+	return out, "", nil
+}
+
+func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r checkpoint.Resolution) (*checkpoint.Question, error) {
+	if r.At.IsZero() {
+		r.At = s.clk.Now()
+	}
+	var q *checkpoint.Question
+	var change int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if q, err = getQuestion(ctx, tx, threadID, id); err != nil {
+			return err
+		}
+		if err := checkpoint.CheckResolution(q, r); err != nil {
+			return err
+		}
+		err = tx.QueryRowContext(ctx, `UPDATE questions SET status = ?, answer = ?, answered_by = ?, reason = ?, resolved_at = ?, change_seq = `+nextChange+`
+WHERE thread_id = ? AND id = ? AND status = 'pending' RETURNING change_seq`,
+			string(r.Status), encJSON(r.Answer), r.By, r.Reason, encTime(r.At), threadID, id).Scan(&change)
+		if errors.Is(err, sql.ErrNoRows) { // cannot happen: we are the only writer and saw it pending
+			return fmt.Errorf("question %q changed under the write lock: %w", id, checkpoint.ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: resolve question %q: %w", id, err)
+		}
+		return nil
+	})
+	if err != nil {
+		if q != nil && (errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrExpired)) {
+			return q, err
+		}
+		return nil, err
+	}
+	q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = r.Status, append(json.RawMessage(nil), r.Answer...), r.By, r.Reason, r.At
+	if len(q.Answer) == 0 {
+		q.Answer = nil
+	}
+	s.hub.published(change, checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: threadID, QuestionID: id})
+	return q, nil
+}
+
+func (s *Store) AppendEvent(ctx context.Context, e *checkpoint.Event) (int64, error) {
+	at := e.At
+	if at.IsZero() {
+		at = s.clk.Now()
+	}
+	var seq int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO events (thread_id, run_id, type, data, at) VALUES (?, ?, ?, ?, ?) RETURNING seq`,
+			e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(at)).Scan(&seq)
+		if err != nil {
+			return fmt.Errorf("sqlite: append event: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	e.Seq, e.At = seq, at
+	return seq, nil
+}
+
+func (s *Store) ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*checkpoint.Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	query := `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
+	args := []any{after, limit}
+	if threadID != "" {
+		query = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+		args = []any{threadID, after, limit}
+	}
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list events: %w", err)
+	}
+	defer rows.Close()
+	var out []*checkpoint.Event
+	for rows.Next() {
+		e := &checkpoint.Event{}
+		var data sql.NullString
+		var at sql.NullInt64
+		if err := rows.Scan(&e.Seq, &e.ThreadID, &e.RunID, &e.Type, &data, &at); err != nil {
+			return nil, fmt.Errorf("sqlite: list events: %w", err)
+		}
+		e.Data, e.At = decJSON(data), decTime(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list events: %w", err)
+	}
+	return out, nil
+}
