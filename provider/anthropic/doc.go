@@ -1,0 +1,59 @@
+// Package anthropic is an agent.Provider for the Anthropic Messages API,
+// built on the official SDK (github.com/anthropics/anthropic-sdk-go/v2).
+//
+// # Quick start
+//
+// With ANTHROPIC_API_KEY set:
+//
+//	p := anthropic.New(nil)
+//	msg, err := p.Complete(ctx, &agent.Request{Model: agent.Model{ID: "claude-sonnet-4-6"}, Messages: []agent.Message{agent.UserMessage("Hello")}}, func(s string) { fmt.Print(s) })
+//
+// Hand p to the agent as its provider. [Options] set the key, base URL,
+// HTTP client, retries, default model and reply cap in code; a nil
+// *Options reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
+//
+// # What goes out
+//
+// The system prompt becomes the system block; each tool becomes a tool
+// whose input_schema is agent.ToolSpec.InputSchema, sent as written. User
+// text is a text block. An assistant message is its text block followed by
+// one tool_use block per call. Tool results become tool_result blocks
+// (with is_error for denials, timeouts and failures, and the reason as
+// their text) in the user message that follows; consecutive results share
+// one message, ahead of any user text. max_tokens is agent.Model.MaxTokens,
+// else Options.MaxTokens, else [DefaultMaxTokens]. agent.Model.Temperature
+// is not sent: the API version this SDK speaks refuses sampling parameters,
+// so it is ignored with a warning. Prompt caching of the conversation's
+// prefix is on unless Options.DisablePromptCache is set.
+//
+// # What comes back
+//
+// Text deltas go to onText as they arrive. Tool calls are assembled from
+// their input_json_delta pieces and keep the model's order. Arguments are
+// always valid JSON, since the message is persisted before any tool runs:
+// the object the model sent; {} when it sent nothing; and when the text does
+// not parse (typically a call cut off at max_tokens), that text as a JSON
+// string, which the runtime turns into an error result the model can
+// correct. Stop reasons: end_turn, stop_sequence, refusal and pause_turn
+// become agent.StopEndTurn; max_tokens and model_context_window_exceeded
+// agent.StopMaxTokens; a reply with tool calls is agent.StopToolUse. Usage
+// counts input tokens including cached ones (cache reads and writes), and
+// output tokens.
+//
+// Thinking blocks (current Claude models think by default) are not part of
+// agent.Message; the provider keeps those of a reply with tool calls in
+// memory and sends them back with that message, as the API requires while
+// its tool results are answered. A run resumed in another process sends the
+// message without them.
+//
+// # Errors
+//
+// The SDK retries 408, 409, 429, 5xx and connection errors with backoff, up
+// to Options.MaxRetries times. What is left is an [*Error] that says what
+// failed and wraps [ErrAuth] (401, 403: the message names
+// ANTHROPIC_API_KEY), [ErrRateLimited] or [ErrServer] (also for an error
+// event in the middle of a stream). A reply cut short (connection dropped,
+// or no message_stop) is an error wrapping [ErrIncomplete], never a partial
+// message. A cancelled context stops the stream at once, and the error
+// wraps ctx.Err().
+package anthropic
