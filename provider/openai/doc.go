@@ -1,0 +1,61 @@
+// Package openai is an agent.Provider for the OpenAI Chat Completions API
+// and the servers that speak it (Ollama, vLLM, llama.cpp's server, LM
+// Studio, ...), built on the official SDK (github.com/openai/openai-go/v3).
+//
+// # Quick start
+//
+// Against OpenAI, with OPENAI_API_KEY set:
+//
+//	p := openai.New(nil)
+//	msg, err := p.Complete(ctx, &agent.Request{Model: agent.Model{ID: "gpt-4.1"}, Messages: []agent.Message{agent.UserMessage("Hello")}}, func(s string) { fmt.Print(s) })
+//
+// Against Ollama (no key needed), after `ollama pull qwen3:8b`:
+//
+//	p := openai.New(&openai.Options{BaseURL: "http://localhost:11434/v1", Model: "qwen3:8b"})
+//	msg, err := p.Complete(ctx, &agent.Request{Messages: []agent.Message{agent.UserMessage("Hello")}}, func(s string) { fmt.Print(s) })
+//
+// Hand p to the agent as its provider. OPENAI_BASE_URL does the same as
+// Options.BaseURL; a nil *Options reads OPENAI_API_KEY and OPENAI_BASE_URL.
+//
+// # What goes out
+//
+// The system prompt is the first message (role system); each tool is a
+// function tool whose parameters are agent.ToolSpec.InputSchema, sent as
+// written. An assistant message carries its text and a tool_calls entry per
+// call, with the arguments text the model wrote. A tool result is a tool
+// message with its tool_call_id. The API has no error flag, so the content
+// of an error result (a denial, a timeout, a failure) starts with "Error: ",
+// followed by the reason. The reply cap (agent.Model.MaxTokens, else
+// Options.MaxTokens, else none) goes in max_completion_tokens for
+// api.openai.com and max_tokens for other servers (Options.MaxTokensField
+// overrides); agent.Model.Temperature is sent when set. Streamed requests
+// ask for usage with stream_options.include_usage.
+//
+// # What comes back
+//
+// Text deltas (and refusal text) go to onText as they arrive. Tool calls
+// are assembled from their indexed deltas and keep the model's order; a
+// call without an id (some local servers) gets a fresh unique one, since
+// the runtime derives question ids from call ids. Arguments are always
+// valid JSON, since the message is persisted before any tool runs: the
+// object the model sent; {} when it sent nothing; and when the text does
+// not parse, that text as a JSON string, which the runtime turns into an
+// error result the model can correct (sent back, the call carries the
+// original text). Finish reasons: stop and content_filter become
+// agent.StopEndTurn, length agent.StopMaxTokens, and a reply with tool
+// calls agent.StopToolUse (local servers often say "stop" there). Usage is
+// prompt and completion tokens, nil when the server reports none.
+//
+// # Errors
+//
+// The SDK retries 408, 409, 429, 5xx and connection errors with backoff, up
+// to Options.MaxRetries times. What is left is an [*Error] that says what
+// failed and where, and wraps [ErrAuth] (401, 403: the message names
+// OPENAI_API_KEY), [ErrRateLimited] or [ErrServer] (also for an error in
+// the middle of a stream). Error bodies in other servers' shapes (vLLM,
+// FastAPI, plain text) are read too. A server that cannot be reached says
+// so with its URL. A reply cut short (connection dropped, or no
+// finish_reason) is an error wrapping [ErrIncomplete], never a partial
+// message. A cancelled context stops the stream at once, and the error
+// wraps ctx.Err().
+package openai
