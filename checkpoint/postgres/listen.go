@@ -1,0 +1,307 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// subBuffer is the room each subscriber has; past it notifications are
+// dropped for that subscriber and it gets a Resync once there is room.
+const subBuffer = 256
+
+// hub delivers notifications from one dedicated listener connection
+// (LISTEN "tollgate.<schema>"), started by the first Subscribe and kept
+// until Close. The connection reconnects with backoff; after a gap it
+// sends subscribers a [checkpoint.Resync]. A poll of questions.change_seq
+// on the same connection is a safety net and a liveness check, and while
+// the listener is down the pool polls instead.
+type hub struct {
+	s    *Store
+	poll time.Duration
+
+	mu      sync.Mutex
+	subs    map[*subscriber]struct{}
+	closed  bool
+	started bool
+	ready   chan struct{} // closed when the first attempt to listen has finished
+	hw      int64         // highest change_seq delivered or known to be history
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	pid atomic.Uint32 // the listener's backend process, for tests
+}
+
+type subscriber struct {
+	ch     chan checkpoint.Notification
+	stop   func() bool
+	missed bool
+}
+
+func newHub(s *Store, poll time.Duration) *hub {
+	return &hub{s: s, poll: poll, subs: map[*subscriber]struct{}{}, ready: make(chan struct{})}
+}
+
+func (s *Store) channel() string { return "tollgate." + s.schema }
+
+// Subscribe delivers notifications of questions created and resolved by
+// any process using this schema, at their commit. The first call starts
+// the listener and returns once it listens (or its first attempt failed;
+// a Resync follows when it succeeds). A [checkpoint.Resync] means
+// notifications may have been missed: re-list.
+func (s *Store) Subscribe(ctx context.Context) (<-chan checkpoint.Notification, error) {
+	h := s.hub
+	sub := &subscriber{ch: make(chan checkpoint.Notification, subBuffer)}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		close(sub.ch)
+		return sub.ch, nil
+	}
+	h.subs[sub] = struct{}{}
+	sub.stop = context.AfterFunc(ctx, func() { h.unsubscribe(sub) })
+	if !h.started {
+		h.started = true
+		lctx, cancel := context.WithCancel(context.Background())
+		h.cancel, h.done = cancel, make(chan struct{})
+		go h.run(lctx)
+	}
+	ready := h.ready
+	h.mu.Unlock()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	}
+	return sub.ch, nil
+}
+
+func (h *hub) unsubscribe(sub *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs[sub]; ok {
+		delete(h.subs, sub)
+		close(sub.ch)
+	}
+}
+
+func (h *hub) sendLocked(n checkpoint.Notification) {
+	for sub := range h.subs {
+		if sub.missed {
+			select {
+			case sub.ch <- checkpoint.Notification{Kind: checkpoint.Resync}:
+				sub.missed = false
+			default:
+				continue
+			}
+		}
+		select {
+		case sub.ch <- n:
+		default:
+			sub.missed = true
+		}
+	}
+}
+
+func (h *hub) send(n checkpoint.Notification) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sendLocked(n)
+}
+
+// run keeps a listener connection until ctx ends.
+func (h *hub) run(ctx context.Context) {
+	defer close(h.done)
+	first, gap := true, false
+	backoff := 100 * time.Millisecond
+	nextPoll := time.Now().Add(h.poll)
+	for ctx.Err() == nil {
+		conn, err := h.listen(ctx)
+		if first {
+			first = false
+			close(h.ready)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			gap = true
+			h.s.logf(slog.LevelWarn, "checkpoint/postgres: cannot listen for notifications; retrying", "err", err, "retry_in", backoff)
+			wait := backoff/2 + rand.N(backoff/2+1)
+			if h.poll > 0 && time.Until(nextPoll) < wait {
+				// The fallback: without a listener, ask the pool.
+				if err := h.pollOnce(ctx, h.s.pool); err != nil && ctx.Err() == nil {
+					h.s.logf(slog.LevelDebug, "checkpoint/postgres: fallback poll failed", "err", err)
+				}
+				nextPoll = time.Now().Add(h.poll)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if gap {
+			gap = false
+			h.send(checkpoint.Notification{Kind: checkpoint.Resync})
+		}
+		err = h.serve(ctx, conn)
+		h.pid.Store(0)
+		conn.Close(context.Background())
+		if ctx.Err() != nil {
+			return
+		}
+		gap = true
+		h.s.logf(slog.LevelWarn, "checkpoint/postgres: listener connection lost; reconnecting", "err", err)
+	}
+}
+
+// listen connects, listens, and moves the high-water mark to what the
+// database holds now: older changes are history (or covered by a Resync).
+func (h *hub) listen(ctx context.Context) (*pgx.Conn, error) {
+	cfg := h.s.cfg.Copy()
+	cfg.RuntimeParams["application_name"] = "tollgate-listener"
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{h.s.channel()}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	var hw int64
+	if err := conn.QueryRow(cctx, "SELECT coalesce(max(change_seq), 0) FROM questions").Scan(&hw); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	h.mu.Lock()
+	h.hw = max(h.hw, hw)
+	h.mu.Unlock()
+	h.pid.Store(conn.PgConn().PID())
+	return conn, nil
+}
+
+// serve waits for notifications, polling on the same connection every
+// poll interval, until the connection fails or ctx ends.
+func (h *hub) serve(ctx context.Context, conn *pgx.Conn) error {
+	nextPoll := time.Now().Add(h.poll)
+	for {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if h.poll > 0 {
+			wctx, cancel = context.WithDeadline(ctx, nextPoll)
+		}
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			h.deliver(n.Payload)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case pgconn.Timeout(err) && !conn.IsClosed():
+			if err := h.pollOnce(ctx, conn); err != nil {
+				return err
+			}
+			nextPoll = time.Now().Add(h.poll)
+		default:
+			return err
+		}
+	}
+}
+
+type payload struct {
+	Kind     string `json:"k"`
+	ThreadID string `json:"t"`
+	ID       string `json:"q"`
+	Seq      int64  `json:"s"`
+}
+
+func (h *hub) deliver(raw string) {
+	var p payload
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		h.s.logf(slog.LevelWarn, "checkpoint/postgres: unreadable notification", "payload", raw, "err", err)
+		p.Kind = string(checkpoint.Resync)
+	}
+	n := checkpoint.Notification{Kind: checkpoint.NotificationKind(p.Kind), ThreadID: p.ThreadID, QuestionID: p.ID}
+	switch n.Kind {
+	case checkpoint.QuestionCreated, checkpoint.QuestionResolved:
+	default:
+		n = checkpoint.Notification{Kind: checkpoint.Resync}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hw = max(h.hw, p.Seq)
+	h.sendLocked(n)
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// pollOnce delivers the question writes above the high-water mark that no
+// notification brought. change_seq is taken under a lock held to commit,
+// so nothing can appear later below the mark.
+func (h *hub) pollOnce(ctx context.Context, q querier) error {
+	h.mu.Lock()
+	hw := h.hw
+	h.mu.Unlock()
+	rows, err := q.Query(ctx, `SELECT change_seq, thread_id, id, status FROM questions WHERE change_seq > $1 ORDER BY change_seq LIMIT 1000`, hw)
+	if err != nil {
+		return err
+	}
+	type change struct {
+		seq int64
+		n   checkpoint.Notification
+	}
+	changes, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (change, error) {
+		var c change
+		var status string
+		err := row.Scan(&c.seq, &c.n.ThreadID, &c.n.QuestionID, &status)
+		c.n.Kind = checkpoint.QuestionResolved
+		if status == string(checkpoint.QuestionPending) {
+			c.n.Kind = checkpoint.QuestionCreated
+		}
+		return c, err
+	})
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range changes {
+		if c.seq > h.hw {
+			h.hw = c.seq
+			h.sendLocked(c.n)
+		}
+	}
+	return nil
+}
+
+// close ends every subscription and stops the listener.
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	for sub := range h.subs {
+		sub.stop()
+		delete(h.subs, sub)
+		close(sub.ch)
+	}
+	cancel, done := h.cancel, h.done
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}

@@ -1,0 +1,236 @@
+package postgres_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/internal/pgtest"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Nothing listens: Open retries for ConnectTimeout, then says so.
+func TestDatabaseDownAtStart(t *testing.T) {
+	t.Parallel()
+	dsn := fmt.Sprintf("postgres://tollgate@127.0.0.1:%d/tollgate?sslmode=disable", freePort(t))
+	_, err := postgres.Open(t.Context(), dsn, &postgres.Options{ConnectTimeout: 400 * time.Millisecond})
+	if !errors.Is(err, postgres.ErrUnavailable) {
+		t.Fatalf("Open(nothing listening) = %v, want ErrUnavailable", err)
+	}
+	if !strings.Contains(err.Error(), "attempts") {
+		t.Errorf("error does not say it retried: %v", err)
+	}
+	t.Log(err)
+
+	_, err = postgres.Open(t.Context(), dsn, &postgres.Options{ConnectTimeout: -1})
+	if !errors.Is(err, postgres.ErrUnavailable) {
+		t.Fatalf("Open(nothing listening, no retry) = %v, want ErrUnavailable", err)
+	}
+}
+
+// The server comes up while Open waits for it.
+func TestWaitsForDatabase(t *testing.T) {
+	t.Parallel()
+	real := pgtest.Start(t)
+	u, err := url.Parse(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	port := freePort(t)
+	u.Host = fmt.Sprintf("127.0.0.1:%d", port)
+
+	done := make(chan error, 1)
+	go func() {
+		s, err := postgres.Open(t.Context(), u.String(), &postgres.Options{Schema: pgtest.Schema(t, real), ConnectTimeout: time.Minute})
+		if err == nil {
+			s.Close()
+		}
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // let it fail a few times first
+	l, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go proxy(l, target)
+	if err := <-done; err != nil {
+		t.Fatalf("Open while the server came up: %v", err)
+	}
+}
+
+// proxy forwards connections from l to target until l is closed.
+func proxy(l net.Listener, target string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				return
+			}
+			defer s.Close()
+			go io.Copy(s, c)
+			io.Copy(c, s)
+		}()
+	}
+}
+
+// A server that says no is not waited for.
+func TestNoSuchDatabase(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/no_such_database"
+	start := time.Now()
+	_, err = postgres.Open(t.Context(), u.String(), &postgres.Options{ConnectTimeout: time.Minute})
+	if err == nil || errors.Is(err, postgres.ErrUnavailable) {
+		t.Fatalf("Open(no such database) = %v, want a plain error", err)
+	}
+	t.Logf("%v (after %v)", err, time.Since(start))
+}
+
+func TestNewerSchema(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	schema := pgtest.Schema(t, dsn)
+	open(t, dsn, schema, nil).Close()
+	if err := pgtest.Exec(t.Context(), dsn, fmt.Sprintf(`INSERT INTO %s.schema_version (version, name) VALUES (999, '0999_future.sql')`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: schema})
+	if !errors.Is(err, postgres.ErrNewerSchema) {
+		t.Fatalf("Open(newer schema) = %v, want ErrNewerSchema", err)
+	}
+	t.Log(err)
+}
+
+func TestForeignSchema(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	for name, setup := range map[string]string{
+		"tables":    `CREATE TABLE %[1]s.customers (id int PRIMARY KEY, name text); INSERT INTO %[1]s.customers VALUES (1, 'ada')`,
+		"lookalike": `CREATE TABLE %[1]s.schema_version (version int); INSERT INTO %[1]s.schema_version VALUES (1)`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			schema := pgtest.Schema(t, dsn)
+			if err := pgtest.Exec(t.Context(), dsn, "CREATE SCHEMA "+schema); err != nil {
+				t.Fatal(err)
+			}
+			if err := pgtest.Exec(t.Context(), dsn, fmt.Sprintf(setup, schema)); err != nil {
+				t.Fatal(err)
+			}
+			_, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: schema})
+			if !errors.Is(err, postgres.ErrNotTollgate) {
+				t.Fatalf("Open(foreign schema) = %v, want ErrNotTollgate", err)
+			}
+			t.Log(err)
+			conn, err := pgx.Connect(t.Context(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(t.Context())
+			var tables int
+			if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, schema).Scan(&tables); err != nil {
+				t.Fatal(err)
+			}
+			if tables != 1 {
+				t.Errorf("the refused schema now has %d tables, want its 1", tables)
+			}
+		})
+	}
+}
+
+func TestBadSchemaName(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"a-b", `x"; DROP TABLE y; --`, strings.Repeat("s", 51), "1abc"} {
+		if _, err := postgres.Open(t.Context(), "postgres://127.0.0.1:1/x", &postgres.Options{Schema: name}); err == nil || errors.Is(err, postgres.ErrUnavailable) {
+			t.Errorf("schema %q: %v, want a refusal before connecting", name, err)
+		}
+	}
+}
+
+// Replicas starting together: the advisory lock makes them take turns.
+func TestOpenConcurrently(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	schema := pgtest.Schema(t, dsn)
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			s, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: schema, MaxConns: 2})
+			if err != nil {
+				t.Errorf("Open: %v", err)
+				return
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+}
+
+// A notification that never came (the trigger is off) is found by the
+// poll.
+func TestPollFindsMissedNotifications(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	schema := pgtest.Schema(t, dsn)
+	a := open(t, dsn, schema, &postgres.Options{PollInterval: 50 * time.Millisecond})
+	defer a.Close()
+	b := open(t, dsn, schema, nil)
+	defer b.Close()
+	ch, err := a.Subscribe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgtest.Exec(t.Context(), dsn, fmt.Sprintf("ALTER TABLE %s.questions DISABLE TRIGGER questions_notify", schema)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "silent", Kind: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ch, checkpoint.QuestionCreated, "silent")
+}
+
+func waitFor(t *testing.T, ch <-chan checkpoint.Notification, kind checkpoint.NotificationKind, qid string) {
+	t.Helper()
+	limit := time.After(20 * time.Second)
+	for {
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				t.Fatalf("subscription closed while waiting for %s %s", kind, qid)
+			}
+			if n.Kind == kind && n.QuestionID == qid {
+				return
+			}
+		case <-limit:
+			t.Fatalf("no %s %q within 20s", kind, qid)
+		}
+	}
+}
