@@ -231,7 +231,7 @@ func retryable(err error) bool {
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "57P03", // cannot_connect_now: starting up or shutting down
-			pgErr.Code == "53300",              // too_many_connections
+			pgErr.Code == "53300",               // too_many_connections
 			strings.HasPrefix(pgErr.Code, "08"): // connection exceptions
 			return true
 		}
