@@ -96,6 +96,7 @@ type Store struct {
 	log    *slog.Logger
 	hub    *hub
 	memory bool
+	stmts  statements
 
 	closeOnce sync.Once
 	closeErr  error
@@ -227,6 +228,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.w, s.r = w, r
 	}
 	if err := s.migrate(ctx, migs); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	if err := s.prepare(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
@@ -408,6 +413,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) closeDBs() error {
+	s.stmts.close()
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())

@@ -67,8 +67,7 @@ func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
 		created = now
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO threads (id, version, status, run_id, messages, created_at, updated_at)
-VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		res, err := s.in(ctx, tx, qCreateThread).ExecContext(ctx,
 			t.ID, string(t.Status), t.RunID, encJSON(t.Messages), encTime(created), encTime(now))
 		if err != nil {
 			return fmt.Errorf("sqlite: create thread %q: %w", t.ID, err)
@@ -90,7 +89,7 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	var status string
 	var msgs sql.NullString
 	var created, updated sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT version, status, run_id, messages, created_at, updated_at FROM threads WHERE id = ?`, id).
+	err := s.read(qLoadThread).QueryRowContext(ctx, id).
 		Scan(&t.Version, &status, &t.RunID, &msgs, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
@@ -107,8 +106,7 @@ func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
 	var version int64
 	var created sql.NullInt64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `UPDATE threads SET version = version + 1, status = ?, run_id = ?, messages = ?, updated_at = ?
-WHERE id = ? AND version = ? RETURNING version, created_at`,
+		err := s.in(ctx, tx, qSaveThread).QueryRowContext(ctx,
 			string(t.Status), t.RunID, encJSON(t.Messages), encTime(now), t.ID, t.Version).Scan(&version, &created)
 		if err == nil {
 			return nil
@@ -117,7 +115,7 @@ WHERE id = ? AND version = ? RETURNING version, created_at`,
 			return fmt.Errorf("sqlite: save thread %q: %w", t.ID, err)
 		}
 		var stored int64
-		switch err := tx.QueryRowContext(ctx, `SELECT version FROM threads WHERE id = ?`, t.ID).Scan(&stored); {
+		switch err := s.in(ctx, tx, qThreadVersion).QueryRowContext(ctx, t.ID).Scan(&stored); {
 		case errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("thread %q: %w", t.ID, checkpoint.ErrNotFound)
 		case err != nil:
@@ -136,10 +134,7 @@ WHERE id = ? AND version = ? RETURNING version, created_at`,
 func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
 	now := s.clk.Now()
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
-	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`,
+		_, err := s.in(ctx, tx, qPutToolCall).ExecContext(ctx,
 			tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), encTime(now))
 		if err != nil {
 			return fmt.Errorf("sqlite: put tool call %q: %w", tc.CallID, err)
@@ -154,8 +149,7 @@ ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
 }
 
 func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string) ([]*checkpoint.ToolCall, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT call_id, tool, args, state, result, updated_at FROM tool_calls
-WHERE thread_id = ? AND run_id = ? ORDER BY call_id`, threadID, runID)
+	rows, err := s.read(qListToolCalls).QueryContext(ctx, threadID, runID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
 	}
@@ -178,12 +172,6 @@ WHERE thread_id = ? AND run_id = ? ORDER BY call_id`, threadID, runID)
 	return out, nil
 }
 
-const questionCols = `seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at`
-
-// nextChange is the change_seq of a question write: one more than any
-// before. The writer is alone in its transaction, so this is race-free.
-const nextChange = `(SELECT coalesce(max(change_seq), 0) + 1 FROM questions)`
-
 type scanner interface{ Scan(dest ...any) error }
 
 func scanQuestion(row scanner) (*checkpoint.Question, int64, error) {
@@ -202,8 +190,10 @@ func scanQuestion(row scanner) (*checkpoint.Question, int64, error) {
 	return q, seq, nil
 }
 
-func getQuestion(ctx context.Context, db querier, threadID, id string) (*checkpoint.Question, error) {
-	q, _, err := scanQuestion(db.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE thread_id = ? AND id = ?`, threadID, id))
+// getQuestion reads a question through stmt (qGetQuestion, for reading or
+// in a write transaction).
+func getQuestion(ctx context.Context, stmt *sql.Stmt, threadID, id string) (*checkpoint.Question, error) {
+	q, _, err := scanQuestion(stmt.QueryRowContext(ctx, threadID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("question %q of thread %q: %w", id, threadID, checkpoint.ErrNotFound)
 	}
@@ -223,9 +213,7 @@ func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*ch
 	var stored *checkpoint.Question
 	var change int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO questions (thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, deadline, change_seq)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', '', ?, ?, `+nextChange+`)
-ON CONFLICT (thread_id, id) DO NOTHING RETURNING change_seq`,
+		err := s.in(ctx, tx, qCreateQuestion).QueryRowContext(ctx,
 			c.ThreadID, c.ID, c.RunID, c.CallID, c.Kind, encJSON(c.Payload), c.Digest, string(c.Status),
 			encTime(c.CreatedAt), encTime(c.Deadline)).Scan(&change)
 		if err == nil {
@@ -234,7 +222,7 @@ ON CONFLICT (thread_id, id) DO NOTHING RETURNING change_seq`,
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: create question %q: %w", c.ID, err)
 		}
-		stored, err = getQuestion(ctx, tx, c.ThreadID, c.ID)
+		stored, err = getQuestion(ctx, s.in(ctx, tx, qGetQuestion), c.ThreadID, c.ID)
 		return err
 	})
 	if err != nil {
@@ -249,7 +237,7 @@ ON CONFLICT (thread_id, id) DO NOTHING RETURNING change_seq`,
 }
 
 func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoint.Question, error) {
-	return getQuestion(ctx, s.r, threadID, id)
+	return getQuestion(ctx, s.read(qGetQuestion), threadID, id)
 }
 
 func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
@@ -308,14 +296,13 @@ func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r chec
 	var change int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		if q, err = getQuestion(ctx, tx, threadID, id); err != nil {
+		if q, err = getQuestion(ctx, s.in(ctx, tx, qGetQuestion), threadID, id); err != nil {
 			return err
 		}
 		if err := checkpoint.CheckResolution(q, r); err != nil {
 			return err
 		}
-		err = tx.QueryRowContext(ctx, `UPDATE questions SET status = ?, answer = ?, answered_by = ?, reason = ?, resolved_at = ?, change_seq = `+nextChange+`
-WHERE thread_id = ? AND id = ? AND status = 'pending' RETURNING change_seq`,
+		err = s.in(ctx, tx, qResolveQuestion).QueryRowContext(ctx,
 			string(r.Status), encJSON(r.Answer), r.By, r.Reason, encTime(r.At), threadID, id).Scan(&change)
 		if errors.Is(err, sql.ErrNoRows) { // cannot happen: we are the only writer and saw it pending
 			return fmt.Errorf("question %q changed under the write lock: %w", id, checkpoint.ErrConflict)
@@ -346,7 +333,7 @@ func (s *Store) AppendEvent(ctx context.Context, e *checkpoint.Event) (int64, er
 	}
 	var seq int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO events (thread_id, run_id, type, data, at) VALUES (?, ?, ?, ?, ?) RETURNING seq`,
+		err := s.in(ctx, tx, qAppendEvent).QueryRowContext(ctx,
 			e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(at)).Scan(&seq)
 		if err != nil {
 			return fmt.Errorf("sqlite: append event: %w", err)
@@ -364,13 +351,11 @@ func (s *Store) ListEvents(ctx context.Context, threadID string, after int64, li
 	if limit <= 0 {
 		limit = 1000
 	}
-	query := `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
-	args := []any{after, limit}
+	stmt, args := s.read(qListEvents), []any{after, limit}
 	if threadID != "" {
-		query = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
-		args = []any{threadID, after, limit}
+		stmt, args = s.read(qListThreadEvents), []any{threadID, after, limit}
 	}
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list events: %w", err)
 	}

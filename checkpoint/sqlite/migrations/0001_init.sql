@@ -50,7 +50,6 @@ CREATE TABLE questions (
 	change_seq  INTEGER NOT NULL,
 	UNIQUE (thread_id, id)
 ) STRICT;
-CREATE INDEX questions_by_thread ON questions (thread_id, seq);
 CREATE INDEX questions_by_status ON questions (status, seq);
 CREATE INDEX questions_by_change ON questions (change_seq);
 
