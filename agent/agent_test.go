@@ -14,8 +14,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/internal/storetest"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
 
@@ -39,6 +39,9 @@ func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
 	t.Helper()
 	if cfg.ThreadID == "" {
 		cfg.ThreadID = "t1"
+	}
+	if cfg.Checkpointer == nil && cfg.Channel == nil {
+		cfg.Checkpointer = storetest.New(t)
 	}
 	a, err := agent.New(cfg)
 	if err != nil {
@@ -377,7 +380,7 @@ func answer(t *testing.T, s checkpoint.Store, thread, id, ans string) {
 
 func TestQuestionsAnsweredInAnyOrder(t *testing.T) {
 	t.Parallel()
-	store := memory.New()
+	store := storetest.New(t)
 	model := scripted.New(
 		scripted.Turn{ToolCalls: []agent.ToolCall{
 			scripted.Call("c:1", "echo", echoArgs{"one"}),
@@ -402,7 +405,7 @@ func TestQuestionsAnsweredInAnyOrder(t *testing.T) {
 
 func TestQuestionSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	store := memory.New()
+	store := storetest.New(t)
 	var runs atomic.Int32
 	counted := agent.NewTool("echo", "Echo.", func(ctx context.Context, a echoArgs) (string, error) {
 		runs.Add(1)
@@ -449,7 +452,7 @@ func TestQuestionSurvivesRestart(t *testing.T) {
 
 func TestQuestionTimeoutWithFakeClock(t *testing.T) {
 	t.Parallel()
-	store := memory.New()
+	store := storetest.New(t)
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}}, scripted.Turn{Text: "timed out"})
 	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Clock: fake, Tools: []*agent.Tool{echoTool()}, Middleware: []agent.Middleware{askMW(180 * time.Second)}})
@@ -506,7 +509,7 @@ func TestMaxTurns(t *testing.T) {
 
 func TestModelErrorLeavesRunResumable(t *testing.T) {
 	t.Parallel()
-	store := memory.New()
+	store := storetest.New(t)
 	a := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{Err: errors.New("503 overloaded")}), Checkpointer: store})
 	if _, err := a.Prompt(context.Background(), "hi"); err == nil || !strings.Contains(err.Error(), "503 overloaded") {
 		t.Fatalf("err %v", err)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/storetest"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
 
@@ -52,7 +52,7 @@ func sandboxPolicy(f *fixture) hitl.Policy {
 func newFixture(t *testing.T, store checkpoint.Store, turns ...scripted.Turn) *fixture {
 	t.Helper()
 	if store == nil {
-		store = memory.New()
+		store = storetest.New(t)
 	}
 	f := &fixture{store: store, clock: clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 	f.channel = hitl.NewCheckpointedChannel(store, "session-1", &hitl.ChannelOptions{Clock: f.clock, PollInterval: 20 * time.Millisecond})
@@ -255,7 +255,7 @@ func TestTimeout(t *testing.T) {
 
 func TestDeadlineSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	store := memory.New()
+	store := storetest.New(t)
 	f := newFixture(t, store, oneCall("rm /tmp/logs")[:1]...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -290,7 +290,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestRestartBetweenQuestionAndAnswer(t *testing.T) {
 	t.Parallel()
-	store := memory.New()
+	store := storetest.New(t)
 	f := newFixture(t, store, oneCall("rm /tmp/logs")[:1]...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
