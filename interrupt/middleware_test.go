@@ -13,8 +13,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/storetest"
 	"github.com/tollgate-ai/tollgate/interrupt"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
@@ -49,7 +49,7 @@ func testRules() []interrupt.Rule {
 func newFixture(t *testing.T, store checkpoint.Store, turns ...scripted.Turn) *fixture {
 	t.Helper()
 	if store == nil {
-		store = memory.New()
+		store = storetest.New(t)
 	}
 	// One thread per test: the agent keeps the answer checks of waiting
 	// questions per process, by thread and question id.
@@ -277,7 +277,7 @@ func TestRestartBetweenQuestionAndAnswer(t *testing.T) {
 	}}
 	t.Run("answered while no process runs the thread", func(t *testing.T) {
 		t.Parallel()
-		store := memory.New()
+		store := storetest.New(t)
 		f := newFixture(t, store, turn1)
 		crash(t, f, 2)
 		if err := f.channel.Answer(context.Background(), interrupt.ID("c1"), interrupt.Edit(map[string]any{"amount": 900})); err != nil {
@@ -303,7 +303,7 @@ func TestRestartBetweenQuestionAndAnswer(t *testing.T) {
 	})
 	t.Run("answered after the resume, invalid edit refused", func(t *testing.T) {
 		t.Parallel()
-		store := memory.New()
+		store := storetest.New(t)
 		f := newFixture(t, store, turn1)
 		crash(t, f, 2)
 		f2 := newFixture(t, store, scripted.Turn{Text: "done"})
@@ -349,7 +349,7 @@ func TestRestartBetweenQuestionAndAnswer(t *testing.T) {
 	})
 	t.Run("invalid edit recorded with no run waiting is denied on resume", func(t *testing.T) {
 		t.Parallel()
-		store := memory.New()
+		store := storetest.New(t)
 		f := newFixture(t, store, turn1)
 		crash(t, f, 2)
 		if err := f.channel.Answer(context.Background(), interrupt.ID("c1"), interrupt.Edit(map[string]any{"amount": "lots", "to": nil})); err != nil {
