@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
-	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/storeurl"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
@@ -49,17 +49,31 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	cmdTimeout := fs.Duration("cmd-timeout", time.Minute, "time limit of one bash command")
 	allowAll := fs.Bool("allow-all", false, "run every tool call without asking (dangerous)")
 	thread := fs.String("thread", "", "thread id (default: a new one)")
+	storeURL := fs.String("store", "memory", "where threads and questions live: memory, sqlite:PATH or postgres://...")
+	resume := fs.Bool("resume", false, "continue the thread's unfinished run instead of starting one (needs --thread and a durable --store)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() == 0 {
+	if fs.NArg() == 0 && !*resume {
 		fs.Usage()
 		return 2
 	}
+	if *resume && *thread == "" {
+		fmt.Fprintln(stderr, "tollgate: --resume needs --thread")
+		return 2
+	}
 	task := strings.Join(fs.Args(), " ")
+	if *thread == "" {
+		*thread = time.Now().UTC().Format("run-20060102-150405.000")
+	}
 
-	store := memory.New()
-	channel := hitl.NewCheckpointedChannel(store, "", nil)
+	store, err := storeurl.Open(ctx, *storeURL)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 1
+	}
+	defer store.Close()
+	channel := hitl.NewCheckpointedChannel(store, *thread, nil)
 	policy := func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
 		if *allowAll {
 			return hitl.Approve()
@@ -80,8 +94,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return 1
 	}
+	fmt.Fprintf(stdout, "thread %s\n", a.ThreadID())
 	term := &terminal{in: bufio.NewReader(stdin), out: stdout, channel: channel}
-	return term.drive(ctx, a, task, stderr)
+	start := func(ctx context.Context) (*agent.Message, error) { return a.Prompt(ctx, task) }
+	if *resume {
+		start = a.Resume
+	}
+	return term.drive(ctx, a, start, stderr)
 }
 
 // terminal prints a run's progress and asks its questions at the prompt.
@@ -91,7 +110,7 @@ type terminal struct {
 	channel *hitl.CheckpointedChannel
 }
 
-func (t *terminal) drive(ctx context.Context, a *agent.Agent, task string, stderr io.Writer) int {
+func (t *terminal) drive(ctx context.Context, a *agent.Agent, start func(context.Context) (*agent.Message, error), stderr io.Writer) int {
 	events := a.Subscribe(1024)
 	defer events.Close()
 	type outcome struct {
@@ -100,7 +119,7 @@ func (t *terminal) drive(ctx context.Context, a *agent.Agent, task string, stder
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		msg, err := a.Prompt(ctx, task)
+		msg, err := start(ctx)
 		done <- outcome{msg, err}
 	}()
 	// Questions are answered one at a time, in the order they are asked.
