@@ -1,0 +1,320 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common"
+	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
+
+	"github.com/tollgate-ai/tollgate/policy/shell"
+)
+
+// DefaultCostLimit bounds the work of one condition (CEL's cost units,
+// roughly one per operation and per list element visited). A condition
+// that exceeds it fails, and the call is asked.
+const DefaultCostLimit = 100_000
+
+// celEnvs builds the CEL environments for conditions: one for rules on the
+// whole call (tool, args, thread) and one for per-command rules, which also
+// see the command. Helpers analyse command strings through cache.
+func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
+	analyze := func(v ref.Val) (*shell.Analysis, ref.Val) {
+		s, ok := v.(types.String)
+		if !ok {
+			return nil, types.NewErr("expected a command string, got %s", v.Type())
+		}
+		a := cache.analyze(string(s))
+		if a.Err != nil {
+			return nil, types.NewErr("%v", a.Err)
+		}
+		return a.Analysis, nil
+	}
+	names := func(v ref.Val) ([]string, ref.Val) {
+		l, ok := v.(traits.Lister)
+		if !ok {
+			return nil, types.NewErr("expected a list of names")
+		}
+		var out []string
+		for it := l.Iterator(); it.HasNext() == types.True; {
+			s, ok := it.Next().(types.String)
+			if !ok {
+				return nil, types.NewErr("expected a list of strings")
+			}
+			out = append(out, string(s))
+		}
+		return out, nil
+	}
+	inList := func(name string, list []string) bool {
+		for _, pat := range list {
+			if matchName(pat, name) {
+				return true
+			}
+		}
+		return false
+	}
+	strList := cel.ListType(cel.StringType)
+	common := []cel.EnvOption{
+		cel.Variable("tool", cel.StringType),
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("thread", cel.StringType),
+		ext.NativeTypes(reflect.TypeFor[shell.Command](), reflect.TypeFor[shell.Redirect](), ext.ParseStructTag("json")),
+		ext.Strings(),
+		ext.Lists(),
+		ext.Bindings(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.Function("commands",
+			cel.Overload("commands_string", []*cel.Type{cel.StringType}, strList,
+				cel.UnaryBinding(func(v ref.Val) ref.Val {
+					a, errv := analyze(v)
+					if errv != nil {
+						return errv
+					}
+					return types.NewStringList(types.DefaultTypeAdapter, a.Names())
+				}))),
+		cel.Function("commands_all_in",
+			cel.Overload("commands_all_in_string_list", []*cel.Type{cel.StringType, strList}, cel.BoolType,
+				cel.BinaryBinding(func(v, l ref.Val) ref.Val {
+					a, errv := analyze(v)
+					if errv != nil {
+						return errv
+					}
+					list, errv := names(l)
+					if errv != nil {
+						return errv
+					}
+					if len(a.Commands) == 0 {
+						return types.False
+					}
+					for i := range a.Commands {
+						c := &a.Commands[i]
+						if c.Dynamic || !inList(c.Name, list) {
+							return types.False
+						}
+					}
+					return types.True
+				}))),
+		cel.Function("commands_any_in",
+			cel.Overload("commands_any_in_string_list", []*cel.Type{cel.StringType, strList}, cel.BoolType,
+				cel.BinaryBinding(func(v, l ref.Val) ref.Val {
+					a, errv := analyze(v)
+					if errv != nil {
+						return errv
+					}
+					list, errv := names(l)
+					if errv != nil {
+						return errv
+					}
+					for i := range a.Commands {
+						if c := &a.Commands[i]; !c.Dynamic && inList(c.Name, list) {
+							return types.True
+						}
+					}
+					return types.False
+				}))),
+		cel.Function("writes_files",
+			cel.Overload("writes_files_string", []*cel.Type{cel.StringType}, cel.BoolType,
+				cel.UnaryBinding(func(v ref.Val) ref.Val {
+					a, errv := analyze(v)
+					if errv != nil {
+						return errv
+					}
+					return types.Bool(a.Writes())
+				}))),
+		cel.Function("shell_review",
+			cel.Overload("shell_review_string", []*cel.Type{cel.StringType}, strList,
+				cel.UnaryBinding(func(v ref.Val) ref.Val {
+					s, ok := v.(types.String)
+					if !ok {
+						return types.NewErr("expected a command string")
+					}
+					return types.NewStringList(types.DefaultTypeAdapter, cache.analyze(string(s)).reasons)
+				}))),
+	}
+	call, err = cel.NewEnv(common...)
+	if err != nil {
+		return nil, nil, err
+	}
+	command, err = call.Extend(cel.Variable("command", cel.ObjectType("shell.Command")))
+	return call, command, err
+}
+
+// condition is a compiled condition. Tracking the cost of every operation
+// at run time is most of the time of an evaluation, so a condition whose
+// cost is provably under the limit for small inputs (every string, list
+// and map at most smallSize long, by CEL's static estimate) also gets a
+// program without tracking, used when the inputs are that small.
+type condition struct {
+	tracked cel.Program
+	fast    cel.Program // nil when the estimate exceeds the limit
+}
+
+// smallSize bounds the inputs the fast program may run on.
+const smallSize = 256
+
+func compileCond(env *cel.Env, src string, costLimit uint64) (*condition, error) {
+	ast, iss := env.CompileSource(common.NewStringSource(src, "when"))
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if !ast.OutputType().IsExactType(cel.BoolType) {
+		return nil, fmt.Errorf("the condition is of type %s, not bool", ast.OutputType())
+	}
+	c := &condition{}
+	var err error
+	c.tracked, err = env.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, err
+	}
+	est, err := env.EstimateCost(ast, smallEstimator{})
+	if err == nil && est.Max <= costLimit {
+		if c.fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(100)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// smallEstimator sizes every input at most smallSize.
+type smallEstimator struct{}
+
+func (smallEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	if n.Path() == nil {
+		return nil
+	}
+	return &cost.SizeEstimate{Max: smallSize}
+}
+
+func (smallEstimator) EstimateCallCost(fn, _ string, _ *cost.AstNode, _ []cost.AstNode) *cost.CallEstimate {
+	switch fn {
+	case "commands", "shell_review":
+		// A string of at most smallSize bytes holds fewer commands.
+		return cost.NewCallEstimate(cost.Estimate{Min: 1, Max: 1}, &cost.SizeEstimate{Max: 4 * smallSize})
+	}
+	return nil
+}
+
+// smallValue reports whether v, as decoded JSON, has no string, list or
+// map longer than smallSize, looking at no more than *budget values.
+func smallValue(v any, budget *int) bool {
+	*budget--
+	if *budget < 0 {
+		return false
+	}
+	switch v := v.(type) {
+	case string:
+		return len(v) <= smallSize
+	case []any:
+		if len(v) > smallSize {
+			return false
+		}
+		for _, x := range v {
+			if !smallValue(x, budget) {
+				return false
+			}
+		}
+	case map[string]any:
+		if len(v) > smallSize {
+			return false
+		}
+		for k, x := range v {
+			if len(k) > smallSize || !smallValue(x, budget) {
+				return false
+			}
+		}
+	case nil, bool, float64, float32, int, int64, int32, uint, uint64, uint32:
+	default:
+		return false // another Go type: let the tracked program size it
+	}
+	return true
+}
+
+func smallStrings(list []string) bool {
+	if len(list) > smallSize {
+		return false
+	}
+	for _, s := range list {
+		if len(s) > smallSize {
+			return false
+		}
+	}
+	return true
+}
+
+// smallCommand reports whether every field of c is small.
+func smallCommand(c *shell.Command) bool {
+	if len(c.Name) > smallSize || len(c.Path) > smallSize || len(c.Redirects) > smallSize ||
+		!smallStrings(c.Args) || !smallStrings(c.Env) || !smallStrings(c.Via) || !smallStrings(c.Review) {
+		return false
+	}
+	for _, r := range c.Redirects {
+		if len(r.Op) > smallSize || len(r.FD) > smallSize || len(r.Target) > smallSize {
+			return false
+		}
+	}
+	return true
+}
+
+// activation gives a condition its variables without building a map.
+type activation struct {
+	call Call
+	cmd  *shell.Command
+}
+
+var emptyArgs = map[string]any{}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "tool":
+		return a.call.Tool, true
+	case "args":
+		if a.call.Args == nil {
+			return emptyArgs, true
+		}
+		return a.call.Args, true
+	case "thread":
+		return a.call.ThreadID, true
+	case "command":
+		if a.cmd != nil {
+			return a.cmd, true
+		}
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+var errNotBool = errors.New("the condition did not return a bool")
+
+// evalCond evaluates a condition; ctx is nil when it cannot be canceled,
+// which saves the cancellation checks. small says the inputs are small
+// enough for the program without cost tracking.
+func evalCond(ctx context.Context, c *condition, small bool, act *activation) (bool, error) {
+	var out ref.Val
+	var err error
+	prg := c.tracked
+	if small && c.fast != nil {
+		prg = c.fast
+	}
+	if ctx == nil {
+		out, _, err = prg.Eval(act)
+	} else {
+		out, _, err = prg.ContextEval(ctx, act)
+	}
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, errNotBool
+	}
+	return bool(b), nil
+}

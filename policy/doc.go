@@ -1,0 +1,58 @@
+// Package policy classifies an agent's tool calls as allow, ask or block
+// from a declarative policy file, with conditions in CEL and shell-aware
+// rules for tools that run command strings.
+//
+// A policy file (YAML; its JSON Schema is [Schema]) has rules. Each rule
+// names tools (a name, a pattern, or "*"), may have a CEL condition
+// ("when") and says allow, ask or block. For a shell tool (by default the
+// bash tool, whose cmd argument is the command string), a rule with
+// "command" applies to each command the string would run, as package
+// [github.com/tollgate-ai/tollgate/policy/shell] finds them through ;, &&,
+// pipes, $(...), bash -c, sudo, xargs, find -exec and the rest:
+//
+//	version: 1
+//	default: ask                 # calls and commands no rule covers
+//	rules:
+//	  - name: read-only
+//	    tool: bash
+//	    command: [ls, cat, head, grep, find, wc]
+//	    action: allow
+//	  - name: destructive
+//	    tool: bash
+//	    command: [dd, "mkfs*", shred]
+//	    action: block
+//	    reason: destroys data
+//	  - name: big-payment
+//	    tool: pay
+//	    when: args.amount > 1000
+//	    action: ask
+//	    timeout: 10m
+//	    impact: money leaves the account
+//
+// [Policy.Evaluate] decides a [Call]:
+//
+//   - The most restrictive matching rule wins: block over ask over allow.
+//   - A call no rule matches gets the default action (ask unless the file
+//     says otherwise), and so does each command of a shell call that no
+//     rule covers: a shell call is allowed only when every command in it
+//     is allowed, so "ls; rm -rf ~" is not allowed by a rule that allows ls.
+//   - A shell command string the analysis cannot vouch for (it does not
+//     parse, uses eval or a computed command name, or an option such as
+//     find -delete or git -c) is asked, whatever the allow rules say.
+//   - An allow rule with command does not cover a command that redirects
+//     output into a file unless it sets allow_writes.
+//   - A condition that fails at run time asks (fail closed); conditions are
+//     compiled and type-checked when the file loads, and their cost is
+//     limited ([DefaultCostLimit]).
+//
+// Conditions see tool, args and thread; rules with command also see
+// command (name, args, redirects, writes, via, review, ...). Helpers take a
+// command string: commands(s), commands_all_in(s, names),
+// commands_any_in(s, names), writes_files(s), shell_review(s).
+//
+// The [Decision] names the deciding rule and every rule that matched. Use
+// a policy with package hitl through [Policy.HITL], reload it while in use
+// with [Reloadable], and test it with cases written in the file (tests:)
+// or beside it (NAME_test.yaml) through [Policy.RunTests] or
+// "tollgate policy test".
+package policy

@@ -1,0 +1,472 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Options configure loading. A nil *Options uses the defaults.
+type Options struct {
+	// CostLimit bounds the work of one condition at run time, in CEL cost
+	// units. Zero means DefaultCostLimit.
+	CostLimit uint64
+	// CacheSize is how many shell analyses the policy keeps. Zero means
+	// 1024; a negative value keeps none.
+	CacheSize int
+}
+
+// Error is a problem in a policy or test file, with where it is.
+type Error struct {
+	File   string
+	Line   int // 1-based; 0 when unknown
+	Column int
+	Rule   string // the rule or test it is in, if any
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ":%d", e.Column)
+		}
+	}
+	b.WriteString(": ")
+	if e.Rule != "" {
+		fmt.Fprintf(&b, "%s: ", e.Rule)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Load reads and compiles the policy file at path. The error lists every
+// problem found, each an *Error naming the file, line and rule.
+func Load(path string, opts *Options) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, opts)
+}
+
+// Parse compiles a policy from data; name is used in error messages.
+func Parse(name string, data []byte, opts *Options) (*Policy, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	l := &loader{file: name}
+	p := l.policy(data, opts)
+	if len(l.errs) > 0 {
+		return nil, errors.Join(l.errs...)
+	}
+	return p, nil
+}
+
+// loader collects the errors of one file.
+type loader struct {
+	file string
+	errs []error
+}
+
+func (l *loader) errorAt(n ast.Node, rule, format string, a ...any) {
+	e := &Error{File: l.file, Rule: rule, Msg: fmt.Sprintf(format, a...)}
+	if n != nil {
+		if tk := n.GetToken(); tk != nil && tk.Position != nil {
+			e.Line, e.Column = tk.Position.Line, tk.Position.Column
+		}
+	}
+	l.errs = append(l.errs, e)
+}
+
+// yamlError turns an error of the YAML library into an *Error.
+func (l *loader) yamlError(err error, rule string) {
+	e := &Error{File: l.file, Rule: rule, Msg: err.Error()}
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		e.Msg = ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			e.Line, e.Column = tk.Position.Line, tk.Position.Column
+		}
+	}
+	l.errs = append(l.errs, e)
+}
+
+// root parses data and returns its top-level mapping.
+func (l *loader) root(data []byte) *ast.MappingNode {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		l.yamlError(err, "")
+		return nil
+	}
+	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+		l.errs = append(l.errs, &Error{File: l.file, Line: 1, Msg: "the file is empty"})
+		return nil
+	}
+	if len(f.Docs) > 1 {
+		l.errorAt(f.Docs[1], "", "the file has more than one YAML document")
+		return nil
+	}
+	m, ok := f.Docs[0].Body.(*ast.MappingNode)
+	if !ok {
+		l.errorAt(f.Docs[0].Body, "", "the top level must be a mapping (version, default, timeout, shell, rules, tests)")
+		return nil
+	}
+	return m
+}
+
+// start returns the node where a mapping begins, for messages about all
+// of it: its first key (a mapping's own token is its first ':').
+func start(m *ast.MappingNode) ast.Node {
+	if len(m.Values) > 0 {
+		return m.Values[0].Key
+	}
+	return m
+}
+
+func keyOf(mv *ast.MappingValueNode) string {
+	if s, ok := mv.Key.(*ast.StringNode); ok {
+		return s.Value
+	}
+	return mv.Key.GetToken().Value
+}
+
+// field returns the value node of key in m, or nil.
+func field(m *ast.MappingNode, key string) ast.Node {
+	for _, mv := range m.Values {
+		if keyOf(mv) == key {
+			return mv.Value
+		}
+	}
+	return nil
+}
+
+func (l *loader) decode(n ast.Node, v any, rule string) bool {
+	if err := yaml.NodeToValue(n, v, yaml.DisallowUnknownField()); err != nil {
+		l.yamlError(err, rule)
+		return false
+	}
+	return true
+}
+
+var topKeys = []string{"version", "default", "timeout", "shell", "rules", "tests"}
+
+func (l *loader) policy(data []byte, opts *Options) *Policy {
+	m := l.root(data)
+	if m == nil {
+		return nil
+	}
+	cacheSize := opts.CacheSize
+	if cacheSize == 0 {
+		cacheSize = 1024
+	}
+	costLimit := opts.CostLimit
+	if costLimit == 0 {
+		costLimit = DefaultCostLimit
+	}
+	p := &Policy{
+		file:    l.file,
+		def:     Ask,
+		timeout: DefaultTimeout,
+		shell:   map[string]string{"bash": "cmd"},
+		cache:   newAnalysisCache(cacheSize),
+	}
+	var rulesNode, testsNode ast.Node
+	for _, mv := range m.Values {
+		switch key := keyOf(mv); key {
+		case "version":
+			var v int
+			if l.decode(mv.Value, &v, "") && v != 1 {
+				l.errorAt(mv.Value, "", "unsupported version %d (this engine reads version 1)", v)
+			}
+		case "default":
+			var s string
+			if l.decode(mv.Value, &s, "") {
+				if a := Action(s); a.rank() == 0 {
+					l.errorAt(mv.Value, "", "unknown default action %q (want allow, ask or block)", s)
+				} else {
+					p.def = a
+				}
+			}
+		case "timeout":
+			if d, ok := l.duration(mv.Value, ""); ok {
+				p.timeout = d
+			}
+		case "shell":
+			var sh map[string]string
+			if l.decode(mv.Value, &sh, "") {
+				for tool, arg := range sh {
+					if tool == "" || isGlob(tool) || arg == "" {
+						l.errorAt(mv.Value, "", "shell maps tool names (not patterns) to the argument holding the command string; got %q: %q", tool, arg)
+					}
+				}
+				p.shell = sh
+			}
+		case "rules":
+			rulesNode = mv.Value
+		case "tests":
+			testsNode = mv.Value
+		default:
+			l.errorAt(mv.Key, "", "unknown key %q (want one of %s)", key, strings.Join(topKeys, ", "))
+		}
+	}
+	callEnv, cmdEnv, err := celEnvs(p.cache)
+	if err != nil {
+		l.errs = append(l.errs, fmt.Errorf("policy: building the CEL environment: %w", err))
+		return nil
+	}
+	names := map[string]bool{}
+	for i, n := range l.items(rulesNode, "rules") {
+		r := l.rule(n, i, p, names)
+		if r == nil {
+			continue
+		}
+		if src := r.whenSrc; src != "" {
+			env := callEnv
+			if r.commands != nil {
+				env = cmdEnv
+			}
+			prg, err := compileCond(env, src, costLimit)
+			if err != nil {
+				l.errorAt(r.whenNode, r.label(), "condition: %s", indentMore(err.Error()))
+			}
+			r.cond = prg
+		}
+		p.rules = append(p.rules, &r.rule)
+	}
+	if rulesNode == nil {
+		l.errorAt(m, "", "the policy has no rules")
+	}
+	p.tests = l.tests(testsNode, p)
+	p.index()
+	return p
+}
+
+func indentMore(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
+
+// items returns the elements of a sequence node.
+func (l *loader) items(n ast.Node, what string) []ast.Node {
+	if n == nil {
+		return nil
+	}
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		if _, null := n.(*ast.NullNode); null {
+			return nil
+		}
+		l.errorAt(n, "", "%s must be a list", what)
+		return nil
+	}
+	return seq.Values
+}
+
+func (l *loader) duration(n ast.Node, rule string) (time.Duration, bool) {
+	var v any
+	if !l.decode(n, &v, rule) {
+		return 0, false
+	}
+	var d time.Duration
+	switch v := v.(type) {
+	case string:
+		if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+			d = time.Duration(secs) * time.Second
+			break
+		}
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			l.errorAt(n, rule, "bad timeout %q: want a duration such as 90s or 3m, or a number of seconds", v)
+			return 0, false
+		}
+	case uint64:
+		d = time.Duration(min(v, math.MaxInt32)) * time.Second
+	case int64:
+		d = time.Duration(max(min(v, math.MaxInt32), -1)) * time.Second
+	case float64:
+		d = time.Duration(v * float64(time.Second))
+	default:
+		l.errorAt(n, rule, "bad timeout: want a duration such as 90s or 3m, or a number of seconds")
+		return 0, false
+	}
+	if d <= 0 {
+		l.errorAt(n, rule, "the timeout must be positive")
+		return 0, false
+	}
+	return d, true
+}
+
+// ruleDoc is a rule as written.
+type ruleDoc struct {
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Tool        any            `yaml:"tool"`
+	Command     any            `yaml:"command"`
+	When        string         `yaml:"when"`
+	Action      string         `yaml:"action"`
+	Reason      string         `yaml:"reason"`
+	Timeout     any            `yaml:"timeout"`
+	Impact      string         `yaml:"impact"`
+	Details     map[string]any `yaml:"details"`
+	AllowWrites bool           `yaml:"allow_writes"`
+}
+
+// loadedRule is a rule with what error messages need.
+type loadedRule struct {
+	rule
+	whenSrc  string
+	whenNode ast.Node
+}
+
+func (r *loadedRule) label() string { return fmt.Sprintf("rule %q", r.name) }
+
+func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *loadedRule {
+	m, ok := n.(*ast.MappingNode)
+	label := fmt.Sprintf("rule %d", i+1)
+	if !ok {
+		l.errorAt(n, label, "a rule must be a mapping")
+		return nil
+	}
+	if nn, ok := field(m, "name").(*ast.StringNode); ok && nn.Value != "" {
+		label = fmt.Sprintf("rule %q", nn.Value)
+	}
+	var doc ruleDoc
+	if !l.decode(m, &doc, label) {
+		return nil
+	}
+	nerr := len(l.errs)
+	r := &loadedRule{rule: rule{name: doc.Name, line: posOf(start(m)), reason: doc.Reason, impact: doc.Impact, details: doc.Details, allowWrites: doc.AllowWrites}}
+	switch {
+	case doc.Name == "":
+		l.errorAt(start(m), label, "the rule has no name")
+	case strings.HasPrefix(doc.Name, "("):
+		l.errorAt(field(m, "name"), label, "rule names may not start with '(' (reserved for the engine)")
+	case names[doc.Name]:
+		l.errorAt(field(m, "name"), label, "another rule has the same name")
+	}
+	names[doc.Name] = true
+
+	r.action = Action(doc.Action)
+	switch {
+	case doc.Action == "":
+		l.errorAt(start(m), label, "the rule has no action (want allow, ask or block)")
+	case r.action.rank() == 0:
+		l.errorAt(field(m, "action"), label, "unknown action %q (want allow, ask or block)", doc.Action)
+	}
+
+	r.tools = l.names(field(m, "tool"), doc.Tool, label, "tool")
+	if doc.Tool == nil {
+		l.errorAt(start(m), label, `the rule has no tool (a name, a pattern such as "mcp_*", or "*" for every tool)`)
+	}
+	if doc.Command != nil {
+		r.commands = l.names(field(m, "command"), doc.Command, label, "command")
+		if r.commands == nil {
+			r.commands = []pattern{}
+		}
+		shellTool := false
+		for t := range p.shell {
+			if r.appliesTo(t) {
+				shellTool = true
+			}
+		}
+		if !shellTool && len(r.tools) > 0 {
+			l.errorAt(field(m, "command"), label, "command applies to shell tools, and tool %s names none (shell tools: %s)", strings.Join(raws(r.tools), ", "), strings.Join(sortedKeys(p.shell), ", "))
+		}
+	}
+	if doc.AllowWrites && (r.action != Allow || doc.Command == nil) {
+		l.errorAt(field(m, "allow_writes"), label, "allow_writes is for allow rules with command")
+	}
+	if r.action != Ask {
+		for _, k := range []string{"timeout", "impact", "details"} {
+			if n := field(m, k); n != nil {
+				l.errorAt(n, label, "%s is only for ask rules", k)
+			}
+		}
+	}
+	if doc.Timeout != nil {
+		if d, ok := l.duration(field(m, "timeout"), label); ok {
+			r.timeout = d
+		}
+	}
+	if doc.When != "" {
+		r.whenSrc, r.whenNode = doc.When, field(m, "when")
+	}
+	if len(l.errs) > nerr {
+		return nil
+	}
+	return r
+}
+
+// names reads a name or a list of names (tool, command), checking patterns.
+func (l *loader) names(n ast.Node, v any, label, what string) []pattern {
+	var out []string
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case string:
+		out = []string{v}
+	case []any:
+		for i, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				l.errorAt(n, label, "%s must be a name or a list of names; item %d is %v, not a string (quote it: \"%v\")", what, i+1, x, x)
+				return nil
+			}
+			out = append(out, s)
+		}
+	default:
+		l.errorAt(n, label, "%s must be a name or a list of names", what)
+		return nil
+	}
+	pats := make([]pattern, 0, len(out))
+	for _, s := range out {
+		if s == "" {
+			l.errorAt(n, label, "%s has an empty name", what)
+			continue
+		}
+		p, err := compilePattern(s)
+		if err != nil {
+			l.errorAt(n, label, "bad %s pattern %q: %v", what, s, err)
+			continue
+		}
+		pats = append(pats, p)
+	}
+	return pats
+}
+
+func raws(ps []pattern) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.raw
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// posOf returns the line of a node.
+func posOf(n ast.Node) int {
+	if n == nil {
+		return 0
+	}
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		return tk.Position.Line
+	}
+	return 0
+}

@@ -1,0 +1,521 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/policy/shell"
+)
+
+// Action is what a rule, and a decision, says to do with a tool call.
+type Action string
+
+// The actions, from least to most restrictive.
+const (
+	Allow Action = "allow"
+	Ask   Action = "ask"
+	Block Action = "block"
+)
+
+// rank orders actions by how restrictive they are; an unknown action ranks
+// below all.
+func (a Action) rank() int {
+	switch a {
+	case Allow:
+		return 1
+	case Ask:
+		return 2
+	case Block:
+		return 3
+	}
+	return 0
+}
+
+// Names that stand for the engine itself in [Decision.Rule] and
+// [Match.Rule]; rule names in a file may not start with "(".
+const (
+	// RuleDefault is the policy's default action, for a call or a shell
+	// command no rule covers.
+	RuleDefault = "(default)"
+	// RuleShellReview is a shell command string the analysis cannot vouch
+	// for: it does not parse, runs code it cannot see, or uses an option
+	// that runs programs. Such a call is never allowed.
+	RuleShellReview = "(shell review)"
+	// RuleError is a condition that failed at run time, or arguments the
+	// engine cannot read: the call is asked (fail closed).
+	RuleError = "(error)"
+)
+
+// DefaultTimeout is how long an ask waits when neither the rule nor the
+// file sets a timeout (the seed's AskUser(timeout_seconds=180)).
+const DefaultTimeout = 180 * time.Second
+
+// Call is a tool call as the engine sees it.
+type Call struct {
+	Tool string
+	// Args are the call's arguments as a JSON object decodes: strings,
+	// float64 numbers, bools, nil, []any and map[string]any.
+	Args     map[string]any
+	ThreadID string
+}
+
+// Decision is the engine's verdict on a call.
+type Decision struct {
+	Action Action
+	// Reason says why, for the model (on block) and the reviewer (on ask).
+	Reason string
+	// Rule is the rule that decided: the first matching rule of the most
+	// restrictive action, or one of RuleDefault, RuleShellReview, RuleError.
+	Rule string
+	// Command is the shell command the deciding rule matched, if it is a
+	// rule with command.
+	Command string
+	// Timeout is how long to wait for a person (ask only).
+	Timeout time.Duration
+	// Impact says what the call could do, for the reviewer (ask only).
+	Impact string
+	// Review lists why the shell analysis cannot vouch for the command
+	// string, if it cannot. Shared: do not modify.
+	Review []string
+	// Matched lists every rule that matched, in the order found, including
+	// the engine's own verdicts (RuleDefault for each command no rule
+	// covers, RuleShellReview, RuleError).
+	Matched []Match
+
+	details map[string]any // the deciding rule's details; shared
+}
+
+// DefaultImpact is the impact of an ask whose rule states none.
+const DefaultImpact = "needs human review"
+
+// Details returns what the reviewer of an ask is shown: "matched_rule",
+// "impact", the rule's own details, and "command" and "review" when there
+// are any. It is a fresh map on every call, and nil unless the action is
+// ask.
+func (d Decision) Details() map[string]any {
+	if d.Action != Ask {
+		return nil
+	}
+	m := make(map[string]any, len(d.details)+4)
+	for k, v := range d.details {
+		m[k] = v
+	}
+	m["matched_rule"] = d.Rule
+	m["impact"] = d.Impact
+	if d.Command != "" {
+		m["command"] = d.Command
+	}
+	if len(d.Review) > 0 {
+		m["review"] = slices.Clone(d.Review)
+	}
+	return m
+}
+
+// Match is one rule that matched a call, or one of the call's shell
+// commands.
+type Match struct {
+	Rule   string `json:"rule"`
+	Action Action `json:"action"`
+	// Command is the shell command a per-command rule matched, "" for a
+	// rule on the whole call.
+	Command string `json:"command,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Policy is a loaded, compiled policy file. It is safe for concurrent use.
+type Policy struct {
+	file    string
+	def     Action
+	timeout time.Duration
+	shell   map[string]string // tool -> argument holding a command string
+	rules   []*rule
+	tests   []TestCase
+	cache   *analysisCache
+
+	byTool  map[string]*toolRules // tools named exactly by a rule, and shell tools
+	globbed []*rule               // rules on the whole call whose tool is a pattern
+	// other maps tools named by no rule to the pattern rules that apply to
+	// them; copied on write, so that reading it takes no lock.
+	other   atomic.Pointer[map[string]*toolRules]
+	otherMu sync.Mutex
+}
+
+// maxOtherTools bounds the tools, named by no rule, whose matching rules
+// are remembered.
+const maxOtherTools = 1024
+
+var noRules = &toolRules{}
+
+// rule is a compiled rule.
+type rule struct {
+	name        string
+	index       int // position in the file
+	line        int
+	tools       []pattern
+	commands    []pattern // nil: a rule on the whole call
+	cond        *condition
+	action      Action
+	reason      string
+	timeout     time.Duration
+	impact      string
+	details     map[string]any
+	allowWrites bool
+}
+
+// toolRules are the rules that can apply to one tool name, in file order.
+type toolRules struct {
+	call     []*rule            // rules on the whole call
+	byName   map[string][]*rule // per-command rules naming a command exactly
+	globCmd  []*rule            // per-command rules with a command pattern
+	shellArg string             // the argument holding a command string, if a shell tool
+	isShell  bool
+}
+
+// File is the file the policy was loaded from.
+func (p *Policy) File() string { return p.file }
+
+// Default is the action for calls and shell commands no rule covers.
+func (p *Policy) Default() Action { return p.def }
+
+// Rules returns the names of the rules, in file order.
+func (p *Policy) Rules() []string {
+	out := make([]string, len(p.rules))
+	for i, r := range p.rules {
+		out[i] = r.name
+	}
+	return out
+}
+
+// Tests returns the test cases written in the policy file.
+func (p *Policy) Tests() []TestCase { return slices.Clone(p.tests) }
+
+// ShellArg returns the argument of tool that holds a shell command string,
+// if the policy treats tool as a shell.
+func (p *Policy) ShellArg(tool string) (string, bool) {
+	if arg, ok := p.shell[tool]; ok {
+		return arg, true
+	}
+	return "", false
+}
+
+// index builds the per-tool rule lists.
+func (p *Policy) index() {
+	p.byTool = map[string]*toolRules{}
+	names := map[string]bool{}
+	for i, r := range p.rules {
+		r.index = i
+		for _, t := range r.tools {
+			if t.kind == patExact {
+				names[t.a] = true
+			}
+		}
+		if r.commands == nil && slices.ContainsFunc(r.tools, func(t pattern) bool { return t.kind != patExact }) {
+			p.globbed = append(p.globbed, r)
+		}
+	}
+	for t := range p.shell {
+		names[t] = true
+	}
+	for t := range names {
+		tr := &toolRules{byName: map[string][]*rule{}}
+		tr.shellArg, tr.isShell = p.shell[t]
+		for _, r := range p.rules {
+			if !r.appliesTo(t) {
+				continue
+			}
+			if r.commands == nil {
+				tr.call = append(tr.call, r)
+				continue
+			}
+			if slices.ContainsFunc(r.commands, func(c pattern) bool { return c.kind != patExact }) {
+				tr.globCmd = append(tr.globCmd, r)
+				continue
+			}
+			for _, c := range r.commands {
+				if l := tr.byName[c.a]; len(l) == 0 || l[len(l)-1] != r {
+					tr.byName[c.a] = append(l, r)
+				}
+			}
+		}
+		p.byTool[t] = tr
+	}
+}
+
+// rulesFor returns the rules that can apply to tool.
+func (p *Policy) rulesFor(tool string) *toolRules {
+	if tr, ok := p.byTool[tool]; ok {
+		return tr
+	}
+	if len(p.globbed) == 0 {
+		return noRules
+	}
+	if m := p.other.Load(); m != nil {
+		if tr, ok := (*m)[tool]; ok {
+			return tr
+		}
+	}
+	tr := &toolRules{}
+	for _, r := range p.globbed {
+		if r.appliesTo(tool) {
+			tr.call = append(tr.call, r)
+		}
+	}
+	p.otherMu.Lock()
+	defer p.otherMu.Unlock()
+	old := p.other.Load()
+	if old == nil || len(*old) < maxOtherTools {
+		m := make(map[string]*toolRules, 1+lenOf(old))
+		if old != nil {
+			maps.Copy(m, *old)
+		}
+		m[tool] = tr
+		p.other.Store(&m)
+	}
+	return tr
+}
+
+func lenOf(m *map[string]*toolRules) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
+func (r *rule) appliesTo(tool string) bool { return matchAny(r.tools, tool) }
+
+// Evaluate decides a call. It never fails: a condition that errors, or
+// arguments it cannot read, make the call asked. The most restrictive
+// matching rule wins (block over ask over allow). A shell call is allowed
+// only when every command in it is allowed and the shell analysis found
+// nothing that needs a person.
+func (p *Policy) Evaluate(ctx context.Context, call Call) Decision {
+	var ev evaluation
+	if ctx.Done() != nil {
+		ev.ctx = ctx
+	}
+	tr := p.rulesFor(call.Tool)
+	for _, r := range tr.call {
+		p.try(&ev, r, &call, nil, "", true)
+	}
+	if tr.isShell {
+		p.shellCall(&ev, tr, &call)
+	}
+	return p.decide(&ev)
+}
+
+// evaluation collects the matches of one call.
+type evaluation struct {
+	ctx        context.Context // nil when it cannot be canceled
+	small      int8            // 0: not known yet; 1: the call's inputs are small; -1: they are not
+	hits       []hit
+	act        *activation
+	wholeAllow bool // a rule on the whole call allowed it
+	review     []string
+}
+
+// isSmall reports whether the call's tool, thread and arguments are small
+// enough for conditions without cost tracking.
+func (ev *evaluation) isSmall(call *Call) bool {
+	if ev.small == 0 {
+		budget := 4 * smallSize
+		ev.small = -1
+		if len(call.Tool) <= smallSize && len(call.ThreadID) <= smallSize && (call.Args == nil || smallValue(call.Args, &budget)) {
+			ev.small = 1
+		}
+	}
+	return ev.small > 0
+}
+
+// hit is a match and the rule behind it (nil for the engine's own).
+type hit struct {
+	Match
+	r *rule
+}
+
+func (ev *evaluation) add(m Match, r *rule) {
+	if ev.hits == nil {
+		ev.hits = make([]hit, 0, 8)
+	}
+	ev.hits = append(ev.hits, hit{m, r})
+}
+
+// try evaluates rule r on the call (cmd == nil) or on one of its shell
+// commands, and records a match.
+func (p *Policy) try(ev *evaluation, r *rule, call *Call, cmd *shell.Command, cmdStr string, cmdSmall bool) bool {
+	if r.cond != nil {
+		if ev.act == nil {
+			ev.act = &activation{call: *call}
+		}
+		ev.act.cmd = cmd
+		ok, err := evalCond(ev.ctx, r.cond, ev.isSmall(call) && (cmd == nil || cmdSmall), ev.act)
+		if err != nil {
+			ev.add(Match{Rule: RuleError, Action: Ask, Command: cmdStr,
+				Reason: fmt.Sprintf("the condition of rule %q failed: %v", r.name, err)}, nil)
+			return true
+		}
+		if !ok {
+			return false
+		}
+	}
+	if cmd == nil && r.action == Allow {
+		ev.wholeAllow = true
+	}
+	ev.add(Match{Rule: r.name, Action: r.action, Reason: r.reason, Command: cmdStr}, r)
+	return true
+}
+
+// shellCall applies the shell analysis and the per-command rules.
+func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
+	src, ok := call.Args[tr.shellArg].(string)
+	if !ok {
+		ev.add(Match{Rule: RuleError, Action: Ask, Reason: fmt.Sprintf("argument %q is missing or not a string", tr.shellArg)}, nil)
+		return
+	}
+	a := p.cache.analyze(src)
+	if len(a.reasons) > 0 {
+		ev.review = a.reasons
+		ev.add(Match{Rule: RuleShellReview, Action: Ask, Reason: a.reason}, nil)
+	}
+	if len(a.Commands) == 0 && !ev.wholeAllow {
+		ev.add(Match{Rule: RuleDefault, Action: p.def, Reason: "the command string runs no command"}, nil)
+	}
+	for i := range a.Commands {
+		c, str := &a.Commands[i], a.strs[i]
+		covered, skippedWrite := false, false
+		exact, globbed := tr.byName[c.Name], tr.globCmd
+		// Visit the rules for this name in file order: merge the two lists.
+		for len(exact) > 0 || len(globbed) > 0 {
+			var r *rule
+			if len(globbed) == 0 || len(exact) > 0 && exact[0].index < globbed[0].index {
+				r, exact = exact[0], exact[1:]
+			} else {
+				r, globbed = globbed[0], globbed[1:]
+				if !matchAny(r.commands, c.Name) {
+					continue
+				}
+			}
+			if r.action == Allow && c.Writes && !r.allowWrites {
+				skippedWrite = true
+				continue
+			}
+			if p.try(ev, r, call, c, str, a.small[i]) {
+				covered = true
+			}
+		}
+		if !covered && !ev.wholeAllow {
+			reason := "no rule covers this command"
+			if skippedWrite {
+				reason += " (it writes to a file, and the allow rules for it do not set allow_writes)"
+			}
+			ev.add(Match{Rule: RuleDefault, Action: p.def, Command: str, Reason: reason}, nil)
+		}
+	}
+}
+
+// decide turns the matches into a decision.
+func (p *Policy) decide(ev *evaluation) Decision {
+	if len(ev.hits) == 0 {
+		return p.defaultDecision("no rule matches this call")
+	}
+	best := 0
+	matched := make([]Match, len(ev.hits))
+	for i, h := range ev.hits {
+		matched[i] = h.Match
+		if h.Action.rank() > ev.hits[best].Action.rank() {
+			best = i
+		}
+	}
+	m, r := ev.hits[best].Match, ev.hits[best].r
+	d := Decision{Action: m.Action, Rule: m.Rule, Reason: m.Reason, Command: m.Command, Matched: matched}
+	switch d.Action {
+	case Block:
+		if d.Reason == "" {
+			d.Reason = "blocked by rule " + m.Rule
+		}
+		if m.Command != "" {
+			d.Reason += " (" + m.Command + ")"
+		}
+	case Ask:
+		d.Timeout, d.Impact, d.Review = p.timeout, DefaultImpact, ev.review
+		if r != nil {
+			if r.timeout > 0 {
+				d.Timeout = r.timeout
+			}
+			if r.impact != "" {
+				d.Impact = r.impact
+			}
+			d.details = r.details
+		}
+		if d.Reason == "" {
+			d.Reason = "rule " + m.Rule + " asks for a person"
+		}
+	}
+	return d
+}
+
+func (p *Policy) defaultDecision(reason string) Decision {
+	d := Decision{Action: p.def, Rule: RuleDefault, Reason: reason}
+	if p.def == Ask {
+		d.Timeout, d.Impact = p.timeout, DefaultImpact
+	}
+	return d
+}
+
+// analysis is a shell analysis with what every decision on it needs.
+type analysis struct {
+	*shell.Analysis
+	strs    []string // each command as a string
+	small   []bool   // each command is small enough for conditions without cost tracking
+	reasons []string // every reason for review
+	reason  string   // the reasons joined
+}
+
+func newAnalysis(src string) *analysis {
+	a, _ := shell.Parse(src) // a parse error is one of a's reasons for review
+	x := &analysis{Analysis: a, strs: make([]string, len(a.Commands)), small: make([]bool, len(a.Commands)), reasons: a.Reasons()}
+	for i := range a.Commands {
+		x.strs[i] = a.Commands[i].String()
+		x.small[i] = smallCommand(&a.Commands[i])
+	}
+	x.reason = strings.Join(x.reasons, "; ")
+	return x
+}
+
+// analysisCache keeps recent shell analyses: the same command string is
+// often decided again (a retried call, an edit checked twice, a test
+// suite). Analyses are never modified after they are made.
+type analysisCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]*analysis
+}
+
+func newAnalysisCache(max int) *analysisCache {
+	return &analysisCache{max: max, m: make(map[string]*analysis)}
+}
+
+func (c *analysisCache) analyze(src string) *analysis {
+	if c.max <= 0 {
+		return newAnalysis(src)
+	}
+	c.mu.Lock()
+	a, ok := c.m[src]
+	c.mu.Unlock()
+	if ok {
+		return a
+	}
+	a = newAnalysis(src)
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[src] = a
+	c.mu.Unlock()
+	return a
+}

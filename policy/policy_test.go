@@ -1,0 +1,301 @@
+package policy
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustParse(t testing.TB, src string, opts *Options) *Policy {
+	t.Helper()
+	p, err := Parse("p.yaml", []byte(src), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func bash(cmd string) Call { return Call{Tool: "bash", Args: map[string]any{"cmd": cmd}} }
+
+const rulesSrc = `
+version: 1
+timeout: 2m
+rules:
+  - name: pay-small
+    tool: pay
+    when: args.amount <= 100
+    action: allow
+  - name: pay-big
+    tool: pay
+    when: args.amount > 1000
+    action: ask
+    timeout: 10m
+    impact: money leaves the account
+    details: {team: finance}
+  - name: pay-blocked-thread
+    tool: pay
+    when: thread == "untrusted"
+    action: block
+    reason: payments are off in this thread
+  - name: mcp-read
+    tool: "mcp_*_read"
+    action: allow
+  - name: mcp-all
+    tool: "mcp_*"
+    action: ask
+  - name: everything-logged
+    tool: ["*"]
+    when: tool == "audit"
+    action: allow
+  - name: read-only
+    tool: bash
+    command: [ls, cat, grep, wc, echo]
+    action: allow
+  - name: write-in-build
+    tool: bash
+    command: [echo, cat]
+    when: command.redirects.all(r, !r.writes || r.target.startsWith("build/"))
+    action: allow
+    allow_writes: true
+  - name: no-rm
+    tool: bash
+    command: rm
+    action: block
+    reason: deleting is not allowed
+  - name: curl-asks
+    tool: bash
+    command: curl
+    action: ask
+    impact: network access
+`
+
+func TestEvaluate(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, rulesSrc, nil)
+	tests := []struct {
+		name string
+		call Call
+		want Action
+		rule string
+	}{
+		{"allowed by condition", Call{Tool: "pay", Args: map[string]any{"amount": 50.0}}, Allow, "pay-small"},
+		{"ask by condition", Call{Tool: "pay", Args: map[string]any{"amount": 5000.0}}, Ask, "pay-big"},
+		{"integer and float compare", Call{Tool: "pay", Args: map[string]any{"amount": 100}}, Allow, "pay-small"},
+		{"no rule matches: default", Call{Tool: "pay", Args: map[string]any{"amount": 500.0}}, Ask, RuleDefault},
+		{"block beats allow", Call{Tool: "pay", Args: map[string]any{"amount": 5.0}, ThreadID: "untrusted"}, Block, "pay-blocked-thread"},
+		{"block beats ask", Call{Tool: "pay", Args: map[string]any{"amount": 5000.0}, ThreadID: "untrusted"}, Block, "pay-blocked-thread"},
+		{"condition error asks", Call{Tool: "pay", Args: map[string]any{"currency": "EUR"}}, Ask, RuleError},
+		{"condition type error asks", Call{Tool: "pay", Args: map[string]any{"amount": "lots"}}, Ask, RuleError},
+		{"glob tool, ask beats allow", Call{Tool: "mcp_files_read"}, Ask, "mcp-all"},
+		{"glob tool", Call{Tool: "mcp_files_write"}, Ask, "mcp-all"},
+		{"star with condition", Call{Tool: "audit"}, Allow, "everything-logged"},
+		{"unknown tool", Call{Tool: "nope"}, Ask, RuleDefault},
+		{"every command allowed", bash("ls -la | grep x | wc -l"), Allow, "read-only"},
+		{"one command not covered", bash("ls; curl x"), Ask, "curl-asks"},
+		{"one command blocked", bash("ls; rm -rf ~"), Block, "no-rm"},
+		{"one command unknown", bash("ls && python3 x.py"), Ask, RuleDefault},
+		{"write not allowed by plain allow", bash("ls > out.txt"), Ask, RuleDefault},
+		{"write allowed with allow_writes", bash("echo hi > build/out.txt"), Allow, "write-in-build"},
+		{"write outside build", bash("echo hi > /tmp/out.txt"), Ask, RuleDefault},
+		{"shell review asks", bash("eval ls"), Ask, RuleShellReview},
+		{"shell review cannot beat block", bash("eval ls; rm x"), Block, "no-rm"},
+		{"unparsable", bash("ls; ("), Ask, RuleShellReview},
+		{"empty command", bash(""), Ask, RuleDefault},
+		{"missing argument", Call{Tool: "bash", Args: map[string]any{}}, Ask, RuleError},
+		{"argument not a string", Call{Tool: "bash", Args: map[string]any{"cmd": 3.0}}, Ask, RuleError},
+	}
+	for _, tt := range tests {
+		d := p.Evaluate(context.Background(), tt.call)
+		if d.Action != tt.want || d.Rule != tt.rule {
+			t.Errorf("%s: got %s by %s (%s), want %s by %s; matched %+v", tt.name, d.Action, d.Rule, d.Reason, tt.want, tt.rule, d.Matched)
+		}
+	}
+}
+
+func TestDecisionDetails(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, rulesSrc, nil)
+	d := p.Evaluate(context.Background(), Call{Tool: "pay", Args: map[string]any{"amount": 5000.0}})
+	if d.Timeout != 10*time.Minute {
+		t.Errorf("timeout %s, want the rule's 10m", d.Timeout)
+	}
+	details := d.Details()
+	if details["matched_rule"] != "pay-big" || details["impact"] != "money leaves the account" || details["team"] != "finance" {
+		t.Errorf("details %v", details)
+	}
+	details["team"] = "changed"
+	if d.Details()["team"] != "finance" {
+		t.Error("Details must be a fresh map on every call")
+	}
+
+	d = p.Evaluate(context.Background(), Call{Tool: "nope"})
+	if details := d.Details(); d.Timeout != 2*time.Minute || details["matched_rule"] != RuleDefault || details["impact"] != DefaultImpact {
+		t.Errorf("default ask: timeout %s, details %v", d.Timeout, details)
+	}
+
+	d = p.Evaluate(context.Background(), bash("find . -delete; ls"))
+	if d.Action != Ask || d.Rule != RuleShellReview {
+		t.Fatalf("got %s %s", d.Action, d.Rule)
+	}
+	if review, _ := d.Details()["review"].([]string); len(review) != 1 || !strings.Contains(review[0], "-delete") {
+		t.Errorf("review details %v", d.Details())
+	}
+
+	d = p.Evaluate(context.Background(), bash("ls; rm -rf ~"))
+	if d.Reason != "deleting is not allowed (rm -rf '~')" && d.Reason != "deleting is not allowed (rm -rf ~)" {
+		t.Errorf("block reason %q", d.Reason)
+	}
+	if d.Timeout != 0 || d.Details() != nil {
+		t.Errorf("a block has no timeout or details: %s %v", d.Timeout, d.Details())
+	}
+	var rules []string
+	for _, m := range d.Matched {
+		rules = append(rules, m.Rule+"@"+m.Command)
+	}
+	if want := []string{"read-only@ls", "no-rm@rm -rf ~"}; !slices.Equal(rules, want) {
+		t.Errorf("matched %q, want %q", rules, want)
+	}
+}
+
+func TestDefaultAction(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, "default: allow\nrules:\n  - {name: no-rm, tool: bash, command: rm, action: block}\n", nil)
+	for cmd, want := range map[string]Action{"ls": Allow, "ls; rm x": Block, "eval ls": Ask, "ls; (": Ask} {
+		if d := p.Evaluate(context.Background(), bash(cmd)); d.Action != want {
+			t.Errorf("default allow, %q: got %s by %s, want %s", cmd, d.Action, d.Rule, want)
+		}
+	}
+	p = mustParse(t, "default: block\nrules:\n  - {name: ls, tool: bash, command: ls, action: allow}\n", nil)
+	for cmd, want := range map[string]Action{"ls": Allow, "ls; cat x": Block} {
+		if d := p.Evaluate(context.Background(), bash(cmd)); d.Action != want {
+			t.Errorf("default block, %q: got %s by %s, want %s", cmd, d.Action, d.Rule, want)
+		}
+	}
+	if d := p.Evaluate(context.Background(), Call{Tool: "x"}); d.Action != Block || d.Timeout != 0 || d.Details() != nil {
+		t.Errorf("default block: %+v", d)
+	}
+}
+
+// TestWholeCallRules checks rules on the whole shell call and the helpers
+// that read command strings.
+func TestWholeCallRules(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, `
+rules:
+  - name: make-test
+    tool: bash
+    when: args.cmd == "make test"
+    action: allow
+  - name: all-in
+    tool: bash
+    when: commands_all_in(args.cmd, ["git", "go*"])
+    action: allow
+  - name: any-in
+    tool: bash
+    when: commands_any_in(args.cmd, ["curl", "wget"])
+    action: block
+  - name: writes
+    tool: bash
+    when: writes_files(args.cmd)
+    action: ask
+    impact: writes files
+  - name: many
+    tool: bash
+    when: commands(args.cmd).size() > 3
+    action: ask
+  - name: reviewed
+    tool: bash
+    when: shell_review(args.cmd).exists(r, r.contains("eval"))
+    action: block
+`, nil)
+	tests := []struct {
+		cmd  string
+		want Action
+		rule string
+	}{
+		{"make test", Allow, "make-test"},
+		{"make test; rm x", Ask, RuleDefault},
+		{"go test ./...", Allow, "all-in"},
+		{"git status && gofmt -l .", Allow, "all-in"},
+		{"git status; ls", Ask, RuleDefault},
+		{"ls | curl -d @- x", Block, "any-in"},
+		{"go build > log", Ask, "writes"},
+		{"go vet; go vet; go vet; go vet", Ask, "many"},
+		{"eval x", Block, "reviewed"},
+		{"ls; (", Ask, RuleError},
+	}
+	for _, tt := range tests {
+		d := p.Evaluate(context.Background(), bash(tt.cmd))
+		if d.Action != tt.want || d.Rule != tt.rule {
+			t.Errorf("%q: got %s by %s (%s), want %s by %s", tt.cmd, d.Action, d.Rule, d.Reason, tt.want, tt.rule)
+		}
+	}
+	// A helper given a string that does not parse fails, so its rule asks.
+	d := p.Evaluate(context.Background(), bash("ls; ("))
+	if !slices.ContainsFunc(d.Matched, func(m Match) bool {
+		return m.Rule == RuleError && strings.Contains(m.Reason, "all-in")
+	}) {
+		t.Errorf("matched %+v: want the failed condition of all-in", d.Matched)
+	}
+}
+
+func TestCostLimit(t *testing.T) {
+	t.Parallel()
+	src := `
+rules:
+  - name: heavy
+    tool: x
+    when: args.items.all(a, args.items.all(b, a != b || a == b))
+    action: allow
+`
+	items := make([]any, 300)
+	for i := range items {
+		items[i] = float64(i)
+	}
+	p := mustParse(t, src, &Options{CostLimit: 1000})
+	d := p.Evaluate(context.Background(), Call{Tool: "x", Args: map[string]any{"items": items}})
+	if d.Action != Ask || d.Rule != RuleError || !strings.Contains(d.Reason, "cost") {
+		t.Errorf("over the cost limit: %s by %s: %s", d.Action, d.Rule, d.Reason)
+	}
+	p = mustParse(t, src, nil)
+	if d := p.Evaluate(context.Background(), Call{Tool: "x", Args: map[string]any{"items": items[:10]}}); d.Action != Allow {
+		t.Errorf("under the limit: %s by %s: %s", d.Action, d.Rule, d.Reason)
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, rulesSrc, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	items := make([]any, 1000)
+	p2 := mustParse(t, "rules:\n  - {name: r, tool: x, when: 'args.items.all(a, a == null)', action: allow}\n", nil)
+	if d := p2.Evaluate(ctx, Call{Tool: "x", Args: map[string]any{"items": items}}); d.Action == Allow {
+		t.Errorf("a canceled evaluation must not allow: %+v", d)
+	}
+	_ = p
+}
+
+func TestConcurrentEvaluate(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, rulesSrc, &Options{CacheSize: 4})
+	cmds := []string{"ls", "ls; rm x", "cat x | wc", "eval y", "echo > build/x", "curl x"}
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			for i := range 200 {
+				c := cmds[(g+i)%len(cmds)]
+				d := p.Evaluate(context.Background(), bash(c))
+				if c == "ls" && d.Action != Allow || c == "ls; rm x" && d.Action != Block {
+					t.Errorf("%q: %s", c, d.Action)
+				}
+			}
+			done <- true
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}
