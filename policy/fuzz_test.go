@@ -1,0 +1,38 @@
+package policy
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tollgate-ai/tollgate/policy/shell"
+)
+
+// FuzzSandbox checks that the sandbox policy never panics, never allows a
+// command string that does not parse, and never allows one the shell
+// analysis wants a person to see. Seeds: testdata/fuzz/FuzzSandbox and the
+// bypass corpus.
+func FuzzSandbox(f *testing.F) {
+	for _, s := range bypasses {
+		f.Add(s)
+	}
+	for _, s := range harmless {
+		f.Add(s)
+	}
+	p := loadSandbox(f)
+	f.Fuzz(func(t *testing.T, cmd string) {
+		d := p.Evaluate(context.Background(), bash(cmd))
+		if d.Action != Allow {
+			return
+		}
+		a, err := shell.Parse(cmd)
+		if err != nil {
+			t.Fatalf("allowed %q, which does not parse: %v", cmd, err)
+		}
+		if a.NeedsReview() {
+			t.Fatalf("allowed %q, which needs review: %q", cmd, a.Reasons())
+		}
+		if len(a.Commands) == 0 {
+			t.Fatalf("allowed %q, which runs no command", cmd)
+		}
+	})
+}
