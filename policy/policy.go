@@ -411,7 +411,7 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 		if !covered && !ev.wholeAllow {
 			reason := "no rule covers this command"
 			if skippedWrite {
-				reason += " (it writes to a file, and the allow rules for it do not set allow_writes)"
+				reason += " (it writes files, and the allow rules for it do not set allow_writes)"
 			}
 			ev.add(Match{Rule: RuleDefault, Action: p.def, Command: str, Reason: reason}, nil)
 		}

@@ -189,8 +189,8 @@ func LoadTests(path string, p *Policy) (cases []TestCase, policyFile string, err
 	return cases, policyFile, nil
 }
 
-// TestFileFor returns the test file conventionally kept beside a policy
-// file (sandbox.yaml: sandbox_test.yaml), and whether it exists.
+// TestFileFor returns the test file kept beside a policy file
+// (sandbox.yaml: sandbox_test.yaml), and whether it exists.
 func TestFileFor(policyPath string) (string, bool) {
 	ext := filepath.Ext(policyPath)
 	name := strings.TrimSuffix(policyPath, ext) + "_test" + ext
@@ -280,4 +280,58 @@ func formatMatch(m Match) string {
 		s += ": " + m.Reason
 	}
 	return s
+}
+
+// RunTestFile runs the tests of a file. For a policy file: the tests
+// written in it and those in the test file beside it (TestFileFor). For a
+// test file (one with policy: and tests: but no rules): its tests against
+// the policy it names. A policy or test file that does not load is an
+// error; failing tests are in the report.
+func RunTestFile(ctx context.Context, path string, opts *Options) (*TestReport, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	policyPath, testPath := path, ""
+	if isTestFile(data) {
+		_, named, err := LoadTests(path, nil)
+		if err != nil {
+			return nil, err
+		}
+		if named == "" {
+			return nil, &Error{File: path, Msg: "a test file needs policy: naming the policy file it tests"}
+		}
+		policyPath, testPath = named, path
+	} else if beside, ok := TestFileFor(path); ok {
+		testPath = beside
+	}
+	p, err := Load(policyPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	cases := p.Tests()
+	if testPath != "" {
+		more, _, err := LoadTests(testPath, p)
+		if err != nil {
+			return nil, err
+		}
+		cases = append(cases, more...)
+	}
+	if len(cases) == 0 {
+		return nil, &Error{File: path, Msg: "no tests: write them under tests: in the policy file or in " + filepath.Base(besideName(policyPath))}
+	}
+	return p.RunTests(ctx, cases), nil
+}
+
+// isTestFile reports whether data is a test file: a mapping with a policy
+// key and no rules key.
+func isTestFile(data []byte) bool {
+	l := &loader{}
+	m := l.root(data)
+	return m != nil && field(m, "policy") != nil && field(m, "rules") == nil
+}
+
+func besideName(policyPath string) string {
+	name, _ := TestFileFor(policyPath)
+	return name
 }

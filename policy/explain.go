@@ -1,0 +1,111 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tollgate-ai/tollgate/policy/shell"
+)
+
+// Explanation is a decision with what led to it, for people.
+type Explanation struct {
+	Call     Call
+	Decision Decision
+	// Shell is the analysis of the command string, when the tool is a
+	// shell tool and the argument a string.
+	Shell *shell.Analysis
+}
+
+// Explain decides call and keeps what led to the decision.
+func (p *Policy) Explain(ctx context.Context, call Call) *Explanation {
+	e := &Explanation{Call: call, Decision: p.Evaluate(ctx, call)}
+	if arg, ok := p.ShellArg(call.Tool); ok {
+		if src, ok := call.Args[arg].(string); ok {
+			e.Shell = p.cache.analyze(src).Analysis
+		}
+	}
+	return e
+}
+
+// Write prints the explanation: the decision, the commands the shell
+// analysis found and why it wants a person, and every rule that matched.
+func (e *Explanation) Write(w io.Writer) error {
+	var b strings.Builder
+	d := e.Decision
+	fmt.Fprintf(&b, "decision: %s (rule %s)\n", d.Action, d.Rule)
+	if d.Reason != "" {
+		fmt.Fprintf(&b, "reason:   %s\n", d.Reason)
+	}
+	if d.Action == Ask {
+		fmt.Fprintf(&b, "timeout:  %s\n", d.Timeout)
+		fmt.Fprintf(&b, "impact:   %s\n", d.Impact)
+	}
+	if e.Shell != nil {
+		b.WriteString("commands:\n")
+		if len(e.Shell.Commands) == 0 {
+			b.WriteString("  (none)\n")
+		}
+		for i, c := range e.Shell.Commands {
+			fmt.Fprintf(&b, "  %d. %s", i+1, c.String())
+			if len(c.Via) > 0 {
+				fmt.Fprintf(&b, "   [via %s]", strings.Join(c.Via, " > "))
+			}
+			b.WriteByte('\n')
+		}
+		if reasons := e.Shell.Reasons(); len(reasons) > 0 {
+			b.WriteString("review:\n")
+			for _, r := range reasons {
+				fmt.Fprintf(&b, "  - %s\n", r)
+			}
+		}
+	}
+	b.WriteString("matched:\n")
+	if len(d.Matched) == 0 {
+		b.WriteString("  (no rule)\n")
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, m := range d.Matched {
+		what := m.Command
+		if what == "" {
+			what = "(the call)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Action, m.Rule, what, m.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// MarshalJSON encodes the explanation for programs.
+func (e *Explanation) MarshalJSON() ([]byte, error) {
+	type decision struct {
+		Action         Action         `json:"action"`
+		Rule           string         `json:"rule"`
+		Reason         string         `json:"reason,omitempty"`
+		TimeoutSeconds float64        `json:"timeout_seconds,omitempty"`
+		Details        map[string]any `json:"details,omitempty"`
+		Matched        []Match        `json:"matched"`
+	}
+	d := e.Decision
+	matched := d.Matched
+	if matched == nil {
+		matched = []Match{}
+	}
+	out := struct {
+		Tool     string          `json:"tool"`
+		Args     map[string]any  `json:"args"`
+		Decision decision        `json:"decision"`
+		Shell    *shell.Analysis `json:"shell,omitempty"`
+	}{
+		Tool: e.Call.Tool, Args: e.Call.Args, Shell: e.Shell,
+		Decision: decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason,
+			TimeoutSeconds: d.Timeout.Seconds(), Details: d.Details(), Matched: matched},
+	}
+	return json.Marshal(out)
+}

@@ -1,0 +1,118 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExplain(t *testing.T) {
+	t.Parallel()
+	p := loadSandbox(t)
+	e := p.Explain(context.Background(), bash("ls; sudo rm -rf ~ && find . -delete"))
+	var b strings.Builder
+	if err := e.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"decision: block (rule recursive-delete-of-root-or-home)",
+		"  2. sudo rm -rf ~",
+		"  3. rm -rf ~   [via sudo]",
+		"review:\n  - find: deletes the files it finds (-delete)",
+		"allow  read-only",
+		"block  recursive-delete-of-root-or-home",
+		"ask    (shell review)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, out)
+		}
+	}
+	js, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Decision struct {
+			Action  string
+			Matched []Match
+		}
+		Shell struct{ Commands []struct{ Name string } }
+	}
+	if err := json.Unmarshal(js, &v); err != nil || v.Decision.Action != "block" || len(v.Shell.Commands) != 4 || len(v.Decision.Matched) == 0 {
+		t.Errorf("json %s (%v)", js, err)
+	}
+
+	e = p.Explain(context.Background(), Call{Tool: "write_file", Args: map[string]any{"path": "x"}})
+	b.Reset()
+	_ = e.Write(&b)
+	if out := b.String(); !strings.Contains(out, "decision: ask (rule (default))") || !strings.Contains(out, "timeout:  3m0s") || strings.Contains(out, "commands:") {
+		t.Errorf("non-shell explanation:\n%s", out)
+	}
+}
+
+func TestRunTestFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A policy file: its own tests and those beside it.
+	rep, err := RunTestFile(ctx, sandboxFile, nil)
+	if err != nil || !rep.OK() || rep.Passed < 40 {
+		t.Fatalf("sandbox: %v %+v", err, rep)
+	}
+	// The test file itself runs the same cases.
+	rep2, err := RunTestFile(ctx, "../examples/policies/sandbox_test.yaml", nil)
+	if err != nil || rep2.Passed != rep.Passed {
+		t.Fatalf("sandbox_test.yaml: %v, %d passed, want %d", err, rep2.Passed, rep.Passed)
+	}
+
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "p.yaml")
+	writeFile(t, pol, allowLs+"tests:\n  - {cmd: ls, want: allow}\n")
+	writeFile(t, filepath.Join(dir, "p_test.yaml"), "policy: p.yaml\ntests:\n  - {cmd: 'ls; rm x', want: allow, rule: ls}\n  - {cmd: rm x, want: ask}\n")
+	rep, err = RunTestFile(ctx, pol, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed != 2 || rep.Failed != 1 {
+		t.Errorf("passed %d, failed %d", rep.Passed, rep.Failed)
+	}
+	var b strings.Builder
+	_ = rep.Write(&b, true)
+	out := b.String()
+	for _, want := range []string{
+		"FAIL  " + filepath.Join(dir, "p_test.yaml") + ":3 \"ls; rm x\"",
+		`      call: bash {"cmd":"ls; rm x"}`,
+		"    - want: allow (rule ls)",
+		"    + got:  ask (rule (default))",
+		"      matched: allow ls on `ls`",
+		"      matched: ask (default) on `rm x`: no rule covers this command",
+		"ok    " + pol + ":4 \"ls\": allow",
+		"FAIL: 2 passed, 1 failed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Errors: a broken policy, a test file without policy:, no tests.
+	writeFile(t, pol, "rules: [")
+	if _, err := RunTestFile(ctx, pol, nil); err == nil || !strings.Contains(err.Error(), "p.yaml:1:") {
+		t.Errorf("broken policy: %v", err)
+	}
+	lone := filepath.Join(dir, "lone.yaml")
+	writeFile(t, lone, "tests:\n  - {cmd: ls, want: allow}\n")
+	if _, err := RunTestFile(ctx, lone, nil); err == nil {
+		t.Error("a file with tests but neither rules nor policy: is an error")
+	}
+	bare := filepath.Join(dir, "bare.yaml")
+	writeFile(t, bare, allowLs)
+	if _, err := RunTestFile(ctx, bare, nil); err == nil || !strings.Contains(err.Error(), "no tests") {
+		t.Errorf("no tests: %v", err)
+	}
+	if _, err := RunTestFile(ctx, filepath.Join(dir, "missing.yaml"), nil); !os.IsNotExist(err) {
+		t.Errorf("missing file: %v", err)
+	}
+}
