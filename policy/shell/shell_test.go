@@ -141,7 +141,10 @@ func TestCommands(t *testing.T) {
 		// Redirections only.
 		{"> ~/.bashrc", "()", false},
 		{"{ :; } > x", "() :", false},
-		{"< x", "", false},
+		{"< x", "()", false},
+		{"echo $(< /etc/shadow)", "() echo", false},
+		{"while read l; do echo $l; done < f", "read echo", false},
+		{"cat < /dev/tcp/example.com/80", "cat", true},
 		// Declarations and assignments.
 		{"export PATH=/tmp:$PATH; ls", "export ls", true},
 		{"PATH=/tmp ls", "ls", true},

@@ -108,12 +108,18 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		own = w.redirects(s.Redirs)
 		redirs = append(slices.Clip(inherited), own...)
 	}
-	if call, ok := s.Cmd.(*syntax.CallExpr); !ok || len(call.Args) == 0 {
-		// A statement that runs no named command still opens its
-		// redirections: "> ~/.bashrc" empties the file.
-		if writes := slices.ContainsFunc(own, func(r Redirect) bool { return r.Writes }); writes {
-			w.emit(Command{Redirects: own, Writes: true})
+	// A statement that runs no named command still opens its
+	// redirections: "> ~/.bashrc" empties the file, and $(< file) reads
+	// one. Around a compound command only writes are worth a command of
+	// their own; its commands get the redirections too.
+	call, simple := s.Cmd.(*syntax.CallExpr)
+	switch {
+	case s.Cmd == nil || simple && len(call.Args) == 0:
+		if len(own) > 0 {
+			w.emit(Command{Redirects: own, Writes: anyWrites(own)})
 		}
+	case !simple && anyWrites(own):
+		w.emit(Command{Redirects: own, Writes: true})
 	}
 	switch c := s.Cmd.(type) {
 	case nil:
@@ -415,6 +421,9 @@ func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
 				w.scan(r.Word)
 				t := w.unquote(r.Word)
 				rd.Target, rd.Dynamic = t.val, !t.static || t.glob
+				if strings.HasPrefix(rd.Target, "/dev/tcp/") || strings.HasPrefix(rd.Target, "/dev/udp/") {
+					w.review(r.Pos(), "opens a network connection ("+rd.Target+")")
+				}
 			}
 		}
 		rd.Writes = redirectWrites(rd)
