@@ -27,8 +27,8 @@ type Options struct {
 	// which starts with $ANTHROPIC_API_KEY (then $ANTHROPIC_AUTH_TOKEN and
 	// the profiles of the ant CLI).
 	APIKey string
-	// BaseURL is where the Messages API is served. Zero: $ANTHROPIC_BASE_URL,
-	// or https://api.anthropic.com when that is unset.
+	// BaseURL is where the Messages API is served, without /v1. Zero:
+	// $ANTHROPIC_BASE_URL, or https://api.anthropic.com when that is unset.
 	BaseURL string
 	// HTTPClient sends the requests. Zero: the SDK's default client.
 	HTTPClient *http.Client
@@ -44,7 +44,9 @@ type Options struct {
 	// request must name its model.
 	Model string
 	// DisableStreaming makes each call one plain request; onText then gets
-	// the whole text at once. Zero: replies are streamed.
+	// the whole text at once. The SDK refuses a plain request whose reply
+	// cap could take over 10 minutes (above about 21,000 tokens). Zero:
+	// replies are streamed.
 	DisableStreaming bool
 	// DisablePromptCache leaves out the request's top-level cache_control,
 	// which otherwise lets the API cache the conversation's prefix from

@@ -5,12 +5,12 @@
 //
 // With ANTHROPIC_API_KEY set:
 //
-//	p := anthropic.New(nil)
-//	msg, err := p.Complete(ctx, &agent.Request{Model: agent.Model{ID: "claude-sonnet-4-6"}, Messages: []agent.Message{agent.UserMessage("Hello")}}, func(s string) { fmt.Print(s) })
+//	a, err := agent.New(agent.Config{Provider: anthropic.New(nil), Model: agent.Model{ID: "claude-sonnet-4-6"}})
+//	reply, err := a.Prompt(ctx, "Hello")
 //
-// Hand p to the agent as its provider. [Options] set the key, base URL,
-// HTTP client, retries, default model and reply cap in code; a nil
-// *Options reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
+// [Options] set the key, base URL, HTTP client, retries, default model and
+// reply cap in code; a nil *Options reads ANTHROPIC_API_KEY and
+// ANTHROPIC_BASE_URL. [Provider.Complete] can also be called directly.
 //
 // # What goes out
 //

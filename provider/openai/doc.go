@@ -6,16 +6,19 @@
 //
 // Against OpenAI, with OPENAI_API_KEY set:
 //
-//	p := openai.New(nil)
-//	msg, err := p.Complete(ctx, &agent.Request{Model: agent.Model{ID: "gpt-4.1"}, Messages: []agent.Message{agent.UserMessage("Hello")}}, func(s string) { fmt.Print(s) })
+//	a, err := agent.New(agent.Config{Provider: openai.New(nil), Model: agent.Model{ID: "gpt-4.1"}})
+//	reply, err := a.Prompt(ctx, "Hello")
 //
 // Against Ollama (no key needed), after `ollama pull qwen3:8b`:
 //
-//	p := openai.New(&openai.Options{BaseURL: "http://localhost:11434/v1", Model: "qwen3:8b"})
-//	msg, err := p.Complete(ctx, &agent.Request{Messages: []agent.Message{agent.UserMessage("Hello")}}, func(s string) { fmt.Print(s) })
+//	a, err := agent.New(agent.Config{Provider: openai.New(&openai.Options{BaseURL: "http://localhost:11434/v1"}), Model: agent.Model{ID: "qwen3:8b"}})
+//	reply, err := a.Prompt(ctx, "Hello")
 //
-// Hand p to the agent as its provider. OPENAI_BASE_URL does the same as
-// Options.BaseURL; a nil *Options reads OPENAI_API_KEY and OPENAI_BASE_URL.
+// vLLM (http://localhost:8000/v1), llama.cpp's server
+// (http://localhost:8080/v1) and LM Studio (http://localhost:1234/v1) work
+// the same way. OPENAI_BASE_URL does what Options.BaseURL does; a nil
+// *Options reads OPENAI_API_KEY and OPENAI_BASE_URL. [Provider.Complete]
+// can also be called directly.
 //
 // # What goes out
 //
