@@ -272,19 +272,35 @@ func (p *Parser) Parse(cmd string) (*Analysis, error) {
 // checkText flags characters that make a string read differently by people
 // and by the shell.
 func checkText(s string) string {
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			return "contains bytes that are not valid UTF-8"
-		case r == 0:
-			return "contains a NUL byte (the shell stops reading there)"
-		case r < 0x20 && r != '\t' && r != '\n', r == 0x7f:
-			return fmt.Sprintf("contains the control character %U", r)
-		case r >= 0x80 && r < 0xa0:
-			return fmt.Sprintf("contains the control character %U", r)
-		case isInvisible(r):
-			return fmt.Sprintf("contains the invisible or direction-changing character %U", r)
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+				if c == 0 {
+					return "contains a NUL byte (the shell stops reading there)"
+				}
+				return fmt.Sprintf("contains the control character %U", rune(c))
+			}
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if msg := checkRune(s, i, r); msg != "" {
+			return msg
+		}
+		i += size
+	}
+	return ""
+}
+
+// checkRune checks one non-ASCII character of s, at i.
+func checkRune(s string, i int, r rune) string {
+	switch {
+	case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+		return "contains bytes that are not valid UTF-8"
+	case r >= 0x80 && r < 0xa0:
+		return fmt.Sprintf("contains the control character %U", r)
+	case isInvisible(r):
+		return fmt.Sprintf("contains the invisible or direction-changing character %U", r)
 	}
 	return ""
 }

@@ -486,6 +486,13 @@ func (w *walker) words(ws []*syntax.Word) []word {
 }
 
 func (w *walker) expandBraces(x *syntax.Word, out []word) []word {
+	if !slices.ContainsFunc(x.Parts, func(p syntax.WordPart) bool {
+		lit, ok := p.(*syntax.Lit)
+		return ok && strings.Contains(lit.Value, "{")
+	}) {
+		return append(out, w.unquote(x))
+	}
+	// SplitBraces changes the word it is given.
 	cp := &syntax.Word{Parts: slices.Clone(x.Parts)}
 	if !syntax.SplitBraces(cp) {
 		return append(out, w.unquote(x))
@@ -512,6 +519,12 @@ func (w *walker) expandBraces(x *syntax.Word, out []word) []word {
 // unquote removes quotes and escapes from a word whose value is known
 // without running anything; otherwise it returns the word's source text.
 func (w *walker) unquote(x *syntax.Word) word {
+	if len(x.Parts) == 1 {
+		// The common case, a plain word, needs no copy.
+		if lit, ok := x.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(lit.Value, `\*?[`) {
+			return word{val: lit.Value, static: true}
+		}
+	}
 	var b strings.Builder
 	res := word{static: true}
 	for _, p := range x.Parts {
