@@ -537,3 +537,34 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("%d requests sent", n)
 	}
 }
+
+func TestOddStreams(t *testing.T) {
+	t.Parallel()
+	events := pt.Events(fixture(t, "text.sse"))
+	with := func(i int, extra ...string) string {
+		return strings.Join(slices.Insert(slices.Clone(events), i, extra...), "\n\n") + "\n\n"
+	}
+	tests := map[string]struct {
+		stream string
+		ok     bool
+	}{
+		"unknown event type is skipped": {with(3, "event: future_event\ndata: {\"type\":\"future_event\",\"index\":0}"), true},
+		"comment lines are skipped":     {with(3, ": keep-alive"), true},
+		"delta for a block not started": {with(1, `event: content_block_delta`+"\n"+`data: {"type":"content_block_delta","index":4,"delta":{"type":"text_delta","text":"x"}}`), false},
+		"block out of order":            {with(1, `event: content_block_start`+"\n"+`data: {"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`), false},
+		"data that is not JSON":         {with(3, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"ind"), false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p, _ := setup(t, nil, pt.SSE(tt.stream))
+			msg, _, err := complete(t, p, request(agent.UserMessage("hi")))
+			if tt.ok && (err != nil || msg.Text != "Hello! How can I help you today?") {
+				t.Errorf("got %+v, %v", msg, err)
+			}
+			if !tt.ok && (err == nil || msg != nil) {
+				t.Errorf("got %+v, %v; want an error", msg, err)
+			}
+		})
+	}
+}

@@ -601,3 +601,33 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("%d requests sent", n)
 	}
 }
+
+func TestOddStreams(t *testing.T) {
+	t.Parallel()
+	events := pt.Events(fixture(t, "text.sse"))
+	with := func(i int, extra ...string) string {
+		return strings.Join(slices.Insert(slices.Clone(events), i, extra...), "\n\n") + "\n\n"
+	}
+	tests := map[string]struct {
+		stream string
+		ok     bool
+	}{
+		"comment lines are skipped":   {with(2, ": OPENROUTER PROCESSING"), true},
+		"other choices are ignored":   {with(2, `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":1,"delta":{"content":"other"},"finish_reason":null}]}`), true},
+		"usage-only chunk, null list": {with(5, `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":null,"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29}}`), true},
+		"data that is not JSON":       {with(2, `data: {"id":"x","object":"chat.comp`), false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p, _ := setup(t, nil, pt.SSE(tt.stream))
+			msg, _, err := complete(t, p, request(agent.UserMessage("hi")))
+			if tt.ok && (err != nil || msg.Text != "Hello! How can I help you today?") {
+				t.Errorf("got %+v, %v", msg, err)
+			}
+			if !tt.ok && (err == nil || msg != nil) {
+				t.Errorf("got %+v, %v; want an error", msg, err)
+			}
+		})
+	}
+}
