@@ -205,7 +205,7 @@ func TestNotAnObjectAndUnknownToolAndPanic(t *testing.T) {
 			scripted.Call("c1", "nope", `{}`),
 			scripted.Call("c2", "boom", `{}`),
 			scripted.Call("c3", "fails", `{}`),
-			scripted.Call("c4", "fails", `"not an object"`),
+			scripted.Call("c4", "fails", `[1, 2]`),
 			scripted.Call("c5", "slow", `{}`),
 			scripted.Call("c6", "fails", `{bad json`),
 		}},
@@ -220,9 +220,9 @@ func TestNotAnObjectAndUnknownToolAndPanic(t *testing.T) {
 		`Unknown tool "nope". Available tools: boom, fails, slow.`,
 		`tool "boom" panicked: kaboom`,
 		"disk full",
-		"arguments must be a JSON object, got string",
+		"arguments must be a JSON object, got array: [1, 2]",
 		`tool "slow" timed out after 20ms`,
-		`arguments must be a JSON object, got string: "{bad json"`,
+		"arguments are not valid JSON: {bad json",
 	}
 	for i, w := range wants {
 		if !res[i].IsError || !strings.Contains(res[i].Content, w) {

@@ -22,6 +22,10 @@ const (
 	StopEndTurn   StopReason = "end_turn"
 	StopToolUse   StopReason = "tool_use"
 	StopMaxTokens StopReason = "max_tokens"
+	// StopRefusal: the model declined to answer.
+	StopRefusal StopReason = "refusal"
+	// StopContentFilter: the provider filtered the reply.
+	StopContentFilter StopReason = "content_filter"
 	// StopAborted marks the terminal message AbortPending writes.
 	StopAborted StopReason = "aborted"
 	// StopError marks a run ended by the runtime (for example the
@@ -39,6 +43,11 @@ type Message struct {
 	StopReason StopReason  `json:"stop_reason,omitempty"`
 	Usage      *Usage      `json:"usage,omitempty"`
 	Result     *ToolResult `json:"result,omitempty"`
+	// ProviderData is opaque data a provider needs back on later calls
+	// (for example Anthropic's signed thinking blocks, which must be
+	// returned unchanged with the turn's tool results). It is persisted
+	// with the message, so a run resumed in another process still has it.
+	ProviderData json.RawMessage `json:"provider_data,omitempty"`
 	// RunID is the run that added the message.
 	RunID     string    `json:"run_id,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`

@@ -261,6 +261,13 @@ func decodeObject(raw json.RawMessage) (map[string]any, *Problem) {
 	}
 	m, ok := x.(map[string]any)
 	if !ok {
+		if str, ok := x.(string); ok && !json.Valid([]byte(str)) {
+			// Providers keep arguments that are not JSON as a JSON string.
+			if len(str) > 200 {
+				str = str[:200] + "..."
+			}
+			return nil, &Problem{Message: "arguments are not valid JSON: " + str}
+		}
 		quoted := string(raw)
 		if len(quoted) > 200 {
 			quoted = quoted[:200] + "..."
