@@ -2,7 +2,7 @@ package postgres
 
 import (
 	"bufio"
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,16 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/checkpointtest"
 	"github.com/tollgate-ai/tollgate/internal/pgtest"
 )
 
-// BenchmarkStore times the store's hot writes beside the cheapest durable
-// write the same database can do: a single-row INSERT committed on its own
-// (one round trip, one WAL flush), on the same pool and schema, with
-// synchronous_commit on. raw_insert_tx_explicit is the same in
-// BEGIN/INSERT/COMMIT. x-raw is each operation's time divided by the raw
-// autocommit insert's (which runs first).
+// BenchmarkStore runs [checkpointtest.Benchmark] on the throwaway cluster
+// (fsync on, synchronous_commit on). The raw transaction is a single-row
+// INSERT committed on its own (one round trip, one WAL flush) on the same
+// pool and schema; raw_tx_explicit times BEGIN; INSERT; COMMIT against it.
 //
 //	go test -run '^$' -bench Store ./checkpoint/postgres/
 func BenchmarkStore(b *testing.B) {
@@ -35,95 +36,31 @@ func BenchmarkStore(b *testing.B) {
 	if _, err := s.pool.Exec(b.Context(), `CREATE TABLE bench_raw (id bigserial PRIMARY KEY, v text NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
-	var raw float64
-	ratio := func(b *testing.B) {
-		if raw > 0 {
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/raw, "x-raw")
-		}
+	raw := func(ctx context.Context, i int) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO bench_raw (v) VALUES ($1)`, fmt.Sprint("row-", i))
+		return err
 	}
-	payload := json.RawMessage(`{"tool":"bash","args":{"cmd":"rm -rf ./build && make"},"rule":"shell-write"}`)
-	run := 0
-
-	b.Run("raw_insert", func(b *testing.B) {
+	checkpointtest.Benchmark(b, s, raw)
+	b.Run("raw_tx_explicit", func(b *testing.B) {
+		var tRaw, tTx time.Duration
 		for i := 0; b.Loop(); i++ {
-			if _, err := s.pool.Exec(b.Context(), `INSERT INTO bench_raw (v) VALUES ($1)`, fmt.Sprint("row-", i)); err != nil {
+			t0 := time.Now()
+			if err := raw(b.Context(), i); err != nil {
 				b.Fatal(err)
 			}
-		}
-		raw = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	})
-
-	b.Run("raw_insert_tx_explicit", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			tx, err := s.pool.Begin(b.Context())
+			t1 := time.Now()
+			err := pgx.BeginFunc(b.Context(), s.pool, func(tx pgx.Tx) error {
+				_, err := tx.Exec(b.Context(), `INSERT INTO bench_raw (v) VALUES ($1)`, fmt.Sprint("tx-", i))
+				return err
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := tx.Exec(b.Context(), `INSERT INTO bench_raw (v) VALUES ($1)`, fmt.Sprint("row-", i)); err != nil {
-				b.Fatal(err)
-			}
-			if err := tx.Commit(b.Context()); err != nil {
-				b.Fatal(err)
-			}
+			tRaw, tTx = tRaw+t1.Sub(t0), tTx+time.Since(t1)
 		}
-		ratio(b)
-	})
-
-	b.Run("question_create", func(b *testing.B) {
-		run++
-		for i := 0; b.Loop(); i++ {
-			q := &checkpoint.Question{ThreadID: fmt.Sprint("t", run), ID: fmt.Sprint("approve_", i), Kind: "approve", Payload: payload, Deadline: time.Now().Add(time.Hour)}
-			if _, _, err := s.CreateQuestion(b.Context(), q); err != nil {
-				b.Fatal(err)
-			}
-		}
-		ratio(b)
-	})
-
-	b.Run("question_answer", func(b *testing.B) {
-		run++
-		thread := fmt.Sprint("a", run)
-		n, i := 0, 0
-		for b.Loop() {
-			b.StopTimer()
-			for ; n <= i; n++ {
-				if _, _, err := s.CreateQuestion(b.Context(), &checkpoint.Question{ThreadID: thread, ID: fmt.Sprint("approve_", n), Kind: "approve", Payload: payload}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StartTimer()
-			_, err := s.ResolveQuestion(b.Context(), thread, fmt.Sprint("approve_", i), checkpoint.Resolution{
-				Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(`{"decision":"approve"}`), By: "alice"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-		ratio(b)
-	})
-
-	b.Run("thread_step", func(b *testing.B) {
-		run++
-		th := &checkpoint.Thread{ID: fmt.Sprint("step", run), Status: checkpoint.ThreadRunning, RunID: "r", Messages: json.RawMessage(`[]`)}
-		if err := s.CreateThread(b.Context(), th); err != nil {
-			b.Fatal(err)
-		}
-		msgs := json.RawMessage(`[{"role":"user","content":"build it"},{"role":"assistant","tool_calls":[{"id":"c1","name":"bash","args":{"cmd":"make"}}]}]`)
-		for i := 0; b.Loop(); i++ {
-			th.Messages = msgs
-			if err := s.SaveThread(b.Context(), th); err != nil {
-				b.Fatal(err)
-			}
-			tc := &checkpoint.ToolCall{ThreadID: th.ID, RunID: "r", CallID: fmt.Sprint("c", i), Tool: "bash", Args: json.RawMessage(`{"cmd":"make"}`), State: checkpoint.ToolCallExecuting}
-			if err := s.PutToolCall(b.Context(), tc); err != nil {
-				b.Fatal(err)
-			}
-			tc.State, tc.Result = checkpoint.ToolCallDone, json.RawMessage(`{"output":"ok"}`)
-			if err := s.PutToolCall(b.Context(), tc); err != nil {
-				b.Fatal(err)
-			}
-		}
-		ratio(b)
+		b.ReportMetric(float64(tTx.Nanoseconds())/float64(b.N)/1e3, "op-µs")
+		b.ReportMetric(float64(tRaw.Nanoseconds())/float64(b.N)/1e3, "raw-µs")
+		b.ReportMetric(float64(tTx)/float64(tRaw), "x-raw")
 	})
 }
 

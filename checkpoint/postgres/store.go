@@ -219,7 +219,12 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 		args = append(args, f.ThreadID)
 		fmt.Fprintf(&where, " AND thread_id = $%d", len(args))
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case checkpoint.QuestionPending:
+		// A literal, so that every plan can use the partial index.
+		where.WriteString(" AND status = 'pending'")
+	default:
 		args = append(args, string(f.Status))
 		fmt.Fprintf(&where, " AND status = $%d", len(args))
 	}

@@ -50,8 +50,10 @@ CREATE TABLE questions (
 	change_seq  bigint NOT NULL,
 	PRIMARY KEY (thread_id, id)
 );
-CREATE INDEX questions_by_thread ON questions (thread_id, seq);
-CREATE INDEX questions_by_status ON questions (status, seq);
+-- The primary key serves lookups by thread. The reviewers' queue is the
+-- pending questions: a partial index, which a resolution leaves (one index
+-- write fewer per answer than an index on status).
+CREATE INDEX questions_pending ON questions (seq) WHERE status = 'pending';
 CREATE INDEX questions_by_change ON questions (change_seq);
 
 CREATE SEQUENCE events_seq;
