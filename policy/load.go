@@ -400,6 +400,14 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 	if doc.When != "" {
 		r.whenSrc, r.whenNode = doc.When, field(m, "when")
 	}
+	if r.reason == "" {
+		switch r.action {
+		case Block:
+			r.reason = "blocked by rule " + r.name
+		case Ask:
+			r.reason = "rule " + r.name + " asks for a person"
+		}
+	}
 	if len(l.errs) > nerr {
 		return nil
 	}

@@ -126,6 +126,8 @@ type Match struct {
 	// rule on the whole call.
 	Command string `json:"command,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+
+	rule *rule // nil for the engine's own verdicts
 }
 
 // Policy is a loaded, compiled policy file. It is safe for concurrent use.
@@ -313,7 +315,8 @@ func (p *Policy) Evaluate(ctx context.Context, call Call) Decision {
 type evaluation struct {
 	ctx        context.Context // nil when it cannot be canceled
 	small      int8            // 0: not known yet; 1: the call's inputs are small; -1: they are not
-	hits       []hit
+	matches    []Match
+	capHint    int // the matches expected, to size the slice once
 	act        *activation
 	wholeAllow bool // a rule on the whole call allowed it
 	review     []string
@@ -332,17 +335,12 @@ func (ev *evaluation) isSmall(call *Call) bool {
 	return ev.small > 0
 }
 
-// hit is a match and the rule behind it (nil for the engine's own).
-type hit struct {
-	Match
-	r *rule
-}
-
 func (ev *evaluation) add(m Match, r *rule) {
-	if ev.hits == nil {
-		ev.hits = make([]hit, 0, 8)
+	if ev.matches == nil {
+		ev.matches = make([]Match, 0, max(ev.capHint, 2))
 	}
-	ev.hits = append(ev.hits, hit{m, r})
+	m.rule = r
+	ev.matches = append(ev.matches, m)
 }
 
 // try evaluates rule r on the call (cmd == nil) or on one of its shell
@@ -378,6 +376,7 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 		return
 	}
 	a := p.cache.analyze(src)
+	ev.capHint = len(ev.matches) + 2*len(a.Commands) + 1
 	if len(a.reasons) > 0 {
 		ev.review = a.reasons
 		ev.add(Match{Rule: RuleShellReview, Action: Ask, Reason: a.reason}, nil)
@@ -420,24 +419,19 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 
 // decide turns the matches into a decision.
 func (p *Policy) decide(ev *evaluation) Decision {
-	if len(ev.hits) == 0 {
+	if len(ev.matches) == 0 {
 		return p.defaultDecision("no rule matches this call")
 	}
 	best := 0
-	matched := make([]Match, len(ev.hits))
-	for i, h := range ev.hits {
-		matched[i] = h.Match
-		if h.Action.rank() > ev.hits[best].Action.rank() {
+	for i, m := range ev.matches {
+		if m.Action.rank() > ev.matches[best].Action.rank() {
 			best = i
 		}
 	}
-	m, r := ev.hits[best].Match, ev.hits[best].r
-	d := Decision{Action: m.Action, Rule: m.Rule, Reason: m.Reason, Command: m.Command, Matched: matched}
+	m, r := ev.matches[best], ev.matches[best].rule
+	d := Decision{Action: m.Action, Rule: m.Rule, Reason: m.Reason, Command: m.Command, Matched: ev.matches}
 	switch d.Action {
 	case Block:
-		if d.Reason == "" {
-			d.Reason = "blocked by rule " + m.Rule
-		}
 		if m.Command != "" {
 			d.Reason += " (" + m.Command + ")"
 		}
@@ -451,9 +445,6 @@ func (p *Policy) decide(ev *evaluation) Decision {
 				d.Impact = r.impact
 			}
 			d.details = r.details
-		}
-		if d.Reason == "" {
-			d.Reason = "rule " + m.Rule + " asks for a person"
 		}
 	}
 	return d
