@@ -17,7 +17,6 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
-	"github.com/tollgate-ai/tollgate/provider/scripted"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -49,6 +48,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	cmdTimeout := fs.Duration("cmd-timeout", time.Minute, "time limit of one bash command")
 	allowAll := fs.Bool("allow-all", false, "run every tool call without asking (dangerous)")
 	thread := fs.String("thread", "", "thread id (default: a new one)")
+	modelSpec := fs.String("model", "demo", "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...)")
 	storeURL := fs.String("store", "memory", "where threads and questions live: memory, sqlite:PATH or postgres://...")
 	resume := fs.Bool("resume", false, "continue the thread's unfinished run instead of starting one (needs --thread and a durable --store)")
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +67,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		*thread = time.Now().UTC().Format("run-20060102-150405.000")
 	}
 
+	provider, model, err := providerFor(*modelSpec)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 2
+	}
 	store, err := storeurl.Open(ctx, *storeURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
@@ -81,8 +86,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": "runs on this machine"}})
 	}
 	a, err := agent.New(agent.Config{
-		Provider:     scripted.Demo{},
-		Model:        agent.Model{ID: "demo", Provider: "scripted"},
+		Provider:     provider,
+		Model:        model,
 		SystemPrompt: "You are a helpful assistant with access to a bash shell.",
 		Tools:        []*agent.Tool{bash.New(&bash.Options{Dir: *dir, Timeout: *cmdTimeout})},
 		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(channel, policy)},
