@@ -77,6 +77,14 @@ func BenchmarkEvaluate(b *testing.B) {
 		call := bash(fiveCommands)
 		loop(b, func() { p.Evaluate(ctx, call) })
 	})
+	b.Run("sandbox/shell5", func(b *testing.B) {
+		p := loadSandbox(b)
+		call := bash(fiveCommands)
+		if d := p.Evaluate(ctx, call); d.Action != Allow {
+			b.Fatalf("%s by %s: %s", d.Action, d.Rule, d.Reason)
+		}
+		loop(b, func() { p.Evaluate(ctx, call) })
+	})
 	b.Run("100rules/unknown-tool", func(b *testing.B) {
 		p := benchPolicy(b, nil)
 		call := Call{Tool: "send_email", Args: map[string]any{"to": "a@example.com"}}

@@ -149,16 +149,23 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 
 // condition is a compiled condition. Tracking the cost of every operation
 // at run time is most of the time of an evaluation, so a condition whose
-// cost is provably under the limit for small inputs (every string, list
-// and map at most smallSize long, by CEL's static estimate) also gets a
-// program without tracking, used when the inputs are that small.
+// cost is provably under the limit for small inputs also gets a program
+// without tracking, used when the inputs are that small. Small is
+// fastUpTo: by CEL's static estimate, with no string, list or map longer
+// than it, the condition stays under the limit.
 type condition struct {
-	tracked cel.Program
-	fast    cel.Program // nil when the estimate exceeds the limit
+	tracked  cel.Program
+	fast     cel.Program // nil when no size tier fits the limit
+	fastUpTo int
+	callVars bool // reads tool, args or thread, so their size counts
 }
 
-// smallSize bounds the inputs the fast program may run on.
-const smallSize = 256
+// sizeTiers are the input sizes tried for the fast program, largest
+// first.
+var sizeTiers = []int{1024, 256, 64, 16}
+
+// unbounded is the size of an input too large or too deep to measure.
+const unbounded = int(^uint(0) >> 1)
 
 func compileCond(env *cel.Env, src string, costLimit uint64) (*condition, error) {
 	ast, iss := env.CompileSource(common.NewStringSource(src, "when"))
@@ -169,98 +176,95 @@ func compileCond(env *cel.Env, src string, costLimit uint64) (*condition, error)
 		return nil, fmt.Errorf("the condition is of type %s, not bool", ast.OutputType())
 	}
 	c := &condition{}
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		switch ref.Name {
+		case "tool", "args", "thread":
+			c.callVars = true
+		}
+	}
 	var err error
 	c.tracked, err = env.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, err
 	}
-	est, err := env.EstimateCost(ast, smallEstimator{})
-	if err == nil && est.Max <= costLimit {
+	for _, size := range sizeTiers {
+		est, err := env.EstimateCost(ast, sizeEstimator(size))
+		if err != nil || est.Max > costLimit {
+			continue
+		}
 		if c.fast, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(100)); err != nil {
 			return nil, err
 		}
+		c.fastUpTo = size
+		break
 	}
 	return c, nil
 }
 
-// smallEstimator sizes every input at most smallSize.
-type smallEstimator struct{}
+// sizeEstimator sizes every input at most its value.
+type sizeEstimator int
 
-func (smallEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+func (e sizeEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	if n.Path() == nil {
 		return nil
 	}
-	return &cost.SizeEstimate{Max: smallSize}
+	return &cost.SizeEstimate{Max: uint64(e)}
 }
 
-func (smallEstimator) EstimateCallCost(fn, _ string, _ *cost.AstNode, _ []cost.AstNode) *cost.CallEstimate {
+func (e sizeEstimator) EstimateCallCost(fn, _ string, _ *cost.AstNode, _ []cost.AstNode) *cost.CallEstimate {
 	switch fn {
 	case "commands", "shell_review":
-		// A string of at most smallSize bytes holds fewer commands.
-		return cost.NewCallEstimate(cost.Estimate{Min: 1, Max: 1}, &cost.SizeEstimate{Max: 4 * smallSize})
+		// A string of at most e bytes holds fewer commands; each reason
+		// is a line of text.
+		return cost.NewCallEstimate(cost.Estimate{Min: 1, Max: 1}, &cost.SizeEstimate{Max: uint64(max(4*e, 256))})
 	}
 	return nil
 }
 
-// smallValue reports whether v, as decoded JSON, has no string, list or
-// map longer than smallSize, looking at no more than *budget values.
-func smallValue(v any, budget *int) bool {
+// sizeOf returns the length of the longest string, list or map in v, as
+// decoded JSON, looking at no more than *budget values (unbounded past
+// that, or for other Go types).
+func sizeOf(v any, budget *int) int {
 	*budget--
 	if *budget < 0 {
-		return false
+		return unbounded
 	}
 	switch v := v.(type) {
 	case string:
-		return len(v) <= smallSize
+		return len(v)
 	case []any:
-		if len(v) > smallSize {
-			return false
-		}
+		n := len(v)
 		for _, x := range v {
-			if !smallValue(x, budget) {
-				return false
-			}
+			n = max(n, sizeOf(x, budget))
 		}
+		return n
 	case map[string]any:
-		if len(v) > smallSize {
-			return false
-		}
+		n := len(v)
 		for k, x := range v {
-			if len(k) > smallSize || !smallValue(x, budget) {
-				return false
-			}
+			n = max(n, len(k), sizeOf(x, budget))
 		}
+		return n
 	case nil, bool, float64, float32, int, int64, int32, uint, uint64, uint32:
-	default:
-		return false // another Go type: let the tracked program size it
+		return 0
 	}
-	return true
+	return unbounded
 }
 
-func smallStrings(list []string) bool {
-	if len(list) > smallSize {
-		return false
-	}
+func stringsSize(list []string) int {
+	n := len(list)
 	for _, s := range list {
-		if len(s) > smallSize {
-			return false
-		}
+		n = max(n, len(s))
 	}
-	return true
+	return n
 }
 
-// smallCommand reports whether every field of c is small.
-func smallCommand(c *shell.Command) bool {
-	if len(c.Name) > smallSize || len(c.Path) > smallSize || len(c.Redirects) > smallSize ||
-		!smallStrings(c.Args) || !smallStrings(c.Env) || !smallStrings(c.Via) || !smallStrings(c.Review) {
-		return false
-	}
+// commandSize is sizeOf for a command.
+func commandSize(c *shell.Command) int {
+	n := max(len(c.Name), len(c.Path), len(c.Redirects), stringsSize(c.Args), stringsSize(c.Env), stringsSize(c.Via), stringsSize(c.Review))
 	for _, r := range c.Redirects {
-		if len(r.Op) > smallSize || len(r.FD) > smallSize || len(r.Target) > smallSize {
-			return false
-		}
+		n = max(n, len(r.Op), len(r.FD), len(r.Target))
 	}
-	return true
+	return n
 }
 
 // activation gives a condition its variables without building a map.
@@ -295,13 +299,13 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 var errNotBool = errors.New("the condition did not return a bool")
 
 // evalCond evaluates a condition; ctx is nil when it cannot be canceled,
-// which saves the cancellation checks. small says the inputs are small
-// enough for the program without cost tracking.
-func evalCond(ctx context.Context, c *condition, small bool, act *activation) (bool, error) {
+// which saves the cancellation checks. size is the size of the inputs it
+// reads (sizeOf), which chooses the program.
+func evalCond(ctx context.Context, c *condition, size int, act *activation) (bool, error) {
 	var out ref.Val
 	var err error
 	prg := c.tracked
-	if small && c.fast != nil {
+	if c.fast != nil && size <= c.fastUpTo {
 		prg = c.fast
 	}
 	if ctx == nil {

@@ -250,6 +250,7 @@ func (l *loader) policy(data []byte, opts *Options) *Policy {
 	}
 	p.tests = l.tests(testsNode, p)
 	p.index()
+	p.cache.rules = len(p.rules)
 	return p
 }
 

@@ -297,13 +297,13 @@ func (r *rule) appliesTo(tool string) bool { return matchAny(r.tools, tool) }
 // only when every command in it is allowed and the shell analysis found
 // nothing that needs a person.
 func (p *Policy) Evaluate(ctx context.Context, call Call) Decision {
-	var ev evaluation
+	ev := evaluation{size: -1}
 	if ctx.Done() != nil {
 		ev.ctx = ctx
 	}
 	tr := p.rulesFor(call.Tool)
 	for _, r := range tr.call {
-		p.try(&ev, r, &call, nil, "", true)
+		p.try(&ev, r, &call, nil, "", 0, nil)
 	}
 	if tr.isShell {
 		p.shellCall(&ev, tr, &call)
@@ -314,7 +314,7 @@ func (p *Policy) Evaluate(ctx context.Context, call Call) Decision {
 // evaluation collects the matches of one call.
 type evaluation struct {
 	ctx        context.Context // nil when it cannot be canceled
-	small      int8            // 0: not known yet; 1: the call's inputs are small; -1: they are not
+	size       int             // sizeOf the call's inputs; -1 until measured
 	matches    []Match
 	capHint    int // the matches expected, to size the slice once
 	act        *activation
@@ -322,17 +322,14 @@ type evaluation struct {
 	review     []string
 }
 
-// isSmall reports whether the call's tool, thread and arguments are small
-// enough for conditions without cost tracking.
-func (ev *evaluation) isSmall(call *Call) bool {
-	if ev.small == 0 {
-		budget := 4 * smallSize
-		ev.small = -1
-		if len(call.Tool) <= smallSize && len(call.ThreadID) <= smallSize && (call.Args == nil || smallValue(call.Args, &budget)) {
-			ev.small = 1
-		}
+// callSize returns the size of the call's tool, thread and arguments
+// (sizeOf), which chooses how conditions run.
+func (ev *evaluation) callSize(call *Call) int {
+	if ev.size < 0 {
+		budget := 4096
+		ev.size = max(len(call.Tool), len(call.ThreadID), sizeOf(call.Args, &budget))
 	}
-	return ev.small > 0
+	return ev.size
 }
 
 func (ev *evaluation) add(m Match, r *rule) {
@@ -344,21 +341,42 @@ func (ev *evaluation) add(m Match, r *rule) {
 }
 
 // try evaluates rule r on the call (cmd == nil) or on one of its shell
-// commands, and records a match.
-func (p *Policy) try(ev *evaluation, r *rule, call *Call, cmd *shell.Command, cmdStr string, cmdSmall bool) bool {
+// commands, and records a match. memo, when not nil, keeps the result of a
+// condition that reads only the command.
+func (p *Policy) try(ev *evaluation, r *rule, call *Call, cmd *shell.Command, cmdStr string, cmdSize int, memo *atomic.Uint32) bool {
 	if r.cond != nil {
-		if ev.act == nil {
-			ev.act = &activation{call: *call}
+		if r.cond.callVars {
+			memo = nil
 		}
-		ev.act.cmd = cmd
-		ok, err := evalCond(ev.ctx, r.cond, ev.isSmall(call) && (cmd == nil || cmdSmall), ev.act)
-		if err != nil {
-			ev.add(Match{Rule: RuleError, Action: Ask, Command: cmdStr,
-				Reason: fmt.Sprintf("the condition of rule %q failed: %v", r.name, err)}, nil)
-			return true
+		known := uint32(0)
+		if memo != nil {
+			known = memo.Load()
 		}
-		if !ok {
+		switch known {
+		case memoFalse:
 			return false
+		case memoTrue:
+		default:
+			if ev.act == nil {
+				ev.act = &activation{call: *call}
+			}
+			ev.act.cmd = cmd
+			size := cmdSize
+			if r.cond.callVars {
+				size = max(size, ev.callSize(call))
+			}
+			ok, err := evalCond(ev.ctx, r.cond, size, ev.act)
+			if err != nil {
+				ev.add(Match{Rule: RuleError, Action: Ask, Command: cmdStr,
+					Reason: fmt.Sprintf("the condition of rule %q failed: %v", r.name, err)}, nil)
+				return true
+			}
+			if memo != nil {
+				memo.Store(memoOf(ok))
+			}
+			if !ok {
+				return false
+			}
 		}
 	}
 	if cmd == nil && r.action == Allow {
@@ -366,6 +384,18 @@ func (p *Policy) try(ev *evaluation, r *rule, call *Call, cmd *shell.Command, cm
 	}
 	ev.add(Match{Rule: r.name, Action: r.action, Reason: r.reason, Command: cmdStr}, r)
 	return true
+}
+
+const (
+	memoFalse = 1
+	memoTrue  = 2
+)
+
+func memoOf(ok bool) uint32 {
+	if ok {
+		return memoTrue
+	}
+	return memoFalse
 }
 
 // shellCall applies the shell analysis and the per-command rules.
@@ -403,7 +433,7 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 				skippedWrite = true
 				continue
 			}
-			if p.try(ev, r, call, c, str, a.small[i]) {
+			if p.try(ev, r, call, c, str, a.sizes[i], a.memoSlot(i, r.index)) {
 				covered = true
 			}
 		}
@@ -461,30 +491,47 @@ func (p *Policy) defaultDecision(reason string) Decision {
 // analysis is a shell analysis with what every decision on it needs.
 type analysis struct {
 	*shell.Analysis
-	strs    []string // each command as a string
-	small   []bool   // each command is small enough for conditions without cost tracking
+	strs  []string // each command as a string
+	sizes []int    // each command's size (sizeOf), which chooses how conditions run
+	// memo holds, per command and rule, the result of conditions that read
+	// only the command (0: not known, 1: false, 2: true): they are pure,
+	// and the analysis is decided again whenever the string comes back.
+	memo    []atomic.Uint32
+	rules   int
 	reasons []string // every reason for review
 	reason  string   // the reasons joined
 }
 
-func newAnalysis(src string) *analysis {
+func newAnalysis(src string, rules int) *analysis {
 	a, _ := shell.Parse(src) // a parse error is one of a's reasons for review
-	x := &analysis{Analysis: a, strs: make([]string, len(a.Commands)), small: make([]bool, len(a.Commands)), reasons: a.Reasons()}
+	x := &analysis{Analysis: a, strs: make([]string, len(a.Commands)), sizes: make([]int, len(a.Commands)), reasons: a.Reasons()}
 	for i := range a.Commands {
 		x.strs[i] = a.Commands[i].String()
-		x.small[i] = smallCommand(&a.Commands[i])
+		x.sizes[i] = commandSize(&a.Commands[i])
 	}
 	x.reason = strings.Join(x.reasons, "; ")
+	if rules > 0 {
+		x.memo, x.rules = make([]atomic.Uint32, len(a.Commands)*rules), rules
+	}
 	return x
+}
+
+// memoSlot returns the memo of a rule on command i, or nil.
+func (a *analysis) memoSlot(i, rule int) *atomic.Uint32 {
+	if a.memo == nil {
+		return nil
+	}
+	return &a.memo[i*a.rules+rule]
 }
 
 // analysisCache keeps recent shell analyses: the same command string is
 // often decided again (a retried call, an edit checked twice, a test
 // suite). Analyses are never modified after they are made.
 type analysisCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]*analysis
+	rules int // the policy's rules, for the memos; set once at load
+	mu    sync.Mutex
+	max   int
+	m     map[string]*analysis
 }
 
 func newAnalysisCache(max int) *analysisCache {
@@ -493,7 +540,7 @@ func newAnalysisCache(max int) *analysisCache {
 
 func (c *analysisCache) analyze(src string) *analysis {
 	if c.max <= 0 {
-		return newAnalysis(src)
+		return newAnalysis(src, 0)
 	}
 	c.mu.Lock()
 	a, ok := c.m[src]
@@ -501,7 +548,7 @@ func (c *analysisCache) analyze(src string) *analysis {
 	if ok {
 		return a
 	}
-	a = newAnalysis(src)
+	a = newAnalysis(src, c.rules)
 	c.mu.Lock()
 	if len(c.m) >= c.max {
 		clear(c.m)

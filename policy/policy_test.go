@@ -299,3 +299,37 @@ func TestConcurrentEvaluate(t *testing.T) {
 		<-done
 	}
 }
+
+// TestRepeatedCalls checks that a command string decided again (its
+// analysis and the results of conditions on its commands are kept) gets
+// the same decision, and that conditions reading the call are evaluated
+// each time.
+func TestRepeatedCalls(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, `
+rules:
+  - name: ls
+    tool: bash
+    command: ls
+    when: command.args.size() < 3
+    action: allow
+  - name: ls-in-thread
+    tool: bash
+    command: ls
+    when: thread == "locked"
+    action: block
+`, nil)
+	ctx := context.Background()
+	for range 3 {
+		for cmd, want := range map[string]Action{"ls -a": Allow, "ls a b c": Ask} {
+			if d := p.Evaluate(ctx, bash(cmd)); d.Action != want {
+				t.Errorf("%q: %s, want %s", cmd, d.Action, want)
+			}
+		}
+		locked := bash("ls -a")
+		locked.ThreadID = "locked"
+		if d := p.Evaluate(ctx, locked); d.Action != Block {
+			t.Errorf("thread condition on a cached command: %s", d.Action)
+		}
+	}
+}
