@@ -153,9 +153,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if o.Synchronous == "" {
 		o.Synchronous = "FULL"
 	}
-	o.Synchronous = strings.ToUpper(o.Synchronous)
-	if !slices.Contains([]string{"OFF", "NORMAL", "FULL", "EXTRA"}, o.Synchronous) {
-		return nil, fmt.Errorf("sqlite: Synchronous %q: want FULL, EXTRA, NORMAL or OFF", opts.Synchronous)
+	if sync := strings.ToUpper(o.Synchronous); slices.Contains([]string{"OFF", "NORMAL", "FULL", "EXTRA"}, sync) {
+		o.Synchronous = sync
+	} else {
+		return nil, fmt.Errorf("sqlite: Synchronous %q: want FULL, EXTRA, NORMAL or OFF", o.Synchronous)
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 10 * time.Second
