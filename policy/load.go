@@ -345,7 +345,7 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 		return nil
 	}
 	nerr := len(l.errs)
-	r := &loadedRule{rule: rule{name: doc.Name, line: posOf(start(m)), reason: doc.Reason, impact: doc.Impact, details: doc.Details, allowWrites: doc.AllowWrites}}
+	r := &loadedRule{rule: rule{name: doc.Name, reason: doc.Reason, impact: doc.Impact, details: doc.Details, allowWrites: doc.AllowWrites}}
 	switch {
 	case doc.Name == "":
 		l.errorAt(start(m), label, "the rule has no name")

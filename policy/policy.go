@@ -158,7 +158,6 @@ var noRules = &toolRules{}
 type rule struct {
 	name        string
 	index       int // position in the file
-	line        int
 	tools       []pattern
 	commands    []pattern // nil: a rule on the whole call
 	cond        *condition
