@@ -81,7 +81,7 @@ func TestUsageErrors(t *testing.T) {
 	if code, _, _ := runCLI(t, "", "run"); code != 2 {
 		t.Fatalf("run without a task: %d", code)
 	}
-	if code, _, errOut := runCLI(t, "", "run", "--store", "mysql://x", "$ ls"); code != 1 || !strings.Contains(errOut, "want memory, sqlite:PATH or postgres://") {
+	if code, _, errOut := runCLI(t, "", "run", "--store", "mysql://x", "$ ls"); code != 1 || !strings.Contains(errOut, "want memory, sqlite:PATH or a postgres:// URL") {
 		t.Fatalf("bad store: %d %s", code, errOut)
 	}
 	if code, out, _ := runCLI(t, "", "help"); code != 0 || !strings.Contains(out, "questions") {

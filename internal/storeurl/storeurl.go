@@ -30,5 +30,5 @@ func Open(ctx context.Context, url string) (checkpoint.Store, error) {
 	case strings.HasSuffix(url, ".db") || strings.HasSuffix(url, ".sqlite"):
 		return sqlite.Open(ctx, url, nil)
 	}
-	return nil, fmt.Errorf("store %q: want memory, sqlite:PATH or postgres://...", url)
+	return nil, fmt.Errorf("store %q: want memory, sqlite:PATH or a postgres:// URL", url)
 }
