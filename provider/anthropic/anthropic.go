@@ -67,8 +67,8 @@ type Provider struct {
 	stream     bool
 	cache      bool
 	log        *slog.Logger
-	thinking   *thinkingCache
 	warnTemp   sync.Once
+	warnData   sync.Once
 }
 
 var _ agent.Provider = (*Provider)(nil)
@@ -108,7 +108,6 @@ func newProvider(opts *Options, extra ...option.RequestOption) *Provider {
 		stream:     !opts.DisableStreaming,
 		cache:      !opts.DisablePromptCache,
 		log:        opts.Logger,
-		thinking:   newThinkingCache(thinkingCacheSize),
 	}
 	if p.maxTokens <= 0 {
 		p.maxTokens = DefaultMaxTokens
@@ -131,7 +130,7 @@ func (p *Provider) Complete(ctx context.Context, req *agent.Request, onText func
 		return nil, err
 	}
 	var msg *agent.Message
-	var blocks []thinkingBlock
+	var blocks []savedBlock
 	if p.stream {
 		msg, blocks, err = p.streamed(ctx, params, onText)
 	} else {
@@ -140,9 +139,7 @@ func (p *Provider) Complete(ctx context.Context, req *agent.Request, onText func
 	if err != nil {
 		return nil, err
 	}
-	if len(blocks) > 0 && len(msg.ToolCalls) > 0 {
-		p.thinking.put(msg.ToolCalls, blocks)
-	}
+	msg.ProviderData = encodeProviderData(string(params.Model), blocks)
 	return msg, nil
 }
 
@@ -172,7 +169,7 @@ func (p *Provider) params(req *agent.Request) (sdk.MessageNewParams, error) {
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
-	msgs, err := p.messages(req.Messages)
+	msgs, err := p.messages(req.Messages, model)
 	if err != nil {
 		return params, err
 	}
@@ -193,8 +190,9 @@ func (p *Provider) params(req *agent.Request) (sdk.MessageNewParams, error) {
 // messages maps a thread to the API's alternating user and assistant
 // messages. Tool results become tool_result blocks of a user message;
 // consecutive results (and any user text after them) share one message,
-// results first, as the API requires.
-func (p *Provider) messages(in []agent.Message) ([]sdk.MessageParam, error) {
+// results first, as the API requires. model is the model the request goes
+// to (see assistantBlocks).
+func (p *Provider) messages(in []agent.Message, model string) ([]sdk.MessageParam, error) {
 	var out []sdk.MessageParam
 	var results, texts []sdk.ContentBlockParamUnion
 	flush := func() {
@@ -216,7 +214,7 @@ func (p *Provider) messages(in []agent.Message) ([]sdk.MessageParam, error) {
 			results = append(results, toolResult(m.Result))
 		case agent.RoleAssistant:
 			flush()
-			if blocks := p.assistantBlocks(&m); len(blocks) > 0 {
+			if blocks := p.assistantBlocks(i, &m, model); len(blocks) > 0 {
 				out = append(out, sdk.NewAssistantMessage(blocks...))
 			}
 		default:
@@ -225,24 +223,6 @@ func (p *Provider) messages(in []agent.Message) ([]sdk.MessageParam, error) {
 	}
 	flush()
 	return out, nil
-}
-
-func (p *Provider) assistantBlocks(m *agent.Message) []sdk.ContentBlockParamUnion {
-	var blocks []sdk.ContentBlockParamUnion
-	for _, tb := range p.thinking.get(m.ToolCalls) {
-		blocks = append(blocks, tb.param())
-	}
-	if m.Text != "" {
-		blocks = append(blocks, sdk.NewTextBlock(m.Text))
-	}
-	for _, c := range m.ToolCalls {
-		input := json.RawMessage(`{}`)
-		if isObject(c.Arguments) {
-			input = c.Arguments
-		}
-		blocks = append(blocks, sdk.NewToolUseBlock(c.ID, input, c.Name))
-	}
-	return blocks
 }
 
 func toolResult(r *agent.ToolResult) sdk.ContentBlockParamUnion {
@@ -299,18 +279,21 @@ func arguments(raw string) json.RawMessage {
 }
 
 // stopReason maps the API's stop reason. A turn that asks for tools is a
-// tool-use stop whatever the API said (unless it ran out of tokens), so the
-// runtime never ends a turn with calls left unanswered.
+// tool-use stop whatever the API said, unless it ran out of tokens or was
+// refused (the runtime answers the calls of any message that has them, so
+// none is left unanswered either way).
 func stopReason(r sdk.StopReason, toolCalls int) agent.StopReason {
 	switch r {
 	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
 		return agent.StopMaxTokens
+	case sdk.StopReasonRefusal:
+		return agent.StopRefusal
 	}
 	if toolCalls > 0 {
 		return agent.StopToolUse
 	}
-	// end_turn, stop_sequence, refusal, and pause_turn (only server tools,
-	// which tollgate does not use, pause a turn); also tool_use without a
+	// end_turn, stop_sequence, and pause_turn (only server tools, which
+	// tollgate does not use, pause a turn); also tool_use without a
 	// complete call, which leaves nothing to run.
 	return agent.StopEndTurn
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -193,11 +194,16 @@ func TestMalformedToolArguments(t *testing.T) {
 		t.Errorf("message does not marshal: %v", err)
 	}
 
+	// The runtime tells the model what it sent does not parse, quoting it.
+	invalid := agent.ValidateArgs("write_file", json.RawMessage(`{"type":"object"}`), msg.ToolCalls[0].Arguments)
+	if invalid == nil || !strings.Contains(invalid.Error(), "arguments are not valid JSON: "+raw) {
+		t.Errorf("the runtime says %v", invalid)
+	}
+
 	// Sent back, the call carries an empty input (the API needs an object)
 	// and the runtime's error result says what was wrong.
 	next := request(agent.UserMessage("take notes"), *msg, agent.ToolResultMessage(agent.ToolResult{
-		CallID: msg.ToolCalls[0].ID, ToolName: "write_file", IsError: true,
-		Content: "invalid arguments: arguments must be a JSON object, got string",
+		CallID: msg.ToolCalls[0].ID, ToolName: "write_file", IsError: true, Content: invalid.Error(),
 	}))
 	if _, _, err := complete(t, p, next); err != nil {
 		t.Fatal(err)
@@ -281,12 +287,46 @@ func TestThinkingBlocksGoBackWithToolCalls(t *testing.T) {
 	if _, _, err := complete(t, p, next); err != nil {
 		t.Fatal(err)
 	}
-	msgs := srv.Request(1).JSON(t)["messages"].([]any)
-	pt.JSONEq(t, "assistant message", msgs[1], `{"role":"assistant","content":[
-		{"type":"thinking","thinking":"The user wants the files listed. I'll run ls.",
-		 "signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxDSrv2IgQ0Z2r5YSEiMFmmbGzJxK8tmFv+k2jrJDPFuuV9xSBWKzqh6aCsfR6mF5JPyq6Gx0cuyl1swKh5UpTgnoICAdRrk2T1LVLCS2vKbIdm"},
-		{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB9URj2pLmN3kF8/dW5hR7xJ"},
-		{"type":"tool_use","id":"toolu_01ThinkThenCallLs","name":"bash","input":{"command":"ls"}}]}`)
+	pt.JSONEq(t, "assistant message", srv.Request(1).JSON(t)["messages"].([]any)[1], thinkingToolSent)
+}
+
+func TestRefusal(t *testing.T) {
+	t.Parallel()
+	p, _ := setup(t, nil, pt.SSE(fixture(t, "refusal.sse")))
+	msg, deltas, err := complete(t, p, request(agent.UserMessage("something bad")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.StopReason != agent.StopRefusal || msg.Text != "I can't help with" || strings.Join(deltas, "") != msg.Text {
+		t.Errorf("message = %+v, deltas %q", msg, deltas)
+	}
+}
+
+func TestStopReasonMapping(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		api   sdk.StopReason
+		calls int
+		want  agent.StopReason
+	}{
+		{sdk.StopReasonEndTurn, 0, agent.StopEndTurn},
+		{sdk.StopReasonStopSequence, 0, agent.StopEndTurn},
+		{sdk.StopReasonPauseTurn, 0, agent.StopEndTurn},
+		{sdk.StopReasonToolUse, 0, agent.StopEndTurn}, // no complete call: nothing to run
+		{sdk.StopReasonToolUse, 2, agent.StopToolUse},
+		{sdk.StopReasonEndTurn, 1, agent.StopToolUse}, // calls are answered whatever the API said
+		{sdk.StopReasonMaxTokens, 0, agent.StopMaxTokens},
+		{sdk.StopReasonMaxTokens, 1, agent.StopMaxTokens},
+		{sdk.StopReasonModelContextWindowExceeded, 0, agent.StopMaxTokens},
+		{sdk.StopReasonRefusal, 0, agent.StopRefusal},
+		{sdk.StopReasonRefusal, 1, agent.StopRefusal},
+		{"some_future_reason", 0, agent.StopEndTurn},
+	}
+	for _, tt := range tests {
+		if got := stopReason(tt.api, tt.calls); got != tt.want {
+			t.Errorf("stopReason(%q, %d calls) = %q, want %q", tt.api, tt.calls, got, tt.want)
+		}
+	}
 }
 
 func TestNonStreaming(t *testing.T) {

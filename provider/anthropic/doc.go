@@ -17,7 +17,9 @@
 // The system prompt becomes the system block; each tool becomes a tool
 // whose input_schema is agent.ToolSpec.InputSchema, sent as written. User
 // text is a text block. An assistant message is its text block followed by
-// one tool_use block per call. Tool results become tool_result blocks
+// one tool_use block per call, or, when its ProviderData holds the reply's
+// thinking, the reply's blocks in their original order (see below). Tool
+// results become tool_result blocks
 // (with is_error for denials, timeouts and failures, and the reason as
 // their text) in the user message that follows; consecutive results share
 // one message, ahead of any user text. max_tokens is agent.Model.MaxTokens,
@@ -34,17 +36,38 @@
 // the object the model sent; {} when it sent nothing; and when the text does
 // not parse (typically a call cut off at max_tokens), that text as a JSON
 // string, which the runtime turns into an error result the model can
-// correct. Stop reasons: end_turn, stop_sequence, refusal and pause_turn
-// become agent.StopEndTurn; max_tokens and model_context_window_exceeded
-// agent.StopMaxTokens; a reply with tool calls is agent.StopToolUse. Usage
-// counts input tokens including cached ones (cache reads and writes), and
-// output tokens.
+// correct (the runtime tells it "arguments are not valid JSON", quoting
+// the text). Stop reasons: end_turn, stop_sequence and pause_turn become
+// agent.StopEndTurn; max_tokens and model_context_window_exceeded
+// agent.StopMaxTokens; refusal agent.StopRefusal; otherwise a reply with
+// tool calls is agent.StopToolUse (a refused or cut-off reply keeps any
+// calls it has, and the runtime answers them). Usage counts input tokens
+// including cached ones (cache reads and writes), and output tokens.
 //
-// Thinking blocks (current Claude models think by default) are not part of
-// agent.Message; the provider keeps those of a reply with tool calls in
-// memory and sends them back with that message, as the API requires while
-// its tool results are answered. A run resumed in another process sends the
-// message without them.
+// # Thinking and ProviderData
+//
+// Thinking blocks (current Claude models think by default) must go back
+// unmodified and in order with their message, at least while its tool calls
+// are answered. agent.Message has no content blocks, so a reply with
+// thinking or redacted_thinking blocks gets an agent.Message.ProviderData
+// holding them, signatures included, and the place of its text and tool
+// calls among them:
+//
+//	{"anthropic": {"v": 1, "model": "claude-opus-4-7", "blocks": [
+//	  {"type": "thinking", "thinking": "...", "signature": "..."},
+//	  {"type": "redacted_thinking", "data": "..."},
+//	  {"type": "text"},
+//	  {"type": "tool_use", "id": "toolu_..."}
+//	]}}
+//
+// ProviderData is persisted with the message, so a run resumed in another
+// process, by another Provider, sends the blocks back too. The text and the
+// calls themselves come from the message's Text and ToolCalls (an edit
+// there goes out; a call not in the layout goes last). Signatures are bound
+// to the model: the blocks go only to the model named in "model", and a
+// request to another model sends the message without them. ProviderData
+// this package cannot read (another shape or version, another provider's)
+// is ignored, with one warning per Provider.
 //
 // # Errors
 //

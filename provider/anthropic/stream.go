@@ -11,7 +11,7 @@ import (
 )
 
 // streamed makes one streaming call and assembles the reply as it arrives.
-func (p *Provider) streamed(ctx context.Context, params sdk.MessageNewParams, onText func(string)) (*agent.Message, []thinkingBlock, error) {
+func (p *Provider) streamed(ctx context.Context, params sdk.MessageNewParams, onText func(string)) (*agent.Message, []savedBlock, error) {
 	stream := p.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 	acc := accumulator{onText: onText}
@@ -29,12 +29,12 @@ func (p *Provider) streamed(ctx context.Context, params sdk.MessageNewParams, on
 	if !acc.stopped {
 		return nil, nil, fmt.Errorf("anthropic: %w: the stream ended before message_stop", ErrIncomplete)
 	}
-	msg, thinking := acc.message()
-	return msg, thinking, nil
+	msg, blocks := acc.message()
+	return msg, blocks, nil
 }
 
 // single makes one plain call.
-func (p *Provider) single(ctx context.Context, params sdk.MessageNewParams, onText func(string)) (*agent.Message, []thinkingBlock, error) {
+func (p *Provider) single(ctx context.Context, params sdk.MessageNewParams, onText func(string)) (*agent.Message, []savedBlock, error) {
 	res, err := p.client.Messages.New(ctx, params)
 	if err != nil {
 		return nil, nil, p.fail(ctx, err, false)
@@ -50,11 +50,11 @@ func (p *Provider) single(ctx context.Context, params sdk.MessageNewParams, onTe
 		b.signature.WriteString(c.Signature)
 		acc.blocks = append(acc.blocks, b)
 	}
-	msg, thinking := acc.message()
+	msg, blocks := acc.message()
 	if onText != nil && msg.Text != "" {
 		onText(msg.Text)
 	}
-	return msg, thinking, nil
+	return msg, blocks, nil
 }
 
 // block is one content block of the reply, as far as it has arrived.
@@ -151,31 +151,38 @@ func (a *accumulator) text(b *block, s string) {
 	}
 }
 
-// message returns the assembled assistant message and the thinking blocks
-// that must go back with it while its tool calls are answered.
-func (a *accumulator) message() (*agent.Message, []thinkingBlock) {
+// message returns the assembled assistant message and the layout of the
+// reply's blocks (see providerdata.go), thinking blocks in full.
+func (a *accumulator) message() (*agent.Message, []savedBlock) {
 	msg := &agent.Message{Role: agent.RoleAssistant}
 	var text strings.Builder
-	var thinking []thinkingBlock
+	var layout []savedBlock
 	for _, b := range a.blocks {
 		switch b.kind {
-		case "text":
+		case blockText:
+			if b.text.Len() == 0 {
+				continue
+			}
 			text.WriteString(b.text.String())
-		case "tool_use":
+			layout = append(layout, savedBlock{Type: blockText})
+		case blockToolUse:
 			raw := b.input.String()
 			if strings.TrimSpace(raw) == "" {
 				raw = b.startInput
 			}
 			msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: b.id, Name: b.name, Arguments: arguments(raw)})
-		case "thinking":
-			thinking = append(thinking, thinkingBlock{Thinking: b.thinking.String(), Signature: b.signature.String()})
-		case "redacted_thinking":
-			thinking = append(thinking, thinkingBlock{Redacted: true, Data: b.data})
+			if b.id != "" { // a call without an id gets one from the runtime, and goes last
+				layout = append(layout, savedBlock{Type: blockToolUse, ID: b.id})
+			}
+		case blockThinking:
+			layout = append(layout, savedBlock{Type: blockThinking, Thinking: b.thinking.String(), Signature: b.signature.String()})
+		case blockRedactedThinking:
+			layout = append(layout, savedBlock{Type: blockRedactedThinking, Data: b.data})
 		}
 	}
 	msg.Text = text.String()
 	msg.StopReason = stopReason(a.stop, len(msg.ToolCalls))
 	// Cached input is input too; the API counts it apart.
 	msg.Usage = &agent.Usage{InputTokens: a.input + a.cacheWrite + a.cacheRead, OutputTokens: a.output}
-	return msg, thinking
+	return msg, layout
 }

@@ -43,11 +43,15 @@
 // valid JSON, since the message is persisted before any tool runs: the
 // object the model sent; {} when it sent nothing; and when the text does
 // not parse, that text as a JSON string, which the runtime turns into an
-// error result the model can correct (sent back, the call carries the
-// original text). Finish reasons: stop and content_filter become
-// agent.StopEndTurn, length agent.StopMaxTokens, and a reply with tool
-// calls agent.StopToolUse (local servers often say "stop" there). Usage is
-// prompt and completion tokens, nil when the server reports none.
+// error result the model can correct ("arguments are not valid JSON",
+// quoting the text; sent back, the call carries the original text).
+// Finish reasons: stop becomes agent.StopEndTurn, length
+// agent.StopMaxTokens, content_filter agent.StopContentFilter; a reply with
+// refusal text is agent.StopRefusal; otherwise a reply with tool calls is
+// agent.StopToolUse (local servers often say "stop" there). A cut-off,
+// filtered or refused reply keeps any calls it has, and the runtime answers
+// them. Usage is prompt and completion tokens, nil when the server reports
+// none. The provider sets no agent.Message.ProviderData.
 //
 // # Errors
 //

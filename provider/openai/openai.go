@@ -321,17 +321,22 @@ func callID(id string) string {
 	return "call_" + hex.EncodeToString(b[:])
 }
 
-// stopReason maps a finish reason. A turn that asks for tools is a tool-use
-// stop whatever the server said (some local servers say "stop"), unless it
-// ran out of tokens, so the runtime never ends a turn with calls left
-// unanswered.
-func stopReason(finish string, toolCalls int) agent.StopReason {
-	if finish == "length" {
+// stopReason maps a finish reason; refused says the reply carried refusal
+// text. A turn that asks for tools is a tool-use stop whatever the server
+// said (some local servers say "stop"), unless it ran out of tokens, was
+// filtered or was refused (the runtime answers the calls of any message that
+// has them, so none is left unanswered either way).
+func stopReason(finish string, refused bool, toolCalls int) agent.StopReason {
+	switch {
+	case finish == "length":
 		return agent.StopMaxTokens
-	}
-	if toolCalls > 0 {
+	case finish == "content_filter":
+		return agent.StopContentFilter
+	case refused:
+		return agent.StopRefusal
+	case toolCalls > 0:
 		return agent.StopToolUse
 	}
-	// stop, content_filter, and tool_calls without a call.
+	// stop, and tool_calls without a call.
 	return agent.StopEndTurn
 }

@@ -193,11 +193,16 @@ func TestMalformedToolArguments(t *testing.T) {
 		t.Errorf("usage = %+v", msg.Usage)
 	}
 
+	// The runtime tells the model what it sent does not parse, quoting it.
+	invalid := agent.ValidateArgs("bash", json.RawMessage(`{"type":"object"}`), msg.ToolCalls[0].Arguments)
+	if invalid == nil || !strings.Contains(invalid.Error(), "arguments are not valid JSON: "+raw) {
+		t.Errorf("the runtime says %v", invalid)
+	}
+
 	// Sent back, the call carries exactly the text the model wrote, and
 	// the error result says what was wrong.
 	next := request(agent.UserMessage("list /tmp"), *msg, agent.ToolResultMessage(agent.ToolResult{
-		CallID: msg.ToolCalls[0].ID, ToolName: "bash", IsError: true,
-		Content: "invalid arguments: arguments must be a JSON object, got string",
+		CallID: msg.ToolCalls[0].ID, ToolName: "bash", IsError: true, Content: invalid.Error(),
 	}))
 	if _, _, err := complete(t, p, next); err != nil {
 		t.Fatal(err)
@@ -207,7 +212,7 @@ func TestMalformedToolArguments(t *testing.T) {
 		{"role":"assistant","tool_calls":[{"id":"chatcmpl-tool-7d3b0f1c2a9e4b5f8c6d","type":"function",
 			"function":{"name":"bash","arguments":"{\"command\": \"ls -la /tmp}"}}]},
 		{"role":"tool","tool_call_id":"chatcmpl-tool-7d3b0f1c2a9e4b5f8c6d",
-			"content":"Error: invalid arguments: arguments must be a JSON object, got string"}]`)
+			"content":"Error: invalid arguments for tool \"bash\": 1 problem: (arguments): arguments are not valid JSON: {\"command\": \"ls -la /tmp}"}]`)
 }
 
 func TestRequestMapping(t *testing.T) {
@@ -297,12 +302,12 @@ func TestMaxTokensField(t *testing.T) {
 
 func TestStopReasons(t *testing.T) {
 	t.Parallel()
-	p, _ := setup(t, nil, pt.SSE(fixture(t, "refusal.sse")), pt.SSE(fixture(t, "length.sse")))
+	p, _ := setup(t, nil, pt.SSE(fixture(t, "refusal.sse")), pt.SSE(fixture(t, "length.sse")), pt.SSE(fixture(t, "content_filter.sse")))
 	msg, deltas, err := complete(t, p, request(agent.UserMessage("something bad")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.StopReason != agent.StopEndTurn || msg.Text != "I'm sorry, I can't help with that." || len(deltas) != 1 {
+	if msg.StopReason != agent.StopRefusal || msg.Text != "I'm sorry, I can't help with that." || len(deltas) != 1 {
 		t.Errorf("refusal: %+v, deltas %q", msg, deltas)
 	}
 	msg, _, err = complete(t, p, request(agent.UserMessage("write a lot")))
@@ -311,6 +316,61 @@ func TestStopReasons(t *testing.T) {
 	}
 	if msg.StopReason != agent.StopMaxTokens || msg.Text != "The first" {
 		t.Errorf("length: %+v", msg)
+	}
+	msg, deltas, err = complete(t, p, request(agent.UserMessage("something filtered")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.StopReason != agent.StopContentFilter || msg.Text != "Here is how" || strings.Join(deltas, "") != msg.Text {
+		t.Errorf("content filter: %+v, deltas %q", msg, deltas)
+	}
+	if *msg.Usage != (agent.Usage{InputTokens: 28, OutputTokens: 3}) {
+		t.Errorf("content filter: usage %+v", msg.Usage)
+	}
+}
+
+func TestStopReasonsNonStreaming(t *testing.T) {
+	t.Parallel()
+	reply := func(finish, refusal string) pt.Reply {
+		return pt.JSON(200, `{"id":"chatcmpl-x","object":"chat.completion","created":1764482400,"model":"gpt-4.1-2025-04-14",
+			"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":`+refusal+`},"logprobs":null,"finish_reason":"`+finish+`"}],
+			"usage":{"prompt_tokens":28,"completion_tokens":3,"total_tokens":31}}`)
+	}
+	p, _ := setup(t, &Options{DisableStreaming: true}, reply("content_filter", "null"), reply("stop", `"I can't help with that."`))
+	for _, want := range []agent.StopReason{agent.StopContentFilter, agent.StopRefusal} {
+		msg, _, err := complete(t, p, request(agent.UserMessage("something bad")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg.StopReason != want {
+			t.Errorf("stop reason = %q, want %q", msg.StopReason, want)
+		}
+	}
+}
+
+func TestStopReasonMapping(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		finish  string
+		refused bool
+		calls   int
+		want    agent.StopReason
+	}{
+		{"stop", false, 0, agent.StopEndTurn},
+		{"stop", false, 1, agent.StopToolUse}, // local servers say stop with calls
+		{"tool_calls", false, 0, agent.StopEndTurn},
+		{"tool_calls", false, 2, agent.StopToolUse},
+		{"length", false, 0, agent.StopMaxTokens},
+		{"length", false, 1, agent.StopMaxTokens},
+		{"content_filter", false, 0, agent.StopContentFilter},
+		{"content_filter", false, 1, agent.StopContentFilter},
+		{"stop", true, 0, agent.StopRefusal},
+		{"some_future_reason", false, 0, agent.StopEndTurn},
+	}
+	for _, tt := range tests {
+		if got := stopReason(tt.finish, tt.refused, tt.calls); got != tt.want {
+			t.Errorf("stopReason(%q, refused %v, %d calls) = %q, want %q", tt.finish, tt.refused, tt.calls, got, tt.want)
+		}
 	}
 }
 

@@ -45,6 +45,7 @@ func (p *Provider) single(ctx context.Context, params sdk.ChatCompletionNewParam
 	acc := accumulator{finish: choice.FinishReason}
 	acc.text.WriteString(choice.Message.Content)
 	acc.text.WriteString(choice.Message.Refusal)
+	acc.refused = choice.Message.Refusal != ""
 	for _, tc := range choice.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
@@ -77,6 +78,7 @@ type accumulator struct {
 	calls   []*call         // in the order the model made them
 	byIndex map[int64]*call // the latest call at each index
 	finish  string
+	refused bool // refusal text arrived
 	usage   *agent.Usage
 }
 
@@ -91,6 +93,9 @@ func (a *accumulator) add(chunk sdk.ChatCompletionChunk) {
 		}
 		a.emit(choice.Delta.Content)
 		a.emit(choice.Delta.Refusal)
+		if choice.Delta.Refusal != "" {
+			a.refused = true
+		}
 		for _, tc := range choice.Delta.ToolCalls {
 			a.toolDelta(tc)
 		}
@@ -139,6 +144,6 @@ func (a *accumulator) message() *agent.Message {
 	for _, c := range a.calls {
 		msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: callID(c.id), Name: c.name, Arguments: arguments(c.args.String())})
 	}
-	msg.StopReason = stopReason(a.finish, len(msg.ToolCalls))
+	msg.StopReason = stopReason(a.finish, a.refused, len(msg.ToolCalls))
 	return msg
 }
