@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -47,6 +48,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	timeout := fs.Duration("approval-timeout", 5*time.Minute, "time to answer each approval (0: no deadline)")
 	cmdTimeout := fs.Duration("cmd-timeout", time.Minute, "time limit of one bash command")
 	allowAll := fs.Bool("allow-all", false, "run every tool call without asking (dangerous)")
+	policyFile := fs.String("policy", "", "a policy file (see policy/README.md); without one every call is asked. The file is reloaded when it changes")
 	thread := fs.String("thread", "", "thread id (default: a new one)")
 	modelSpec := fs.String("model", "demo", "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...)")
 	storeURL := fs.String("store", "memory", "where threads and questions live: memory, sqlite:PATH or postgres://...")
@@ -79,18 +81,34 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer store.Close()
 	channel := hitl.NewCheckpointedChannel(store, *thread, nil)
-	policy := func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
+	var approval hitl.Policy = func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
 		if *allowAll {
 			return hitl.Approve()
 		}
 		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": "runs on this machine"}})
+	}
+	if *policyFile != "" {
+		rp, err := policy.NewReloadable(*policyFile, nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "tollgate:", err)
+			return 1
+		}
+		// A broken edit keeps the policy in force and says why.
+		go rp.Watch(ctx, time.Second, func(changed bool, err error) {
+			if err != nil {
+				fmt.Fprintf(stderr, "tollgate: policy %s not reloaded, keeping the previous one: %v\n", *policyFile, err)
+			} else if changed {
+				fmt.Fprintf(stderr, "tollgate: policy %s reloaded\n", *policyFile)
+			}
+		})
+		approval = rp.HITL()
 	}
 	a, err := agent.New(agent.Config{
 		Provider:     provider,
 		Model:        model,
 		SystemPrompt: "You are a helpful assistant with access to a bash shell.",
 		Tools:        []*agent.Tool{bash.New(&bash.Options{Dir: *dir, Timeout: *cmdTimeout})},
-		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(channel, policy)},
+		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(channel, approval)},
 		Channel:      channel,
 		Checkpointer: store,
 		ThreadID:     *thread,
