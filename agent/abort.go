@@ -34,7 +34,17 @@ func (a *Agent) AbortPending(ctx context.Context, reason string) error {
 		}
 	}
 	defer a.runMu.Unlock()
+	// A process driving the run elsewhere may save the thread between our
+	// read and our write: read again and redo, a few times.
+	for attempt := 1; ; attempt++ {
+		err := a.abortOnce(ctx, reason)
+		if !errors.Is(err, checkpoint.ErrConflict) || attempt == 5 {
+			return err
+		}
+	}
+}
 
+func (a *Agent) abortOnce(ctx context.Context, reason string) error {
 	th, err := a.store.LoadThread(ctx, a.threadID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return nil
@@ -59,23 +69,32 @@ func (a *Agent) AbortPending(ctx context.Context, reason string) error {
 		if err != nil {
 			return fmt.Errorf("agent: reading tool call states: %w", err)
 		}
-		done := map[string]*checkpoint.ToolCall{}
+		byID := map[string]*checkpoint.ToolCall{}
 		for _, r := range records {
-			if r.State == checkpoint.ToolCallDone {
-				done[r.CallID] = r
-			}
+			byID[r.CallID] = r
 		}
 		for _, call := range last.ToolCalls {
 			var res ToolResult
-			if r, ok := done[call.ID]; ok {
+			r := byID[call.ID]
+			switch {
+			case r != nil && r.State == checkpoint.ToolCallDone:
 				if err := json.Unmarshal(r.Result, &res); err != nil {
 					return fmt.Errorf("agent: stored result of call %s is not readable: %w", call.ID, err)
 				}
-			} else {
+			case r != nil:
+				// It started and may have run: saying "denied" would be a
+				// lie.
+				res = unknownOutcome(call.Name)
+				res.CallID, res.ToolName = call.ID, call.Name
+				if err := a.recordDone(ctx, th.RunID, call, r.Args, res); err != nil {
+					return err
+				}
+				a.emit(&ToolCallFinishedEvent{meta: a.meta(th.RunID), Call: call, Result: res})
+			default:
 				res = ToolResult{CallID: call.ID, ToolName: call.Name, IsError: true,
 					Content: "Tool call aborted: " + reason,
 					Details: map[string]any{"hitl": map[string]any{"decision": "aborted", "reason": reason}}}
-				if err := a.recordDone(ctx, th.RunID, call, res); err != nil {
+				if err := a.recordDone(ctx, th.RunID, call, call.Arguments, res); err != nil {
 					return err
 				}
 				a.emit(&ToolCallFinishedEvent{meta: a.meta(th.RunID), Call: call, Result: res})

@@ -419,16 +419,34 @@ func (a *Agent) callModel(ctx context.Context, runID string, msgs []Message) (*M
 			msg.ToolCalls[i].Arguments = quoted
 		}
 	}
-	// Every call needs an id unique in the turn: results are matched and
-	// checkpointed by it.
-	seen := map[string]bool{}
-	for i := range msg.ToolCalls {
-		if id := msg.ToolCalls[i].ID; id == "" || seen[id] {
-			msg.ToolCalls[i].ID = fmt.Sprintf("call_%s_%d", strings.TrimPrefix(runID, "run_")[:8], i)
-		}
-		seen[msg.ToolCalls[i].ID] = true
-	}
+	uniqueCallIDs(msg, msgs, runID)
 	return msg, nil
+}
+
+// uniqueCallIDs makes every call id of msg unique in the whole thread.
+// Results, tool call records and question ids are keyed by call id, so an
+// id a provider repeats (or leaves empty) would otherwise find an earlier
+// call's approval or result. A renamed id keeps the provider's id as its
+// prefix; the message is persisted before any tool runs, so the new id is
+// stable from then on.
+func uniqueCallIDs(msg *Message, history []Message, runID string) {
+	used := map[string]bool{}
+	for _, m := range history {
+		for _, c := range m.ToolCalls {
+			used[c.ID] = true
+		}
+	}
+	for i := range msg.ToolCalls {
+		id := msg.ToolCalls[i].ID
+		if id == "" {
+			id = fmt.Sprintf("call_%s_%d_%d", strings.TrimPrefix(runID, "run_")[:8], len(history), i)
+		}
+		for n, base := 2, id; used[id]; n++ {
+			id = fmt.Sprintf("%s_%d", base, n)
+		}
+		msg.ToolCalls[i].ID = id
+		used[id] = true
+	}
 }
 
 func (a *Agent) meta(runID string) EventMeta {

@@ -109,10 +109,12 @@ var ErrSlowSubscriber = errors.New("agent: subscriber too slow; events dropped")
 type Subscription struct {
 	C <-chan Event
 
-	c      chan Event
-	hub    *eventHub
-	err    error
-	closed bool
+	c         chan Event
+	hub       *eventHub
+	done      chan struct{} // closed by Close, without the hub's lock
+	closeOnce sync.Once
+	err       error
+	closed    bool
 }
 
 // Err says why C was closed: nil after Close, ErrSlowSubscriber when the
@@ -123,8 +125,10 @@ func (s *Subscription) Err() error {
 	return s.err
 }
 
-// Close ends the subscription and closes C.
+// Close ends the subscription and closes C. It never waits for a publisher
+// blocked on this subscription's full buffer: it releases it.
 func (s *Subscription) Close() {
+	s.closeOnce.Do(func() { close(s.done) })
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
 	s.hub.removeLocked(s, nil)
@@ -142,7 +146,7 @@ func (h *eventHub) subscribe(buffer int) *Subscription {
 		buffer = 256
 	}
 	c := make(chan Event, buffer)
-	s := &Subscription{C: c, c: c, hub: h}
+	s := &Subscription{C: c, c: c, hub: h, done: make(chan struct{})}
 	h.mu.Lock()
 	h.subs = append(h.subs, s)
 	h.mu.Unlock()
@@ -165,7 +169,8 @@ func (h *eventHub) removeLocked(s *Subscription, err error) {
 
 // publish numbers e and hands it to every subscriber. It holds the hub's
 // lock throughout, which is what keeps every subscriber's stream in order
-// when tool calls run in parallel.
+// when tool calls run in parallel; a full subscriber holds it for at most
+// the slow-subscriber timeout, or until it closes.
 func (h *eventHub) publish(e Event, setSeq func(int64)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -175,11 +180,16 @@ func (h *eventHub) publish(e Event, setSeq func(int64)) {
 		select {
 		case s.c <- e:
 			continue
+		case <-s.done:
+			h.removeLocked(s, nil)
+			continue
 		default:
 		}
 		t := time.NewTimer(h.slowTimeout)
 		select {
 		case s.c <- e:
+		case <-s.done:
+			h.removeLocked(s, nil)
 		case <-t.C:
 			h.removeLocked(s, ErrSlowSubscriber)
 		}

@@ -69,26 +69,48 @@ func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*
 	}
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
+	failures := 0
 	for {
 		q, err := c.Store.GetQuestion(ctx, threadID, questionID)
-		if err != nil {
-			return nil, err
-		}
-		if q.Status != checkpoint.QuestionPending {
-			return q, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case n, ok := <-notes:
-			if !ok {
-				// The subscription ended (store closed or lost): fall
-				// back to polling.
-				notes = nil
-			} else if n.QuestionID != "" && (n.ThreadID != threadID || n.QuestionID != questionID) {
-				continue
+		switch {
+		case err == nil:
+			failures = 0
+			if q.Status != checkpoint.QuestionPending {
+				return q, nil
 			}
-		case <-ticker.C:
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, checkpoint.ErrNotFound) || failures >= 5:
+			return nil, err
+		default:
+			// A store that hiccups (a dropped connection, a busy file) is
+			// tried again, with backoff, before the wait gives up.
+			failures++
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(failures*failures) * 100 * time.Millisecond):
+			}
+			continue
+		}
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case n, ok := <-notes:
+				if !ok {
+					// The subscription ended (store closed or lost): fall
+					// back to polling.
+					notes = nil
+					continue
+				}
+				if n.QuestionID == "" || n.ThreadID == threadID && n.QuestionID == questionID {
+					break wait
+				}
+			case <-ticker.C:
+				break wait
+			}
 		}
 	}
 }
@@ -148,6 +170,11 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrQuestion, req.ID, err)
 	}
+	if !created && (stored.CallID != q.CallID || stored.Kind != q.Kind || stored.Digest != q.Digest) {
+		// Never let an answer given about one call decide another.
+		return nil, fmt.Errorf("%w %q: the id already holds a question about another call (call %q, kind %q)",
+			ErrQuestion, req.ID, stored.CallID, stored.Kind)
+	}
 	if created {
 		a.audit(ctx, runID, "question_asked", map[string]any{
 			"question_id": stored.ID, "kind": stored.Kind, "call_id": stored.CallID,
@@ -161,7 +188,12 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 
 	resolved, err := a.waitQuestion(ctx, stored)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The run stops and can be resumed: a question whose state we
+		// cannot read must never turn into an answer.
+		return nil, fmt.Errorf("%w %q: waiting for the answer: %w", ErrQuestion, req.ID, err)
 	}
 	a.emit(&HitlResolvedEvent{meta: a.meta(runID), Question: resolved})
 	a.audit(ctx, runID, "question_resolved", map[string]any{

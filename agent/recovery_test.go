@@ -406,3 +406,122 @@ func collect(c <-chan agent.Event) []agent.Event {
 	}
 	return out
 }
+
+func TestCloseDoesNotWaitForABlockedPublisher(t *testing.T) {
+	t.Parallel()
+	model := scripted.New(scripted.Turn{Text: "a b c d e f g h"})
+	a := newAgent(t, agent.Config{Provider: model, SlowSubscriberTimeout: time.Hour})
+	sub := a.Subscribe(1)
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	<-sub.C // the publisher is now (or soon) blocked on the full buffer
+	time.Sleep(10 * time.Millisecond)
+	start := time.Now()
+	sub.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %s", d)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if sub.Err() != nil {
+		t.Fatalf("Err after Close = %v, want nil", sub.Err())
+	}
+}
+
+func TestRepeatedCallIDsGetTheirOwnQuestions(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	var ran []string
+	var mu sync.Mutex
+	tool := agent.NewTool("echo", "Echo.", func(ctx context.Context, a echoArgs) (string, error) {
+		mu.Lock()
+		ran = append(ran, a.Text)
+		mu.Unlock()
+		return "echo: " + a.Text, nil
+	}, nil)
+	// The provider reuses "c1" in a later turn and sends no id at all in
+	// two turns: each call must still be asked about on its own.
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"first"})}},
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"second"})}},
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("", "echo", echoArgs{"third"})}},
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("", "echo", echoArgs{"fourth"})}},
+		scripted.Turn{Text: "done"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Tools: []*agent.Tool{tool}, Middleware: []agent.Middleware{askMW(0)}})
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	answers := []string{"true", `"no"`, "true", `"no"`}
+	for _, ans := range answers {
+		var q *checkpoint.Question
+		waitFor(t, func() bool {
+			qs, _, _ := store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: "t1", Status: checkpoint.QuestionPending})
+			if len(qs) == 1 {
+				q = qs[0]
+			}
+			return q != nil
+		})
+		answer(t, store, "t1", q.ID, ans)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	all, _, _ := store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: "t1"})
+	if len(all) != 4 || strings.Join(ran, ",") != "first,third" {
+		t.Fatalf("%d questions, ran %v", len(all), ran)
+	}
+	msgs, _ := a.Messages(context.Background())
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if ids[c.ID] {
+				t.Fatalf("call id %q used twice", c.ID)
+			}
+			ids[c.ID] = true
+		}
+	}
+}
+
+func TestTwoDriversExecuteOnce(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	var runs atomic.Int32
+	transfer := agent.NewTool("transfer", "Move money.", func(ctx context.Context, a struct{}) (string, error) {
+		runs.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		return "moved", nil
+	}, nil)
+	first := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "transfer", `{}`)}}, scripted.Turn{Text: "a"}),
+		Checkpointer: store, Tools: []*agent.Tool{transfer}, Middleware: []agent.Middleware{askMW(0)}})
+	done1 := make(chan error, 1)
+	go func() { _, err := first.Prompt(context.Background(), "pay"); done1 <- err }()
+	q := waitPending(t, store, "t1", 1)[0]
+	// A second process resumes the same run while the first still waits.
+	second := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{Text: "b"}),
+		Checkpointer: store, Tools: []*agent.Tool{transfer}, Middleware: []agent.Middleware{askMW(0)}})
+	done2 := make(chan error, 1)
+	go func() { _, err := second.Resume(context.Background()); done2 <- err }()
+	time.Sleep(20 * time.Millisecond)
+	answer(t, store, "t1", q.ID, "true")
+	err1, err2 := <-done1, <-done2
+	if runs.Load() != 1 {
+		t.Fatalf("one approval, the tool ran %d times (errors %v / %v)", runs.Load(), err1, err2)
+	}
+	for _, err := range []error{err1, err2} {
+		if err != nil && !errors.Is(err, agent.ErrCallClaimed) && !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("the losing driver stopped with %v", err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

@@ -59,10 +59,13 @@ func (a *Agent) runTurn(ctx context.Context, th *checkpoint.Thread, msgs []Messa
 func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, call ToolCall, rec *checkpoint.ToolCall, sem chan struct{}) (ToolResult, error) {
 	tool := a.toolsByName[call.Name]
 	var res ToolResult
+	ran := call.Arguments // the arguments the call ran with, or would have
 	switch {
 	case rec != nil && rec.State == checkpoint.ToolCallExecuting && tool != nil && tool.Idempotent():
 		// It was approved and started before the crash: run it again with
-		// the same arguments and idempotency key.
+		// the same arguments and idempotency key. The call is already
+		// claimed, so it is not claimed again.
+		ran = rec.Args
 		typed, err := tool.Validate(rec.Args)
 		if err != nil {
 			res = ToolResult{IsError: true, Content: err.Error()}
@@ -70,27 +73,26 @@ func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, ca
 		}
 		tc := a.callContext(runID, msgs, call, tool, typed, rec.Args)
 		var runErr error
-		res, runErr = a.execute(ctx, tc, sem, nil)
+		res, runErr = a.execute(ctx, tc, sem, nil, false)
 		if runErr != nil {
 			return ToolResult{}, runErr
 		}
 	case rec != nil && rec.State == checkpoint.ToolCallExecuting:
-		res = ToolResult{IsError: true, Content: fmt.Sprintf(
-			"The outcome of this call is unknown: tool %q was executing when the run was interrupted, and it is not run again because it is not idempotent.", call.Name),
-			Details: map[string]any{"outcome": "unknown"}}
+		ran = rec.Args
+		res = unknownOutcome(call.Name)
 	default:
 		var err error
-		res, err = a.decideAndRun(ctx, runID, msgs, call, tool, sem)
+		res, ran, err = a.decideAndRun(ctx, runID, msgs, call, tool, sem)
 		if err != nil {
 			return ToolResult{}, err
 		}
 	}
 	res.CallID, res.ToolName = call.ID, call.Name
-	if err := a.recordDone(context.WithoutCancel(ctx), runID, call, res); err != nil {
+	if err := a.recordDone(context.WithoutCancel(ctx), runID, call, ran, res); err != nil {
 		return ToolResult{}, err
 	}
 	entry := map[string]any{"call_id": call.ID, "tool": call.Name, "is_error": res.IsError,
-		"digest": ArgsDigest(call.Name, call.Arguments)}
+		"digest": ArgsDigest(call.Name, ran)}
 	if h, ok := res.Details["hitl"]; ok {
 		entry["hitl"] = h
 	}
@@ -102,14 +104,22 @@ func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, ca
 	return res, nil
 }
 
-func (a *Agent) recordDone(ctx context.Context, runID string, call ToolCall, res ToolResult) error {
+// unknownOutcome is the result of a call found executing with no result
+// (the process stopped while it ran) whose tool is not idempotent.
+func unknownOutcome(tool string) ToolResult {
+	return ToolResult{IsError: true, Content: fmt.Sprintf(
+		"The outcome of this call is unknown: tool %q was executing when the run was interrupted, and it is not run again because it is not idempotent.", tool),
+		Details: map[string]any{"outcome": "unknown"}}
+}
+
+func (a *Agent) recordDone(ctx context.Context, runID string, call ToolCall, args json.RawMessage, res ToolResult) error {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
 	}
 	if err := a.store.PutToolCall(ctx, &checkpoint.ToolCall{
 		ThreadID: a.threadID, RunID: runID, CallID: call.ID, Tool: call.Name,
-		Args: call.Arguments, State: checkpoint.ToolCallDone, Result: raw,
+		Args: args, State: checkpoint.ToolCallDone, Result: raw,
 	}); err != nil {
 		return fmt.Errorf("agent: recording result of call %s: %w", call.ID, err)
 	}
@@ -121,7 +131,19 @@ func (a *Agent) callContext(runID string, msgs []Message, call ToolCall, tool *T
 		Args: typed, RawArgs: raw, Messages: msgs, agent: a}
 }
 
-func (a *Agent) decideAndRun(ctx context.Context, runID string, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (ToolResult, error) {
+func (a *Agent) decideAndRun(ctx context.Context, runID string, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (ToolResult, json.RawMessage, error) {
+	res, tc, err := a.decide(ctx, runID, msgs, call, tool)
+	if err != nil || tc == nil {
+		return res, call.Arguments, err
+	}
+	res, err = a.execute(ctx, tc, sem, res.Details, true)
+	return res, tc.RawArgs, err
+}
+
+// decide validates the call and runs the before-tool hooks. It returns
+// either a final result (invalid, unknown, blocked: tc is nil) or the call
+// to execute, with the details its result will carry in res.Details.
+func (a *Agent) decide(ctx context.Context, runID string, msgs []Message, call ToolCall, tool *Tool) (res ToolResult, tc *ToolCallContext, err error) {
 	if tool == nil {
 		names := make([]string, 0, len(a.tools))
 		for _, t := range a.tools {
@@ -129,13 +151,13 @@ func (a *Agent) decideAndRun(ctx context.Context, runID string, msgs []Message, 
 		}
 		sort.Strings(names)
 		return ToolResult{IsError: true, Content: fmt.Sprintf("Unknown tool %q. Available tools: %s.", call.Name, strings.Join(names, ", ")),
-			Details: map[string]any{"error": "unknown_tool"}}, nil
+			Details: map[string]any{"error": "unknown_tool"}}, nil, nil
 	}
 	typed, err := tool.Validate(call.Arguments)
 	if err != nil {
-		return invalidResult(err), nil
+		return invalidResult(err), nil, nil
 	}
-	tc := a.callContext(runID, msgs, call, tool, typed, canonicalArgs(call.Arguments))
+	tc = a.callContext(runID, msgs, call, tool, typed, canonicalArgs(call.Arguments))
 	details := map[string]any{}
 	for _, m := range a.middleware {
 		h, ok := m.(BeforeToolHook)
@@ -145,32 +167,32 @@ func (a *Agent) decideAndRun(ctx context.Context, runID string, msgs []Message, 
 		d, err := safeBeforeTool(ctx, h, tc)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ToolResult{}, ctx.Err()
+				return ToolResult{}, nil, ctx.Err()
 			}
 			if errors.Is(err, ErrQuestion) || errors.Is(err, checkpoint.ErrNotFound) {
 				// The question could not be stored or read: never run
 				// the tool, and let the run be resumed.
-				return ToolResult{}, err
+				return ToolResult{}, nil, err
 			}
-			return errorResult(err, details), nil
+			return errorResult(err, details), nil, nil
 		}
 		maps.Copy(details, d.details)
 		switch d.kind {
 		case decideBlock:
-			return ToolResult{IsError: true, Content: d.reason, Details: nonEmpty(details)}, nil
+			return ToolResult{IsError: true, Content: d.reason, Details: nonEmpty(details)}, nil, nil
 		case decideReplace:
 			raw, err := encodeArgs(d.args)
 			if err != nil {
-				return ToolResult{IsError: true, Content: fmt.Sprintf("middleware %T replaced the arguments with a value that cannot be encoded: %v", m, err)}, nil
+				return ToolResult{IsError: true, Content: fmt.Sprintf("middleware %T replaced the arguments with a value that cannot be encoded: %v", m, err)}, nil, nil
 			}
 			typed, err := tool.Validate(raw)
 			if err != nil {
-				return invalidResult(err), nil
+				return invalidResult(err), nil, nil
 			}
 			tc.Args, tc.RawArgs = typed, canonicalArgs(raw)
 		}
 	}
-	return a.execute(ctx, tc, sem, details)
+	return ToolResult{Details: details}, tc, nil
 }
 
 func nonEmpty(m map[string]any) map[string]any {
@@ -188,6 +210,11 @@ func invalidResult(err error) ToolResult {
 	}
 	return r
 }
+
+// ErrCallClaimed: another process driving the same run claimed the tool
+// call first (two replicas, or a Resume while the run was still alive).
+// This process stops the run; the other one carries it on.
+var ErrCallClaimed = errors.New("agent: the tool call was claimed by another driver of this run")
 
 // DetailedError is an error that carries details for the tool result a
 // blocked call gets (hitl and interrupt denials implement it).
@@ -233,7 +260,7 @@ func canonicalArgs(raw json.RawMessage) json.RawMessage {
 }
 
 // execute checkpoints "executing", runs the tool and the after-tool hooks.
-func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struct{}, details map[string]any) (ToolResult, error) {
+func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struct{}, details map[string]any, claim bool) (ToolResult, error) {
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
@@ -241,18 +268,31 @@ func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struc
 	}
 	defer func() { <-sem }()
 	// Persisted before the tool runs: a crash from here on finds the call
-	// executing and does not run it twice. If this write fails the tool
-	// does not run.
-	if err := a.store.PutToolCall(ctx, &checkpoint.ToolCall{
-		ThreadID: a.threadID, RunID: tc.RunID, CallID: tc.Call.ID, Tool: tc.Call.Name,
-		Args: tc.RawArgs, State: checkpoint.ToolCallExecuting,
-	}); err != nil {
-		return ToolResult{}, fmt.Errorf("agent: recording call %s as executing: %w", tc.Call.ID, err)
+	// executing and does not run it twice. The write is a claim: if
+	// another process driving this run claimed the call first, this one
+	// stops. If the write fails the tool does not run.
+	if claim {
+		err := a.store.PutToolCall(ctx, &checkpoint.ToolCall{
+			ThreadID: a.threadID, RunID: tc.RunID, CallID: tc.Call.ID, Tool: tc.Call.Name,
+			Args: tc.RawArgs, State: checkpoint.ToolCallExecuting,
+		})
+		if errors.Is(err, checkpoint.ErrConflict) {
+			return ToolResult{}, fmt.Errorf("%w: call %s", ErrCallClaimed, tc.Call.ID)
+		}
+		if err != nil {
+			return ToolResult{}, fmt.Errorf("agent: recording call %s as executing: %w", tc.Call.ID, err)
+		}
 	}
 	a.emit(&ToolCallStartedEvent{meta: a.meta(tc.RunID), Call: tc.Call, Args: tc.RawArgs})
 	toolCtx := context.WithValue(ctx, idempotencyKeyCtx{}, a.threadID+"/"+tc.RunID+"/"+tc.Call.ID)
 	toolCtx = context.WithValue(toolCtx, toolCallCtxKey{}, tc)
 	res := tc.Tool.execute(toolCtx, tc.Args)
+	if res.IsError && ctx.Err() != nil {
+		// The run was stopped while the tool ran and the tool gave up: it
+		// has no result of its own. The call stays "executing" for Resume
+		// (which reruns it only if it is idempotent).
+		return ToolResult{}, ctx.Err()
+	}
 	if len(details) > 0 {
 		m := maps.Clone(res.Details)
 		if m == nil {

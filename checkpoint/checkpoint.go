@@ -199,7 +199,11 @@ type Store interface {
 	// then sets t.Version to the new version. ErrConflict otherwise.
 	SaveThread(ctx context.Context, t *Thread) error
 
-	// PutToolCall inserts or replaces the state of one tool call.
+	// PutToolCall records the state of one tool call. Writing
+	// ToolCallExecuting is a claim: it succeeds only if the call has no
+	// record yet, and returns ErrConflict otherwise, so that of two
+	// processes driving the same run only one executes the tool. Writing
+	// ToolCallDone inserts or replaces.
 	PutToolCall(ctx context.Context, tc *ToolCall) error
 	// ListToolCalls returns the calls recorded for a run, in no
 	// particular order.

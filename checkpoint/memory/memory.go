@@ -117,6 +117,9 @@ func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error 
 		m = map[string]*checkpoint.ToolCall{}
 		s.toolCalls[k] = m
 	}
+	if _, exists := m[tc.CallID]; exists && tc.State == checkpoint.ToolCallExecuting {
+		return fmt.Errorf("tool call %q of run %q is already claimed: %w", tc.CallID, tc.RunID, checkpoint.ErrConflict)
+	}
 	tc.UpdatedAt = s.now()
 	m[tc.CallID] = copyToolCall(tc)
 	return nil
