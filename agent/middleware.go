@@ -140,6 +140,25 @@ func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoi
 	return c.agent.ask(ctx, c.RunID, q)
 }
 
+// Question returns the stored question with that id in the call's thread,
+// or an error wrapping checkpoint.ErrNotFound. Middleware use it to let an
+// answer already given decide, before they consult anything that may have
+// changed since (a reloaded policy, say).
+func (c *ToolCallContext) Question(ctx context.Context, id string) (*checkpoint.Question, error) {
+	if c.agent == nil {
+		return nil, fmt.Errorf("agent: Question outside a run")
+	}
+	return c.agent.store.GetQuestion(ctx, c.ThreadID, id)
+}
+
+// Store is the checkpointer of the agent running the call.
+func (c *ToolCallContext) Store() checkpoint.Store {
+	if c.agent == nil {
+		return nil
+	}
+	return c.agent.store
+}
+
 type toolCallCtxKey struct{}
 
 // ToolCallFrom returns the context of the tool call running in ctx, so a

@@ -57,7 +57,7 @@ func NewAskUserTool(opts *AskUserToolOptions) *agent.Tool {
 				return s, nil
 			}
 			return string(q.Answer), nil
-		}, nil)
+		}, &agent.ToolOptions{Idempotent: true}) // a rerun finds the stored question and its answer
 }
 
 func resolvedError(q *checkpoint.Question) error {
@@ -73,7 +73,10 @@ func resolvedError(q *checkpoint.Question) error {
 // Confirm asks the user a yes/no question from inside a tool (a request of
 // kind "confirm") and reports the answer. key tells apart several
 // confirmations in one tool call; it must be the same when an idempotent
-// tool is run again, so the stored answer is found. No answer by the
+// tool is run again, so the stored answer is found. Declare tools that call
+// Confirm idempotent up to the confirmation (agent.ToolOptions.Idempotent):
+// after a crash while waiting, such a tool is run again and finds the
+// stored answer instead of reporting an unknown outcome. No answer by the
 // deadline, or an abort, is an error.
 func Confirm(ctx context.Context, key, message string, timeout time.Duration) (bool, error) {
 	call := agent.ToolCallFrom(ctx)
@@ -81,7 +84,9 @@ func Confirm(ctx context.Context, key, message string, timeout time.Duration) (b
 		return false, errors.New("hitl.Confirm must be called from a tool running in an agent run")
 	}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
-		ID: "confirm_" + agent.EscapeID(call.Call.ID) + "_" + agent.EscapeID(key), Kind: KindConfirm, Timeout: timeout,
+		// '.' never survives EscapeID, so it separates call and key
+		// unambiguously.
+		ID: "confirm_" + agent.EscapeID(call.Call.ID) + "." + agent.EscapeID(key), Kind: KindConfirm, Timeout: timeout,
 		Payload: Payload{Kind: KindConfirm, Message: message},
 	})
 	if err != nil {

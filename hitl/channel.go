@@ -87,9 +87,12 @@ func (c *CheckpointedChannel) Wait(ctx context.Context, threadID, questionID str
 	return (&agent.StoreChannel{Store: c.store, PollInterval: c.poll}).Wait(ctx, threadID, questionID)
 }
 
-// Pending lists the pending requests, oldest first.
+// Pending lists the pending requests, oldest first. A question whose
+// payload cannot be read is left out and reported in the error, with the
+// readable ones still returned.
 func (c *CheckpointedChannel) Pending(ctx context.Context) ([]*Request, error) {
 	var out []*Request
+	var bad []error
 	cursor := ""
 	for {
 		qs, next, err := c.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: c.threadID, Status: checkpoint.QuestionPending, After: cursor})
@@ -99,12 +102,14 @@ func (c *CheckpointedChannel) Pending(ctx context.Context) ([]*Request, error) {
 		for _, q := range qs {
 			r, err := RequestOf(q)
 			if err != nil {
-				return out, err
+				// One unreadable question must not hide the others.
+				bad = append(bad, err)
+				continue
 			}
 			out = append(out, r)
 		}
 		if next == "" {
-			return out, nil
+			return out, errors.Join(bad...)
 		}
 		cursor = next
 	}
@@ -355,6 +360,7 @@ func parseApprove(raw json.RawMessage) (*ApproveAnswer, error) {
 	var a ApproveAnswer
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
+	dec.UseNumber()
 	if err := dec.Decode(&a); err != nil {
 		return nil, fmt.Errorf("%w: an approve question takes {\"decision\": \"approve\"|\"deny\"|\"edit\", \"reason\", \"edited_args\", \"digest\"}: %v", ErrWrongKind, err)
 	}

@@ -1,8 +1,10 @@
 package hitl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -15,10 +17,12 @@ import (
 
 type decisionKind int
 
+// The zero ApprovalDecision asks: a policy that forgets to decide fails
+// closed.
 const (
-	approve decisionKind = iota
+	askUser decisionKind = iota
+	approve
 	deny
-	askUser
 )
 
 // ApprovalDecision is what a [Policy] returns: [Approve], [Deny] or
@@ -64,7 +68,7 @@ func (d ApprovalDecision) String() string {
 
 // Action is "approve", "deny" or "ask".
 func (d ApprovalDecision) Action() string {
-	return [...]string{"approve", "deny", "ask"}[d.kind]
+	return [...]string{"ask", "approve", "deny"}[d.kind]
 }
 
 // Reason is the deny reason.
@@ -163,22 +167,37 @@ func trace(decision string, extra map[string]any) map[string]any {
 }
 
 // BeforeTool implements agent.BeforeToolHook.
+//
+// A policy Deny always blocks. Otherwise an approval question already
+// stored for the call decides (so a reviewer's deny stands even if a
+// reloaded policy would now approve, and a resumed run never asks twice);
+// with none, Approve runs the call and AskUser asks.
 func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.ToolCallContext) (agent.Decision, error) {
+	if err := m.checkWiring(call); err != nil {
+		return agent.Decision{}, err
+	}
 	pc := &PolicyContext{ThreadID: call.ThreadID, CallID: call.Call.ID, Tool: call.Call.Name,
 		Args: call.Args, RawArgs: call.RawArgs, Messages: call.Messages}
 	d := m.evaluate(ctx, pc)
-	switch d.kind {
-	case approve:
-		return agent.Continue(), nil
-	case deny:
+	if d.kind == deny {
 		return agent.Block(d.reason, trace("policy_deny", map[string]any{"reason": d.reason})), nil
 	}
+	qid := QuestionID(call.Call.ID)
+	existing, err := call.Question(ctx, qid)
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		existing = nil
+	case err != nil:
+		return agent.Decision{}, fmt.Errorf("%w %q: %w", agent.ErrQuestion, qid, err)
+	}
+	if existing == nil && d.kind == approve {
+		return agent.Continue(), nil
+	}
 
-	var args map[string]any
-	_ = json.Unmarshal(call.RawArgs, &args)
+	args, _ := decodeArgs(call.RawArgs)
 	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: d.details, ArgsSchema: call.Tool.Schema()}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
-		ID: QuestionID(call.Call.ID), Kind: KindApprove, Payload: payload, Timeout: d.timeout,
+		ID: qid, Kind: KindApprove, Payload: payload, Timeout: d.timeout,
 		Digest: agent.ArgsDigest(call.Call.Name, call.RawArgs),
 		Check: func(ctx context.Context, raw json.RawMessage) error {
 			a, err := parseApprove(raw)
@@ -195,7 +214,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 	switch q.Status {
 	case checkpoint.QuestionTimedOut:
 		return agent.Block("approval_timeout", trace("timed_out", map[string]any{
-			"deny_reason": "approval_timeout", "timeout_seconds": int(d.timeout / time.Second)})), nil
+			"deny_reason": "approval_timeout", "timeout_seconds": int(q.Timeout() / time.Second)})), nil
 	case checkpoint.QuestionAborted:
 		return agent.Block("Tool call aborted: "+q.Reason, trace("aborted", map[string]any{"reason": q.Reason})), nil
 	}
@@ -221,6 +240,36 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		reason = "denied by reviewer"
 	}
 	return agent.Block(reason, trace("human_deny", map[string]any{"reason": a.Reason, "by": q.AnsweredBy})), nil
+}
+
+// checkWiring catches a middleware whose channel is not the one the agent
+// writes questions to: its host would never see them.
+func (m *ApprovalPolicyMiddleware) checkWiring(call *agent.ToolCallContext) error {
+	c, ok := m.channel.(interface {
+		Store() checkpoint.Store
+		ThreadID() string
+	})
+	if !ok {
+		return nil
+	}
+	if c.Store() != call.Store() {
+		return fmt.Errorf("%w: the approval middleware's channel watches another store than the agent's checkpointer: pass the same store to both", agent.ErrQuestion)
+	}
+	if t := c.ThreadID(); t != "" && t != call.ThreadID {
+		return fmt.Errorf("%w: the approval middleware's channel is for thread %q, the agent runs thread %q", agent.ErrQuestion, t, call.ThreadID)
+	}
+	return nil
+}
+
+// decodeArgs reads an arguments object keeping numbers exact (json.Number),
+// so that what a reviewer is shown, and what an edit sends back, is what
+// the model wrote, digit for digit.
+func decodeArgs(raw json.RawMessage) (map[string]any, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	err := dec.Decode(&m)
+	return m, err
 }
 
 // checkEdit validates edited arguments against the tool's schema and runs

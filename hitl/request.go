@@ -1,6 +1,7 @@
 package hitl
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,7 +83,9 @@ func RequestOf(q *checkpoint.Question) (*Request, error) {
 	r.Payload.Raw = q.Payload
 	switch q.Kind {
 	case KindApprove, KindAsk, KindConfirm:
-		if err := json.Unmarshal(q.Payload, &r.Payload); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(q.Payload))
+		dec.UseNumber() // arguments shown digit for digit
+		if err := dec.Decode(&r.Payload); err != nil {
 			return nil, fmt.Errorf("hitl: payload of question %q is not readable: %w", q.ID, err)
 		}
 	}
