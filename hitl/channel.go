@@ -228,6 +228,12 @@ func WithReviewer(ctx context.Context, name string) context.Context {
 //   - an edit whose arguments fail the tool's schema (every problem
 //     listed; errors.As gives the *agent.ValidationError) or that the
 //     policy would deny: ErrInvalidAnswer. The question stays open.
+//
+// The schema travels with the question, so it is checked wherever the
+// answer is given. The policy lives with the run: it vets an edit here only
+// while the run waits in this process. An edit given elsewhere (another
+// process, or while no process runs the thread) is accepted, and the run
+// blocks it as "policy_deny" when it reads the answer, so it never runs.
 func (c *CheckpointedChannel) AnswerIn(ctx context.Context, threadID, questionID string, answer any) error {
 	q, err := c.store.GetQuestion(ctx, threadID, questionID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
