@@ -365,12 +365,19 @@ func (a *Agent) loop(ctx context.Context, th *checkpoint.Thread, msgs []Message)
 			turns++
 			// Persisted with its tool calls before any tool runs: a crash
 			// from here on never asks the model for this turn again, and
-			// the call ids stay stable.
+			// the call ids stay stable. A final message ends the run in the
+			// same write.
 			msgs = append(msgs, *msg)
+			if len(msg.ToolCalls) == 0 {
+				th.Status = checkpoint.ThreadIdle
+			}
 			if err := a.saveThread(ctx, th, msgs); err != nil {
 				return nil, err
 			}
 			a.emit(&MessageEvent{meta: a.meta(th.RunID), Message: *msg})
+			if len(msg.ToolCalls) == 0 {
+				return msg, nil
+			}
 		}
 	}
 }

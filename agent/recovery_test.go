@@ -83,7 +83,7 @@ func TestPersistenceOrder(t *testing.T) {
 	if _, err := a.Prompt(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}
-	want := "save:user,save:assistant+calls,call:c1:executing,call:c1:done,save:tool,save:assistant,save:assistant"
+	want := "save:user,save:assistant+calls,call:c1:executing,call:c1:done,save:tool,save:assistant"
 	if got := strings.Join(rs.ops(), ","); got != want {
 		t.Fatalf("writes:\n%s\nwant:\n%s", got, want)
 	}
