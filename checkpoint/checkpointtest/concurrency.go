@@ -139,6 +139,11 @@ func testConcurrency(t *testing.T, setup setupFunc) {
 		}
 	})
 
+	t.Run("ClaimToolCallRace", func(t *testing.T) {
+		s := setup(t)
+		testClaimRace(t, []checkpoint.Store{s})
+	})
+
 	t.Run("TailingReaderMissesNothing", func(t *testing.T) {
 		s := setup(t)
 		testTail(t, []checkpoint.Store{s}, s)
@@ -215,5 +220,27 @@ loop:
 	}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Errorf("a follower saw %d events, the log holds %d: an event became visible behind a later one\nseen %v\nlog  %v", len(seen), len(want), seen, want)
+	}
+}
+
+// testClaimRace has racers (spread over the given stores) claim one tool
+// call as executing, each with its own arguments: exactly one claim wins,
+// and the stored record is the winner's.
+func testClaimRace(t *testing.T, stores []checkpoint.Store) {
+	thread := id("thread")
+	args := func(i int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"racer":%d}`, i)) }
+	errs := race(func(i int) error {
+		return stores[i%len(stores)].PutToolCall(ctx(t), &checkpoint.ToolCall{
+			ThreadID: thread, RunID: "run-1", CallID: "call-1", Tool: "transfer",
+			Args: args(i), State: checkpoint.ToolCallExecuting,
+		})
+	})
+	w := oneWinner(t, fmt.Sprintf("%d claims of one call through %d handle(s)", racers, len(stores)), errs)
+	for _, s := range stores {
+		got := mustToolCall(t, s, thread, "run-1", "call-1")
+		if got.State != checkpoint.ToolCallExecuting {
+			t.Errorf("State = %q, want executing", got.State)
+		}
+		checkJSON(t, "Args (the winner's)", got.Args, args(w))
 	}
 }

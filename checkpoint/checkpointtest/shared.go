@@ -91,6 +91,38 @@ func testShared(t *testing.T, setup func(t *testing.T) (checkpoint.Store, checkp
 		oneWinner(t, "16 saves through two handles", errs)
 	})
 
+	t.Run("ClaimAcross", func(t *testing.T) {
+		a, b := setup(t)
+		thread := id("thread")
+		tc := &checkpoint.ToolCall{
+			ThreadID: thread, RunID: "run-1", CallID: "call-1", Tool: "transfer",
+			Args: json.RawMessage(`{"amount":100}`), State: checkpoint.ToolCallExecuting,
+		}
+		if err := a.PutToolCall(ctx(t), tc); err != nil {
+			t.Fatalf("a.PutToolCall(executing): %v", err)
+		}
+		stored := mustToolCall(t, b, thread, "run-1", "call-1")
+		other := *tc
+		other.Args = json.RawMessage(`{"amount":999}`)
+		if err := b.PutToolCall(ctx(t), &other); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("b.PutToolCall(executing) after a's claim = %v, want ErrConflict", err)
+		}
+		checkToolCall(t, "after b's refused claim", mustToolCall(t, a, thread, "run-1", "call-1"), stored)
+		done := *tc
+		done.State, done.Result = checkpoint.ToolCallDone, json.RawMessage(`{"content":"transferred"}`)
+		if err := b.PutToolCall(ctx(t), &done); err != nil {
+			t.Fatalf("b.PutToolCall(done): %v", err)
+		}
+		if got := mustToolCall(t, a, thread, "run-1", "call-1"); got.State != checkpoint.ToolCallDone {
+			t.Errorf("a sees state %q after b's done, want done", got.State)
+		}
+	})
+
+	t.Run("ClaimRaceAcross", func(t *testing.T) {
+		a, b := setup(t)
+		testClaimRace(t, []checkpoint.Store{a, b})
+	})
+
 	t.Run("TailAcross", func(t *testing.T) {
 		a, b := setup(t)
 		testTail(t, []checkpoint.Store{a, b}, b)

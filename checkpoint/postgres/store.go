@@ -107,15 +107,35 @@ WHERE id = $1 AND version = $2 RETURNING version, created_at`,
 	return nil
 }
 
-func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
-	now := s.clk.Now()
-	_, err := s.pool.Exec(ctx, `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
+const (
+	// claimToolCall writes "executing": a claim, one INSERT that does
+	// nothing if the call has a record. A concurrent claimant waits on the
+	// unique index for the first's transaction and then inserts nothing.
+	claimToolCall = `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (thread_id, run_id, call_id) DO NOTHING`
+	putToolCall = `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
-	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`,
+	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`
+)
+
+// PutToolCall claims the call when tc is executing (ErrConflict if it has a
+// record), and inserts or replaces it otherwise.
+func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
+	now := s.clk.Now()
+	claim := tc.State == checkpoint.ToolCallExecuting
+	query := putToolCall
+	if claim {
+		query = claimToolCall
+	}
+	tag, err := s.pool.Exec(ctx, query,
 		tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), now)
 	if err != nil {
 		return fmt.Errorf("postgres: put tool call %q: %w", tc.CallID, err)
+	}
+	if claim && tag.RowsAffected() == 0 {
+		return fmt.Errorf("tool call %q of run %q is already claimed: %w", tc.CallID, tc.RunID, checkpoint.ErrConflict)
 	}
 	tc.UpdatedAt = now
 	return nil

@@ -22,7 +22,12 @@ VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 WHERE id = ? AND version = ? RETURNING version, created_at`
 	qThreadVersion = `SELECT version FROM threads WHERE id = ?`
 	qLoadThread    = `SELECT version, status, run_id, messages, created_at, updated_at FROM threads WHERE id = ?`
-	qPutToolCall   = `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
+	// qClaimToolCall writes "executing": a claim that inserts nothing if
+	// the call has a record (no row affected), in the same statement.
+	qClaimToolCall = `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (thread_id, run_id, call_id) DO NOTHING`
+	qPutToolCall = `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
 	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`
@@ -39,7 +44,7 @@ WHERE thread_id = ? AND id = ? AND status = 'pending' RETURNING change_seq`
 )
 
 var (
-	writeQueries = []string{qCreateThread, qSaveThread, qThreadVersion, qPutToolCall, qCreateQuestion, qGetQuestion, qResolveQuestion, qAppendEvent}
+	writeQueries = []string{qCreateThread, qSaveThread, qThreadVersion, qClaimToolCall, qPutToolCall, qCreateQuestion, qGetQuestion, qResolveQuestion, qAppendEvent}
 	readQueries  = []string{qLoadThread, qListToolCalls, qGetQuestion, qListEvents, qListThreadEvents}
 )
 

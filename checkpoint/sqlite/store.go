@@ -131,13 +131,32 @@ func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
 	return nil
 }
 
+// PutToolCall claims the call when tc is executing (one INSERT that does
+// nothing if the call has a record: of two racing claimants, in this
+// process or another, the second finds the first's row), and inserts or
+// replaces it otherwise.
 func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
 	now := s.clk.Now()
+	claim := tc.State == checkpoint.ToolCallExecuting
+	query := qPutToolCall
+	if claim {
+		query = qClaimToolCall
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := s.in(ctx, tx, qPutToolCall).ExecContext(ctx,
+		res, err := s.in(ctx, tx, query).ExecContext(ctx,
 			tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), encTime(now))
 		if err != nil {
 			return fmt.Errorf("sqlite: put tool call %q: %w", tc.CallID, err)
+		}
+		if !claim {
+			return nil
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("sqlite: put tool call %q: %w", tc.CallID, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("tool call %q of run %q is already claimed: %w", tc.CallID, tc.RunID, checkpoint.ErrConflict)
 		}
 		return nil
 	})
