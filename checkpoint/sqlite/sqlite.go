@@ -3,7 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"database/sql"
 	"embed"
 	"encoding/hex"
@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -68,7 +69,8 @@ type Options struct {
 	// last commits, never corrupt the file) or "OFF".
 	Synchronous string
 	// BusyTimeout is how long a write waits for another process that holds
-	// the write lock; zero means 10s.
+	// the write lock, and how long Open waits for others creating or
+	// migrating the same file; zero means 10s.
 	BusyTimeout time.Duration
 	// Readers is the size of the pool of read connections; zero means 4.
 	// A ":memory:" store has one connection for everything.
@@ -206,8 +208,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 			return nil, err
 		}
 		busy := strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
+		// No journal_mode here: switching to WAL is done once, by
+		// enableWAL (SQLite does not wait for a lock there), and is
+		// persistent in the file.
 		w, err := sql.Open("sqlite", fileURI(abs, url.Values{
-			"_pragma": {"busy_timeout(" + busy + ")", "journal_mode(WAL)", "synchronous(" + o.Synchronous + ")"},
+			"_pragma": {"busy_timeout(" + busy + ")", "synchronous(" + o.Synchronous + ")"},
 			"_txlock": {"immediate"},
 		}))
 		if err != nil {
@@ -227,6 +232,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		r.SetMaxOpenConns(o.Readers)
 		r.SetMaxIdleConns(o.Readers)
 		s.w, s.r = w, r
+		if err := enableWAL(ctx, w, o.BusyTimeout); err != nil {
+			s.closeDBs()
+			return nil, err
+		}
 	}
 	if err := s.migrate(ctx, migs); err != nil {
 		s.closeDBs()
@@ -246,7 +255,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 
 func randomName() string {
 	var b [8]byte
-	rand.Read(b[:])
+	crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
@@ -290,7 +299,16 @@ func inspect(ctx context.Context, abs string, known int, busy time.Duration) err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	st, err := readState(ctx, db)
+	// One read transaction: the header (application_id) and the tables
+	// must come from the same moment, or another process migrating the
+	// file in between makes a new tollgate database look like something
+	// else's (tables without the application_id).
+	var st dbState
+	tx, err := db.BeginTx(ctx, nil)
+	if err == nil {
+		st, err = readState(ctx, tx)
+		tx.Rollback()
+	}
 	if corrupt(err) {
 		return fmt.Errorf("%w: %s: %w", ErrCorrupt, abs, err)
 	}
@@ -360,6 +378,45 @@ func (st dbState) check(name string, known int) error {
 		}
 		return fmt.Errorf("%w: %s is an SQLite database of something else (tables %s)", ErrNotTollgate, name, strings.Join(shown, ", "))
 	}
+}
+
+// enableWAL switches the database to WAL mode (a no-op if it is already),
+// waiting up to timeout for other connections.
+//
+// The busy timeout does not cover this: PRAGMA journal_mode=WAL reads the
+// header in a read transaction and then upgrades it to a write to change
+// the header, and SQLite never waits to upgrade a read transaction (two
+// waiting upgraders would deadlock): if another connection holds the write
+// lock (it is switching the same new file, or migrating it), the pragma
+// fails with SQLITE_BUSY at once. The pragma cannot run in a transaction of
+// ours that takes the write lock first, so it is retried here.
+func enableWAL(ctx context.Context, db *sql.DB, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	pause := time.Millisecond
+	for {
+		_, err := db.ExecContext(ctx, "PRAGMA journal_mode = WAL")
+		if err == nil {
+			return nil
+		}
+		if !isBusy(err) || time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("sqlite: open: journal_mode=WAL: %w", err)
+		}
+		// Jittered, so that openers that collided do not collide again.
+		t := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("sqlite: open: %w", ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var e *msqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5
 }
 
 // migrate applies the migrations the database lacks, all in one

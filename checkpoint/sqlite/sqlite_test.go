@@ -3,8 +3,12 @@ package sqlite_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +95,66 @@ func TestOpenConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// openChildEnv makes the test binary a process of
+// TestOpenConcurrentlyProcesses: "path|thread|start (Unix ns)".
+const openChildEnv = "TOLLGATE_SQLITE_OPEN_CHILD"
+
+// Processes opening a new file at the same instant: each one's Open waits
+// for the others (switching the file to WAL, migrating) and succeeds.
+func TestOpenConcurrentlyProcesses(t *testing.T) {
+	if spec := os.Getenv(openChildEnv); spec != "" {
+		openChild(t, spec)
+		return
+	}
+	const rounds, procs = 3, 4
+	for round := range rounds {
+		path := filepath.Join(t.TempDir(), "tollgate.db")
+		start := time.Now().Add(300 * time.Millisecond).UnixNano()
+		var wg sync.WaitGroup
+		for i := range procs {
+			thread := fmt.Sprintf("r%d-p%d", round, i)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestOpenConcurrentlyProcesses$", "-test.count=1")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d", openChildEnv, path, thread, start))
+			wg.Go(func() {
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("process %s: %v\n%s", thread, err, out)
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		s, err := sqlite.Open(t.Context(), path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range procs {
+			if _, err := s.LoadThread(t.Context(), fmt.Sprintf("r%d-p%d", round, i)); err != nil {
+				t.Errorf("LoadThread: %v", err)
+			}
+		}
+		s.Close()
+	}
+}
+
+func openChild(t *testing.T, spec string) {
+	f := strings.Split(spec, "|")
+	start, err := strconv.ParseInt(f[2], 10, 64)
+	if len(f) != 3 || err != nil {
+		t.Fatalf("%s=%q", openChildEnv, spec)
+	}
+	time.Sleep(time.Until(time.Unix(0, start)))
+	s, err := sqlite.Open(t.Context(), f[0], nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	if err := s.CreateThread(t.Context(), &checkpoint.Thread{ID: f[1]}); err != nil {
+		t.Fatalf("CreateThread: %v", err)
+	}
 }
 
 func TestEmptyFileIsANewDatabase(t *testing.T) {
