@@ -59,7 +59,7 @@ func (a *Agent) runTurn(ctx context.Context, th *checkpoint.Thread, msgs []Messa
 func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, call ToolCall, rec *checkpoint.ToolCall, sem chan struct{}) (ToolResult, error) {
 	tool := a.toolsByName[call.Name]
 	var res ToolResult
-	ran := call.Arguments // the arguments the call ran with, or would have
+	var ran json.RawMessage // the arguments the call ran with, or would have
 	switch {
 	case rec != nil && rec.State == checkpoint.ToolCallExecuting && tool != nil && tool.Idempotent():
 		// It was approved and started before the crash: run it again with
