@@ -40,6 +40,11 @@ func (a *Agent) runTurn(ctx context.Context, th *checkpoint.Thread, msgs []Messa
 			}
 			continue
 		}
+		if len(assistant.ToolCalls) == 1 {
+			// Nothing to overlap with: no goroutine (and no stack to grow).
+			results[i], errs[i] = a.handleCall(ctx, th.RunID, msgs, call, rec, sem)
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
