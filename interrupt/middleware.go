@@ -75,7 +75,19 @@ func (m *Middleware) BeforeTool(ctx context.Context, call *agent.ToolCallContext
 	name := call.Call.Name
 	matches := Check(m.rules, name, call.RawArgs)
 	if len(matches) == 0 {
-		return agent.Continue(), nil
+		// A question already stored for this call decides even if the
+		// rules no longer ask (they may have changed between a crash and
+		// the resume): a reviewer's deny stands.
+		if call.Call.ID == "" {
+			return agent.Continue(), nil
+		}
+		_, err := call.Question(ctx, ID(call.Call.ID))
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			return agent.Continue(), nil
+		}
+		if err != nil {
+			return agent.Decision{}, fmt.Errorf("%w %q: %w", agent.ErrQuestion, ID(call.Call.ID), err)
+		}
 	}
 	for _, mt := range matches {
 		if mt.Err != nil {

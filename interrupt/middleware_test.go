@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -431,5 +432,47 @@ func TestIDAgreesWithAgentEscapeID(t *testing.T) {
 		if got, want := interrupt.ID(s), "approve_"+agent.EscapeID(s); got != want {
 			t.Errorf("ID(%q) = %q; agent.EscapeID gives %q", s, got, want)
 		}
+	}
+}
+
+func TestStoredDenyStandsWhenRulesChange(t *testing.T) {
+	store := storetest.New(t)
+	var ran atomic.Int32
+	tool := agent.NewTool("transfer", "Move money.", func(ctx context.Context, a struct {
+		Amount int `json:"amount"`
+	}) (string, error) {
+		ran.Add(1)
+		return "moved", nil
+	}, nil)
+	strict, err := interrupt.New(interrupt.Rule{Tool: "transfer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := hitl.NewCheckpointedChannel(store, "rules", nil)
+	a1, _ := agent.New(agent.Config{Provider: scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "transfer", `{"amount":5000}`)}}),
+		Tools: []*agent.Tool{tool}, Middleware: []agent.Middleware{strict}, Channel: ch, ThreadID: "rules"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := a1.Prompt(ctx, "pay"); done <- err }()
+	for {
+		if reqs, _ := ch.Pending(context.Background()); len(reqs) == 1 {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel() // the process stops while the question waits
+	<-done
+	if err := ch.Answer(context.Background(), interrupt.ID("c1"), interrupt.Deny("too much")); err != nil {
+		t.Fatal(err)
+	}
+	// The new process runs with rules that no longer review transfers.
+	loose, _ := interrupt.New(interrupt.Rule{Tool: "other"})
+	a2, _ := agent.New(agent.Config{Provider: scripted.New(scripted.Turn{Text: "ok"}),
+		Tools: []*agent.Tool{tool}, Middleware: []agent.Middleware{loose}, Channel: ch, ThreadID: "rules"})
+	if _, err := a2.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ran.Load() != 0 {
+		t.Fatal("a reviewer's deny was ignored after the rules changed")
 	}
 }
