@@ -146,7 +146,9 @@ func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoi
 // changed since (a reloaded policy, say).
 func (c *ToolCallContext) Question(ctx context.Context, id string) (*checkpoint.Question, error) {
 	if c.agent == nil {
-		return nil, fmt.Errorf("agent: Question outside a run")
+		// A context built by hand (a unit test of a hook) has no store,
+		// so no question is stored for it.
+		return nil, fmt.Errorf("agent: question %q outside a run: %w", id, checkpoint.ErrNotFound)
 	}
 	return c.agent.store.GetQuestion(ctx, c.ThreadID, id)
 }
