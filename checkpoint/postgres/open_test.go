@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -168,7 +169,7 @@ func TestForeignSchema(t *testing.T) {
 
 func TestBadSchemaName(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"a-b", `x"; DROP TABLE y; --`, strings.Repeat("s", 51), "1abc"} {
+	for _, name := range []string{"a-b", `x"; DROP TABLE y; --`, strings.Repeat("s", 51), "1abc", "a b", "a.b", "ä", `Mixed"Quote`} {
 		if _, err := postgres.Open(t.Context(), "postgres://127.0.0.1:1/x", &postgres.Options{Schema: name}); err == nil || errors.Is(err, postgres.ErrUnavailable) {
 			t.Errorf("schema %q: %v, want a refusal before connecting", name, err)
 		}
@@ -232,5 +233,90 @@ func waitFor(t *testing.T, ch <-chan checkpoint.Notification, kind checkpoint.No
 		case <-limit:
 			t.Fatalf("no %s %q within 20s", kind, qid)
 		}
+	}
+}
+
+// A schema name with capital letters is used as written, everywhere: the
+// tables, every statement of the pool and the listener. A schema with the
+// lowercase name beside it is never touched.
+func TestMixedCaseSchema(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	lower := pgtest.Schema(t, dsn)
+	mixed := "TG_" + strings.TrimPrefix(lower, "tg_") + "_Mixed"
+	t.Cleanup(func() {
+		if err := pgtest.Exec(context.Background(), dsn, "DROP SCHEMA IF EXISTS "+pgx.Identifier{mixed}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", mixed, err)
+		}
+	})
+	lowerOfMixed := strings.ToLower(mixed)
+	t.Cleanup(func() {
+		pgtest.Exec(context.Background(), dsn, "DROP SCHEMA IF EXISTS "+pgx.Identifier{lowerOfMixed}.Sanitize()+" CASCADE")
+	})
+	// The lowercase twin exists and holds a tollgate store of its own.
+	twin := open(t, dsn, lowerOfMixed, nil)
+	defer twin.Close()
+	if _, _, err := twin.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "twin", ID: "q"}); err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, dsn, mixed, &postgres.Options{PollInterval: -1})
+	defer s.Close()
+	if s.Schema() != mixed {
+		t.Errorf("Schema() = %q, want %q", s.Schema(), mixed)
+	}
+	ch, err := s.Subscribe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateThread(t.Context(), &checkpoint.Thread{ID: "t", Status: checkpoint.ThreadIdle, Messages: []byte("[]")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ch, checkpoint.QuestionCreated, "q") // LISTEN and NOTIFY agree on the channel
+	if _, err := s.ResolveQuestion(t.Context(), "t", "q", checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ch, checkpoint.QuestionResolved, "q")
+	if _, err := s.AppendEvent(t.Context(), &checkpoint.Event{ThreadID: "t", Type: "x"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Everything went to the mixed-case schema, nothing to its twin.
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	count := func(schema, table string) int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM "+pgx.Identifier{schema, table}.Sanitize()).Scan(&n); err != nil {
+			t.Fatalf("count %s.%s: %v", schema, table, err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		schema, table string
+		want          int
+	}{
+		{mixed, "threads", 1}, {mixed, "questions", 1}, {mixed, "events", 1},
+		{lowerOfMixed, "threads", 0}, {lowerOfMixed, "questions", 1}, {lowerOfMixed, "events", 0},
+	} {
+		if got := count(c.schema, c.table); got != c.want {
+			t.Errorf("%s.%s holds %d rows, want %d", c.schema, c.table, got, c.want)
+		}
+	}
+	if q, err := twin.GetQuestion(t.Context(), "twin", "q"); err != nil || q.Status != checkpoint.QuestionPending {
+		t.Errorf("the twin's question: %+v, %v", q, err)
+	}
+
+	// Opening it again finds the schema migrated.
+	again := open(t, dsn, mixed, nil)
+	defer again.Close()
+	if q, err := again.GetQuestion(t.Context(), "t", "q"); err != nil || q.Status != checkpoint.QuestionAborted {
+		t.Errorf("reopened: %+v, %v", q, err)
 	}
 }

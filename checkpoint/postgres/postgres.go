@@ -49,7 +49,9 @@ const marker = "tollgate checkpoint schema"
 // Options configure [Open]. A nil *Options means all defaults.
 type Options struct {
 	// Schema holds tollgate's tables; created if missing. Zero means
-	// "tollgate". Letters, digits and underscores, at most 50 bytes.
+	// "tollgate". ASCII letters, digits and underscores, not starting with
+	// a digit, at most 50 bytes. Case matters: the name is always quoted,
+	// so "Tollgate" and "tollgate" are two schemas.
 	Schema string
 	// MaxConns caps the connection pool; zero means pgxpool's default
 	// (the larger of 4 and the number of CPUs). Subscribing uses one more
@@ -140,7 +142,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		o.Schema = "tollgate"
 	}
 	if !schemaName.MatchString(o.Schema) {
-		return nil, fmt.Errorf("postgres: schema name %q: want letters, digits and underscores, at most 50 bytes", o.Schema)
+		return nil, fmt.Errorf("postgres: schema name %q: want ASCII letters, digits and underscores, not starting with a digit, at most 50 bytes", o.Schema)
 	}
 	if o.ConnectTimeout == 0 {
 		o.ConnectTimeout = 30 * time.Second
@@ -162,7 +164,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	// Quoted, as in every statement: unquoted, PostgreSQL would fold a
+	// name with capital letters to lowercase, another schema.
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "tollgate"
 	}
