@@ -133,11 +133,15 @@ func New(cfg Config) (*Agent, error) {
 	if a.store == nil {
 		a.store = memory.New()
 	}
-	if a.channel == nil {
-		a.channel = &StoreChannel{Store: a.store}
-	}
 	if a.threadID == "" {
 		a.threadID = "thread_" + randomID()
+	}
+	if ct, ok := a.channel.(interface{ ThreadID() string }); ok && ct.ThreadID() != "" && ct.ThreadID() != a.threadID {
+		// Its host would never see this thread's questions.
+		return nil, fmt.Errorf("agent: Config.Channel serves thread %q, the agent runs thread %q", ct.ThreadID(), a.threadID)
+	}
+	if a.channel == nil {
+		a.channel = &StoreChannel{Store: a.store}
 	}
 	if a.maxTurns <= 0 {
 		a.maxTurns = 50

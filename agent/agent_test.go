@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/internal/storetest"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
@@ -531,5 +532,22 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 	if _, err := agent.New(agent.Config{Provider: scripted.Demo{}, Middleware: []agent.Middleware{42}}); err == nil {
 		t.Error("middleware without hooks accepted")
+	}
+}
+
+type threadChannel struct {
+	agent.StoreChannel
+	thread string
+}
+
+func (c *threadChannel) ThreadID() string { return c.thread }
+
+func TestNewRefusesAChannelForAnotherThread(t *testing.T) {
+	t.Parallel()
+	store := memory.New()
+	_, err := agent.New(agent.Config{Provider: scripted.Demo{}, Checkpointer: store, ThreadID: "a",
+		Channel: &threadChannel{StoreChannel: agent.StoreChannel{Store: store}, thread: "b"}})
+	if err == nil || !strings.Contains(err.Error(), `serves thread "b"`) {
+		t.Fatalf("err = %v", err)
 	}
 }
