@@ -19,6 +19,11 @@
 // them, and a subscriber sees other processes' questions and answers
 // within [Options].PollInterval (its own store's at once).
 //
+// Times are kept to the microsecond, as PostgreSQL keeps them, from
+// 290308 BC to AD 294247 (so a deadline centuries away is kept as given); a
+// time outside that range is refused with an error, never stored as
+// another.
+//
 // The schema is created and upgraded on [Open] by migrations embedded in
 // the binary, in one transaction, and tracked in a schema_version table. A
 // file that is not a tollgate database ([ErrNotTollgate]) or whose schema is

@@ -294,3 +294,96 @@ func TestMemoryStoresAreSeparate(t *testing.T) {
 		t.Fatalf("b sees a's thread: %v", err)
 	}
 }
+
+// A database of schema 1 (times in nanoseconds) is migrated to microseconds:
+// every time reads back as it was, to the microsecond (rounded down, also
+// before 1970), and the file then keeps deadlines past 2262.
+func TestMigrateNanosecondsToMicroseconds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	init, err := os.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2031, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	before1970 := time.Date(1969, 12, 31, 23, 59, 59, 999999500, time.UTC)
+	deadline := time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.UTC) // the last nanosecond of schema 1
+	ns := func(tm time.Time) string { return strconv.FormatInt(tm.UnixNano(), 10) }
+	execSQL(t, path, string(init)+`
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT;
+INSERT INTO schema_version VALUES (1, '0001_init.sql', `+ns(created)+`);
+INSERT INTO threads VALUES ('t', 3, 'idle', 'run-1', '[]', `+ns(before1970)+`, `+ns(created)+`);
+INSERT INTO tool_calls VALUES ('t', 'run-1', 'c1', 'bash', '{}', 'done', '"ok"', `+ns(created)+`);
+INSERT INTO questions (seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at, change_seq)
+	VALUES (1, 't', 'open', 'run-1', 'c1', 'approve', NULL, '', 'pending', NULL, '', '', `+ns(created)+`, `+ns(deadline)+`, NULL, 1),
+	       (2, 't', 'none', 'run-1', 'c1', 'approve', NULL, '', 'aborted', NULL, 'abort', '', `+ns(before1970)+`, NULL, `+ns(created)+`, 2);
+INSERT INTO events (thread_id, run_id, type, data, at) VALUES ('t', 'run-1', 'x', NULL, `+ns(before1970)+`);
+`)
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	same := func(what string, got, want time.Time) {
+		t.Helper()
+		want = time.UnixMicro(want.UnixMicro()).UTC()
+		if !got.Equal(want) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	th, err := s.LoadThread(t.Context(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("thread created", th.CreatedAt, before1970)
+	same("thread updated", th.UpdatedAt, created)
+	calls, err := s.ListToolCalls(t.Context(), "t", "run-1")
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("ListToolCalls = %d, %v", len(calls), err)
+	}
+	same("tool call updated", calls[0].UpdatedAt, created)
+	q, err := s.GetQuestion(t.Context(), "t", "open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("question created", q.CreatedAt, created)
+	same("question deadline", q.Deadline, deadline)
+	if !q.ResolvedAt.IsZero() {
+		t.Errorf("resolved at %v, want none", q.ResolvedAt)
+	}
+	q, err = s.GetQuestion(t.Context(), "t", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("question created", q.CreatedAt, before1970)
+	same("question resolved", q.ResolvedAt, created)
+	if !q.Deadline.IsZero() {
+		t.Errorf("deadline %v, want none", q.Deadline)
+	}
+	evs, err := s.ListEvents(t.Context(), "t", 0, 0)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("ListEvents = %d, %v", len(evs), err)
+	}
+	same("event", evs[0].At, before1970)
+
+	far := time.Now().AddDate(300, 0, 0)
+	if _, _, err := s.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "far", Deadline: far}); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := s.GetQuestion(t.Context(), "t", "far"); err != nil || !q.Deadline.Equal(far.Truncate(time.Microsecond)) {
+		t.Errorf("far deadline read back as %v (%v), want %v", q.Deadline, err, far)
+	}
+}
+
+// A time the store cannot keep is refused with an error that says so.
+func TestTimeOutOfRange(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), ":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, _, err = s.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "q", Deadline: time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err == nil || !strings.Contains(err.Error(), "outside the range") {
+		t.Fatalf("CreateQuestion(deadline in 300000) = %v, want a refusal", err)
+	}
+	t.Log(err)
+}

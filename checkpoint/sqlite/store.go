@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -13,19 +14,47 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
-// Times are stored as Unix nanoseconds, NULL for the zero time.
+// Times are stored as Unix microseconds (schema 2; schema 1 had
+// nanoseconds, which a 64-bit integer holds only until 2262, before some
+// deadlines), NULL for the zero time. That keeps what PostgreSQL keeps, and
+// more: any time from 290308 BC to AD 294247. A time outside is refused
+// ([checkTimes]), never stored as another.
+var (
+	minTime = time.UnixMicro(math.MinInt64)
+	endTime = time.UnixMicro(math.MaxInt64).Add(time.Microsecond)
+)
+
+// checkTimes refuses a time the store cannot keep.
+func checkTimes(what string, ts ...time.Time) error {
+	for _, t := range ts {
+		if !t.IsZero() && (t.Before(minTime) || !t.Before(endTime)) {
+			return fmt.Errorf("sqlite: %s: time %s is outside the range the store keeps (%s to %s)", what,
+				t.UTC().Format(time.RFC3339Nano), minTime.UTC().Format(time.RFC3339), endTime.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
 func encTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
-	return t.UnixNano()
+	return t.UnixMicro()
 }
 
 func decTime(n sql.NullInt64) time.Time {
 	if !n.Valid {
 		return time.Time{}
 	}
-	return time.Unix(0, n.Int64).UTC()
+	return time.UnixMicro(n.Int64).UTC()
+}
+
+// kept returns t as the store reads it back: to the microsecond, in UTC.
+func kept(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.UnixMicro(t.UnixMicro()).UTC()
 }
 
 // JSON is stored as TEXT, byte for byte; NULL when empty.
@@ -66,6 +95,9 @@ func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
 	if created.IsZero() {
 		created = now
 	}
+	if err := checkTimes("create thread "+strconv.Quote(t.ID), created, now); err != nil {
+		return err
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := s.in(ctx, tx, qCreateThread).ExecContext(ctx,
 			t.ID, string(t.Status), t.RunID, encJSON(t.Messages), encTime(created), encTime(now))
@@ -80,7 +112,7 @@ func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
 	if err != nil {
 		return err
 	}
-	t.Version, t.CreatedAt, t.UpdatedAt = 1, created, now
+	t.Version, t.CreatedAt, t.UpdatedAt = 1, kept(created), kept(now)
 	return nil
 }
 
@@ -105,6 +137,9 @@ func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
 	now := s.clk.Now()
 	var version int64
 	var created sql.NullInt64
+	if err := checkTimes("save thread "+strconv.Quote(t.ID), now); err != nil {
+		return err
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		err := s.in(ctx, tx, qSaveThread).QueryRowContext(ctx,
 			string(t.Status), t.RunID, encJSON(t.Messages), encTime(now), t.ID, t.Version).Scan(&version, &created)
@@ -127,7 +162,7 @@ func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
 	if err != nil {
 		return err
 	}
-	t.Version, t.CreatedAt, t.UpdatedAt = version, decTime(created), now
+	t.Version, t.CreatedAt, t.UpdatedAt = version, decTime(created), kept(now)
 	return nil
 }
 
@@ -141,6 +176,9 @@ func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error 
 	query := qPutToolCall
 	if claim {
 		query = qClaimToolCall
+	}
+	if err := checkTimes("put tool call "+strconv.Quote(tc.CallID), now); err != nil {
+		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := s.in(ctx, tx, query).ExecContext(ctx,
@@ -163,7 +201,7 @@ func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error 
 	if err != nil {
 		return err
 	}
-	tc.UpdatedAt = now
+	tc.UpdatedAt = kept(now)
 	return nil
 }
 
@@ -229,6 +267,10 @@ func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*ch
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = s.clk.Now()
 	}
+	if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
+		return nil, false, err
+	}
+	c.CreatedAt, c.Deadline = kept(c.CreatedAt), kept(c.Deadline)
 	var stored *checkpoint.Question
 	var change int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -311,6 +353,9 @@ func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r chec
 	if r.At.IsZero() {
 		r.At = s.clk.Now()
 	}
+	if err := checkTimes("resolve question "+strconv.Quote(id), r.At); err != nil {
+		return nil, err
+	}
 	var q *checkpoint.Question
 	var change int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -337,7 +382,7 @@ func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r chec
 		}
 		return nil, err
 	}
-	q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = r.Status, append(json.RawMessage(nil), r.Answer...), r.By, r.Reason, r.At
+	q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = r.Status, append(json.RawMessage(nil), r.Answer...), r.By, r.Reason, kept(r.At)
 	if len(q.Answer) == 0 {
 		q.Answer = nil
 	}
@@ -349,6 +394,9 @@ func (s *Store) AppendEvent(ctx context.Context, e *checkpoint.Event) (int64, er
 	at := e.At
 	if at.IsZero() {
 		at = s.clk.Now()
+	}
+	if err := checkTimes("append event", at); err != nil {
+		return 0, err
 	}
 	var seq int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -362,7 +410,7 @@ func (s *Store) AppendEvent(ctx context.Context, e *checkpoint.Event) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	e.Seq, e.At = seq, at
+	e.Seq, e.At = seq, kept(at)
 	return seq, nil
 }
 
