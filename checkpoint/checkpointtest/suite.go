@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("ToolCalls", func(t *testing.T) { testToolCalls(t, setup) })
 	t.Run("Questions", func(t *testing.T) { testQuestions(t, setup) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, setup) })
+	t.Run("Times", func(t *testing.T) { testTimes(t, setup) })
 	t.Run("Notifications", func(t *testing.T) { testNotifications(t, setup) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, setup) })
 }

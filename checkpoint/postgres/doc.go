@@ -21,6 +21,9 @@
 // drops halfway leaves nothing half-written. Answers are a compare-and-set
 // in one UPDATE, so with any number of replicas the first answer wins.
 //
+// Times are kept to the microsecond, from 4714 BC to AD 294247; a time
+// outside that range is refused with an error, never stored as another.
+//
 // Notifications: a trigger calls pg_notify in the transaction that creates
 // or resolves a question (channel "tollgate.<schema>"), so a subscriber in
 // any process hears of it at commit. [Store.Subscribe] holds one listener

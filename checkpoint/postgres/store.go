@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,26 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
+
+// The times the store keeps: PostgreSQL's timestamptz starts on 24 November
+// 4714 BC; pgx sends microseconds since 1970 in an int64, which ends in
+// AD 294247 (before PostgreSQL's end, 294276). A time outside is refused
+// ([checkTimes]): pgx would send it wrapped around, another time.
+var (
+	minTime = time.Date(-4713, time.November, 24, 0, 0, 0, 0, time.UTC)
+	endTime = time.UnixMicro(math.MaxInt64).Add(time.Microsecond)
+)
+
+// checkTimes refuses a time the store cannot keep.
+func checkTimes(what string, ts ...time.Time) error {
+	for _, t := range ts {
+		if !t.IsZero() && (t.Before(minTime) || !t.Before(endTime)) {
+			return fmt.Errorf("postgres: %s: time %s is outside the range the store keeps (%s to %s)", what,
+				t.UTC().Format(time.RFC3339Nano), minTime.Format(time.RFC3339), endTime.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
 
 // Zero times are NULL. PostgreSQL keeps microseconds.
 func encTime(t time.Time) any {
@@ -51,6 +72,9 @@ func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
 	if created.IsZero() {
 		created = now
 	}
+	if err := checkTimes("create thread "+strconv.Quote(t.ID), created, now); err != nil {
+		return err
+	}
 	tag, err := s.pool.Exec(ctx, `INSERT INTO threads (id, version, status, run_id, messages, created_at, updated_at)
 VALUES ($1, 1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
 		t.ID, string(t.Status), t.RunID, encJSON(t.Messages), created, now)
@@ -85,6 +109,9 @@ func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
 	now := s.clk.Now()
 	var version int64
 	var created pgtype.Timestamptz
+	if err := checkTimes("save thread "+strconv.Quote(t.ID), now); err != nil {
+		return err
+	}
 	err := s.pool.QueryRow(ctx, `UPDATE threads SET version = version + 1, status = $3, run_id = $4, messages = $5, updated_at = $6
 WHERE id = $1 AND version = $2 RETURNING version, created_at`,
 		t.ID, t.Version, string(t.Status), t.RunID, encJSON(t.Messages), now).Scan(&version, &created)
@@ -128,6 +155,9 @@ func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error 
 	query := putToolCall
 	if claim {
 		query = claimToolCall
+	}
+	if err := checkTimes("put tool call "+strconv.Quote(tc.CallID), now); err != nil {
+		return err
 	}
 	tag, err := s.pool.Exec(ctx, query,
 		tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), now)
@@ -188,6 +218,9 @@ func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*ch
 	c.Answer, c.AnsweredBy, c.Reason, c.ResolvedAt = nil, "", "", time.Time{}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = s.clk.Now()
+	}
+	if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
+		return nil, false, err
 	}
 	// One statement: the row, its sequence numbers and the notification
 	// (by trigger) commit together.
@@ -293,6 +326,9 @@ func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r chec
 	if r.At.IsZero() {
 		r.At = s.clk.Now()
 	}
+	if err := checkTimes("resolve question "+strconv.Quote(id), r.At); err != nil {
+		return nil, err
+	}
 	q, _, err := scanQuestion(s.pool.QueryRow(ctx, resolveSQL, threadID, id, string(r.Status), encJSON(r.Answer), r.By, r.Reason, r.At))
 	if err == nil {
 		return q, nil
@@ -318,6 +354,9 @@ func (s *Store) AppendEvent(ctx context.Context, e *checkpoint.Event) (int64, er
 	at := e.At
 	if at.IsZero() {
 		at = s.clk.Now()
+	}
+	if err := checkTimes("append event", at); err != nil {
+		return 0, err
 	}
 	var seq int64
 	// seq is assigned by trigger under a lock held to commit, so events
