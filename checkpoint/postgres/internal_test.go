@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,4 +131,203 @@ func wait(t *testing.T, ch <-chan checkpoint.Notification, want checkpoint.Notif
 			t.Fatalf("no %+v within 20s", want)
 		}
 	}
+}
+
+// stallProxy forwards TCP connections to target. stall makes every
+// connection open so far stop forwarding without closing, as a connection
+// whose peer vanished (or whose NAT state was dropped) behaves: writes are
+// accepted, nothing comes back. refuse makes new connections fail at once.
+type stallProxy struct {
+	l      net.Listener
+	target string
+
+	mu      sync.Mutex
+	conns   []*stallConn
+	refused bool
+}
+
+type stallConn struct {
+	stalled atomic.Bool
+	client  net.Conn
+	server  net.Conn
+}
+
+func newStallProxy(t *testing.T, target string) *stallProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{l: l, target: target}
+	t.Cleanup(p.close)
+	go p.serve()
+	return p
+}
+
+func (p *stallProxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		refused := p.refused
+		p.mu.Unlock()
+		if refused {
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		sc := &stallConn{client: c, server: s}
+		p.mu.Lock()
+		p.conns = append(p.conns, sc)
+		p.mu.Unlock()
+		go sc.pipe(s, c)
+		go sc.pipe(c, s)
+	}
+}
+
+// pipe copies src to dst until either fails; once stalled it reads and
+// drops, so that the writer never blocks and never hears of a problem.
+func (sc *stallConn) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !sc.stalled.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			dst.Close()
+			src.Close()
+			return
+		}
+	}
+}
+
+func (p *stallProxy) stall(refuseNew bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refused = refuseNew
+	for _, c := range p.conns {
+		c.stalled.Store(true)
+	}
+}
+
+func (p *stallProxy) accept() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refused = false
+}
+
+func (p *stallProxy) close() {
+	p.l.Close() // safe to call twice
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.client.Close()
+		c.server.Close()
+	}
+}
+
+// throughProxy returns dsn with its host replaced by the proxy's.
+func throughProxy(t *testing.T, dsn string) (string, *stallProxy) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newStallProxy(t, u.Host)
+	u.Host = p.l.Addr().String()
+	return u.String(), p
+}
+
+// The listener's connection stops answering without closing: its poll
+// times out, the connection is replaced, subscribers get a Resync and then
+// notifications again.
+func TestListenerStalledConnection(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.WithParams(pgtest.Start(t), "synchronous_commit", "off")
+	schema := pgtest.Schema(t, dsn)
+	proxied, proxy := throughProxy(t, dsn)
+	a, err := Open(t.Context(), proxied, &Options{Schema: schema, PollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	// First, as a dead peer's connections would end some day: pgx waits up
+	// to 15s for a stalled connection's close, and the pool's Close for
+	// that.
+	defer proxy.close()
+	a.hub.timeout = 300 * time.Millisecond // before Subscribe starts the listener
+	b, err := Open(t.Context(), dsn, &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ch, err := a.Subscribe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: "t", QuestionID: "before"})
+
+	start := time.Now()
+	proxy.stall(false)
+	wait(t, ch, checkpoint.Notification{Kind: checkpoint.Resync})
+	t.Logf("Resync %v after the connection stalled", time.Since(start).Round(time.Millisecond))
+	if _, _, err := b.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: "t", QuestionID: "after"})
+	t.Logf("notified %v after the connection stalled", time.Since(start).Round(time.Millisecond))
+}
+
+// While the listener cannot reconnect, the pool polls instead; a pool
+// connection that stops answering must not hold that poll (and with it
+// every further attempt to listen) forever.
+func TestFallbackPollStalledConnection(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.WithParams(pgtest.Start(t), "synchronous_commit", "off")
+	schema := pgtest.Schema(t, dsn)
+	proxied, proxy := throughProxy(t, dsn)
+	a, err := Open(t.Context(), proxied, &Options{Schema: schema, PollInterval: 100 * time.Millisecond, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	// First, as a dead peer's connections would end some day: pgx waits up
+	// to 15s for a stalled connection's close, and the pool's Close for
+	// that.
+	defer proxy.close()
+	a.hub.timeout = 300 * time.Millisecond
+	b, err := Open(t.Context(), dsn, &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ch, err := a.Subscribe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pool's one connection is open (Open used it), and stalls with
+	// the listener's; new connections are refused for a while.
+	proxy.stall(true)
+	time.Sleep(1500 * time.Millisecond) // the listener is lost, the fallback polls run into the stalled pool connection
+	proxy.accept()
+	start := time.Now()
+	wait(t, ch, checkpoint.Notification{Kind: checkpoint.Resync})
+	t.Logf("Resync %v after connections were accepted again", time.Since(start).Round(time.Millisecond))
+	if _, _, err := b.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: "t", QuestionID: "after"})
+	t.Logf("notified %v after connections were accepted again", time.Since(start).Round(time.Millisecond))
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -14,6 +15,9 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
+
+// minPollTimeout is the least time a poll is given to answer.
+const minPollTimeout = 5 * time.Second
 
 // subBuffer is the room each subscriber has; past it notifications are
 // dropped for that subscriber and it gets a Resync once there is room.
@@ -28,6 +32,12 @@ const subBuffer = 256
 type hub struct {
 	s    *Store
 	poll time.Duration
+	// timeout bounds each poll: a connection that stops answering without
+	// closing (the server's host gone, a NAT or firewall that dropped the
+	// connection's state) would otherwise hold the listener until TCP
+	// gives up, which takes many minutes. A poll that times out counts as
+	// a lost connection.
+	timeout time.Duration
 
 	mu      sync.Mutex
 	subs    map[*subscriber]struct{}
@@ -48,7 +58,7 @@ type subscriber struct {
 }
 
 func newHub(s *Store, poll time.Duration) *hub {
-	return &hub{s: s, poll: poll, subs: map[*subscriber]struct{}{}, ready: make(chan struct{})}
+	return &hub{s: s, poll: poll, timeout: max(poll, minPollTimeout), subs: map[*subscriber]struct{}{}, ready: make(chan struct{})}
 }
 
 func (s *Store) channel() string { return "tollgate." + s.schema }
@@ -138,7 +148,7 @@ func (h *hub) run(ctx context.Context) {
 			wait := backoff/2 + rand.N(backoff/2+1)
 			if h.poll > 0 && time.Until(nextPoll) < wait {
 				// The fallback: without a listener, ask the pool.
-				if err := h.pollOnce(ctx, h.s.pool); err != nil && ctx.Err() == nil {
+				if err := h.pollWithin(ctx, h.s.pool); err != nil && ctx.Err() == nil {
 					h.s.logf(slog.LevelDebug, "checkpoint/postgres: fallback poll failed", "err", err)
 				}
 				nextPoll = time.Now().Add(h.poll)
@@ -211,7 +221,9 @@ func (h *hub) serve(ctx context.Context, conn *pgx.Conn) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case pgconn.Timeout(err) && !conn.IsClosed():
-			if err := h.pollOnce(ctx, conn); err != nil {
+			// A poll that fails or times out ends the connection: run
+			// reconnects, and sends a Resync once it listens again.
+			if err := h.pollWithin(ctx, conn); err != nil {
 				return err
 			}
 			nextPoll = time.Now().Add(h.poll)
@@ -244,6 +256,17 @@ func (h *hub) deliver(raw string) {
 	defer h.mu.Unlock()
 	h.hw = max(h.hw, p.Seq)
 	h.sendLocked(n)
+}
+
+// pollWithin is pollOnce bounded by the hub's timeout.
+func (h *hub) pollWithin(ctx context.Context, q querier) error {
+	pctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	err := h.pollOnce(pctx, q)
+	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+		return fmt.Errorf("poll: no answer within %v: %w", h.timeout, err)
+	}
+	return err
 }
 
 type querier interface {

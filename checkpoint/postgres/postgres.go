@@ -64,8 +64,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// PollInterval is how often the listener connection, while subscribers
 	// exist, also polls for changes (a safety net under LISTEN/NOTIFY and a
-	// liveness check of the connection), and how often the pool polls while
-	// the listener is down; zero means 5s, negative turns polling off.
+	// liveness check of the connection: a poll that gets no answer within
+	// the larger of PollInterval and 5s counts as a lost connection, which
+	// is replaced), and how often the pool polls while the listener is
+	// down; zero means 5s, negative turns polling off (and with it the
+	// liveness check).
 	PollInterval time.Duration
 	// Clock stamps the times the store fills in; nil means [clock.Real].
 	Clock clock.Clock
