@@ -484,6 +484,9 @@ func (a *Agent) audit(ctx context.Context, runID, typ string, data map[string]an
 		a.log.Warn("tollgate: cannot encode audit event", "type", typ, "err", err)
 		return
 	}
+	// Recorded even when the run is being stopped: what happened, happened.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	if _, err := a.store.AppendEvent(ctx, &checkpoint.Event{ThreadID: a.threadID, RunID: runID, Type: typ, Data: raw, At: a.clock.Now()}); err != nil {
 		a.log.Warn("tollgate: cannot append audit event", "type", typ, "thread", a.threadID, "err", err)
 	}

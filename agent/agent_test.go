@@ -116,8 +116,9 @@ func TestMultiTurnRun(t *testing.T) {
 func TestParallelCallsResultsInCallOrder(t *testing.T) {
 	t.Parallel()
 	var running, peak atomic.Int32
-	sleepy := agent.NewTool("sleep", "Sleep.", func(ctx context.Context, a struct {
-		Ms int `json:"ms"`
+	release := make(chan struct{})
+	gate := agent.NewTool("gate", "Wait for the test.", func(ctx context.Context, a struct {
+		Name string `json:"name"`
 	}) (string, error) {
 		n := running.Add(1)
 		for {
@@ -126,32 +127,40 @@ func TestParallelCallsResultsInCallOrder(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(time.Duration(a.Ms) * time.Millisecond)
+		<-release
 		running.Add(-1)
-		return fmt.Sprintf("slept %d", a.Ms), nil
+		return "done " + a.Name, nil
 	}, nil)
 	model := scripted.New(
 		scripted.Turn{ToolCalls: []agent.ToolCall{
-			scripted.Call("a", "sleep", `{"ms":60}`),
-			scripted.Call("b", "sleep", `{"ms":1}`),
-			scripted.Call("c", "sleep", `{"ms":30}`),
+			scripted.Call("a", "gate", `{"name":"a"}`),
+			scripted.Call("b", "gate", `{"name":"b"}`),
+			scripted.Call("c", "gate", `{"name":"c"}`),
 		}},
 		scripted.Turn{Text: "ok"},
 	)
-	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{sleepy}, MaxParallelTools: 2})
-	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{gate}, MaxParallelTools: 2})
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	// Two run at once; the third waits for a slot.
+	waitFor(t, func() bool { return running.Load() == 2 })
+	time.Sleep(20 * time.Millisecond)
+	if p := peak.Load(); p != 2 {
+		t.Fatalf("peak concurrency %d, want 2 (bounded by MaxParallelTools)", p)
+	}
+	close(release)
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	res := toolResults(t, a)
 	var got []string
-	for _, r := range res {
+	for _, r := range toolResults(t, a) {
 		got = append(got, r.CallID+"="+r.Content)
 	}
-	if want := "a=slept 60,b=slept 1,c=slept 30"; strings.Join(got, ",") != want {
+	if want := "a=done a,b=done b,c=done c"; strings.Join(got, ",") != want {
 		t.Fatalf("results %v, want %s", got, want)
 	}
 	if p := peak.Load(); p != 2 {
-		t.Fatalf("peak concurrency %d, want 2 (bounded by MaxParallelTools)", p)
+		t.Fatalf("peak concurrency %d, want 2", p)
 	}
 }
 
