@@ -11,21 +11,26 @@ import (
 // check is the analysis of one command by the knowledge the package has of
 // its name.
 type check struct {
-	w        *walker
-	cmd      *Command
-	args     []word
-	extra    bool             // receives more arguments at run time (xargs)
-	stdin    *syntax.Redirect // what feeds its standard input, if redirected
-	launches []launch
+	w     *walker
+	cmd   *Command
+	args  []word
+	extra bool // receives more arguments at run time (xargs)
+	// extraInside: the arguments xargs supplies are paths find printed
+	// from inside the working directory.
+	extraInside bool
+	fromFind    bool             // its standard input is find's list of paths inside the working directory
+	stdin       *syntax.Redirect // what feeds its standard input, if redirected
+	launches    []launch
 }
 
 // launch is a command, or a command string, that a command runs.
 type launch struct {
-	via       string
-	words     []word
-	extra     bool
-	env       []string
-	envReview []string
+	via         string
+	words       []word
+	extra       bool
+	extraInside bool
+	env         []string
+	envReview   []string
 
 	hasSrc  bool
 	src     string
@@ -55,6 +60,17 @@ func (c *check) run(via string, words []word, extra bool) {
 		return
 	}
 	c.launches = append(c.launches, launch{via: via, words: words, extra: extra, env: env, envReview: envReview})
+}
+
+// runExtra records that the command runs the command made of words with
+// more arguments added at run time; inside says they are paths inside the
+// working directory.
+func (c *check) runExtra(via string, words []word, inside bool) {
+	n := len(c.launches)
+	c.run(via, words, true)
+	if len(c.launches) > n {
+		c.launches[n].extraInside = inside
+	}
 }
 
 // runString records that the command runs src as shell code.
@@ -118,9 +134,18 @@ func validName(s string) bool {
 
 // opt is one option as a program would read it.
 type opt struct {
-	name   string // "-o", or "--output" as written (perhaps abbreviated)
-	val    string
-	hasVal bool
+	name     string // "-o", or "--output" as written (perhaps abbreviated)
+	val      string
+	hasVal   bool
+	attached bool // the value is part of the option's word (-oFILE, --output=FILE)
+	valWord  word // the word the value comes from, for its static and glob marks
+}
+
+// value returns the option's value as a word.
+func (o opt) value() word {
+	w := o.valWord
+	w.val = o.val
+	return w
 }
 
 // is reports whether the option is the short option short (0 for none) or
@@ -150,6 +175,12 @@ type optSpec struct {
 // parse splits args into options and operands. With stopAtOperand it stops
 // at the first operand and returns its index as rest.
 func (s optSpec) parse(args []word) (opts []opt, operands []word, rest int) {
+	return s.parseInto(args, nil, nil)
+}
+
+// parseInto is parse appending to opts and operands, which may be scratch
+// space to reuse.
+func (s optSpec) parseInto(args []word, opts []opt, operands []word) ([]opt, []word, int) {
 	for i := 0; i < len(args); i++ {
 		a := args[i].val
 		if !args[i].static {
@@ -174,9 +205,9 @@ func (s optSpec) parse(args []word) (opts []opt, operands []word, rest int) {
 		}
 		if strings.HasPrefix(a, "--") {
 			name, val, has := strings.Cut(a, "=")
-			o := opt{name: name, val: val, hasVal: has}
+			o := opt{name: name, val: val, hasVal: has, attached: has, valWord: args[i]}
 			if !has && s.takesLong(name) && i+1 < len(args) {
-				o.val, o.hasVal = args[i+1].val, true
+				o.val, o.hasVal, o.valWord = args[i+1].val, true, args[i+1]
 				i++
 			}
 			opts = append(opts, o)
@@ -188,16 +219,16 @@ func (s optSpec) parse(args []word) (opts []opt, operands []word, rest int) {
 			case strings.IndexByte(s.shortVal, a[j]) >= 0:
 				switch {
 				case j+1 < len(a):
-					opts = append(opts, opt{name: name, val: a[j+1:], hasVal: true})
+					opts = append(opts, opt{name: name, val: a[j+1:], hasVal: true, attached: true, valWord: args[i]})
 				case i+1 < len(args):
-					opts = append(opts, opt{name: name, val: args[i+1].val, hasVal: true})
+					opts = append(opts, opt{name: name, val: args[i+1].val, hasVal: true, valWord: args[i+1]})
 					i++
 				default:
 					opts = append(opts, opt{name: name})
 				}
 				j = len(a)
 			case strings.IndexByte(s.shortOptVal, a[j]) >= 0:
-				opts = append(opts, opt{name: name, val: a[j+1:], hasVal: j+1 < len(a)})
+				opts = append(opts, opt{name: name, val: a[j+1:], hasVal: j+1 < len(a), attached: true, valWord: args[i]})
 				j = len(a)
 			default:
 				opts = append(opts, opt{name: name})
@@ -259,16 +290,18 @@ func init() {
 		"alias":     {checkAlias, false},
 		"hash":      {flagOpt('p', "maps a command name to another program (hash -p)"), false},
 		"enable":    {flagOpt('f', "loads a builtin from a shared library (enable -f)"), false},
-		"mapfile":   {flagOpt('C', "runs a callback for the lines it reads (-C)"), false},
-		"readarray": {flagOpt('C', "runs a callback for the lines it reads (-C)"), false},
+		"mapfile":   {checkMapfile, false},
+		"readarray": {checkMapfile, false},
 		"complete":  {checkComplete, false},
 		"compgen":   {checkComplete, false},
 		"bind":      {flagOpt('x', "binds a key to a shell command (bind -x)"), false},
 		"fc":        {func(c *check) { c.review("runs commands again from the history (fc)") }, false},
 		"let":       {checkLet, false},
 		"printf":    {checkPrintf, false},
-		"read":      {checkSubscripts, false},
-		"unset":     {checkSubscripts, false},
+		"read":      {checkRead, false},
+		"unset":     {checkUnset, false},
+		"getopts":   {checkGetopts, false},
+		"wait":      {checkWait, false},
 		"export":    {checkExport, false},
 		"declare":   {checkExport, false},
 		"typeset":   {checkExport, false},
@@ -452,12 +485,23 @@ func checkXargs(c *check) {
 	}
 	opts, _, rest := spec.parse(c.args)
 	repl := ""
+	inside := c.fromFind
 	for _, o := range opts {
 		switch {
 		case o.is('I'), o.name == "-i", o.is(0, "--replace"):
 			repl = o.val
 			if !o.hasVal || repl == "" {
 				repl = "{}"
+			}
+		case o.is('a', "--arg-file"):
+			inside = false // the arguments come from the file, not find
+		case o.is('d', "--delimiter") && o.val != `\n` && o.val != `\0` && o.val != "\n":
+			inside = false // split elsewhere, a path's pieces may be absolute
+		case o.is(0, "--process-slot-var"):
+			if !validName(o.val) {
+				c.review("sets a variable whose name the analysis cannot read (" + o.name + ")")
+			} else if msg := assignRisk(o.val, true); msg != "" {
+				c.review(msg)
 			}
 		}
 	}
@@ -469,11 +513,19 @@ func checkXargs(c *check) {
 		// xargs -I puts its input into the words that hold the placeholder.
 		for i := range inner {
 			if strings.Contains(inner[i].val, repl) {
+				in := inner[i]
 				inner[i].static = false
+				// With find's paths, the word names a file inside when
+				// it does with any of them in the placeholder: "." (the
+				// starting point) climbs highest, and * stands for any
+				// name in the check for secrets.
+				inner[i].inside = inside && in.static && (in.val == repl ||
+					outsidePath(strings.ReplaceAll(in.val, repl, "."), in.glob) == "" &&
+						!secretPath(strings.ReplaceAll(in.val, repl, "*"), true))
 			}
 		}
 	}
-	c.run("xargs", inner, true)
+	c.runExtra("xargs", inner, inside)
 }
 
 func checkBusybox(c *check) {
@@ -697,13 +749,68 @@ func checkPrintf(c *check) {
 	}
 }
 
-// checkSubscripts reviews builtins that take variable names, in which bash
-// evaluates array subscripts.
-func checkSubscripts(c *check) {
-	for _, a := range c.args {
-		if !a.static || strings.Contains(a.val, "[") {
-			c.review("names an array element; bash evaluates its subscript, which can run commands")
-			return
+// assignsName reviews a builtin's assignment to the variable named by w.
+func (c *check) assignsName(w word) {
+	switch {
+	case !w.static || strings.Contains(w.val, "["):
+		c.review("names a variable only known at run time or an array element; bash evaluates its subscript, which can run commands")
+	case !validName(w.val):
+	default:
+		if msg := assignRisk(w.val, false); msg != "" {
+			c.review(msg)
+		}
+	}
+}
+
+// checkRead reviews the variables read assigns: its operands and -a.
+func checkRead(c *check) {
+	opts, operands, _ := optSpec{shortVal: "adinNptu"}.parse(c.args)
+	for _, o := range opts {
+		if o.is('a') && o.hasVal {
+			c.assignsName(o.value())
+		}
+	}
+	for _, op := range operands {
+		c.assignsName(op)
+	}
+}
+
+func checkMapfile(c *check) {
+	opts, operands, _ := optSpec{shortVal: "dnOsuCc"}.parse(c.args)
+	for _, o := range opts {
+		if o.is('C') {
+			c.review("runs a callback for the lines it reads (-C)")
+		}
+	}
+	for _, op := range operands {
+		c.assignsName(op)
+	}
+}
+
+func checkUnset(c *check) {
+	opts, operands, _ := optSpec{}.parse(c.args)
+	for _, o := range opts {
+		if o.is('f') {
+			return // functions
+		}
+	}
+	for _, op := range operands {
+		c.assignsName(op) // unset PATH makes bash run ./ls for ls
+	}
+}
+
+func checkGetopts(c *check) {
+	_, operands, _ := optSpec{}.parse(c.args)
+	if len(operands) >= 2 {
+		c.assignsName(operands[1])
+	}
+}
+
+func checkWait(c *check) {
+	opts, _, _ := optSpec{shortVal: "p"}.parse(c.args)
+	for _, o := range opts {
+		if o.is('p') && o.hasVal {
+			c.assignsName(o.value())
 		}
 	}
 }
@@ -766,6 +873,97 @@ func checkFind(c *check) {
 			c.writes(fmt.Sprintf("writes to the file %s (%s)", target, a.val))
 		}
 	}
+	findFiles(c)
+}
+
+// findFiles records find's starting points, the files its tests name and
+// the name patterns that choose what -exec reads.
+func findFiles(c *check) {
+	args := c.args
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i].val
+		if !args[i].static {
+			break
+		}
+		if a == "-D" {
+			i++
+			continue
+		}
+		if !(a == "-H" || a == "-L" || a == "-P" || strings.HasPrefix(a, "-O")) {
+			break
+		}
+	}
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a.static && (strings.HasPrefix(a.val, "-") || a.val == "(" || a.val == "!" || a.val == ")" || a.val == ",") {
+			break
+		}
+		c.file(a, false)
+	}
+	for ; i < len(args); i++ {
+		a := args[i]
+		if !a.static || i+1 >= len(args) {
+			continue
+		}
+		v := args[i+1]
+		switch {
+		case a.val == "-newer" || a.val == "-anewer" || a.val == "-cnewer" || a.val == "-samefile" || a.val == "-f" ||
+			strings.HasPrefix(a.val, "-newer") && len(a.val) == 8 && a.val[7] != 't':
+			c.file(v, a.val == "-f")
+			i++
+		case a.val == "-files0-from":
+			c.file(v, false)
+			c.outside("takes its starting points from the file " + v.val + " (-files0-from)")
+			i++
+		case a.val == "-fprint" || a.val == "-fprint0" || a.val == "-fprintf" || a.val == "-fls":
+			c.file(v, false)
+			i++
+		case findPatterns[a.val]:
+			i++
+		}
+	}
+	// find only lists names; with -exec it reads the files its patterns
+	// choose. (Fed to xargs, see findPrintsInside.)
+	if slices.ContainsFunc(args, func(a word) bool {
+		return a.static && (a.val == "-exec" || a.val == "-execdir" || a.val == "-ok" || a.val == "-okdir")
+	}) {
+		for _, p := range findSecretPatterns(args) {
+			c.secret(p)
+		}
+	}
+}
+
+// findPatterns are find's tests that choose files by name.
+var findPatterns = map[string]bool{
+	"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true, "-iwholename": true,
+	"-lname": true, "-ilname": true, "-regex": true, "-iregex": true,
+}
+
+// findSecretPatterns returns find's name patterns that may choose secret
+// files: any that may match a name on the list (a pattern right after !
+// or -not excludes, so it is left out), and any regular expression.
+func findSecretPatterns(args []word) []string {
+	var out []string
+	for i := 0; i+1 < len(args); i++ {
+		a, v := args[i], args[i+1]
+		if !a.static || !findPatterns[a.val] {
+			continue
+		}
+		i++
+		if i >= 2 && args[i-2].static && (args[i-2].val == "!" || args[i-2].val == "-not") {
+			continue
+		}
+		switch {
+		case !v.static:
+			out = append(out, "a file name pattern only known at run time: "+v.val)
+		case a.val == "-regex" || a.val == "-iregex":
+			out = append(out, "chooses files by a regular expression, which may match secret file names: "+v.val)
+		case secretPath(v.val, true):
+			out = append(out, "chooses files by a pattern that may match secret file names: "+v.val)
+		}
+	}
+	return out
 }
 
 // gitGlobal are git's options before the subcommand that neither run
@@ -775,7 +973,7 @@ var gitGlobal = map[string]bool{
 	"-P": true, "--no-pager": true, "--no-replace-objects": true, "--no-lazy-fetch": true,
 	"--no-optional-locks": true, "--no-advice": true, "--literal-pathspecs": true,
 	"--glob-pathspecs": true, "--noglob-pathspecs": true, "--icase-pathspecs": true,
-	"--bare": true, "--html-path": true, "--man-path": true, "--info-path": true, "--exec-path": true,
+	"--html-path": true, "--man-path": true, "--info-path": true, "--exec-path": true,
 }
 
 // gitGlobalValue are the global options that take the next argument.
@@ -821,6 +1019,10 @@ func checkGit(c *check) {
 			c.reviewf("git %s %s runs a program or sets configuration", sub, o.name)
 		}
 	}
+	if sub == "branch" {
+		checkGitBranch(c, opts, operands)
+	}
+	gitFiles(c, sub, c.args[i+1:])
 	switch sub {
 	case "filter-branch", "filter-repo":
 		c.review("git " + sub + " runs shell filters")
@@ -833,81 +1035,326 @@ func checkGit(c *check) {
 	}
 }
 
+// gitBranchList are the options of git branch that only list branches;
+// gitBranchFilters also put it in list mode, where operands are patterns.
+var (
+	gitBranchList = []string{"--all", "--remotes", "--list", "--verbose", "--quiet", "--abbrev", "--no-abbrev",
+		"--column", "--no-column", "--color", "--no-color", "--sort", "--format", "--show-current", "--ignore-case",
+		"--omit-empty", "--merged", "--no-merged", "--contains", "--no-contains", "--points-at"}
+	gitBranchFilters = []string{"--list", "--merged", "--no-merged", "--contains", "--no-contains", "--points-at"}
+)
+
+// checkGitBranch counts git branch as a write unless it only lists:
+// creating, deleting, renaming branches and setting their upstream or
+// description change the repository and its configuration.
+func checkGitBranch(c *check, opts []opt, operands []word) {
+	list := false
+	for _, o := range opts {
+		switch {
+		case o.is('l', gitBranchFilters...):
+			list = true
+		case o.is('a'), o.is('r'), o.is('q'), o.is('i'), o.is('v'), o.is(0, gitBranchList...):
+		default:
+			c.writes("git branch changes branches or their configuration (" + o.name + ")")
+			return
+		}
+	}
+	if len(operands) > 0 && !list {
+		c.writes("git branch creates a branch (" + operands[0].val + ")")
+	}
+}
+
+// gitFiles records the files a git subcommand may read: its operands
+// (paths, or revisions, which are harmless to check), the path of a
+// REV:path, and option values. A pathspec is a pattern.
+func gitFiles(c *check, sub string, args []word) {
+	spec := optSpec{}
+	pattern := false
+	if sub == "grep" {
+		spec = optSpec{shortVal: "efABCm", shortOptVal: "O", longVal: []string{"--max-depth", "--context", "--after-context", "--before-context", "--max-count", "--threads"}}
+		pattern = true
+	}
+	opts, operands, _ := spec.parse(args)
+	for _, o := range opts {
+		if sub == "grep" && (o.is('e') || o.is('f', "--file")) {
+			pattern = false
+		}
+		if o.is('f', "--file") && sub == "grep" || !o.attached && o.is(0, "--contents", "--ignore-revs-file", "--exclude-from", "--pathspec-from-file") {
+			c.file(o.value(), false)
+		}
+	}
+	// An option's word may end in a file (-O<orderfile>, --output=FILE,
+	// --contents=FILE): check every way it could.
+	for _, a := range args {
+		if !a.static || len(a.val) < 2 || a.val[0] != '-' || a.val == "--" {
+			continue
+		}
+		if strings.HasPrefix(a.val, "--") {
+			if _, v, ok := strings.Cut(a.val, "="); ok {
+				c.gitFile(word{val: v, static: true, glob: a.glob})
+			}
+			continue
+		}
+		for k := 2; k < len(a.val) && k < 64; k++ {
+			if outsidePath(a.val[k:], a.glob) != "" || secretPath(a.val[k:], true) {
+				c.gitFile(word{val: a.val[k:], static: true, glob: a.glob})
+				break
+			}
+		}
+	}
+	switch sub {
+	case "branch", "describe", "rev-parse", "tag", "for-each-ref", "show-ref", "remote", "config":
+		return // operands are names, patterns or revisions, not paths
+	}
+	if pattern && len(operands) > 0 {
+		operands = operands[1:]
+	}
+	for _, op := range operands {
+		c.gitFile(op)
+	}
+}
+
+// gitFile records a git operand: a path or pathspec, a revision, or
+// REV:path, whose path part is checked for secrets too.
+func (c *check) gitFile(w word) {
+	c.file(word{val: w.val, static: w.static, glob: w.glob || w.static}, false)
+	if !w.static {
+		return
+	}
+	// REV:path, :path and :N:path: the path follows one of the first
+	// colons.
+	rest := w.val
+	for range 3 {
+		i := strings.IndexByte(rest, ':')
+		if i < 0 {
+			return
+		}
+		rest = rest[i+1:]
+		if secretPath(rest, true) {
+			c.secret(w.val)
+			return
+		}
+	}
+}
+
 func checkSed(c *check) {
 	spec := optSpec{shortVal: "efl", shortOptVal: "i", longVal: []string{"--expression", "--file", "--line-length"}}
 	opts, operands, _ := spec.parse(c.args)
 	var scripts []string
-	sandbox, fromFile := false, false
+	sandbox, given := false, false
 	for _, o := range opts {
 		switch {
 		case o.is('i', "--in-place"):
 			c.writes("edits files in place (" + o.name + ")")
 		case o.is('e', "--expression"):
 			scripts = append(scripts, o.val)
+			given = true
 		case o.is('f', "--file"):
-			fromFile = true
+			given = true
 			c.review("reads its script from the file " + o.val + ", which the analysis cannot read")
+			c.file(o.value(), false)
 		case o.is(0, "--sandbox"):
 			sandbox = true
 		}
 	}
-	if len(scripts) == 0 && !fromFile && len(operands) > 0 {
+	if !given && len(operands) > 0 {
 		scripts = append(scripts, operands[0].val)
+		operands = operands[1:]
 	}
-	if sandbox {
-		return // sed --sandbox refuses e, r and w
+	for _, op := range operands {
+		c.file(op, false)
 	}
 	for _, s := range scripts {
-		if msg, writes := sedRisk(s); msg != "" {
-			if writes {
-				c.cmd.Writes = true
-			}
-			c.review(msg)
+		r := sedRisk(s)
+		for _, f := range r.reads {
+			c.file(word{val: f, static: true}, false)
+		}
+		if sandbox || r.risk == "" {
+			continue // sed --sandbox refuses e, r and w
+		}
+		if r.writes {
+			c.cmd.Writes = true
+		}
+		c.review(r.risk)
+	}
+}
+
+// What an awk option does, for the options of gawk (long, or after -W)
+// and mawk (after -W).
+const (
+	awkFlag    = iota // changes nothing that matters here
+	awkValue          // takes a value that is neither a file nor code
+	awkSandbox        // gawk's sandbox
+	awkWrite          // writes a file, named by an optional value
+	awkDebug          // reads debugger commands
+	awkFile           // takes a file of program text, or a library
+	awkSource         // takes program text
+)
+
+var awkLongs = map[string]int{}
+
+func init() {
+	for kind, names := range map[int][]string{
+		awkValue: {"assign", "field-separator", "sprintf", "random"},
+		awkFlag: {"lint", "characters-as-bytes", "traditional", "copyright", "gen-pot", "help", "trace", "bignum",
+			"use-lc-numeric", "non-decimal-data", "optimize", "no-optimize", "posix", "re-interval", "lint-old", "version",
+			"csv", "usage", "interactive", "posix_space"},
+		awkSandbox: {"sandbox"},
+		awkWrite:   {"dump-variables", "profile", "pretty-print"},
+		awkDebug:   {"debug"},
+		awkFile:    {"file", "exec", "include", "load"},
+		awkSource:  {"source"},
+	} {
+		for _, n := range names {
+			awkLongs[n] = kind
 		}
 	}
 }
 
-func checkAwk(c *check) {
-	spec := optSpec{
-		shortVal:    "fFveEilW",
-		shortOptVal: "dDLop",
-		longVal:     []string{"--file", "--field-separator", "--assign", "--source", "--exec", "--include", "--load"},
+// awkLong resolves a long option name, which gawk and mawk accept
+// abbreviated: an exact name, or the riskiest of the names it may
+// abbreviate. ok is false for a name the analysis does not know.
+func awkLong(name string) (kind int, full string, ok bool) {
+	if k, exact := awkLongs[name]; exact {
+		return k, name, true
 	}
-	opts, operands, _ := spec.parse(c.args)
-	var progs []string
-	sandbox, fromFile := false, false
-	for _, o := range opts {
-		switch {
-		case o.is('f', "--file"), o.is('E', "--exec"), o.is('i', "--include"):
-			fromFile = true
-			c.review("reads its program from the file " + o.val + ", which the analysis cannot read")
-		case o.is('l', "--load"):
-			fromFile = true
-			c.review("loads a compiled extension (" + o.name + ")")
-		case o.is('e', "--source"):
-			progs = append(progs, o.val)
-		case o.is('d', "--dump-variables"), o.is('p', "--profile"), o.is('o', "--pretty-print"):
-			c.writes("writes a file (" + o.name + ")")
-		case o.is('D', "--debug"):
-			c.review("starts the debugger, which reads commands (" + o.name + ")")
-		case o.is('W'):
-			if strings.HasPrefix(o.val, "e") || strings.HasPrefix(o.val, "f") {
-				fromFile = true
-				c.review("reads its program from a file (-W " + o.val + ")")
-			}
-		case o.is('S', "--sandbox"):
-			sandbox = true
+	kind = -1
+	for n, k := range awkLongs {
+		if name != "" && strings.HasPrefix(n, name) && (k > kind || k == kind && n < full) {
+			kind, full = k, n
 		}
 	}
-	if len(progs) == 0 && !fromFile && len(operands) > 0 {
-		progs = append(progs, operands[0].val)
+	if kind == awkSandbox {
+		kind = awkFlag // an abbreviation may not be what the program reads
 	}
-	if sandbox {
-		return // awk --sandbox refuses system(), pipes and redirections
+	return kind, full, kind >= 0
+}
+
+func checkAwk(c *check) {
+	args := c.args
+	var progs []string
+	var operands []word
+	given, sandbox := false, false
+	// long handles one long option (--name[=value], -W name[=value]);
+	// next returns its value when it is not attached.
+	long := func(spelled, name string, val word, has bool, next func() (word, bool)) {
+		kind, full, ok := awkLong(name)
+		if !ok {
+			c.review("has an awk option the analysis does not know (" + spelled + ")")
+			return
+		}
+		if !has && kind >= awkFile || !has && kind == awkValue {
+			val, has = next()
+		}
+		switch kind {
+		case awkSandbox:
+			sandbox = sandbox || c.cmd.Name == "gawk" && full == "sandbox" && name == "sandbox"
+		case awkWrite:
+			c.writes("writes a file (" + spelled + ")")
+		case awkDebug:
+			c.review("starts the debugger, which reads commands (" + spelled + ")")
+		case awkFile:
+			given = true
+			c.review("reads program text or a library from a file the analysis cannot read (" + spelled + ")")
+			if has {
+				c.file(val, false)
+			}
+		case awkSource:
+			given = true
+			if !val.static {
+				c.review("has an awk program only known at run time (" + spelled + ")")
+			}
+			progs = append(progs, val.val)
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		next := func() (word, bool) {
+			if i+1 < len(args) {
+				i++
+				return args[i], true
+			}
+			return word{}, false
+		}
+		v := a.val
+		switch {
+		case !a.static || len(v) < 2 || v[0] != '-':
+			operands = append(operands, a) // a computed one is reviewed by optionSafety
+			continue
+		case v == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+			continue
+		case strings.HasPrefix(v, "--"):
+			name, val, has := strings.Cut(v[2:], "=")
+			long(v, name, word{val: val, static: true}, has, next)
+			continue
+		}
+		for j := 1; j < len(v); j++ {
+			ch := v[j]
+			var val word
+			has := false
+			if strings.IndexByte("fFveEilW", ch) >= 0 || strings.IndexByte("dDLop", ch) >= 0 && j+1 < len(v) {
+				if j+1 < len(v) {
+					val, has = word{val: v[j+1:], static: true, glob: a.glob}, true
+				} else if strings.IndexByte("fFveEilW", ch) >= 0 {
+					val, has = next()
+				}
+				j = len(v)
+			}
+			switch ch {
+			case 'W':
+				name, wval, weq := strings.Cut(val.val, "=")
+				if !val.static {
+					c.review("has an awk -W option only known at run time")
+					continue
+				}
+				long("-W "+val.val, name, word{val: wval, static: true}, weq, next)
+			case 'f', 'E', 'i':
+				given = true
+				c.review("reads its program from a file the analysis cannot read (-" + string(ch) + ")")
+				if has {
+					c.file(val, false)
+				}
+			case 'l':
+				c.review("loads a compiled extension (-l)")
+			case 'e':
+				given = true
+				if !val.static {
+					c.review("has an awk program only known at run time (-e)")
+				}
+				progs = append(progs, val.val)
+			case 'd', 'o', 'p':
+				c.writes("writes a file (-" + string(ch) + ")")
+			case 'D':
+				c.review("starts the debugger, which reads commands (-D)")
+			case 'S':
+				sandbox = sandbox || c.cmd.Name == "gawk"
+			}
+		}
+	}
+	if !given && len(operands) > 0 {
+		progs = append(progs, operands[0].val)
+		operands = operands[1:]
+	}
+	for _, op := range operands {
+		if op.static {
+			if name, _, ok := strings.Cut(op.val, "="); ok && validName(name) {
+				continue // an assignment, not a file
+			}
+		}
+		c.file(op, false)
 	}
 	for _, p := range progs {
-		if msg := awkRisk(p); msg != "" {
-			c.review(msg)
+		r := awkRisk(p)
+		if r.environ {
+			c.secret("the environment (awk ENVIRON)")
+		}
+		// gawk --sandbox refuses system(), pipes, redirections, and new
+		// files in ARGV. Other awks ignore or refuse the option, so only
+		// gawk by that name is trusted with it.
+		if r.risk != "" && !sandbox {
+			c.review(r.risk)
 		}
 	}
 }

@@ -34,7 +34,17 @@
 // --compress-program, tar --to-command and --checkpoint-action, less +cmd,
 // man -P, rg --pre, and more. For such commands an argument only known at
 // run time, a glob that may expand to "-option", or arguments xargs adds
-// also need review.
+// also need review. So do a redirection to or from a name computed at run
+// time that could be /dev/tcp/..., and input beyond the limits (nesting,
+// wrappers around one command, words after brace expansion).
+//
+// Beside what runs, each command says which files it names
+// ([Command.Files]), which of them may lie outside the working directory
+// ([Command.Outside]: absolute, ~, .., computed, or arguments from xargs),
+// and what may hold secrets ([Command.Secrets]: files named like
+// credentials, the environment, variables such as $API_KEY). These are
+// not reasons for review: a policy decides whether reading outside the
+// working directory needs a person.
 //
 // The analysis is static and errs on the side of review. It reads bash by
 // default; see [Parser] for other dialects and limits.

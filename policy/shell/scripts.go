@@ -2,15 +2,26 @@ package shell
 
 import "strings"
 
+// sedScript is what the analysis learns from a sed script.
+type sedScript struct {
+	risk   string   // why it needs review, or ""
+	writes bool     // the risk is a file write
+	reads  []string // files it reads (r, R)
+}
+
 // sedRisk reads a sed script and says why it needs review: a command or
 // flag that runs a program (e) or writes a file (w, W), or anything it does
-// not recognise. writes is set for the file writes.
-func sedRisk(s string) (msg string, writes bool) {
+// not recognise. It also lists the files the script reads (r, R).
+func sedRisk(s string) (out sedScript) {
+	unreadable := func() sedScript {
+		out.risk, out.writes = "has a sed script the analysis cannot read", false
+		return out
+	}
 	i := 0
 	for i < len(s) {
 		c := s[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '{' || c == '}':
+		case isSedSpace(c) || c == ';' || c == '{' || c == '}':
 			i++
 			continue
 		case c == '#':
@@ -19,11 +30,11 @@ func sedRisk(s string) (msg string, writes bool) {
 		}
 		var ok bool
 		if i, ok = sedAddress(s, i); !ok {
-			return "has a sed script the analysis cannot read", false
+			return unreadable()
 		}
 		if i < len(s) && s[i] == ',' {
 			if i, ok = sedAddress(s, i+1); !ok {
-				return "has a sed script the analysis cannot read", false
+				return unreadable()
 			}
 		}
 		i = skipBlanks(s, i)
@@ -43,7 +54,12 @@ func sedRisk(s string) (msg string, writes bool) {
 				i++
 			}
 		case ':', 'b', 't', 'T', 'v':
-			for i < len(s) && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
+			// GNU sed ends a label at whitespace or ';' and reads what
+			// follows as commands (":a e id" runs id); older versions
+			// read to the end of the line. Taking the shorter label reads
+			// more as commands, which can only ask more.
+			i = skipBlanks(s, i)
+			for i < len(s) && !isSedSpace(s[i]) && s[i] != ';' && s[i] != '}' {
 				i++
 			}
 		case 'a', 'i', 'c':
@@ -55,19 +71,23 @@ func sedRisk(s string) (msg string, writes bool) {
 				i++
 			}
 		case 'r', 'R':
-			i = skipLine(s, i)
+			j := skipLine(s, i)
+			out.reads = append(out.reads, strings.TrimLeft(s[i:j], " \t"))
+			i = j
 		case 'w', 'W':
-			return "has a sed command that writes to a file (" + string(cmd) + ")", true
+			out.risk, out.writes = "has a sed command that writes to a file ("+string(cmd)+")", true
+			return out
 		case 'e':
-			return "has a sed command that runs a shell command (e)", false
+			out.risk = "has a sed command that runs a shell command (e)"
+			return out
 		case 's', 'y':
 			if i >= len(s) || s[i] == '\\' || s[i] == '\n' {
-				return "has a sed script the analysis cannot read", false
+				return unreadable()
 			}
 			delim := s[i]
 			for range 2 {
 				if i, ok = sedDelimited(s, i+1, delim); !ok {
-					return "has a sed script the analysis cannot read", false
+					return unreadable()
 				}
 			}
 			i++
@@ -80,20 +100,27 @@ func sedRisk(s string) (msg string, writes bool) {
 				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || '0' <= f && f <= '9':
 					i++
 				case f == 'e':
-					return "has a sed substitution that runs its result as a command (s///e)", false
+					out.risk = "has a sed substitution that runs its result as a command (s///e)"
+					return out
 				case f == 'w':
-					return "has a sed substitution that writes to a file (s///w)", true
-				case f == ';' || f == '\n' || f == '}' || f == ' ' || f == '\t' || f == '#':
+					out.risk, out.writes = "has a sed substitution that writes to a file (s///w)", true
+					return out
+				case f == ';' || f == '}' || f == '#' || isSedSpace(f):
 					break flags
 				default:
-					return "has a sed script the analysis cannot read", false
+					return unreadable()
 				}
 			}
 		default:
-			return "has a sed script the analysis cannot read", false
+			return unreadable()
 		}
 	}
-	return "", false
+	return out
+}
+
+// isSedSpace reports the characters GNU sed counts as white space.
+func isSedSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
 // sedAddress skips an address: a line number, $, first~step, /regex/ or
@@ -161,27 +188,58 @@ func skipLine(s string, i int) int {
 	return len(s)
 }
 
-// awkRisk says why an awk program needs review: it calls system(), pipes
-// to or from a command, redirects print output to a file, or loads code.
-// String literals are not skipped, on purpose: a regular expression
-// containing a quote would otherwise hide what follows it.
-func awkRisk(p string) string {
-	inPrint := false
+// awkProgram is what the analysis learns from an awk program.
+type awkProgram struct {
+	risk    string // why it needs review, or ""
+	environ bool   // it reads the environment (ENVIRON)
+}
+
+// awkRisk reads an awk program and says why it needs review: it calls
+// system(), pipes to or from a command, redirects print output to a file,
+// reads a file named in the program (getline <), changes the files awk
+// reads (ARGV), names gawk's network files (/inet), or loads code. It also
+// notes a program that reads the environment.
+//
+// String literals are tracked only to keep a ';', '{' or '}' inside one
+// from ending a print statement early: everything else is looked for
+// inside strings too, so that a regular expression containing a quote,
+// which throws the tracking off, can only make the analysis ask more.
+func awkRisk(p string) (out awkProgram) {
+	if strings.Contains(p, "/inet") {
+		out.risk = "names gawk's network files (/inet...), which open network connections"
+		return out
+	}
+	inPrint, inGetline := false, false
+	inStr, esc := false, false
 	for i := 0; i < len(p); i++ {
 		c := p[i]
+		switch {
+		case inStr && esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		}
 		switch {
 		case c == '|':
 			if i+1 < len(p) && p[i+1] == '|' {
 				i++
 				continue
 			}
-			return "has an awk pipe to or from a command (|)"
+			out.risk = "has an awk pipe to or from a command (|)"
+			return out
 		case c == '@':
-			return "has an awk indirect call or directive (@), which can load code or call system()"
+			out.risk = "has an awk indirect call or directive (@), which can load code or call system()"
+			return out
 		case c == '>' && inPrint:
-			return "has awk output redirected to a file (>)"
-		case c == ';' || c == '\n' || c == '{' || c == '}':
-			inPrint = false
+			out.risk = "has awk output redirected to a file (>)"
+			return out
+		case c == '<' && inGetline:
+			out.risk = "has an awk getline from a file named in the program (<), which can be any file or a network connection"
+			return out
+		case (c == ';' || c == '\n' || c == '{' || c == '}') && !inStr:
+			inPrint, inGetline = false, false
 		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
 			j := i
 			for j < len(p) && (p[j] == '_' || 'a' <= p[j] && p[j] <= 'z' || 'A' <= p[j] && p[j] <= 'Z' || '0' <= p[j] && p[j] <= '9') {
@@ -189,12 +247,58 @@ func awkRisk(p string) string {
 			}
 			switch p[i:j] {
 			case "system":
-				return "has an awk call of system(), which runs a command"
+				out.risk = "has an awk call of system(), which runs a command"
+				return out
 			case "print", "printf":
 				inPrint = true
+			case "getline":
+				inGetline = true
+			case "ARGV":
+				out.risk = "changes or reads ARGV, the list of files awk reads, which can name any file or a network connection"
+				return out
+			case "SYMTAB":
+				out.risk = "uses gawk's SYMTAB, which reaches any variable indirectly"
+				return out
+			case "ENVIRON":
+				out.environ = true
 			}
 			i = j - 1
 		}
 	}
-	return ""
+	return out
+}
+
+// jqFilter is what the analysis learns from a jq filter.
+type jqFilter struct {
+	environ bool // it reads the environment (env, $ENV)
+	modules bool // it loads modules or data files (import, include)
+}
+
+// jqRisk reads a jq filter for the builtins that reach past its input:
+// env and $ENV, and the directives that load files. Names are looked for
+// inside strings too ("\(env.X)" interpolates); a field .env is not the
+// builtin.
+func jqRisk(f string) (out jqFilter) {
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			continue
+		}
+		j := i
+		for j < len(f) && (f[j] == '_' || 'a' <= f[j] && f[j] <= 'z' || 'A' <= f[j] && f[j] <= 'Z' || '0' <= f[j] && f[j] <= '9') {
+			j++
+		}
+		prev := byte(0)
+		if i > 0 {
+			prev = f[i-1]
+		}
+		switch name := f[i:j]; {
+		case name == "ENV" && prev == '$', name == "env" && prev != '.' && prev != '$':
+			out.environ = true
+		case name == "import" || name == "include" || name == "modulemeta":
+			out.modules = true
+		}
+		i = j - 1
+	}
+	return out
 }

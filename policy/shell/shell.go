@@ -47,6 +47,17 @@ const (
 	maxCommands = 1000
 	// maxFields bounds the words one brace expansion may produce.
 	maxFields = 256
+	// maxWords and maxBytes bound the words brace expansion produces in
+	// one string, and the bytes of those words and of the arguments of
+	// the commands collected (a wrapper's command repeats the words after
+	// it, so chains of wrappers would otherwise cost quadratic memory).
+	maxWords = 1 << 14
+	maxBytes = 1 << 20
+	// maxWrappers bounds the launchers one command runs under
+	// (xargs xargs ... ls).
+	maxWrappers = 16
+	// maxVars bounds the variables noted for one command.
+	maxVars = 256
 )
 
 // Analysis is what a command string would run, as far as a static reading can
@@ -103,6 +114,25 @@ type Command struct {
 	// option that runs programs or writes files, eval, a script the analysis
 	// cannot read, ...).
 	Review []string `json:"review"`
+	// Files are the files the command names: operands and option values
+	// that are file names, files named inside its scripts (sed r), and
+	// git's REV:path; computed ones as their source text. For a command the
+	// analysis does not know, every operand and every --name=value.
+	// Redirection targets are in Redirects.
+	Files []string `json:"files"`
+	// Outside lists what may lie outside the working directory: a file or
+	// redirection target that is absolute, starts with ~, climbs out with
+	// .., is a pattern that can match .., or is computed at run time;
+	// arguments xargs supplies; cd without a directory. Empty when every
+	// file the command names stays inside (symbolic links are trusted).
+	Outside []string `json:"outside"`
+	// Secrets lists what may hold credentials: files whose names are on
+	// the analysis's list (.env, *.pem, id_rsa, .ssh/, ...; patterns
+	// matched as any name they may match, in any case), expansions of
+	// variables that may hold secrets ($API_KEY, or any variable named in
+	// capitals that is not known to be harmless), and the environment as
+	// a whole (jq env, awk ENVIRON).
+	Secrets []string `json:"secrets"`
 }
 
 // Redirect is one redirection.
@@ -117,7 +147,8 @@ type Redirect struct {
 	// word of a here-string; empty for here-documents. Its source text when
 	// Dynamic.
 	Target string `json:"target"`
-	// Dynamic is set when Target is computed at run time.
+	// Dynamic is set when Target is computed at run time. A process
+	// substitution (< <(cmd)) is not: it is a pipe, and Target its text.
 	Dynamic bool `json:"dynamic,omitempty"`
 	// Writes is set when the redirection opens a file for writing; writing to
 	// /dev/null, /dev/stdout, /dev/stderr, /dev/tty or a duplicated

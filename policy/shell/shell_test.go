@@ -54,7 +54,7 @@ func TestCommands(t *testing.T) {
 		{"echo ${x:-$(rm y)}", "rm echo", false},
 		{"cat <<EOF\n$(rm x)\nEOF", "rm cat", false},
 		{"cat <<'EOF'\n$(rm x)\nEOF", "cat", false},
-		{"ls > $(rm x)", "rm ls", false},
+		{"ls > $(rm x)", "rm ls", true}, // a computed target may be /dev/tcp/...
 		// Compound commands.
 		{"if ls; then rm x; elif cat; then :; else wc; fi", "ls rm cat : wc", false},
 		{"while ls; do rm x; done", "ls rm", false},
@@ -282,6 +282,34 @@ func TestRiskyOptions(t *testing.T) {
 		"complete -C 'rm x' ls", "bind -x '\"a\": rm x'", "fc -s", "sudo -e /etc/x", "sudoedit /etc/x",
 		"sudo -s", "sudo -i", "env -S 'rm x'", "env --split-string='rm x'", "xargs -I{} sh -c 'rm {}'",
 		"ls | xargs git log", "ls | xargs sed s/a/b/", `\time -o /tmp/x ls`, "/usr/bin/time --output=x ls", "busybox --install /tmp",
+		// awk: strings, /inet, getline, ARGV, -W and long options, --sandbox
+		// outside gawk.
+		`awk 'BEGIN{print "}" > "/tmp/x"}'`, `awk 'BEGIN{print ";" > "/tmp/x"}'`, `awk 'BEGIN{print "{" > "/tmp/x"}'`,
+		`awk 'BEGIN{print "\"}\"" > "/tmp/x"}'`, `awk 'BEGIN{getline l < "/inet/tcp/0/h/80"}'`,
+		`awk 'BEGIN{f = "/etc/passwd"; while ((getline l < f) > 0) print l}'`, `awk 'BEGIN{ARGV[1] = "x"}'`,
+		`awk -W source='BEGIN{system("id")}'`, `awk -Wsource='BEGIN{system("id")}'`, `awk -W source 'BEGIN{system("id")}'`,
+		`awk -Wso='BEGIN{system("id")}'`, "awk -W include=x", "awk -W load=x", "awk -W exec x", "awk -W e x",
+		"awk -W dump-variables=F 1", "awk -W dump 1", "awk -W profile=F 1", "awk -W pretty-print 1", "awk -W debug 1",
+		"awk -W unknown 1", "awk -W", "awk -W $x 1", `awk --source='BEGIN{system("id")}'`, "awk --include=x", "awk --load=x",
+		"awk --exec=x", "awk --dump-variables=F 1", "awk --profile=F 1", "awk --pretty-print=F 1", "awk --nosuch 1",
+		`awk --sandbox 'BEGIN{system("id")}'`, `awk -S 'BEGIN{system("id")}'`, `mawk -W sandbox 'BEGIN{system("id")}'`,
+		`gawk --sand 'BEGIN{system("id")}'`,
+		// sed labels end at white space and ;.
+		"sed -n ':a e id' f", "sed 't x e id\n:x' f", "sed 'v 4.2 e id' f", "sed -n ':a w /tmp/x' f", "sed ':a\te id' f",
+		"sed 'b x;e id' f", "sed 'bx\fe id' f",
+		// Computed redirection targets that may be /dev/tcp.
+		"cat < /dev/${x:-tcp}/h/80", "x=tcp; cat < /dev/$x/h/80", "cat 3< /dev/$x", "cat <> $f", "echo >& $f",
+		"cat <& $fd", "cat < \"$dir/x\"", "cat < {/dev/tcp/h/80,}", "cat < /dev/t?p/h/80", "cat < ~/$x", "cat < /de\v/$x",
+		// Variables that change what runs, set by builtins.
+		"read PATH", "read -r x PATH", "read -a PATH", "read -d '' PATH", "read $x", "mapfile PATH", "readarray -t PATH",
+		"printf -v PATH x", "echo x | xargs --process-slot-var=PATH ls", "xargs --process-slot-var=$v ls",
+		"declare PATH", "local PATH", "typeset -x LD_PRELOAD", "readonly IFS", ": ${PATH:=x}", "echo ${HOME=x}",
+		"unset PATH", "unset -v IFS", "getopts a PATH", "wait -n -p PATH", "coproc PATH { ls; }",
+		// git branch writes; --bare.
+		"git branch -D x", "git branch -d x", "git branch -m a b", "git branch -c a b", "git branch x",
+		"git branch --set-upstream-to=x", "git branch -uX", "git branch -u X", "git branch --unset-upstream",
+		"git branch --edit-description", "git branch -f x HEAD", "git branch --track x", "git --bare log",
+		"git branch -v x", "git branch -q x", "git branch --no-track x", "git branch --create-reflog x",
 	}
 	for _, src := range risky {
 		a, _ := Parse(src)
@@ -297,7 +325,15 @@ func TestRiskyOptions(t *testing.T) {
 		`sed 's/\/usr/\/opt/g' f`, "sed 's|a|b|g' f", "sed '1i hello' f", "sed -E 's/(a)+/\\1/' f",
 		"sed --sandbox 's/a/b/e' f", "sed 'y/abc/xyz/' f", "sed '$d' f", "sed '2q' f", "sed -n '$=' f",
 		`awk '{print $1}' f`, `awk -F: '$3 > 1000 {print $1}' /etc/passwd`, `awk 'NR==1 || NR==2'`,
-		`awk '{ s += $1 } END { print s }' f`, `awk -v x=1 '{print x}'`, `awk --sandbox 'BEGIN{system("x")}'`,
+		`awk '{ s += $1 } END { print s }' f`, `awk -v x=1 '{print x}'`, `gawk --sandbox 'BEGIN{system("x")}'`,
+		`gawk -S 'BEGIN{print "x" > "f"}'`, `gawk -W sandbox 'BEGIN{system("id")}'`, `awk -W version`, `awk -W interactive '{print}'`, `awk --posix '{print}'`,
+		`awk 'BEGIN { print "a;b" }'`, `awk '{ print "}" }'`, `awk '$1 > 3 { print }'`, `awk -F'|' '{print $2}' f`,
+		`sed -n '/start/,/end/{p;b end' -e ':end' -e '}' f`, "sed ':a;N;$!ba;s/\\n/ /g' f", "sed -n 'b end\n:end' f",
+		"sed -e :a -e '$!N;s/\\n//;ta' f", "sed 'v 4.2' f",
+		"read -r line", "read -a arr", "mapfile -t lines < f", "printf '%s' -v", "declare -a xs", "unset x",
+		": ${x:=1}", "echo x | xargs --process-slot-var=slot -P2 echo",
+		"git branch -a", "git branch -vv --list 'feat*'", "git branch --contains HEAD", "git branch --show-current",
+		"cat < out/$name.txt", "echo x > /dev/stderr", "while read l; do echo $l; done < <(ls)", "IFS=: read -r a b", "cat <<< $x",
 		"sort -u f", "sort -k 2 -t , f", "sort -n -r f", "tar -tf a.tar", "tar tzf a.tgz",
 		"less f", "more f", "man ls", "rg -n foo", "rg --pretty foo", "rg --pre-glob '*.gz' foo",
 		"date +%s", "date -d yesterday", "tree -L 2", "uniq -c f", "xxd f", "file f", "yq .a f.yaml", "time -p ls",
@@ -310,6 +346,271 @@ func TestRiskyOptions(t *testing.T) {
 		if err != nil || a.NeedsReview() {
 			t.Errorf("Parse(%q) needs review: %q (err %v)", src, a.Reasons(), err)
 		}
+	}
+}
+
+// TestFiles checks the files commands name, and which of them may lie
+// outside the working directory or hold secrets.
+func TestFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		src              string
+		files            string // Files of the last command, joined by spaces
+		outside, secrets bool   // any command's
+	}{
+		{"cat a b", "a b", false, false},
+		{"cat /etc/passwd", "/etc/passwd", true, false},
+		{"cat ~/x", "~/x", true, false},
+		{"cat ../x", "../x", true, false},
+		{"cat a/../../x", "a/../../x", true, false},
+		{"cat a/../b", "a/../b", false, false},
+		{"cat .*/x", ".*/x", true, true},
+		{"cat $f", "$f", true, false},
+		{`cat "$(echo x)"`, `"$(echo x)"`, true, false},
+		{"cat <(ls)", "<(ls)", false, false},
+		{"cat < /etc/passwd", "", true, false},
+		{"cat < x 2>/dev/null > /dev/stdout", "", false, false},
+		{"head -n 20 go.mod", "go.mod", false, false},
+		{"head -c 16 /dev/urandom", "/dev/urandom", false, false},
+		{"grep -rn TODO .", ".", false, false},
+		{"grep -e /x/ -f pats f", "pats f", false, false},
+		{"grep --regexp=/x/ f", "f", false, false},
+		{"grep --file=/etc/x f", "/etc/x f", true, false},
+		{"grep -r x --include='*.pem' .", ".", false, true},
+		{"rg -n /api/ src", "src", false, false},
+		{"rg --files /etc", "/etc", true, false},
+		{"ls -la /tmp", "/tmp", true, false},
+		{"ls .ssh", ".ssh", false, false}, // names only
+		{"cut -d/ -f2 f", "f", false, false},
+		{"sort -t/ -k2 f", "f", false, false},
+		{"tr / _", "", false, false},
+		{"echo /etc/shadow $HOME", "", false, false},
+		{"cd", "", true, false},
+		{"cd -", "", true, false},
+		{"cd src", "src", false, false},
+		{"cd ..", "..", true, false},
+		{"cd .ssh", ".ssh", false, true},
+		{"test -f /etc/x", "/etc/x", true, false},
+		{"[ -n /etc/x ]", "", false, false},
+		{"jq .name package.json", "package.json", false, false},
+		{"jq -r .env c.json", "c.json", false, false},
+		{"jq -n env", "", false, true},
+		{"jq -n '$ENV.X'", "", false, true},
+		{"jq -f prog.jq data.json", "prog.jq data.json", false, true},
+		{"jq --rawfile k /etc/x -n 1", "/etc/x", true, false},
+		{"jq -n --args '$ARGS' /etc/x", "", false, false},
+		{"jq -n 'import \"x\" as $x; $x'", "", true, false},
+		{"sed -n 1p f", "f", false, false},
+		{"sed -n '1r /etc/x\np' f", "f /etc/x", true, false},
+		{"sed -e p -e 'R .env' f", "f .env", false, true},
+		{"awk '{print}' f x=1", "f", false, false},
+		{"awk 'BEGIN{print ENVIRON[\"HOME\"]}'", "", false, true},
+		{"awk -f prog.awk /etc/x", "prog.awk /etc/x", true, false},
+		{"find . -name '*.go'", ".", false, false},
+		{"find / -name x", "/", true, false},
+		{"find . -name 'id_*' -exec cat {} +", "{}", false, true},
+		{"find . -newer /etc/x", ". /etc/x", true, false},
+		{"git show HEAD:go.mod", "HEAD:go.mod", false, false},
+		{"git show HEAD:.env", "HEAD:.env", false, true},
+		{"git show :0:.env", ":0:.env", false, true},
+		{"git log -p -- src", "src", false, false},
+		{"git grep -n /api/", "", false, false},
+		{"git diff --no-index /a /b", "/a /b", true, false},
+		{"git blame --contents=/etc/x f", "/etc/x f", true, false},
+		{"git diff -O/etc/x", "/etc/x", true, false},
+		{"git branch --list 'feat*'", "", false, false},
+		{"xargs cat", "", true, false},
+		{"xargs echo", "", false, false},
+		{"find . -print0 | xargs -0 cat", "", false, false},
+		{"find . -type f | xargs grep -l x", "", false, false},
+		{"find . | xargs -I{} cat {}", "{}", false, false},
+		{"find . | xargs -I{} cat /{}", "/{}", true, false},
+		{"find . -printf '%p' | xargs cat", "", true, false},
+		{"find / | xargs cat", "", true, false},
+		{"find . 2>&1 | xargs cat", "", true, false},
+		{"find . | xargs -a list cat", "", true, false},
+		{"ls | xargs cat", "", true, false},
+		{"timeout 5 cat /etc/x", "/etc/x", true, false},
+		{"env -C /etc cat shadow", "shadow", true, true},
+		{"sha256sum -c sums", "sums", true, false},
+		{"cat .ENV", ".ENV", false, true},
+		{"cat Server.Key", "Server.Key", false, true},
+		{"cat prod.env .envrc", "prod.env .envrc", false, true},
+		{"cat deploy_rsa", "deploy_rsa", false, true},
+		{"cat id_rsa.pub", "id_rsa.pub", false, false},
+		{"cat *.go", "*.go", false, false},
+		{"cat *", "*", false, true},
+		{"cat *.p?m", "*.p?m", false, true},
+		{"cat .e*", ".e*", false, true},
+		{"cat i[d]_rsa", "i[d]_rsa", false, true},
+		{"cat src/*.go docs/*.md", "src/*.go docs/*.md", false, false},
+		{"cat .s?h/config", ".s?h/config", false, true},
+		{"cat */config", "*/config", false, false},
+		{"cat '*.pem'", "*.pem", false, true},
+		{"echo $OPENAI_API_KEY", "", false, true},
+		{"echo $HOME $USER $PWD $1 $? $f $lower_key", "", false, true},
+		{"echo $HOME $USER $PWD $1 $? $f", "", false, false},
+		{"echo $JAVA_HOME", "", false, true},
+		{"x=$GH_TOKEN", "", false, true},
+		{"for x in $SECRET; do :; done", "", false, true},
+		{"cat <<EOF\n$API_KEY\nEOF", "", false, true},
+		{"cat <<'EOF'\n$API_KEY\nEOF", "", false, false},
+		{"cat .env.example", ".env.example", false, false},
+		{"find . -name '*.pem'", ".", false, false},
+		{"find . -name '*.pem' -exec cat {} +", "{}", false, true},
+		{"find . -name '*.py' -not -path './venv/*' -exec wc -l {} +", "{}", false, false},
+		{"find . -name '*.pem' | xargs cat", "", true, false},
+		{"find . ! -name '*.pem' | xargs cat", "", false, false},
+		// for loops over files inside.
+		{`for f in *.go; do wc -l "$f"; done`, `"$f"`, false, false},
+		{"for f in a b/c; do cat $f ${f}; done", "$f ${f}", false, false},
+		{`for f in *.go; do cat "src/$f.txt"; done`, `"src/$f.txt"`, false, false},
+		{`for f in *.go; do cat "/$f"; done`, `"/$f"`, true, false},
+		{`for f in *.go; do cat "$f/../.."; done`, `"$f/../.."`, true, false},
+		{`for f in a b; do cat "$f$f"; done`, `"$f$f"`, true, false},
+		{`for f in *.go; do cat "$f.pem"; done`, `"$f.pem"`, true, false}, // may be a secret: not known to be harmless
+		{`for f in /etc/*; do cat "$f"; done`, `"$f"`, true, false},
+		{`for f in *.pem; do cat "$f"; done`, `"$f"`, true, false},
+		{`for f in $(ls); do cat "$f"; done`, `"$f"`, true, false},
+		{`for f in a; do read f; cat "$f"; done`, `"$f"`, true, false},
+		{`for f in a; do f=/etc/x; cat "$f"; done`, `"$f"`, true, false},
+		{`for f in a; do printf -vf /etc/x; cat "$f"; done`, `"$f"`, true, false},
+		{`for f in a; do read 'f'; cat "$f"; done`, `"$f"`, true, false},
+		{`for f in a; do : ${f:=/x}; cat "$f"; done`, `"$f"`, true, false},
+		{`for f in a; do (( f++ )); cat "$f"; done`, `"$f"`, true, false},
+		{`for f in a; do for f in /x; do :; done; cat "$f"; done`, `"$f"`, true, false},
+		{`for f in a; do cat "${f%.go}"; done`, `"${f%.go}"`, true, false},
+		{`for f in a; do :; done; cat "$f"`, `"$f"`, true, false},
+		{`for f in *.go; do cat "$g"; done`, `"$g"`, true, false},
+		{"IFS= read -r line < f", "", false, false},
+		{"sort --files0-from=- ", "-", true, false},
+		{"wc -l --files0-from=list", "list", true, false},
+		{"file -f names", "names", true, false},
+		{"grep --file=pats f", "pats f", false, false},
+		{"jq . /etc/x --args a", "/etc/x", true, false},
+		{"jq --args . a /etc/x", "", false, false},
+		{"find . | xargs -I{} cat {}/../x", "{}/../x", true, false},
+		{"find . | xargs -I{} cat {}.pem", "{}.pem", true, false},
+		{"find . | xargs -I{} cat src/{}", "src/{}", true, false}, // may name a secret: * could be .env
+		{"cat .git/config", ".git/config", false, true},
+		{"cat sub/.git/config", "sub/.git/config", false, true},
+		{"cat config", "config", false, false},
+		{`for f in a; do let "f=1"; cat "$f"; done`, `"$f"`, true, false},
+		{"find . | xargs -d . cat", "", true, false},
+		{"find . | xargs -d '\\n' cat", "", false, false},
+		{"find --help | xargs cat", "", true, false},
+		{"find -D help | xargs cat", "", true, false},
+		{"while read l; do cat; done < <(ls)", "", false, false},
+	}
+	for _, tt := range tests {
+		a, _ := Parse(tt.src)
+		if len(a.Commands) == 0 {
+			t.Errorf("Parse(%q): no commands", tt.src)
+			continue
+		}
+		last := a.Commands[len(a.Commands)-1]
+		if got := strings.Join(last.Files, " "); got != tt.files {
+			t.Errorf("Parse(%q) files = %q, want %q", tt.src, got, tt.files)
+		}
+		outside, secrets := false, false
+		for _, c := range a.Commands {
+			outside = outside || len(c.Outside) > 0
+			secrets = secrets || len(c.Secrets) > 0
+		}
+		if outside != tt.outside {
+			t.Errorf("Parse(%q) outside = %v, want %v (%+v)", tt.src, outside, tt.outside, a.Commands)
+		}
+		if secrets != tt.secrets {
+			t.Errorf("Parse(%q) secrets = %v, want %v (%+v)", tt.src, secrets, tt.secrets, a.Commands)
+		}
+	}
+}
+
+func TestGlobsMeet(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		g, pat string
+		want   bool
+	}{
+		{"*.go", "*.pem", false},
+		{"*.go", ".env*", false}, // the shell's * does not match a leading dot
+		{"*.go", "*_rsa", false},
+		{"*", "*_rsa", true},
+		{"*", ".env*", false},
+		{"?env", ".env*", false},
+		{".e?v", ".env*", true},
+		{".*", ".env*", true},
+		{"*.p?m", "*.pem", true},
+		{"i?_rsa", "*_rsa", true},
+		{"id_*", "*_rsa", true},
+		{"notes*", "*.pem", true},
+		{"*.md", "credentials", false},
+		{"cred*", "credentials", true},
+		{"*s", "credentials", true},
+		{"?", "shadow", false},
+		{"??????", "shadow", true},
+		{"*", "shadow-", true},
+		{"[a-z]*", "*.key", true},
+		{"*", ".ssh", false},
+		{".s*", ".ssh", true},
+		{"**", "*_history", true},
+		{"*.", "*.", true},
+		{"?", "*", true},
+		{"", "*", true},
+		{"*", "", true},
+		{"*", ".", false},
+	}
+	for _, tt := range tests {
+		if got := globsMeet(tt.g, tt.pat); got != tt.want {
+			t.Errorf("globsMeet(%q, %q) = %v, want %v", tt.g, tt.pat, got, tt.want)
+		}
+	}
+}
+
+// TestWrapperChains checks that chains of wrappers, which repeat the
+// words after them in every command, cost bounded work: they are asked,
+// and the collected commands and arguments stay within the limits.
+func TestWrapperChains(t *testing.T) {
+	t.Parallel()
+	for name, src := range wrapperChains() {
+		a, _ := Parse(src)
+		if !a.NeedsReview() {
+			t.Errorf("%s: needs no review", name)
+		}
+		args := 0
+		for _, c := range a.Commands {
+			args += len(c.Args)
+			if len(c.Via) > maxWrappers {
+				t.Errorf("%s: a command under %d wrappers", name, len(c.Via))
+			}
+		}
+		if args > maxBytes/16 || len(a.Commands) > maxCommands {
+			t.Errorf("%s: %d commands with %d arguments in all", name, len(a.Commands), args)
+		}
+	}
+}
+
+// wrapperChains are hostile strings for the limits on wrappers and words.
+func wrapperChains() map[string]string {
+	return map[string]string{
+		"xargs":       strings.Repeat("xargs ", 10000) + "ls",
+		"env braces":  strings.TrimSpace(strings.Repeat("env{"+strings.Repeat(",", 255)+"} ", 250)) + " ls",
+		"timeout":     strings.Repeat("timeout 1 ", 6000) + "ls",
+		"sudo":        strings.Repeat("sudo ", 12000) + "ls",
+		"find -exec":  strings.Repeat("find . -exec ", 3000) + "ls" + strings.Repeat(" ;", 3000),
+		"braces 1..n": "ls " + strings.Repeat("{1..256} ", 6000),
+		"short":       strings.Repeat("nice ", maxWrappers+1) + "ls",
+	}
+}
+
+func BenchmarkWrapperChains(b *testing.B) {
+	for name, src := range wrapperChains() {
+		b.Run(strings.ReplaceAll(name, " ", "-"), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = Parse(src)
+			}
+		})
 	}
 }
 

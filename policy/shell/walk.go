@@ -22,15 +22,39 @@ type walker struct {
 	variant syntax.LangVariant // its dialect
 	via     []string           // launchers around it ("bash -c", ...)
 	ctx     string             // prefix for reasons found in a nested string
-	full    bool               // maxCommands reached
+	full    bool               // a limit was reached: nothing more is collected
+
+	nwords int // words produced by expansion, against maxWords
+	nbytes int // their bytes, and those of emitted arguments, against maxBytes
+
+	// vars are the variables expanded since the statement or command
+	// that collects them started (see stmt and command).
+	vars []string
+	// findFed is the statement, the first of a pipeline's right side,
+	// whose standard input is the list of paths a find inside the
+	// working directory prints.
+	findFed *syntax.Stmt
+	// ck is reused for each command's check (command does not recurse
+	// until it is done with it), and opts and operands are scratch space
+	// for parsing options where the results are not kept.
+	ck       *check
+	opts     []opt
+	operands []word
+
+	// pathVars are the variables of the for loops being read whose values
+	// are file names inside the working directory, none of them a secret
+	// (for f in *.go), and which the loop's body does not set.
+	pathVars map[string]bool
 }
 
 // word is one shell word after quote removal.
 type word struct {
-	val    string // the value, or the source text when !static
-	static bool   // known without running anything
-	glob   bool   // has an unquoted pattern character, so the shell may replace it by file names
-	brace  bool   // produced by brace expansion
+	val       string // the value, or the source text when !static
+	static    bool   // known without running anything
+	glob      bool   // has an unquoted pattern character, so the shell may replace it by file names
+	brace     bool   // produced by brace expansion
+	procSubst bool   // a process substitution alone, <(...): a pipe's /dev/fd name
+	inside    bool   // not static, but known to name a file inside the working directory (xargs -I with find's paths)
 }
 
 func (w *walker) review(pos syntax.Pos, msg string) {
@@ -45,9 +69,12 @@ func (w *walker) review(pos syntax.Pos, msg string) {
 
 // source parses src and collects its commands.
 func (w *walker) source(src string, v syntax.LangVariant, via []string, ctx string) {
-	saveSrc, saveVariant, saveVia, saveCtx := w.src, w.variant, w.via, w.ctx
-	defer func() { w.src, w.variant, w.via, w.ctx = saveSrc, saveVariant, saveVia, saveCtx }()
+	saveSrc, saveVariant, saveVia, saveCtx, savePathVars := w.src, w.variant, w.via, w.ctx, w.pathVars
+	defer func() {
+		w.src, w.variant, w.via, w.ctx, w.pathVars = saveSrc, saveVariant, saveVia, saveCtx, savePathVars
+	}()
 	w.ctx = ctx
+	w.pathVars = nil // another shell: the loop's variables are not known there
 	if len(src) > MaxInput {
 		w.review(syntax.Pos{}, fmt.Sprintf("is longer than %d bytes and was not analysed", MaxInput))
 		return
@@ -85,11 +112,24 @@ func (w *walker) emit(c Command) {
 		return
 	}
 	if len(w.a.Commands) >= maxCommands {
-		w.full = true
-		w.review(syntax.Pos{}, fmt.Sprintf("has more than %d commands; the rest were not analysed", maxCommands))
+		w.stop(fmt.Sprintf("has more than %d commands; the rest were not analysed", maxCommands))
+		return
+	}
+	n := 0
+	for _, a := range c.Args {
+		n += len(a) + 1
+	}
+	if w.nbytes += n + 16*len(c.Args); w.nbytes > maxBytes {
+		w.stop(fmt.Sprintf("has more than %d bytes of arguments in its commands; the rest were not analysed", maxBytes))
 		return
 	}
 	w.a.Commands = append(w.a.Commands, c)
+}
+
+// stop ends the collection: the analysis keeps what it has and asks.
+func (w *walker) stop(msg string) {
+	w.full = true
+	w.review(syntax.Pos{}, msg)
 }
 
 func (w *walker) stmts(list []*syntax.Stmt, inherited []Redirect) {
@@ -102,6 +142,17 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	if w.full {
 		return
 	}
+	// Variables expanded in this statement belong to the command it runs
+	// (command takes them); those left, expanded outside any command
+	// (x=$TOKEN, for, case, [[ ]]), make a command without a name.
+	saved := w.vars
+	w.vars = nil
+	defer func() {
+		if secrets := secretVars(w.vars); len(secrets) > 0 {
+			w.emit(Command{Redirects: inherited, Secrets: secrets})
+		}
+		w.vars = saved
+	}()
 	redirs := inherited
 	var own []Redirect
 	if len(s.Redirs) > 0 {
@@ -116,10 +167,14 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	switch {
 	case s.Cmd == nil || simple && len(call.Args) == 0:
 		if len(own) > 0 {
-			w.emit(Command{Redirects: own, Writes: anyWrites(own)})
+			c := Command{Redirects: own, Writes: anyWrites(own), Secrets: w.takeSecrets()}
+			redirectFiles(&c)
+			w.emit(c)
 		}
 	case !simple && anyWrites(own):
-		w.emit(Command{Redirects: own, Writes: true})
+		c := Command{Redirects: own, Writes: true}
+		redirectFiles(&c)
+		w.emit(c)
 	}
 	switch c := s.Cmd.(type) {
 	case nil:
@@ -127,6 +182,9 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		w.call(c, redirs, s)
 	case *syntax.BinaryCmd:
 		w.stmt(c.X, redirs)
+		if c.Op == syntax.Pipe && w.findPrintsInside(lastOfPipe(c.X)) {
+			w.findFed = firstOfPipe(c.Y)
+		}
 		w.stmt(c.Y, redirs)
 	case *syntax.Block:
 		w.stmts(c.Stmts, redirs)
@@ -141,6 +199,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		w.stmts(c.Cond, redirs)
 		w.stmts(c.Do, redirs)
 	case *syntax.ForClause:
+		pathVar := ""
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
 			if msg := assignRisk(l.Name.Value, false); msg != "" {
@@ -149,10 +208,20 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			for _, it := range l.Items {
 				w.scan(it)
 			}
+			if w.itemsArePaths(l.Items) && !setsVar(c.Do, l.Name.Value) && !w.pathVars[l.Name.Value] {
+				pathVar = l.Name.Value
+			}
 		case *syntax.CStyleLoop:
 			w.arith(l.Init)
 			w.arith(l.Cond)
 			w.arith(l.Post)
+		}
+		if pathVar != "" {
+			if w.pathVars == nil {
+				w.pathVars = map[string]bool{}
+			}
+			w.pathVars[pathVar] = true
+			defer delete(w.pathVars, pathVar)
 		}
 		w.stmts(c.Do, redirs)
 	case *syntax.CaseClause:
@@ -178,6 +247,8 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			cmd.Args = append(cmd.Args, w.text(x))
 			w.arith(x)
 		}
+		cmd.Secrets = w.takeSecrets()
+		redirectFiles(&cmd)
 		w.emit(cmd)
 	case *syntax.TimeClause:
 		if c.Stmt != nil {
@@ -186,6 +257,9 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.CoprocClause:
 		if c.Name != nil {
 			w.scan(c.Name)
+			if msg := assignRisk(c.Name.Lit(), false); msg != "" {
+				w.review(c.Pos(), msg)
+			}
 		}
 		w.stmt(c.Stmt, redirs)
 	case *syntax.TestDecl:
@@ -202,14 +276,116 @@ func anyWrites(rs []Redirect) bool {
 	return slices.ContainsFunc(rs, func(r Redirect) bool { return r.Writes })
 }
 
+// itemsArePaths reports whether a for loop's words are all known, name
+// files inside the working directory, and none may be a secret file.
+func (w *walker) itemsArePaths(items []*syntax.Word) bool {
+	if len(items) == 0 {
+		return false
+	}
+	var out []word
+	for _, it := range items {
+		out = w.expandBraces(it, out[:0])
+		for _, u := range out {
+			if !u.static || outsidePath(u.val, u.glob) != "" || secretPath(u.val, u.glob) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// setsVar reports whether the statements may set the variable name: an
+// assignment, ${name:=...}, or the name as a word, or the end of an
+// option's word, of its own (read name, mapfile name, printf -vname,
+// unset name, let name=1, for name in, ...).
+func setsVar(list []*syntax.Stmt, name string) bool {
+	found := false
+	// The name as an identifier anywhere in a word (let "name=1"), or at
+	// the end of an option's (printf -vname).
+	names := func(v string) bool {
+		if strings.HasPrefix(v, "-") && strings.HasSuffix(v, name) {
+			return true
+		}
+		for i := 0; i < len(v); {
+			j := i
+			for j < len(v) && (v[j] == '_' || 'a' <= v[j] && v[j] <= 'z' || 'A' <= v[j] && v[j] <= 'Z' || '0' <= v[j] && v[j] <= '9') {
+				j++
+			}
+			if v[i:j] == name {
+				return true
+			}
+			i = j + 1
+		}
+		return false
+	}
+	var visit func(n syntax.Node) bool
+	visit = func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Assign:
+			found = found || n.Name != nil && n.Name.Value == name
+		case *syntax.Lit:
+			found = found || names(n.Value)
+		case *syntax.SglQuoted:
+			found = found || names(n.Value)
+		case *syntax.ParamExp:
+			// Its parameter's name is a read, not a word of its own; what
+			// it holds may set (a subscript's arithmetic, ${name:=...}).
+			found = found || n.Param != nil && n.Param.Value == name && n.Exp != nil &&
+				(n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull)
+			if n.Index != nil {
+				syntax.Walk(n.Index, visit)
+			}
+			if n.NestedParam != nil {
+				syntax.Walk(n.NestedParam, visit)
+			}
+			if n.Slice != nil {
+				for _, sub := range []syntax.ArithmExpr{n.Slice.Offset, n.Slice.Length} {
+					if sub != nil {
+						syntax.Walk(sub, visit)
+					}
+				}
+			}
+			if n.Repl != nil {
+				for _, sub := range []*syntax.Word{n.Repl.Orig, n.Repl.With} {
+					if sub != nil {
+						syntax.Walk(sub, visit)
+					}
+				}
+			}
+			if n.Exp != nil && n.Exp.Word != nil {
+				syntax.Walk(n.Exp.Word, visit)
+			}
+			return false
+		}
+		return !found
+	}
+	for _, s := range list {
+		syntax.Walk(s, visit)
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
 // call handles a simple command: assignments, words, and what it runs.
 func (w *walker) call(c *syntax.CallExpr, redirs []Redirect, s *syntax.Stmt) {
-	env, envReview := w.assigns(c.Assigns, len(c.Args) > 0)
+	// IFS for read changes only how read splits the line.
+	isRead := len(c.Args) > 0 && c.Args[0].Lit() == "read"
+	env, envReview := w.assigns(c.Assigns, len(c.Args) > 0, isRead)
 	if len(c.Args) == 0 {
 		return
 	}
 	words := w.words(c.Args)
-	w.command(words, env, envReview, redirs, w.via, false, stdinOf(s))
+	w.command(words, env, envReview, redirs, w.via, launchMode{fromFind: s == w.findFed}, stdinOf(s))
+}
+
+// launchMode says how a command receives arguments and input beyond its
+// words.
+type launchMode struct {
+	extra       bool // xargs adds arguments at run time
+	extraInside bool // ...which are paths inside the working directory
+	fromFind    bool // its standard input is find's paths inside the working directory
 }
 
 // stdinOf returns the redirection that feeds the statement's standard input.
@@ -229,7 +405,7 @@ func stdinOf(s *syntax.Stmt) *syntax.Redirect {
 
 // command records the simple command made of words, then analyses what it
 // launches.
-func (w *walker) command(words []word, env, envReview []string, redirs []Redirect, via []string, extra bool, stdin *syntax.Redirect) {
+func (w *walker) command(words []word, env, envReview []string, redirs []Redirect, via []string, mode launchMode, stdin *syntax.Redirect) {
 	if len(words) == 0 || w.full {
 		return
 	}
@@ -239,9 +415,10 @@ func (w *walker) command(words []word, env, envReview []string, redirs []Redirec
 		Redirects:   redirs,
 		Env:         env,
 		Via:         via,
-		DynamicArgs: extra,
+		DynamicArgs: mode.extra,
 		Writes:      anyWrites(redirs),
 		Review:      envReview,
+		Secrets:     w.takeSecrets(),
 	}
 	switch {
 	case !name.static || name.glob:
@@ -264,23 +441,35 @@ func (w *walker) command(words []word, env, envReview []string, redirs []Redirec
 			cmd.DynamicArgs = true
 		}
 	}
-	var launches []launch
-	if info, ok := known[cmd.Name]; ok && !cmd.Dynamic {
-		ck := check{w: w, cmd: &cmd, args: args, extra: extra, stdin: stdin}
-		if info.options {
-			ck.optionSafety()
-		}
-		info.check(&ck)
-		launches = ck.launches
+	if w.ck == nil {
+		w.ck = new(check)
 	}
+	ck := w.ck
+	*ck = check{w: w, cmd: &cmd, args: args, extra: mode.extra, extraInside: mode.extraInside, fromFind: mode.fromFind, stdin: stdin}
+	if !cmd.Dynamic {
+		if info, ok := known[cmd.Name]; ok {
+			if info.options {
+				ck.optionSafety()
+			}
+			info.check(ck)
+		}
+		ck.files()
+	}
+	launches := ck.launches
+	*ck = check{}
+	redirectFiles(&cmd)
 	w.emit(cmd)
+	if len(launches) > 0 && len(via) >= maxWrappers {
+		w.stop(fmt.Sprintf("runs commands through more than %d wrappers; the rest were not analysed", maxWrappers))
+		return
+	}
 	for _, l := range launches {
 		inner := append(slices.Clip(via), l.via)
 		if l.hasSrc {
 			w.nested(l.src, l.variant, inner, l.via)
 			continue
 		}
-		w.command(l.words, append(slices.Clip(env), l.env...), l.envReview, redirs, inner, l.extra, nil)
+		w.command(l.words, append(slices.Clip(env), l.env...), l.envReview, redirs, inner, launchMode{extra: l.extra, extraInside: l.extraInside}, nil)
 	}
 }
 
@@ -317,8 +506,9 @@ func nameRisk(name string) string {
 }
 
 // assigns checks variable assignments. prefix is set when they apply to
-// one command (NAME=x cmd) rather than to the shell.
-func (w *walker) assigns(list []*syntax.Assign, prefix bool) (env, review []string) {
+// one command (NAME=x cmd) rather than to the shell; forRead when that
+// command is read, for which IFS is harmless.
+func (w *walker) assigns(list []*syntax.Assign, prefix, forRead bool) (env, review []string) {
 	for _, as := range list {
 		if as.Index != nil {
 			w.arith(as.Index)
@@ -335,7 +525,7 @@ func (w *walker) assigns(list []*syntax.Assign, prefix bool) (env, review []stri
 			continue
 		}
 		name := as.Name.Value
-		if msg := assignRisk(name, prefix); msg != "" {
+		if msg := assignRisk(name, prefix); msg != "" && !(forRead && name == "IFS") {
 			if prefix {
 				review = append(review, msg)
 			} else {
@@ -391,16 +581,152 @@ func (w *walker) decl(c *syntax.DeclClause, redirs []Redirect) {
 			case strings.Contains(v.val, "["):
 				cmd.Review = append(cmd.Review, "declares an array element; bash evaluates its subscript, which can run commands")
 			default:
-				if msg := assignRisk(v.val, false); msg != "" && c.Variant.Value == "export" {
-					cmd.Review = append(cmd.Review, "exports "+v.val+" to the commands that follow")
+				// declare, local, export or readonly of PATH without a
+				// value can still change it (local makes it empty, -x
+				// exports, -i changes how values are read).
+				if msg := assignRisk(v.val, false); msg != "" {
+					cmd.Review = append(cmd.Review, c.Variant.Value+" "+v.val+" changes a variable that can change what later commands run")
 				}
 			}
 		case as.Name != nil:
-			env, _ := w.assigns([]*syntax.Assign{as}, false)
+			env, _ := w.assigns([]*syntax.Assign{as}, false, false)
 			cmd.Args = append(cmd.Args, env...)
 		}
 	}
+	cmd.Secrets = w.takeSecrets()
+	redirectFiles(&cmd)
 	w.emit(cmd)
+}
+
+// takeSecrets returns the variables expanded so far that may hold
+// secrets, and starts collecting afresh.
+func (w *walker) takeSecrets() []string {
+	s := secretVars(w.vars)
+	w.vars = w.vars[:0]
+	return s
+}
+
+// secretVars returns, as $NAME, the variables of names that may hold
+// secrets.
+func secretVars(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if isSecretVar(n) && !slices.Contains(out, "$"+n) {
+			out = append(out, "$"+n)
+		}
+	}
+	return out
+}
+
+// harmlessVars are variables in capitals that hold no secrets.
+var harmlessVars = map[string]bool{
+	"HOME": true, "PWD": true, "OLDPWD": true, "USER": true, "LOGNAME": true, "SHELL": true, "PATH": true,
+	"LANG": true, "LANGUAGE": true, "TERM": true, "TZ": true, "HOSTNAME": true, "HOSTTYPE": true, "OSTYPE": true,
+	"MACHTYPE": true, "UID": true, "EUID": true, "PPID": true, "GROUPS": true, "RANDOM": true, "SRANDOM": true,
+	"SECONDS": true, "LINENO": true, "BASHPID": true, "BASH": true, "BASH_VERSION": true, "BASH_VERSINFO": true,
+	"BASH_SOURCE": true, "BASH_LINENO": true, "BASH_SUBSHELL": true, "FUNCNAME": true, "SHLVL": true,
+	"TMPDIR": true, "EDITOR": true, "VISUAL": true, "COLUMNS": true, "LINES": true, "IFS": true, "OPTIND": true,
+	"OPTARG": true, "REPLY": true, "PIPESTATUS": true, "EPOCHSECONDS": true, "EPOCHREALTIME": true,
+	"MAPFILE": true, "DISPLAY": true, "COLORTERM": true, "TERM_PROGRAM": true, "NO_COLOR": true,
+	"GOPATH": true, "GOROOT": true, "GOOS": true, "GOARCH": true, "GOBIN": true, "VIRTUAL_ENV": true,
+	"CI": true, "HISTFILE": true, "HISTSIZE": true, "PS1": true, "PS2": true, "PS4": true, "_": true,
+}
+
+// secretWords are parts of variable names that suggest a secret.
+var secretWords = []string{"key", "token", "secret", "passw", "passphrase", "pwd", "cred", "auth", "private",
+	"session", "cookie", "signature", "dsn", "apikey"}
+
+// isSecretVar reports whether a variable may hold a secret: its name has
+// a word such as KEY, TOKEN or PASSWORD in it, or it is written in
+// capitals, as environment variables are, and is not known to be
+// harmless. Special and positional parameters are not.
+func isSecretVar(name string) bool {
+	if !validName(name) || harmlessVars[name] || strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "XDG_") {
+		return false
+	}
+	lower := strings.ToLower(name)
+	for _, s := range secretWords {
+		if strings.Contains(lower, s) {
+			return true
+		}
+	}
+	return !strings.ContainsFunc(name, func(r rune) bool { return 'a' <= r && r <= 'z' })
+}
+
+// lastOfPipe and firstOfPipe return the statement at either end of a
+// pipeline.
+func lastOfPipe(s *syntax.Stmt) *syntax.Stmt {
+	for {
+		b, ok := s.Cmd.(*syntax.BinaryCmd)
+		if !ok || b.Op != syntax.Pipe {
+			return s
+		}
+		s = b.Y
+	}
+}
+
+func firstOfPipe(s *syntax.Stmt) *syntax.Stmt {
+	for {
+		b, ok := s.Cmd.(*syntax.BinaryCmd)
+		if !ok || b.Op != syntax.Pipe {
+			return s
+		}
+		s = b.X
+	}
+}
+
+// findPrintsInside reports whether a statement is a find that prints
+// only the paths it finds (-print or -print0, nothing else on its
+// standard output), from starting points inside the working directory:
+// xargs reading its output receives paths inside it. (Their names are
+// trusted, like symbolic links: without -print0 and xargs -0, a name with
+// a blank or newline splits into words.)
+func (w *walker) findPrintsInside(s *syntax.Stmt) bool {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 || s.Negated || s.Background || s.Coprocess {
+		return false
+	}
+	for _, r := range s.Redirs {
+		// Only errors may go elsewhere, and not into the pipe.
+		if r.N == nil || r.N.Value != "2" || r.Op != syntax.RdrOut || r.Word == nil || r.Word.Lit() != "/dev/null" {
+			return false
+		}
+	}
+	var args []word
+	for i, x := range call.Args {
+		u := w.unquote(x)
+		if !u.static || hasBrace(x) {
+			return false
+		}
+		if i == 0 {
+			if normalizeName(u.val) != "find" {
+				return false
+			}
+			continue
+		}
+		args = append(args, u)
+	}
+	expr := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !expr && (a.val == "-H" || a.val == "-L" || a.val == "-P" || strings.HasPrefix(a.val, "-O")):
+		case !expr && !strings.HasPrefix(a.val, "-") && a.val != "(" && a.val != "!" && a.val != ")":
+			if outsideWord(a) != "" {
+				return false
+			}
+		default:
+			expr = true
+			switch a.val {
+			case "-exec", "-execdir", "-ok", "-okdir", "-printf", "-fprintf", "-fprint", "-fprint0", "-ls", "-fls",
+				"-files0-from", "-delete", "-f", "-D", "-help", "--help", "-version", "--version":
+				return false // prints other things, or takes paths from elsewhere
+			}
+		}
+	}
+	// Paths a pattern chooses that may be secret files are not trusted
+	// as xargs's input: what xargs runs would read them.
+	return len(findSecretPatterns(args)) == 0
 }
 
 func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
@@ -416,13 +742,24 @@ func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
 			if r.Hdoc != nil {
 				w.scan(r.Hdoc)
 			}
+		case syntax.WordHdoc:
+			if r.Word != nil {
+				w.scan(r.Word)
+				rd.Target = w.unquote(r.Word).val
+			}
 		default:
 			if r.Word != nil {
 				w.scan(r.Word)
 				t := w.unquote(r.Word)
-				rd.Target, rd.Dynamic = t.val, !t.static || t.glob
-				if strings.HasPrefix(rd.Target, "/dev/tcp/") || strings.HasPrefix(rd.Target, "/dev/udp/") {
+				// Bash expands braces in a redirection's word too:
+				// < {/dev/tcp/host/80,} opens a connection. A process
+				// substitution (< <(cmd)) is a pipe.
+				rd.Target, rd.Dynamic = t.val, !t.static && !t.procSubst || t.glob || hasBrace(r.Word)
+				switch {
+				case strings.HasPrefix(rd.Target, "/dev/tcp/") || strings.HasPrefix(rd.Target, "/dev/udp/"):
 					w.review(r.Pos(), "opens a network connection ("+rd.Target+")")
+				case rd.Dynamic && mayBeNetwork(literalPrefix(r.Word)):
+					w.review(r.Pos(), "redirects to or from a file named at run time, which can be a network connection (/dev/tcp/...): "+rd.Target)
 				}
 			}
 		}
@@ -430,6 +767,72 @@ func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
 		out = append(out, rd)
 	}
 	return out
+}
+
+// hasBrace reports an unquoted { in a word, where brace expansion may
+// start.
+func hasBrace(x *syntax.Word) bool {
+	for _, p := range x.Parts {
+		if lit, ok := p.(*syntax.Lit); ok && strings.Contains(lit.Value, "{") {
+			return true
+		}
+	}
+	return false
+}
+
+// literalPrefix returns the text of a word up to its first expansion:
+// a parameter, a substitution, a pattern character, a brace, or a
+// leading tilde.
+func literalPrefix(x *syntax.Word) string {
+	var b strings.Builder
+	for i, p := range x.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			if i == 0 && strings.HasPrefix(v, "~") {
+				return ""
+			}
+			for j := 0; j < len(v); j++ {
+				c := v[j]
+				switch {
+				case c == '\\' && j+1 < len(v):
+					j++
+					b.WriteByte(v[j])
+				case c == '*' || c == '?' || c == '[' || c == '{':
+					return b.String()
+				default:
+					b.WriteByte(c)
+				}
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return b.String()
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return b.String()
+				}
+				unescapeDouble(&b, lit.Value)
+			}
+		default:
+			return b.String()
+		}
+	}
+	return b.String()
+}
+
+// mayBeNetwork reports whether a file name that starts with prefix and
+// goes on with something computed may be one of bash's network names.
+func mayBeNetwork(prefix string) bool {
+	for _, n := range []string{"/dev/tcp/", "/dev/udp/"} {
+		if strings.HasPrefix(n, prefix) || strings.HasPrefix(prefix, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // harmlessTargets may be written without touching a file.
@@ -480,7 +883,16 @@ func (w *walker) words(ws []*syntax.Word) []word {
 	out := make([]word, 0, len(ws))
 	for _, x := range ws {
 		w.scan(x)
+		n := len(out)
 		out = w.expandBraces(x, out)
+		w.nwords += len(out) - n
+		for _, y := range out[n:] {
+			w.nbytes += len(y.val)
+		}
+		if w.nwords > maxWords || w.nbytes > maxBytes {
+			w.stop(fmt.Sprintf("has more than %d words or %d bytes after brace expansion; the rest were not analysed", maxWords, maxBytes))
+			break
+		}
 	}
 	return out
 }
@@ -521,8 +933,18 @@ func (w *walker) expandBraces(x *syntax.Word, out []word) []word {
 func (w *walker) unquote(x *syntax.Word) word {
 	if len(x.Parts) == 1 {
 		// The common case, a plain word, needs no copy.
-		if lit, ok := x.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(lit.Value, `\*?[`) {
-			return word{val: lit.Value, static: true}
+		switch p := x.Parts[0].(type) {
+		case *syntax.Lit:
+			if !strings.ContainsAny(p.Value, `\*?[`) {
+				return word{val: p.Value, static: true}
+			}
+		case *syntax.ProcSubst:
+			return word{val: w.text(x), procSubst: true}
+		}
+	}
+	if len(w.pathVars) > 0 {
+		if u, ok := w.pathWord(x); ok {
+			return u
 		}
 	}
 	var b strings.Builder
@@ -576,6 +998,57 @@ func (w *walker) unquote(x *syntax.Word) word {
 		res.val = w.text(x)
 	}
 	return res
+}
+
+// pathWord reads a word made of the loop variables in pathVars ($f,
+// "${f}") and plain text: its value is only known at run time, but it
+// names a file inside the working directory when it does for any value of
+// theirs: with "." in their place it does not climb out, and with * in
+// their place it may not be a secret.
+func (w *walker) pathWord(x *syntax.Word) (word, bool) {
+	var dot, star strings.Builder
+	vars, lits := 0, 0
+	var add func(parts []syntax.WordPart) bool
+	add = func(parts []syntax.WordPart) bool {
+		for _, p := range parts {
+			switch p := p.(type) {
+			case *syntax.Lit:
+				if strings.ContainsAny(p.Value, "\\*?[{~") {
+					return false
+				}
+				lits++
+				dot.WriteString(p.Value)
+				star.WriteString(p.Value)
+			case *syntax.SglQuoted:
+				if p.Dollar || strings.ContainsAny(p.Value, "*?[") {
+					return false
+				}
+				lits++
+				dot.WriteString(p.Value)
+				star.WriteString(p.Value)
+			case *syntax.DblQuoted:
+				if !add(p.Parts) {
+					return false
+				}
+			case *syntax.ParamExp:
+				if p.Param == nil || !w.pathVars[p.Param.Value] || p.Excl || p.Length || p.Width || p.Index != nil ||
+					p.Slice != nil || p.Repl != nil || p.Exp != nil || p.Names != 0 || p.Flags != nil || p.NestedParam != nil {
+					return false
+				}
+				vars++
+				dot.WriteString(".")
+				star.WriteString("*")
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	if !add(x.Parts) || vars == 0 {
+		return word{}, false
+	}
+	inside := vars == 1 && lits == 0 || outsidePath(dot.String(), false) == "" && !secretPath(star.String(), true)
+	return word{val: w.text(x), inside: inside}, true
 }
 
 // unescapeDouble removes the backslashes that escape within double quotes.
@@ -679,6 +1152,14 @@ func isNumber(s string) bool {
 }
 
 func (w *walker) param(p *syntax.ParamExp) {
+	if p.Param != nil && len(w.vars) < maxVars {
+		w.vars = append(w.vars, p.Param.Value)
+	}
+	if p.Exp != nil && (p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull) && p.Param != nil {
+		if msg := assignRisk(p.Param.Value, false); msg != "" {
+			w.review(p.Pos(), msg)
+		}
+	}
 	switch {
 	case p.Excl && p.Names == 0 && !allIndex(p.Index):
 		w.review(p.Pos(), "expands a variable indirectly (${!name}), which can run commands hidden in its value")

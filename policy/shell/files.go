@@ -1,0 +1,676 @@
+package shell
+
+import (
+	"path"
+	"strings"
+)
+
+// This file finds the files a command names, and which of them may lie
+// outside the working directory or hold credentials. A command the
+// analysis does not know is taken to name a file with every operand and
+// every --name=value; for those it knows, option values that are counts,
+// patterns or formats are left out, which only makes fewer asks.
+
+// fileSpec describes which arguments of a program name files.
+type fileSpec struct {
+	opts      optSpec
+	fileShort string   // short options whose value names a file
+	fileLong  []string // long options whose value names a file
+	// textLong are long options written with an attached value (--color=
+	// auto) that is not a file. The value of a long option that is neither
+	// here nor in opts.longVal is taken for a file.
+	textLong []string
+	// first: the first operand is a pattern, script or program, unless one
+	// of firstShort or firstLong (grep -e, -f) gives it instead.
+	first      bool
+	firstShort string
+	firstLong  []string
+	// patShort and patLong give file name patterns (grep --include): the
+	// files they select are read.
+	patShort string
+	patLong  []string
+	// noOperands: no operand names a file (echo, tr, wrappers).
+	noOperands bool
+	// meta: only names and metadata are read (ls, stat), so the files are
+	// checked for the working directory but not for secrets.
+	meta bool
+	// namesShort and namesLong are options whose value is a file of file
+	// names to read (sort --files0-from=-, file -f).
+	namesShort string
+	namesLong  []string
+}
+
+// fileRules maps command names to how their arguments name files.
+var fileRules map[string]func(*check)
+
+// noFiles is the rule of commands whose arguments name no file.
+func noFiles(*check) {}
+
+func init() {
+	grep := fileSpec{
+		opts: optSpec{shortVal: "efABCmdD", longVal: []string{"--regexp", "--file", "--after-context", "--before-context", "--context",
+			"--max-count", "--directories", "--devices", "--label", "--include", "--exclude", "--exclude-dir", "--exclude-from",
+			"--binary-files", "--group-separator"}},
+		fileShort: "f", fileLong: []string{"--file", "--exclude-from"},
+		textLong: []string{"--color", "--colour"},
+		first:    true, firstShort: "ef", firstLong: []string{"--regexp", "--file"},
+		patLong: []string{"--include"},
+	}
+	rg := fileSpec{
+		opts: optSpec{shortVal: "efgtTAmBCEjMrd", longVal: []string{"--regexp", "--file", "--glob", "--iglob", "--type", "--type-not",
+			"--after-context", "--before-context", "--context", "--encoding", "--threads", "--max-columns", "--replace",
+			"--max-count", "--max-depth", "--ignore-file", "--type-add", "--type-clear", "--colors", "--sort", "--sortr",
+			"--max-filesize", "--path-separator", "--dfa-size-limit", "--regex-size-limit", "--pre", "--pre-glob",
+			"--hostname-bin", "--hyperlink-format", "--context-separator", "--field-context-separator",
+			"--field-match-separator", "--engine", "--generate", "--color"}},
+		fileShort: "f", fileLong: []string{"--file", "--ignore-file"},
+		first: true, firstShort: "ef", firstLong: []string{"--regexp", "--file", "--files", "--type-list"},
+		patShort: "g", patLong: []string{"--glob", "--iglob"},
+	}
+	plain := func(shortVal string, longVal ...string) func(*check) {
+		return fileSpec{opts: optSpec{shortVal: shortVal, longVal: longVal}}.apply
+	}
+	meta := func(shortVal string, longVal ...string) func(*check) {
+		return fileSpec{opts: optSpec{shortVal: shortVal, longVal: longVal}, meta: true}.apply
+	}
+	checksum := func(c *check) {
+		spec := fileSpec{opts: optSpec{}}
+		spec.apply(c)
+		opts, _, _ := spec.opts.parse(c.args)
+		for _, o := range opts {
+			if o.is('c', "--check") {
+				c.outside("reads the files a checksum list names (" + o.name + ")")
+			}
+		}
+	}
+	fileRules = map[string]func(*check){
+		"grep": grep.apply, "egrep": grep.apply, "fgrep": grep.apply,
+		"rg":       rg.apply,
+		"ls":       fileSpec{opts: optSpec{shortVal: "ITw", longVal: []string{"--block-size", "--format", "--hide", "--ignore", "--indicator-style", "--quoting-style", "--sort", "--tabsize", "--time", "--time-style", "--width"}}, textLong: []string{"--color", "--hyperlink"}, meta: true}.apply,
+		"tree":     fileSpec{opts: optSpec{shortVal: "LPIoHT", longVal: []string{"--charset", "--filelimit", "--timefmt", "--sort"}}, fileShort: "o", meta: true}.apply,
+		"stat":     meta("c", "--format", "--printf"),
+		"du":       fileSpec{opts: optSpec{shortVal: "BdtX", longVal: []string{"--block-size", "--max-depth", "--threshold", "--exclude", "--exclude-from", "--files0-from", "--time-style"}}, fileShort: "X", fileLong: []string{"--exclude-from"}, namesLong: []string{"--files0-from"}, meta: true}.apply,
+		"df":       meta("Btx", "--block-size", "--type", "--exclude-type"),
+		"file":     fileSpec{opts: optSpec{shortVal: "efFmP", longVal: []string{"--exclude", "--files-from", "--separator", "--magic-file", "--parameter"}}, fileShort: "m", fileLong: []string{"--magic-file"}, namesShort: "f", namesLong: []string{"--files-from"}, meta: true}.apply,
+		"realpath": fileSpec{opts: optSpec{}, fileLong: []string{"--relative-to", "--relative-base"}, meta: true}.apply,
+		"readlink": meta(""),
+		"cat":      plain(""), "tac": plain("s", "--separator"), "rev": plain(""),
+		"head": plain("nc", "--lines", "--bytes"), "tail": plain("ncs", "--lines", "--bytes", "--sleep-interval", "--pid", "--max-unchanged-stats"),
+		"wc":   fileSpec{opts: optSpec{}, namesLong: []string{"--files0-from"}}.apply,
+		"nl":   plain("bdfhilnsvw", "--body-numbering", "--section-delimiter", "--footer-numbering", "--header-numbering", "--line-increment", "--join-blank-lines", "--number-format", "--number-separator", "--starting-line-number", "--number-width"),
+		"fold": plain("w", "--width"), "paste": plain("d", "--delimiters"), "comm": plain("", "--output-delimiter"),
+		"join":   plain("aejotv12", "--check-order"),
+		"column": plain("cosNOERHWdrnl", "--columns", "--separator", "--output-separator", "--table-columns", "--table-order", "--table-right", "--table-hide", "--table-wrap", "--table-name", "--tree", "--tree-id", "--tree-parent"),
+		"cut":    plain("bcdf", "--bytes", "--characters", "--delimiter", "--fields", "--output-delimiter"),
+		"sort": fileSpec{opts: optSpec{shortVal: "kotST", longVal: []string{"--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory", "--compress-program", "--files0-from", "--random-source", "--batch-size", "--parallel", "--sort"}},
+			fileShort: "oT", fileLong: []string{"--output", "--temporary-directory", "--random-source"}, namesLong: []string{"--files0-from"}}.apply,
+		"uniq": plain("fsw", "--skip-fields", "--skip-chars", "--check-chars", "--group", "--all-repeated"),
+		"diff": fileSpec{opts: optSpec{shortVal: "CDFILUSWxX", longVal: []string{"--context", "--ifdef", "--show-function-line", "--ignore-matching-lines", "--label", "--unified", "--starting-file", "--width", "--exclude", "--exclude-from", "--from-file", "--to-file", "--tabsize", "--horizon-lines", "--line-format", "--old-line-format", "--new-line-format", "--unchanged-line-format", "--old-group-format", "--new-group-format", "--unchanged-group-format", "--changed-group-format", "--palette"}},
+			fileShort: "X", fileLong: []string{"--exclude-from", "--from-file", "--to-file"}, textLong: []string{"--color"}}.apply,
+		"cmp":    plain("in", "--ignore-initial", "--bytes"),
+		"less":   fileSpec{opts: optSpec{shortVal: "bhjkoOpPtTxyzD#", longVal: []string{"--lesskey-file", "--lesskey-src", "--lesskey-content", "--log-file", "--LOG-FILE", "--pattern", "--prompt", "--tag", "--tag-file"}}, fileShort: "koOT", fileLong: []string{"--lesskey-file", "--lesskey-src", "--log-file", "--LOG-FILE", "--tag-file"}}.apply,
+		"more":   plain("n", "--lines"),
+		"md5sum": checksum, "sha1sum": checksum, "sha224sum": checksum, "sha256sum": checksum, "sha384sum": checksum,
+		"sha512sum": checksum, "b2sum": checksum, "cksum": checksum, "sum": checksum,
+		"date":  fileSpec{opts: optSpec{shortVal: "dfrs", shortOptVal: "I", longVal: []string{"--date", "--file", "--reference", "--set"}}, fileShort: "fr", fileLong: []string{"--file", "--reference"}, textLong: []string{"--iso-8601", "--rfc-3339", "--rfc-email", "--resolution"}, noOperands: true}.apply,
+		"xargs": fileSpec{opts: optSpec{shortVal: "adEILnPs", shortOptVal: "eil", longVal: []string{"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var", "--max-lines", "--replace", "--eof"}, stopAtOperand: true}, fileShort: "a", fileLong: []string{"--arg-file"}, textLong: []string{"--process-slot-var", "--replace", "--eof", "--max-lines"}, noOperands: true}.apply,
+		"time":  fileSpec{opts: optSpec{shortVal: "fo", longVal: []string{"--format", "--output"}, stopAtOperand: true}, fileShort: "o", fileLong: []string{"--output"}, noOperands: true}.apply,
+		"env":   fileSpec{opts: optSpec{shortVal: "uCS", longVal: []string{"--unset", "--chdir", "--split-string"}, stopAtOperand: true}, fileShort: "C", fileLong: []string{"--chdir"}, textLong: []string{"--default-signal", "--ignore-signal", "--block-signal"}, noOperands: true, meta: true}.apply,
+		"sudo": fileSpec{opts: optSpec{shortVal: "CDghpRrTtUu", longVal: []string{"--close-from", "--chdir", "--group", "--host", "--prompt", "--chroot", "--role", "--command-timeout", "--type", "--other-user", "--user"}, stopAtOperand: true},
+			fileShort: "DR", fileLong: []string{"--chdir", "--chroot"}, noOperands: true, meta: true}.apply,
+		"cd": checkCdFiles, "pushd": checkCdFiles,
+		"popd": func(c *check) { c.outside("popd returns to a directory from the stack, which may be outside") },
+		"test": checkTestFiles, "[": checkTestFiles,
+		"jq": checkJqFiles,
+		// Handled where their options are read.
+		"find": noFiles, "git": noFiles, "sed": noFiles, "awk": noFiles, "gawk": noFiles, "mawk": noFiles, "nawk": noFiles,
+		"original-awk": noFiles,
+	}
+	for _, name := range []string{
+		"echo", "printf", "pwd", "whoami", "id", "uname", "basename", "dirname", "which", "type", "true", "false", ":",
+		"read", "tr", "sleep", "seq", "yes", "hostname", "nproc", "arch", "tty", "groups", "logname", "users",
+		"nice", "nohup", "timeout", "stdbuf", "ionice", "setsid", "exec", "builtin", "command", "doas", "watch",
+		"let", "export", "declare", "typeset", "local", "readonly", "unset", "alias", "hash", "trap", "eval",
+		"shift", "return", "exit", "break", "continue", "wait", "jobs", "set", "shopt", "getopts", "mapfile", "readarray",
+	} {
+		fileRules[name] = noFiles
+	}
+}
+
+// apply records the files named by the command's arguments.
+func (s fileSpec) apply(c *check) {
+	w := c.w
+	opts, operands, _ := s.opts.parseInto(c.args, w.opts[:0], w.operands[:0])
+	w.opts, w.operands = opts, operands // keep the space for the next command
+	first := s.first
+	for _, o := range opts {
+		if s.first && o.is(shortOf(o, s.firstShort), s.firstLong...) {
+			first = false
+		}
+		if !o.hasVal {
+			continue
+		}
+		v := o.value()
+		long := strings.HasPrefix(o.name, "--")
+		switch {
+		case o.is(shortOf(o, s.patShort), s.patLong...):
+			c.namePattern(v)
+		case o.is(shortOf(o, s.namesShort), s.namesLong...):
+			// Reads the files named in that file (or on standard input).
+			c.file(v, s.meta)
+			c.outside("reads the files named in " + v.val + " (" + o.name + ")")
+		case o.is(shortOf(o, s.fileShort), s.fileLong...):
+			c.file(v, s.meta)
+		case long && o.attached && !o.is(0, s.textLong...) && !s.opts.takesLong(o.name):
+			c.file(v, s.meta)
+		}
+	}
+	if s.opts.stopAtOperand || s.noOperands {
+		return
+	}
+	if first && len(operands) > 0 {
+		operands = operands[1:]
+	}
+	for _, op := range operands {
+		c.file(op, s.meta)
+	}
+}
+
+// shortOf returns o's short option letter if it is one of letters, else 0.
+func shortOf(o opt, letters string) byte {
+	if len(o.name) == 2 && o.name[0] == '-' && strings.IndexByte(letters, o.name[1]) >= 0 {
+		return o.name[1]
+	}
+	return 0
+}
+
+// defaultFiles is the rule of a command the analysis does not know: every
+// operand names a file, and so does every --name=value.
+func defaultFiles(c *check) {
+	fileSpec{opts: optSpec{}}.apply(c)
+}
+
+func checkCdFiles(c *check) {
+	_, operands, _ := optSpec{}.parse(c.args)
+	if len(operands) == 0 {
+		c.outside(c.cmd.Name + " without a directory goes to the home directory")
+		return
+	}
+	d := operands[0]
+	if d.static && (d.val == "-" || strings.HasPrefix(d.val, "+") || strings.HasPrefix(d.val, "-")) {
+		c.outside(c.cmd.Name + " " + d.val + " goes to a directory the analysis does not know")
+		return
+	}
+	c.file(d, false)
+}
+
+// fileTests are the unary test operators that look at a file.
+var fileTests = map[string]bool{
+	"-a": true, "-b": true, "-c": true, "-d": true, "-e": true, "-f": true, "-g": true, "-h": true, "-k": true,
+	"-p": true, "-r": true, "-s": true, "-u": true, "-w": true, "-x": true, "-G": true, "-L": true, "-N": true,
+	"-O": true, "-S": true,
+}
+
+func checkTestFiles(c *check) {
+	args := c.args
+	for i, a := range args {
+		if !a.static {
+			continue
+		}
+		switch {
+		case fileTests[a.val] && i+1 < len(args):
+			c.file(args[i+1], true)
+		case (a.val == "-nt" || a.val == "-ot" || a.val == "-ef") && i > 0 && i+1 < len(args):
+			c.file(args[i-1], true)
+			c.file(args[i+1], true)
+		}
+	}
+}
+
+// checkJqFiles reads jq's arguments: the filter, the files it reads, and
+// the options whose values are files (--slurpfile, --rawfile, -L).
+func checkJqFiles(c *check) {
+	args := c.args
+	fromFile, positional := false, false
+	var operands []word
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.static || a.val == "-" || !strings.HasPrefix(a.val, "-"):
+			if positional && len(operands) > 0 {
+				continue // a string for $ARGS, not a file (the filter comes first)
+			}
+			operands = append(operands, a)
+		case a.val == "--":
+			for _, op := range args[i+1:] {
+				if !positional || len(operands) == 0 {
+					operands = append(operands, op)
+				}
+			}
+			i = len(args)
+		case a.val == "--arg" || a.val == "--argjson":
+			i += 2
+		case a.val == "--slurpfile" || a.val == "--rawfile":
+			if i+2 < len(args) {
+				c.file(args[i+2], false)
+			}
+			i += 2
+		case a.val == "--library-path":
+			if i+1 < len(args) {
+				c.file(args[i+1], false)
+			}
+			i++
+		case a.val == "--indent":
+			i++
+		case a.val == "--from-file":
+			fromFile = true
+		case a.val == "--args" || a.val == "--jsonargs":
+			positional = true
+		case strings.HasPrefix(a.val, "--"):
+			if _, v, ok := strings.Cut(a.val, "="); ok {
+				c.file(word{val: v, static: true, glob: a.glob}, false)
+			}
+		default:
+			for j := 1; j < len(a.val); j++ {
+				switch a.val[j] {
+				case 'f':
+					fromFile = true
+				case 'L':
+					if j+1 < len(a.val) {
+						c.file(word{val: a.val[j+1:], static: true, glob: a.glob}, false)
+					} else if i+1 < len(args) {
+						c.file(args[i+1], false)
+						i++
+					}
+					j = len(a.val)
+				}
+			}
+		}
+	}
+	if len(operands) == 0 {
+		return
+	}
+	filter := operands[0]
+	switch {
+	case fromFile:
+		c.file(filter, false)
+		c.secret("a jq filter read from " + filter.val + ", which may read the environment")
+	case !filter.static:
+		c.secret("a jq filter only known at run time, which may read the environment")
+	default:
+		f := jqRisk(filter.val)
+		if f.environ {
+			c.secret("the environment (jq env, $ENV)")
+		}
+		if f.modules {
+			c.outside("loads jq modules or data files from its search path (import, include)")
+		}
+	}
+	for _, op := range operands[1:] {
+		c.file(op, false)
+	}
+}
+
+// files applies the command's file rule, and checks the files its
+// redirections open.
+func (c *check) files() {
+	rule, ok := fileRules[c.cmd.Name]
+	if !ok {
+		rule = defaultFiles
+	}
+	rule(c)
+	if c.extra && !c.extraInside && !isNoFiles(c.cmd.Name) {
+		c.outside("receives arguments at run time (from xargs), which may name any file")
+	}
+}
+
+func isNoFiles(name string) bool {
+	switch name {
+	case "echo", "printf", "true", "false", ":", "basename", "dirname":
+		return true
+	}
+	return false
+}
+
+// file records that the command opens or lists the file w names; meta
+// means only its name and metadata are read. Once a file is found outside
+// or secret, later ones are recorded but not checked: one is enough to
+// ask, and the checks cost.
+func (c *check) file(w word, meta bool) {
+	if c.cmd.Files == nil {
+		c.cmd.Files = make([]string, 0, min(len(c.args), 8))
+	}
+	c.cmd.Files = append(c.cmd.Files, w.val)
+	if len(c.cmd.Outside) == 0 {
+		if why := outsideWord(w); why != "" {
+			c.outside(why)
+		}
+	}
+	if !meta && w.static && len(c.cmd.Secrets) == 0 && secretPath(w.val, w.glob) {
+		c.secret(w.val)
+	}
+}
+
+// namePattern records a file name pattern (find -name, grep --include):
+// the files it selects are read, so it is checked for secrets.
+func (c *check) namePattern(w word) {
+	if !w.static {
+		c.secret("a file name pattern only known at run time: " + w.val)
+		return
+	}
+	if secretName(strings.ToLower(w.val), true) {
+		c.secret(w.val)
+	}
+}
+
+func (c *check) outside(why string) {
+	if len(c.cmd.Outside) < maxNotes && !containsString(c.cmd.Outside, why) {
+		c.cmd.Outside = append(c.cmd.Outside, why)
+	}
+}
+
+func (c *check) secret(why string) {
+	if len(c.cmd.Secrets) < maxNotes && !containsString(c.cmd.Secrets, why) {
+		c.cmd.Secrets = append(c.cmd.Secrets, why)
+	}
+}
+
+// maxNotes bounds the Outside and Secrets entries of one command: one is
+// enough to ask.
+const maxNotes = 16
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// redirectFiles checks the files a command's redirections open.
+func redirectFiles(cmd *Command) {
+	for _, r := range cmd.Redirects {
+		if !opensFile(r) {
+			continue
+		}
+		why := ""
+		switch {
+		case r.Dynamic:
+			why = "a redirection to or from a file named at run time: " + r.Target
+		default:
+			why = outsidePath(r.Target, false)
+		}
+		if why != "" && len(cmd.Outside) < maxNotes && !containsString(cmd.Outside, why) {
+			cmd.Outside = append(cmd.Outside, why)
+		}
+		if !r.Dynamic && secretPath(r.Target, false) && len(cmd.Secrets) < maxNotes && !containsString(cmd.Secrets, r.Target) {
+			cmd.Secrets = append(cmd.Secrets, r.Target)
+		}
+	}
+}
+
+// opensFile reports whether a redirection opens a file: not a
+// here-document or here-string, and not a duplicated or closed
+// descriptor.
+func opensFile(r Redirect) bool {
+	switch r.Op {
+	case "<<", "<<-", "<<<":
+		return false
+	case ">&", "<&":
+		if r.Dynamic {
+			return true
+		}
+		t := strings.TrimSuffix(r.Target, "-")
+		return !(t == "" || isDigits(t))
+	}
+	return true
+}
+
+// deviceFiles are files outside the working directory that are safe to
+// name: they hold no data of the machine's.
+var deviceFiles = map[string]bool{
+	"/dev/null": true, "/dev/zero": true, "/dev/random": true, "/dev/urandom": true, "/dev/stdin": true,
+	"/dev/stdout": true, "/dev/stderr": true, "/dev/tty": true, "-": true,
+}
+
+// outsideWord says why the file a word names may lie outside the working
+// directory, or "".
+func outsideWord(w word) string {
+	switch {
+	case w.procSubst:
+		return "" // <(...) is a pipe
+	case w.inside:
+		return ""
+	case !w.static:
+		return "a file named at run time: " + w.val
+	}
+	return outsidePath(w.val, w.glob)
+}
+
+// outsidePath says why p may name a file outside the working directory:
+// it is absolute, starts with ~, climbs out with .., or is a pattern that
+// can match .. ("" when it stays inside). Symbolic links inside the
+// working directory are trusted.
+func outsidePath(p string, glob bool) string {
+	if deviceFiles[p] {
+		return ""
+	}
+	if fd, ok := strings.CutPrefix(p, "/dev/fd/"); ok && isDigits(fd) {
+		return ""
+	}
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") {
+		return p
+	}
+	depth := 0
+	for rest := p; rest != ""; {
+		comp := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			comp, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		switch {
+		case comp == "" || comp == ".":
+		case comp == "..":
+			if depth--; depth < 0 {
+				return p
+			}
+		case glob && globsMeet(comp, ".."):
+			return p // .* can match ..
+		default:
+			depth++
+		}
+	}
+	return ""
+}
+
+// Secret names, compared in lower case: the file names (the last
+// component) and directory names (any component) that may hold
+// credentials. A pattern is a name, "*suffix", or ".prefix*": a trailing
+// * only after a leading dot, so that a pattern such as *.go, which the
+// shell never matches to a dot file, cannot match one of them.
+var (
+	secretFiles = []string{
+		".env*", "*.env", ".netrc", "_netrc", ".git-credentials", ".gitcookies", ".pgpass", ".npmrc", ".pypirc",
+		".yarnrc", ".yarnrc.yml", ".dockercfg", ".vault-token", ".s3cfg", ".boto", ".my.cnf", ".mylogin.cnf",
+		".htpasswd", ".terraformrc", "terraform.rc", ".authinfo", ".authinfo.gpg", ".bash_history", ".history",
+		"*_history", "credentials", "*credentials.json", "credentials.db", "credentials.toml", "credentials.yml",
+		"credentials.yaml", "credentials.xml", "credentials.tfrc.json", "access_tokens.db", "kubeconfig",
+		"secrets.yml", "secrets.yaml", "secrets.json", "secrets.toml", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
+		"*.keystore", "*.kdbx", "*.ppk", "*.tfstate", "*.tfstate.backup", "*_rsa", "*_dsa", "*_ecdsa", "*_ed25519",
+		"*_ecdsa_sk", "*_ed25519_sk", "*_xmss", "identity", "shadow", "shadow-", "gshadow", "gshadow-", "sudoers",
+		"environ",
+	}
+	secretDirs = []string{
+		".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".password-store", ".terraform.d", ".gcloud",
+	}
+)
+
+// secretPath reports whether p may name a file that holds credentials:
+// a component is a secret directory, or the last a secret file name. glob
+// means p is a shell pattern; it is matched conservatively (any name it
+// may match). Letters are compared in lower case, as case-insensitive
+// file systems do.
+func secretPath(p string, glob bool) bool {
+	lp := strings.ToLower(p)
+	if glob && !strings.ContainsAny(lp, "*?[") {
+		glob = false
+	}
+	clean := path.Clean(lp)
+	// A repository's configuration may hold a token in a remote's URL.
+	if dir, base := path.Split(clean); base == "config" || glob && globsMeet(base, "config") {
+		if d := path.Base(dir); d == ".git" || glob && globsMeet(d, ".git") {
+			return true
+		}
+	}
+	for rest := lp; rest != ""; {
+		comp := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			comp, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		for _, d := range secretDirs {
+			if comp == d || glob && globsMeet(comp, d) {
+				return true
+			}
+		}
+	}
+	return secretName(path.Base(clean), glob)
+}
+
+// notSecret are names on the list that hold examples, not secrets.
+var notSecret = map[string]bool{
+	".env.example": true, ".env.sample": true, ".env.template": true, ".env.dist": true, ".env.defaults": true,
+	"example.env": true, "sample.env": true, "template.env": true,
+}
+
+// secretName reports whether the file name (lower case) may be a secret
+// file's; glob means it is a shell pattern.
+func secretName(name string, glob bool) bool {
+	if !glob && notSecret[name] {
+		return false
+	}
+	for _, pat := range secretFiles {
+		if glob {
+			if globsMeet(name, pat) {
+				return true
+			}
+			continue
+		}
+		switch {
+		case strings.HasPrefix(pat, "*"):
+			if strings.HasSuffix(name, pat[1:]) {
+				return true
+			}
+		case strings.HasSuffix(pat, "*"):
+			if strings.HasPrefix(name, pat[:len(pat)-1]) {
+				return true
+			}
+		case name == pat:
+			return true
+		}
+	}
+	return false
+}
+
+// maxGlob bounds the patterns globsMeet compares; a longer one is taken
+// to match.
+const maxGlob = 256
+
+// globsMeet reports whether some file name matches both the shell pattern
+// g and the secret pattern pat (whose only special character is *). In g,
+// * ? and [...] are special (a class counts as any one character, which
+// only errs towards a match), and, as the shell matches file names, a
+// name it matches starts with a dot only if g does.
+func globsMeet(g, pat string) bool {
+	if len(g) > maxGlob {
+		return true
+	}
+	g = simplifyClasses(g)
+	noDot := g != "" && g[0] != '.'
+	var meet func(i, j int, started bool) bool
+	// seen marks the states tried: positions i in g and j in pat, and
+	// whether a character of the name has been matched.
+	seen := make([]bool, (len(g)+1)*(len(pat)+1)*2)
+	// take matches one character of the name; c is what it must be, or 0
+	// when both sides leave it free.
+	take := func(i, j int, started bool, c byte) bool {
+		if noDot && !started && c == '.' {
+			return false
+		}
+		return meet(i, j, true)
+	}
+	meet = func(i, j int, started bool) bool {
+		k := (i*(len(pat)+1) + j) * 2
+		if started {
+			k++
+		}
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		gEnd, pEnd := i == len(g), j == len(pat)
+		switch {
+		case gEnd && pEnd:
+			return true
+		case !gEnd && g[i] == '*':
+			if meet(i+1, j, started) {
+				return true
+			}
+			switch {
+			case pEnd:
+				return false
+			case pat[j] == '*':
+				// Both stars take one free character, or pat's takes none.
+				return !started && take(i, j, started, 0) || meet(i, j+1, started)
+			}
+			return take(i, j+1, started, pat[j]) // g's * takes pat's character
+		case !pEnd && pat[j] == '*':
+			if meet(i, j+1, started) {
+				return true
+			}
+			if gEnd {
+				return false
+			}
+			if g[i] == '?' {
+				return take(i+1, j, started, 0)
+			}
+			return take(i+1, j, started, g[i])
+		case gEnd || pEnd:
+			return false
+		case g[i] == '?':
+			return take(i+1, j+1, started, pat[j])
+		}
+		return g[i] == pat[j] && take(i+1, j+1, started, g[i])
+	}
+	return meet(0, 0, false)
+}
+
+// simplifyClasses replaces each bracket expression [...] by ?, and
+// leaves a [ without its ] as it is.
+func simplifyClasses(g string) string {
+	if !strings.Contains(g, "[") {
+		return g
+	}
+	var b strings.Builder
+	for i := 0; i < len(g); i++ {
+		if g[i] == '[' {
+			j := i + 1
+			if j < len(g) && (g[j] == '!' || g[j] == '^') {
+				j++
+			}
+			if j < len(g) && g[j] == ']' {
+				j++
+			}
+			if k := strings.IndexByte(g[j:], ']'); k >= 0 {
+				b.WriteByte('?')
+				i = j + k
+				continue
+			}
+		}
+		b.WriteByte(g[i])
+	}
+	return b.String()
+}
