@@ -85,6 +85,17 @@ func BenchmarkEvaluate(b *testing.B) {
 		}
 		loop(b, func() { p.Evaluate(ctx, call) })
 	})
+	// A hostile string: a chain of 10 000 wrappers (60 KB), which the
+	// analysis cuts short and asks about. It is not cached, so every call
+	// analyses it afresh.
+	b.Run("sandbox/wrapper-chain", func(b *testing.B) {
+		p := loadSandbox(b)
+		call := bash(strings.Repeat("xargs ", 10000) + "ls")
+		if d := p.Evaluate(ctx, call); d.Action != Ask {
+			b.Fatalf("%s by %s", d.Action, d.Rule)
+		}
+		loop(b, func() { p.Evaluate(ctx, call) })
+	})
 	b.Run("100rules/unknown-tool", func(b *testing.B) {
 		p := benchPolicy(b, nil)
 		call := Call{Tool: "send_email", Args: map[string]any{"to": "a@example.com"}}

@@ -46,9 +46,10 @@
 //     limited ([DefaultCostLimit]).
 //
 // Conditions see tool, args and thread; rules with command also see
-// command (name, args, redirects, writes, via, review, ...). Helpers take a
-// command string: commands(s), commands_all_in(s, names),
-// commands_any_in(s, names), writes_files(s), shell_review(s).
+// command (name, args, redirects, writes, via, review, files, outside,
+// secrets, ...). Helpers take a command string: commands(s),
+// commands_all_in(s, names), commands_any_in(s, names), writes_files(s),
+// shell_review(s).
 //
 // The [Decision] names the deciding rule and every rule that matched. Use
 // a policy with package hitl through [Policy.HITL], reload it while in use

@@ -55,6 +55,12 @@ func (e *Explanation) Write(w io.Writer) error {
 				fmt.Fprintf(&b, "   [via %s]", strings.Join(c.Via, " > "))
 			}
 			b.WriteByte('\n')
+			if len(c.Outside) > 0 {
+				fmt.Fprintf(&b, "     outside the working directory: %s\n", strings.Join(c.Outside, "; "))
+			}
+			if len(c.Secrets) > 0 {
+				fmt.Fprintf(&b, "     may hold secrets: %s\n", strings.Join(c.Secrets, "; "))
+			}
 		}
 		if reasons := e.Shell.Reasons(); len(reasons) > 0 {
 			b.WriteString("review:\n")

@@ -302,7 +302,7 @@ func (p *Policy) Evaluate(ctx context.Context, call Call) Decision {
 	}
 	tr := p.rulesFor(call.Tool)
 	for _, r := range tr.call {
-		p.try(&ev, r, &call, nil, "", 0, nil)
+		p.try(&ev, r, &call, nil, 0, nil)
 	}
 	if tr.isShell {
 		p.shellCall(&ev, tr, &call)
@@ -339,10 +339,15 @@ func (ev *evaluation) add(m Match, r *rule) {
 	ev.matches = append(ev.matches, m)
 }
 
-// try evaluates rule r on the call (cmd == nil) or on one of its shell
-// commands, and records a match. memo, when not nil, keeps the result of a
+// try evaluates rule r on the call (a == nil) or on its shell command i
+// of a, and records a match. memo, when not nil, keeps the result of a
 // condition that reads only the command.
-func (p *Policy) try(ev *evaluation, r *rule, call *Call, cmd *shell.Command, cmdStr string, cmdSize int, memo *atomic.Uint32) bool {
+func (p *Policy) try(ev *evaluation, r *rule, call *Call, a *analysis, i int, memo *atomic.Uint32) bool {
+	var cmd *shell.Command
+	cmdSize := 0
+	if a != nil {
+		cmd, cmdSize = &a.Commands[i], a.sizes[i]
+	}
 	if r.cond != nil {
 		if r.cond.callVars {
 			memo = nil
@@ -366,7 +371,7 @@ func (p *Policy) try(ev *evaluation, r *rule, call *Call, cmd *shell.Command, cm
 			}
 			ok, err := evalCond(ev.ctx, r.cond, size, ev.act)
 			if err != nil {
-				ev.add(Match{Rule: RuleError, Action: Ask, Command: cmdStr,
+				ev.add(Match{Rule: RuleError, Action: Ask, Command: a.str(i),
 					Reason: fmt.Sprintf("the condition of rule %q failed: %v", r.name, err)}, nil)
 				return true
 			}
@@ -381,7 +386,7 @@ func (p *Policy) try(ev *evaluation, r *rule, call *Call, cmd *shell.Command, cm
 	if cmd == nil && r.action == Allow {
 		ev.wholeAllow = true
 	}
-	ev.add(Match{Rule: r.name, Action: r.action, Reason: r.reason, Command: cmdStr}, r)
+	ev.add(Match{Rule: r.name, Action: r.action, Reason: r.reason, Command: a.str(i)}, r)
 	return true
 }
 
@@ -414,7 +419,7 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 		ev.add(Match{Rule: RuleDefault, Action: p.def, Reason: "the command string runs no command"}, nil)
 	}
 	for i := range a.Commands {
-		c, str := &a.Commands[i], a.strs[i]
+		c := &a.Commands[i]
 		covered, skippedWrite := false, false
 		exact, globbed := tr.byName[c.Name], tr.globCmd
 		// Visit the rules for this name in file order: merge the two lists.
@@ -432,7 +437,7 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 				skippedWrite = true
 				continue
 			}
-			if p.try(ev, r, call, c, str, a.sizes[i], a.memoSlot(i, r.index)) {
+			if p.try(ev, r, call, a, i, a.memoSlot(i, r.index)) {
 				covered = true
 			}
 		}
@@ -441,7 +446,7 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 			if skippedWrite {
 				reason += " (it writes files, and the allow rules for it do not set allow_writes)"
 			}
-			ev.add(Match{Rule: RuleDefault, Action: p.def, Command: str, Reason: reason}, nil)
+			ev.add(Match{Rule: RuleDefault, Action: p.def, Command: a.str(i), Reason: reason}, nil)
 		}
 	}
 }
@@ -490,8 +495,12 @@ func (p *Policy) defaultDecision(reason string) Decision {
 // analysis is a shell analysis with what every decision on it needs.
 type analysis struct {
 	*shell.Analysis
-	strs  []string // each command as a string
-	sizes []int    // each command's size (sizeOf), which chooses how conditions run
+	sizes []int // each command's size (sizeOf), which chooses how conditions run
+	// strs holds each command as a string, made when a decision first
+	// needs one (CEL helpers never do); strsDone says they are made.
+	strs     []string
+	strsDone atomic.Bool
+	strsMu   sync.Mutex
 	// memo holds, per command and rule, the result of conditions that read
 	// only the command (0: not known, 1: false, 2: true): they are pure,
 	// and the analysis is decided again whenever the string comes back.
@@ -499,20 +508,65 @@ type analysis struct {
 	rules   int
 	reasons []string // every reason for review
 	reason  string   // the reasons joined
+	weight  int      // roughly the bytes it holds, for the cache
 }
 
 func newAnalysis(src string, rules int) *analysis {
 	a, _ := shell.Parse(src) // a parse error is one of a's reasons for review
-	x := &analysis{Analysis: a, strs: make([]string, len(a.Commands)), sizes: make([]int, len(a.Commands)), reasons: a.Reasons()}
+	x := &analysis{Analysis: a, sizes: make([]int, len(a.Commands)), reasons: a.Reasons()}
+	x.weight = len(src) + 64
 	for i := range a.Commands {
-		x.strs[i] = a.Commands[i].String()
-		x.sizes[i] = commandSize(&a.Commands[i])
+		c := &a.Commands[i]
+		x.sizes[i] = commandSize(c)
+		x.weight += commandWeight(c)
 	}
 	x.reason = strings.Join(x.reasons, "; ")
+	x.weight += len(x.reason) + 16*len(x.reasons)
 	if rules > 0 {
 		x.memo, x.rules = make([]atomic.Uint32, len(a.Commands)*rules), rules
+		x.weight += 4 * len(x.memo)
 	}
 	return x
+}
+
+// str returns command i as a string; "" for a == nil, the call itself.
+func (a *analysis) str(i int) string {
+	if a == nil {
+		return ""
+	}
+	if !a.strsDone.Load() {
+		a.makeStrs()
+	}
+	return a.strs[i]
+}
+
+func (a *analysis) makeStrs() {
+	a.strsMu.Lock()
+	defer a.strsMu.Unlock()
+	if a.strsDone.Load() {
+		return
+	}
+	strs := make([]string, len(a.Commands))
+	for i := range a.Commands {
+		strs[i] = a.Commands[i].String()
+	}
+	a.strs = strs
+	a.strsDone.Store(true)
+}
+
+// commandWeight is roughly the bytes a command holds, twice over for its
+// string.
+func commandWeight(c *shell.Command) int {
+	n := 256 + len(c.Path)
+	for _, l := range [][]string{c.Args, c.Env, c.Via, c.Review, c.Files, c.Outside, c.Secrets} {
+		for _, s := range l {
+			n += 16 + 2*len(s)
+		}
+	}
+	for _, r := range c.Redirects {
+		n += 64 + 2*len(r.Target)
+	}
+	return n
 }
 
 // memoSlot returns the memo of a rule on command i, or nil.
@@ -525,16 +579,28 @@ func (a *analysis) memoSlot(i, rule int) *atomic.Uint32 {
 
 // analysisCache keeps recent shell analyses: the same command string is
 // often decided again (a retried call, an edit checked twice, a test
-// suite). Analyses are never modified after they are made.
+// suite). Analyses are never modified after they are made, except for
+// their memos and strings, made once. An analysis heavier than
+// maxCachedWeight is not kept, and the cache empties when what it keeps
+// would weigh more than maxCacheWeight: hostile strings cost their
+// analysis once, not memory for as long as they stay.
 type analysisCache struct {
-	rules int // the policy's rules, for the memos; set once at load
-	mu    sync.Mutex
-	max   int
-	m     map[string]*analysis
+	rules  int // the policy's rules, for the memos; set once at load
+	mu     sync.Mutex
+	max    int
+	m      map[string]*analysis
+	weight int // of the analyses kept
+	budget int // maxCacheWeight, but for tests
 }
 
+// Bounds on what the analysis cache keeps, in bytes (roughly).
+const (
+	maxCachedWeight = 64 << 10
+	maxCacheWeight  = 16 << 20
+)
+
 func newAnalysisCache(max int) *analysisCache {
-	return &analysisCache{max: max, m: make(map[string]*analysis)}
+	return &analysisCache{max: max, m: make(map[string]*analysis), budget: maxCacheWeight}
 }
 
 func (c *analysisCache) analyze(src string) *analysis {
@@ -548,11 +614,18 @@ func (c *analysisCache) analyze(src string) *analysis {
 		return a
 	}
 	a = newAnalysis(src, c.rules)
-	c.mu.Lock()
-	if len(c.m) >= c.max {
-		clear(c.m)
+	if a.weight > maxCachedWeight {
+		return a
 	}
-	c.m[src] = a
+	c.mu.Lock()
+	if len(c.m) >= c.max || c.weight+a.weight > c.budget {
+		clear(c.m)
+		c.weight = 0
+	}
+	if _, dup := c.m[src]; !dup {
+		c.m[src] = a
+		c.weight += a.weight
+	}
 	c.mu.Unlock()
 	return a
 }

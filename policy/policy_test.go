@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -330,6 +331,51 @@ rules:
 		locked.ThreadID = "locked"
 		if d := p.Evaluate(ctx, locked); d.Action != Block {
 			t.Errorf("thread condition on a cached command: %s", d.Action)
+		}
+	}
+}
+
+// TestHeavyAnalysesNotCached checks that hostile command strings are
+// decided (asked) but that an analysis holding much is not kept, and that
+// what the cache keeps stays within its budget.
+func TestHeavyAnalysesNotCached(t *testing.T) {
+	t.Parallel()
+	p := loadSandbox(t)
+	ctx := context.Background()
+	kept := func(cmd string) (*analysis, bool) {
+		p.cache.mu.Lock()
+		defer p.cache.mu.Unlock()
+		a, ok := p.cache.m[cmd]
+		return a, ok
+	}
+	chain := strings.Repeat("xargs ", 10000) + "ls"
+	for _, cmd := range []string{chain, "cat " + strings.Repeat("a ", 30000)} {
+		if d := p.Evaluate(ctx, bash(cmd)); d.Action == Allow && !strings.HasPrefix(cmd, "cat a") {
+			t.Errorf("%.40q...: allowed", cmd)
+		}
+		if a, ok := kept(cmd); ok && a.weight > maxCachedWeight {
+			t.Errorf("%.40q...: an analysis of weight %d was kept", cmd, a.weight)
+		}
+	}
+	if _, ok := kept(chain); ok {
+		t.Error("the analysis of a chain of 10 000 wrappers was kept")
+	}
+	if d := p.Evaluate(ctx, bash("ls -la")); d.Action != Allow {
+		t.Fatalf("ls -la: %s", d.Action)
+	}
+	if _, ok := kept("ls -la"); !ok {
+		t.Error("a light analysis was not kept")
+	}
+	p.cache.mu.Lock()
+	p.cache.budget = 64 << 10
+	p.cache.mu.Unlock()
+	for i := range 50 {
+		p.Evaluate(ctx, bash(fmt.Sprintf("echo %d %s", i, strings.Repeat("b ", 200))))
+		p.cache.mu.Lock()
+		w, n := p.cache.weight, len(p.cache.m)
+		p.cache.mu.Unlock()
+		if w > 64<<10 || n == 0 {
+			t.Fatalf("after %d strings the cache holds %d weighing %d, budget %d", i+1, n, w, 64<<10)
 		}
 	}
 }
