@@ -8,8 +8,9 @@ import (
 )
 
 // FuzzSandbox checks that the sandbox policy never panics, never allows a
-// command string that does not parse, and never allows one the shell
-// analysis wants a person to see. Seeds: testdata/fuzz/FuzzSandbox and the
+// command string that does not parse, never allows one the shell analysis
+// wants a person to see, and never allows one that names files outside the
+// working directory or secrets. Seeds: testdata/fuzz/FuzzSandbox and the
 // bypass corpus.
 func FuzzSandbox(f *testing.F) {
 	for _, s := range bypasses {
@@ -33,6 +34,11 @@ func FuzzSandbox(f *testing.F) {
 		}
 		if len(a.Commands) == 0 {
 			t.Fatalf("allowed %q, which runs no command", cmd)
+		}
+		for _, c := range a.Commands {
+			if len(c.Outside) > 0 || len(c.Secrets) > 0 {
+				t.Fatalf("allowed %q, whose command %s names files outside the working directory (%q) or secrets (%q)", cmd, c.String(), c.Outside, c.Secrets)
+			}
 		}
 	})
 }
