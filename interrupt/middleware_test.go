@@ -262,11 +262,33 @@ func crash(t *testing.T, f *fixture, n int) []*hitl.Request {
 	done := make(chan error, 1)
 	go func() { _, err := f.agent.Prompt(ctx, "go"); done <- err }()
 	reqs := waitPending(t, f.channel, n)
+	// The call no rule gates (c3) runs at once; let it finish, so what the
+	// resumed process runs does not depend on timing.
+	deadline := time.Now().Add(5 * time.Second)
+	for !hasDoneCall(f.agent) && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("the run ended without its answer")
 	}
 	return reqs
+}
+
+// hasDoneCall reports whether a call of the thread's current run has its
+// result recorded.
+func hasDoneCall(a *agent.Agent) bool {
+	th, err := a.Store().LoadThread(context.Background(), a.ThreadID())
+	if err != nil {
+		return false
+	}
+	recs, _ := a.Store().ListToolCalls(context.Background(), th.ID, th.RunID)
+	for _, r := range recs {
+		if r.State == checkpoint.ToolCallDone {
+			return true
+		}
+	}
+	return false
 }
 
 func TestRestartBetweenQuestionAndAnswer(t *testing.T) {
