@@ -2,11 +2,14 @@ package crashtest
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
@@ -16,13 +19,23 @@ const childEnv = "TOLLGATE_CRASH_CHILD"
 
 // childSpec tells the child what to run.
 type childSpec struct {
-	Store   string // "sqlite" or "postgres"
-	Path    string // sqlite
-	DSN     string // postgres
-	Schema  string // postgres
-	Ledger  string
+	Store  string // "sqlite" or "postgres"
+	Path   string // sqlite
+	DSN    string // postgres
+	Schema string // postgres
+	Ledger string
+	// Signals is the file where children tell the parent things, one line
+	// "subject what" each: "- started" once the store is open and the
+	// threads start; in pairs, "thread asking-leader" (or -follower) when
+	// about to ask (or look up) a thread's question, and "thread lost-..."
+	// for a race lost to the other child (see lostRace).
+	Signals string
 	Round   int
 	Threads int
+	// Pair: two children run the round at once; a child that finds the
+	// other driving a thread (see lostRace) leaves it to the other.
+	// The second is the Follower: it starts no run.
+	Pair, Follower bool
 }
 
 func openStore(t testing.TB, spec childSpec) checkpoint.Store {
@@ -63,13 +76,56 @@ func TestCrashChild(t *testing.T) {
 	}
 	defer f.Close()
 	l := &ledger{f: f}
+	sf, err := os.OpenFile(spec.Signals, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	signals := &ledger{f: sf}
+	var asking func(string)
+	if spec.Pair {
+		role := "asking-leader"
+		if spec.Follower {
+			role = "asking-follower"
+		}
+		asking = func(thread string) {
+			if err := signals.write(thread + " " + role + "\n"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if err := signals.write("- started\n"); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for _, thread := range threadNames(spec.Round, spec.Threads) {
 		wg.Go(func() {
-			if err := runThread(t.Context(), store, l, thread); err != nil {
+			err := runThread(t.Context(), store, l, thread, spec.Follower, asking)
+			if err != nil && spec.Pair && lostRace(err) {
+				if err := signals.write(fmt.Sprintf("%s %s\n", thread, raceName(err))); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			if err != nil {
 				t.Errorf("%s: %v", thread, err)
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// raceName names the race a child lost, for the signals file: the other
+// claimed a call, saved the thread, started or finished the run first.
+func raceName(err error) string {
+	switch {
+	case errors.Is(err, agent.ErrCallClaimed):
+		return "lost-claim"
+	case errors.Is(err, checkpoint.ErrConflict):
+		return "lost-save"
+	case errors.Is(err, agent.ErrRunInProgress):
+		return "lost-start"
+	default:
+		return "lost-finish"
+	}
 }
