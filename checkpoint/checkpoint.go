@@ -189,6 +189,17 @@ type Notification struct {
 // Store is what the agent needs from durable storage. Every method is safe
 // for concurrent use. Implementations: checkpoint/memory, checkpoint/sqlite,
 // checkpoint/postgres; checkpoint/checkpointtest is the definition.
+//
+// JSON fields (Thread.Messages, ToolCall.Args and Result, Question.Payload
+// and Answer, Event.Data) must be valid JSON in UTF-8; a store keeps them
+// byte for byte (spacing, key order, duplicate keys, numbers as written,
+// escapes such as \u0000 inside strings). Bytes that are not valid UTF-8
+// JSON, such as a raw NUL byte, may be refused with an error (PostgreSQL
+// refuses them), never stored altered.
+//
+// Times are kept to the microsecond at least, and from 4713 BC to AD 294247
+// at least (so any deadline of now plus a time.Duration); a time outside
+// what a store can keep is refused with an error, never stored as another.
 type Store interface {
 	// CreateThread stores a new thread with Version 1. ErrConflict if the
 	// id exists.

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Questions", func(t *testing.T) { testQuestions(t, setup) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, setup) })
 	t.Run("Times", func(t *testing.T) { testTimes(t, setup) })
+	t.Run("JSON", func(t *testing.T) { testJSON(t, setup) })
 	t.Run("Notifications", func(t *testing.T) { testNotifications(t, setup) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, setup) })
 }
@@ -112,8 +113,16 @@ func recent(tm time.Time) bool {
 func checkJSON(t *testing.T, what string, got, want json.RawMessage) {
 	t.Helper()
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s = %q, want %q (byte for byte)", what, got, want)
+		t.Errorf("%s = %q, want %q (byte for byte)", what, clip(got), clip(want))
 	}
+}
+
+// clip shortens b for a message.
+func clip(b []byte) string {
+	if len(b) > 300 {
+		return fmt.Sprintf("%s... (%d bytes)", b[:300], len(b))
+	}
+	return string(b)
 }
 
 func ctx(t *testing.T) context.Context { return t.Context() }
