@@ -32,11 +32,12 @@ var jsonEdgeCases = map[string]string{
 }
 
 func testJSON(t *testing.T, setup setupFunc) {
-	// Every JSON field of every record, written and read back.
+	// Every JSON field of every record, written and read back. (One store
+	// for all the cases: each has threads of its own.)
 	t.Run("EdgeCases", func(t *testing.T) {
+		s := setup(t)
 		for name, doc := range jsonEdgeCases {
 			t.Run(name, func(t *testing.T) {
-				s := setup(t)
 				raw := json.RawMessage(doc)
 				if !json.Valid(raw) {
 					t.Fatalf("test case %s is not valid JSON", name)
@@ -53,13 +54,13 @@ func testJSON(t *testing.T, setup setupFunc) {
 	// does not allow): a store may refuse them (PostgreSQL does), but what
 	// it accepts it keeps byte for byte.
 	t.Run("InvalidKeptOrRefused", func(t *testing.T) {
+		s := setup(t)
 		for name, doc := range map[string]string{
 			"RawNUL":      "{\"cmd\":\"a\x00b\"}",
 			"InvalidUTF8": "{\"s\":\"\xff\xfe\"}",
 			"NotJSON":     `{"unterminated":`,
 		} {
 			t.Run(name, func(t *testing.T) {
-				s := setup(t)
 				// Refusals are fine; changes fail the test.
 				for _, err := range roundTripJSON(t, s, json.RawMessage(doc)) {
 					t.Logf("refused: %v", err)

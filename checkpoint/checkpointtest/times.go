@@ -14,6 +14,7 @@ func testTimes(t *testing.T, setup setupFunc) {
 	// later) is kept as given: the question can be answered now, and does
 	// not time out now.
 	t.Run("FarFutureDeadline", func(t *testing.T) {
+		s := setup(t) // one store for all the cases: each has a thread of its own
 		now := time.Now()
 		for name, deadline := range map[string]time.Time{
 			"MaxDuration":  now.Add(time.Duration(math.MaxInt64)),
@@ -23,7 +24,6 @@ func testTimes(t *testing.T, setup setupFunc) {
 			"Year200000AD": time.Date(200000, 6, 1, 12, 0, 0, 0, time.UTC),
 		} {
 			t.Run(name, func(t *testing.T) {
-				s := setup(t)
 				q := newQuestion(id("thread"), "far")
 				q.CreatedAt = now
 				q.Deadline = deadline
@@ -55,6 +55,7 @@ func testTimes(t *testing.T, setup setupFunc) {
 	// AD 294276): it refuses them with an error, and never stores another
 	// time instead. The memory store keeps them all.
 	t.Run("ExtremeTimesKeptOrRefused", func(t *testing.T) {
+		s := setup(t)
 		for name, tm := range map[string]time.Time{
 			"Year1":            time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC),
 			"Year1000":         time.Date(1000, 2, 3, 4, 5, 6, 7000, time.UTC),
@@ -65,7 +66,6 @@ func testTimes(t *testing.T, setup setupFunc) {
 			"UnixSeconds-2^62": time.Unix(-1<<62, 0),
 		} {
 			t.Run(name, func(t *testing.T) {
-				s := setup(t)
 				thread := id("thread")
 
 				th := &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadIdle, RunID: "run-1", Messages: []byte("[]"), CreatedAt: tm}
