@@ -90,6 +90,16 @@ var (
 	ErrMaxTurns = errors.New("agent: maximum number of turns reached")
 	// ErrAborted is the cause of a run's context when AbortPending stops it.
 	ErrAborted = errors.New("agent: run aborted")
+	// ErrParked: the run stopped to wait for answers without holding
+	// anything in this process. A [Channel] returns it from Wait (for a
+	// question still pending) when whoever drives the run will call
+	// [Agent.Resume] once the question is resolved, as package host does.
+	// The run returns an error wrapping it, emits a [RunParkedEvent], and
+	// the thread stays running in the store; every call of the turn that
+	// could go on without an answer has gone on first.
+	ErrParked = errors.New("agent: run parked until its questions are answered")
+	// ErrRunIDUsed: PromptWith was given a run id the thread already has.
+	ErrRunIDUsed = errors.New("agent: the thread already has a run with this id")
 )
 
 // New returns an agent for cfg.
@@ -216,6 +226,20 @@ func decodeMessages(raw json.RawMessage) ([]Message, error) {
 // unfinished run; [Agent.Resume] continues it and [Agent.AbortPending]
 // closes it. Prompt on such a thread returns ErrRunInProgress.
 func (a *Agent) Prompt(ctx context.Context, text string) (*Message, error) {
+	return a.PromptWith(ctx, text, nil)
+}
+
+// PromptOptions tune one run started by [Agent.PromptWith]. A nil
+// *PromptOptions means zero values.
+type PromptOptions struct {
+	// RunID names the run. Zero: a random id. A caller that derives it
+	// from an idempotency key can tell a retried request from a new one:
+	// a RunID the thread already has is refused with ErrRunIDUsed.
+	RunID string
+}
+
+// PromptWith is [Agent.Prompt] with options.
+func (a *Agent) PromptWith(ctx context.Context, text string, opts *PromptOptions) (*Message, error) {
 	if !a.runMu.TryLock() {
 		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
 	}
@@ -239,6 +263,12 @@ func (a *Agent) Prompt(ctx context.Context, text string) (*Message, error) {
 		return nil, err
 	}
 	runID := "run_" + randomID()
+	if opts != nil && opts.RunID != "" {
+		runID = opts.RunID
+		if th.RunID == runID || slices.ContainsFunc(msgs, func(m Message) bool { return m.RunID == runID }) {
+			return nil, fmt.Errorf("%w (thread %s, run %s)", ErrRunIDUsed, th.ID, runID)
+		}
+	}
 	msgs = append(msgs, Message{Role: RoleUser, Text: text, RunID: runID, CreatedAt: a.clock.Now()})
 	th.Status, th.RunID = checkpoint.ThreadRunning, runID
 	if err := a.saveThread(ctx, th, msgs); err != nil {
@@ -305,6 +335,13 @@ func (a *Agent) drive(ctx context.Context, th *checkpoint.Thread, msgs []Message
 	msg, err := a.loop(ctx, th, msgs)
 	if err != nil && context.Cause(ctx) != nil && ctx.Err() != nil {
 		err = fmt.Errorf("agent: run stopped: %w", context.Cause(ctx))
+	}
+	var parked *parkedError
+	if errors.As(err, &parked) {
+		// Not finished: waiting, with nothing held here.
+		a.emit(&RunParkedEvent{meta: a.meta(th.RunID), Questions: parked.questions})
+		a.audit(context.WithoutCancel(ctx), th.RunID, "run_parked", map[string]any{"questions": parked.questions})
+		return nil, err
 	}
 	a.emit(&RunFinishedEvent{meta: a.meta(th.RunID), Message: msg, Err: err})
 	fin := map[string]any{}

@@ -45,6 +45,14 @@ type RunFinishedEvent struct {
 	Err     error
 }
 
+// RunParkedEvent: the run stopped to wait for answers to Questions (their
+// ids) without holding anything in this process (see [ErrParked]); it
+// goes on when its driver resumes it.
+type RunParkedEvent struct {
+	meta
+	Questions []string
+}
+
 // TextDeltaEvent carries a piece of assistant text as the model streams it.
 type TextDeltaEvent struct {
 	meta

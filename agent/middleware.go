@@ -181,3 +181,24 @@ func encodeArgs(args any) (json.RawMessage, error) {
 	}
 	return json.Marshal(args)
 }
+
+// EditCheck is an edit of a tool call's arguments to be vetted outside the
+// run, by whichever process takes the answer (see [EditChecker]).
+type EditCheck struct {
+	ThreadID string
+	CallID   string
+	// Tool is the tool called; Args the whole edited arguments object.
+	Tool *Tool
+	Args json.RawMessage
+	// Messages is the conversation, when the checker has it.
+	Messages []Message
+}
+
+// EditChecker is implemented by before-tool middleware that can tell,
+// outside a run, whether it would let an edited call run. A host calls it
+// on every edit before recording the answer, so a reviewer whose edit the
+// run would block is told at once and can correct it. An error refuses the
+// edit; a *ValidationError in it lists every problem.
+type EditChecker interface {
+	CheckEdit(ctx context.Context, c *EditCheck) error
+}

@@ -115,6 +115,28 @@ func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*
 	}
 }
 
+// parkedError is how a parked question travels up from Ask to the run: it
+// is ErrParked, and ErrQuestion so that middleware and the turn treat it as
+// "no decision yet", never as an answer.
+type parkedError struct{ questions []string }
+
+func (e *parkedError) Error() string {
+	return fmt.Sprintf("%v (questions %s)", ErrParked, strings.Join(e.questions, ", "))
+}
+
+func (e *parkedError) Is(target error) bool { return target == ErrParked || target == ErrQuestion }
+
+type noParkKey struct{}
+
+// MayPark reports whether a [Channel]'s Wait may return ErrParked for the
+// question being waited on in ctx. It may not when the question was asked
+// from inside a tool that is not idempotent: the tool could not be run
+// again to pick up the answer, so the wait must happen in process.
+func MayPark(ctx context.Context) bool {
+	no, _ := ctx.Value(noParkKey{}).(bool)
+	return !no
+}
+
 // answerChecks holds the Check functions of questions this process is
 // waiting on, keyed by store, thread and question id.
 var answerChecks sync.Map // checkKey -> *answerCheck
@@ -182,14 +204,25 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 		})
 	}
 	if stored.Status != checkpoint.QuestionPending {
+		// Resolved while no run waited (the run was parked, or stopped):
+		// the answer is news to this run's subscribers.
+		a.emit(&HitlResolvedEvent{meta: a.meta(runID), Question: stored})
 		return stored, nil
 	}
 	a.emit(&HitlRequestEvent{meta: a.meta(runID), Question: stored, Existing: !created})
 
+	if c := ToolCallFrom(ctx); c != nil && (c.Tool == nil || !c.Tool.Idempotent()) {
+		// Asked from inside a tool that cannot be run again: parking would
+		// leave its outcome unknown, so this question is waited for here.
+		ctx = context.WithValue(ctx, noParkKey{}, true)
+	}
 	resolved, err := a.waitQuestion(ctx, stored)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, ErrParked) {
+			return nil, &parkedError{questions: []string{stored.ID}}
 		}
 		// The run stops and can be resumed: a question whose state we
 		// cannot read must never turn into an answer.

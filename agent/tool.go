@@ -208,7 +208,10 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 
 // execute runs the handler with the tool's timeout, turning errors and
 // panics into error results.
-func (t *Tool) execute(ctx context.Context, args any) (res ToolResult) {
+// execute runs the tool. The error is set only when the tool parked (it
+// asked a question through a channel that parks the run, see ErrParked):
+// the call then has no result yet.
+func (t *Tool) execute(ctx context.Context, args any) (res ToolResult, parked error) {
 	if t.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.opts.Timeout)
@@ -216,18 +219,21 @@ func (t *Tool) execute(ctx context.Context, args any) (res ToolResult) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			res = ToolResult{IsError: true, Content: fmt.Sprintf("tool %q panicked: %v", t.name, r),
-				Details: map[string]any{"panic": fmt.Sprint(r), "stack": string(debug.Stack())}}
+			res, parked = ToolResult{IsError: true, Content: fmt.Sprintf("tool %q panicked: %v", t.name, r),
+				Details: map[string]any{"panic": fmt.Sprint(r), "stack": string(debug.Stack())}}, nil
 		}
 	}()
 	out, err := t.run(ctx, args)
 	if err != nil {
-		if t.opts.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return ToolResult{IsError: true, Content: fmt.Sprintf("tool %q timed out after %s: %v", t.name, t.opts.Timeout, err)}
+		if errors.Is(err, ErrParked) {
+			return ToolResult{}, err
 		}
-		return ToolResult{IsError: true, Content: err.Error()}
+		if t.opts.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ToolResult{IsError: true, Content: fmt.Sprintf("tool %q timed out after %s: %v", t.name, t.opts.Timeout, err)}, nil
+		}
+		return ToolResult{IsError: true, Content: err.Error()}, nil
 	}
-	return out
+	return out, nil
 }
 
 type idempotencyKeyCtx struct{}

@@ -52,10 +52,35 @@ func (a *Agent) runTurn(ctx context.Context, th *checkpoint.Thread, msgs []Messa
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := turnError(errs); err != nil {
 		return nil, err
 	}
 	return results, nil
+}
+
+// turnError combines the errors of a turn's calls. If every one that
+// failed only parked, the turn parks (a *parkedError naming every
+// question); any other failure stops the run with all the other errors.
+func turnError(errs []error) error {
+	var parked parkedError
+	var failed []error
+	for _, err := range errs {
+		var p *parkedError
+		switch {
+		case err == nil:
+		case errors.As(err, &p):
+			parked.questions = append(parked.questions, p.questions...)
+		default:
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		return errors.Join(failed...)
+	}
+	if len(parked.questions) > 0 {
+		return &parked
+	}
+	return nil
 }
 
 // handleCall decides and runs one call and checkpoints its result. An error
@@ -291,7 +316,13 @@ func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struc
 	a.emit(&ToolCallStartedEvent{meta: a.meta(tc.RunID), Call: tc.Call, Args: tc.RawArgs})
 	toolCtx := context.WithValue(ctx, idempotencyKeyCtx{}, a.threadID+"/"+tc.RunID+"/"+tc.Call.ID)
 	toolCtx = context.WithValue(toolCtx, toolCallCtxKey{}, tc)
-	res := tc.Tool.execute(toolCtx, tc.Args)
+	res, parked := tc.Tool.execute(toolCtx, tc.Args)
+	if parked != nil {
+		// It asked a question and the run parks: no result yet, the call
+		// stays "executing". Only idempotent tools park (see ask), so
+		// Resume runs it again and it finds the stored answer.
+		return ToolResult{}, parked
+	}
 	if res.IsError && ctx.Err() != nil {
 		// The run was stopped while the tool ran and the tool gave up: it
 		// has no result of its own. The call stays "executing" for Resume

@@ -235,44 +235,80 @@ func WithReviewer(ctx context.Context, name string) context.Context {
 // process, or while no process runs the thread) is accepted, and the run
 // blocks it as "policy_deny" when it reads the answer, so it never runs.
 func (c *CheckpointedChannel) AnswerIn(ctx context.Context, threadID, questionID string, answer any) error {
+	_, err := c.AnswerWith(ctx, threadID, questionID, answer, nil)
+	return err
+}
+
+// AnswerOptions tune [CheckpointedChannel.AnswerWith]. A nil
+// *AnswerOptions means zero values.
+type AnswerOptions struct {
+	// By names who answers. Zero: the name given to [WithReviewer], if
+	// any.
+	By string
+	// Check vets the answer after the channel's own checks and before it
+	// is recorded: an error refuses it (wrapped in ErrInvalidAnswer, so
+	// errors.As still finds a *agent.ValidationError in it) and the
+	// question stays open. A host uses it to run the policy on an edit
+	// when no run waits for the answer in this process.
+	Check func(ctx context.Context, q *checkpoint.Question, answer json.RawMessage) error
+}
+
+// AnswerWith is [CheckpointedChannel.AnswerIn] with options; it returns
+// the question as resolved by this answer.
+func (c *CheckpointedChannel) AnswerWith(ctx context.Context, threadID, questionID string, answer any, opts *AnswerOptions) (*checkpoint.Question, error) {
+	var o AnswerOptions
+	if opts != nil {
+		o = *opts
+	}
 	q, err := c.store.GetQuestion(ctx, threadID, questionID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
-		return fmt.Errorf("%w: %q in thread %q", ErrUnknownQuestion, questionID, threadID)
+		return nil, fmt.Errorf("%w: %q in thread %q", ErrUnknownQuestion, questionID, threadID)
 	}
 	if err != nil {
-		return fmt.Errorf("hitl: reading question %q: %w", questionID, err)
+		return nil, fmt.Errorf("hitl: reading question %q: %w", questionID, err)
 	}
 	if err := statusError(q); err != nil {
-		return err
+		return nil, err
 	}
 	now := c.clock.Now()
 	if !q.Deadline.IsZero() && !now.Before(q.Deadline) {
-		return fmt.Errorf("%w: question %q had to be answered by %s", ErrExpired, questionID, q.Deadline.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: question %q had to be answered by %s", ErrExpired, questionID, q.Deadline.UTC().Format(time.RFC3339))
 	}
 	raw, err := checkAnswer(q, answer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := agent.CheckAnswer(ctx, c.store, threadID, questionID, raw); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
 	}
-	by, _ := ctx.Value(reviewerKey{}).(string)
-	_, err = c.store.ResolveQuestion(ctx, threadID, questionID, checkpoint.Resolution{
+	if o.Check != nil {
+		if err := o.Check(ctx, q, raw); err != nil {
+			if errors.Is(err, ErrInvalidAnswer) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+		}
+	}
+	by := o.By
+	if by == "" {
+		by, _ = ctx.Value(reviewerKey{}).(string)
+	}
+	resolved, err := c.store.ResolveQuestion(ctx, threadID, questionID, checkpoint.Resolution{
 		Status: checkpoint.QuestionAnswered, Answer: raw, By: by, At: now})
 	switch {
 	case err == nil:
-		return nil
+		return resolved, nil
 	case errors.Is(err, checkpoint.ErrExpired):
-		return fmt.Errorf("%w: %w", ErrExpired, err)
+		return nil, fmt.Errorf("%w: %w", ErrExpired, err)
 	case errors.Is(err, checkpoint.ErrConflict):
 		if cur, gerr := c.store.GetQuestion(ctx, threadID, questionID); gerr == nil {
 			if serr := statusError(cur); serr != nil {
-				return serr
+				return nil, serr
 			}
 		}
-		return fmt.Errorf("%w: %w", ErrAlreadyAnswered, err)
+		return nil, fmt.Errorf("%w: %w", ErrAlreadyAnswered, err)
 	default:
-		return fmt.Errorf("hitl: recording answer to %q: %w", questionID, err)
+		return nil, fmt.Errorf("hitl: recording answer to %q: %w", questionID, err)
 	}
 }
 

@@ -280,14 +280,26 @@ func (m *ApprovalPolicyMiddleware) checkEdit(ctx context.Context, call *agent.To
 	if err != nil {
 		return nil, err
 	}
-	typed, err := call.Tool.Validate(raw)
-	if err != nil {
+	if err := m.CheckEdit(ctx, &agent.EditCheck{ThreadID: call.ThreadID, CallID: call.Call.ID, Tool: call.Tool,
+		Args: raw, Messages: call.Messages}); err != nil {
 		return nil, err
 	}
-	d := m.evaluate(ctx, &PolicyContext{ThreadID: call.ThreadID, CallID: call.Call.ID, Tool: call.Call.Name,
-		Args: typed, RawArgs: agent.CanonicalArgs(raw), Messages: call.Messages})
-	if d.kind == deny {
-		return nil, fmt.Errorf("the policy denies the edited call: %s", d.reason)
-	}
 	return raw, nil
+}
+
+// CheckEdit implements agent.EditChecker: the edited arguments must pass
+// the tool's schema (a *agent.ValidationError listing every problem) and
+// the policy must not deny them. The policy runs as it would in the run, so
+// whichever process takes an answer refuses an edit the run would block.
+func (m *ApprovalPolicyMiddleware) CheckEdit(ctx context.Context, c *agent.EditCheck) error {
+	typed, err := c.Tool.Validate(c.Args)
+	if err != nil {
+		return err
+	}
+	d := m.evaluate(ctx, &PolicyContext{ThreadID: c.ThreadID, CallID: c.CallID, Tool: c.Tool.Name(),
+		Args: typed, RawArgs: agent.CanonicalArgs(c.Args), Messages: c.Messages})
+	if d.kind == deny {
+		return fmt.Errorf("the policy denies the edited call: %s", d.reason)
+	}
+	return nil
 }
