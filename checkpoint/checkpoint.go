@@ -100,6 +100,10 @@ type Question struct {
 	RunID    string
 	// CallID is the tool call the question is about, if any.
 	CallID string
+	// Tool is the name of the tool the question is about ("" when none),
+	// as the caller gives it: stores never derive it from the payload.
+	// Reviewers' queues filter on it ([QuestionFilter].Tool).
+	Tool string
 	// Kind tells the payload apart: "approve", "ask", "confirm",
 	// "tool_interrupt", ...
 	Kind    string

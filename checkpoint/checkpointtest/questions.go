@@ -23,7 +23,7 @@ func testQuestions(t *testing.T, setup setupFunc) {
 		stored := mustCreateQuestion(t, s, q)
 		for _, got := range []*checkpoint.Question{stored, mustGetQuestion(t, s, q.ThreadID, q.ID)} {
 			if got.ThreadID != q.ThreadID || got.ID != q.ID || got.RunID != q.RunID || got.CallID != q.CallID ||
-				got.Kind != q.Kind || got.Digest != q.Digest {
+				got.Tool != q.Tool || got.Kind != q.Kind || got.Digest != q.Digest {
 				t.Errorf("stored question = %+v, want %+v", got, q)
 			}
 			if got.Status != checkpoint.QuestionPending || len(got.Answer) != 0 || got.AnsweredBy != "" || got.Reason != "" {
@@ -43,7 +43,7 @@ func testQuestions(t *testing.T, setup setupFunc) {
 	t.Run("CreateDefaults", func(t *testing.T) {
 		s := setup(t)
 		q := newQuestion(id("thread"), "q")
-		q.Payload, q.Digest, q.CallID = nil, "", ""
+		q.Payload, q.Digest, q.CallID, q.Tool = nil, "", "", ""
 		stored := mustCreateQuestion(t, s, q)
 		if !recent(stored.CreatedAt) {
 			t.Errorf("CreatedAt = %v, want the store's current time", stored.CreatedAt)
@@ -52,10 +52,51 @@ func testQuestions(t *testing.T, setup setupFunc) {
 		if !got.Deadline.IsZero() || got.Timeout() != 0 {
 			t.Errorf("Deadline = %v, want none", got.Deadline)
 		}
-		if len(got.Payload) != 0 || got.Digest != "" || got.CallID != "" {
-			t.Errorf("empty fields came back as payload %q, digest %q, call %q", got.Payload, got.Digest, got.CallID)
+		if len(got.Payload) != 0 || got.Digest != "" || got.CallID != "" || got.Tool != "" {
+			t.Errorf("empty fields came back as payload %q, digest %q, call %q, tool %q", got.Payload, got.Digest, got.CallID, got.Tool)
 		}
 		checkTime(t, "CreatedAt", got.CreatedAt, stored.CreatedAt)
+	})
+
+	// Tool is kept as given, whatever the payload says (the migrations
+	// fill it from an old payload's "tool_name" once; new questions never
+	// are), and every read returns it.
+	t.Run("Tool", func(t *testing.T) {
+		s := setup(t)
+		for _, c := range []struct{ qid, tool, payload string }{
+			{"given", "deploy", `{"tool_name":"bash"}`},
+			{"none", "", `{"tool_name":"bash"}`},
+			{"unicode", "outil-é ☃", `[]`},
+			{"no-payload", "bash", ``},
+		} {
+			thread := id("thread")
+			q := newQuestion(thread, c.qid)
+			q.Tool, q.Payload = c.tool, json.RawMessage(c.payload)
+			if c.payload == "" {
+				q.Payload = nil
+			}
+			stored := mustCreateQuestion(t, s, q)
+			again, _, err := s.CreateQuestion(ctx(t), newQuestion(thread, c.qid))
+			if err != nil {
+				t.Fatalf("CreateQuestion(again): %v", err)
+			}
+			listed, _, err := s.ListQuestions(ctx(t), checkpoint.QuestionFilter{ThreadID: thread})
+			if err != nil || len(listed) != 1 {
+				t.Fatalf("ListQuestions = %d questions, %v; want 1", len(listed), err)
+			}
+			resolved, err := s.ResolveQuestion(ctx(t), thread, c.qid, answer("alice", time.Time{}))
+			if err != nil {
+				t.Fatalf("ResolveQuestion: %v", err)
+			}
+			for what, got := range map[string]*checkpoint.Question{
+				"created": stored, "found by CreateQuestion": again, "listed": listed[0],
+				"resolved": resolved, "got": mustGetQuestion(t, s, thread, c.qid),
+			} {
+				if got.Tool != c.tool {
+					t.Errorf("%s: %s question: Tool = %q, want %q", c.qid, what, got.Tool, c.tool)
+				}
+			}
+		}
 	})
 
 	t.Run("CreateIdempotent", func(t *testing.T) {

@@ -141,6 +141,7 @@ func newQuestion(thread, qid string) *checkpoint.Question {
 		ID:       qid,
 		RunID:    "run-1",
 		CallID:   "call-" + qid,
+		Tool:     "bash",
 		Kind:     "approve",
 		Payload:  json.RawMessage(`{"tool": "bash",  "args":{"cmd":"ls -la"}}`),
 		Digest:   "sha256:" + qid,

@@ -194,7 +194,7 @@ WHERE thread_id = $1 AND run_id = $2 ORDER BY call_id`, threadID, runID)
 	return out, nil
 }
 
-const questionCols = `seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at`
+const questionCols = `seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at`
 
 func scanQuestion(row pgx.Row) (*checkpoint.Question, int64, error) {
 	q := &checkpoint.Question{}
@@ -202,7 +202,7 @@ func scanQuestion(row pgx.Row) (*checkpoint.Question, int64, error) {
 	var payload, answer []byte
 	var status string
 	var created, deadline, resolved pgtype.Timestamptz
-	err := row.Scan(&seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Kind, &payload, &q.Digest, &status,
+	err := row.Scan(&seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Tool, &q.Kind, &payload, &q.Digest, &status,
 		&answer, &q.AnsweredBy, &q.Reason, &created, &deadline, &resolved)
 	if err != nil {
 		return nil, 0, err
@@ -224,10 +224,10 @@ func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*ch
 	}
 	// One statement: the row, its sequence numbers and the notification
 	// (by trigger) commit together.
-	stored, _, err := scanQuestion(s.pool.QueryRow(ctx, `INSERT INTO questions (thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, deadline)
-VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', '', '', $8, $9)
+	stored, _, err := scanQuestion(s.pool.QueryRow(ctx, `INSERT INTO questions (thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', '', '', $9, $10)
 ON CONFLICT (thread_id, id) DO NOTHING RETURNING `+questionCols,
-		c.ThreadID, c.ID, c.RunID, c.CallID, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline)))
+		c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline)))
 	if err == nil {
 		return stored, true, nil
 	}

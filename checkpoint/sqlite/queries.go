@@ -10,7 +10,7 @@ import (
 // no statement cache, and parsing costs about as much as the write itself
 // when commits do not wait for the disk.
 const (
-	questionCols = `seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at`
+	questionCols = `seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at`
 
 	// nextChange is the change_seq of a question write: one more than any
 	// before. The writer is alone in its transaction, so this is race-free.
@@ -32,8 +32,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
 	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`
 	qListToolCalls  = `SELECT call_id, tool, args, state, result, updated_at FROM tool_calls WHERE thread_id = ? AND run_id = ? ORDER BY call_id`
-	qCreateQuestion = `INSERT INTO questions (thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, deadline, change_seq)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', '', ?, ?, ` + nextChange + `)
+	qCreateQuestion = `INSERT INTO questions (thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline, change_seq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', ?, ?, ` + nextChange + `)
 ON CONFLICT (thread_id, id) DO NOTHING RETURNING change_seq`
 	qGetQuestion     = `SELECT ` + questionCols + ` FROM questions WHERE thread_id = ? AND id = ?`
 	qResolveQuestion = `UPDATE questions SET status = ?, answer = ?, answered_by = ?, reason = ?, resolved_at = ?, change_seq = ` + nextChange + `

@@ -2,11 +2,13 @@ package sqlite_test
 
 import (
 	"bytes"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/checkpointtest"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/migrationtest"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 
 	_ "modernc.org/sqlite"
@@ -386,4 +389,50 @@ func TestTimeOutOfRange(t *testing.T) {
 		t.Fatalf("CreateQuestion(deadline in 300000) = %v, want a refusal", err)
 	}
 	t.Log(err)
+}
+
+// A database of schema 2 gets the tool column, filled from each question's
+// payload ("tool_name", when it is a string); payloads that are not JSON
+// objects, or not JSON at all, leave it empty and do not stop Open. The
+// backfill is not a change of the questions: change_seq stays.
+func TestMigrateQuestionTool(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	var schema strings.Builder
+	for _, name := range []string{"0001_init.sql", "0002_microseconds.sql"} {
+		b, err := os.ReadFile("migrations/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema.Write(b)
+	}
+	// SQLite kept what PostgreSQL would have refused.
+	cases := append(slices.Clone(migrationtest.ToolCases), migrationtest.ToolCase{ID: "not-json", Payload: `tool_name: bash`})
+	var rows []string
+	for i, c := range cases {
+		payload := "NULL"
+		if c.Payload != "" {
+			payload = "'" + c.Payload + "'"
+		}
+		rows = append(rows, fmt.Sprintf("(%d, 't', '%s', 'run-1', '', 'approve', %s, '', 'pending', NULL, '', '', 1, NULL, NULL, %d)", i+1, c.ID, payload, 100+i))
+	}
+	execSQL(t, path, schema.String()+`
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT;
+INSERT INTO schema_version VALUES (1, '0001_init.sql', 0), (2, '0002_microseconds.sql', 0);
+INSERT INTO questions (seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at, change_seq)
+VALUES `+strings.Join(rows, ",\n")+`;`)
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	migrationtest.CheckTools(t, s, "t", cases)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var changed int
+	if err := db.QueryRow(`SELECT count(*) FROM questions WHERE change_seq != seq + 99`).Scan(&changed); err != nil || changed != 0 {
+		t.Errorf("%d questions have a new change_seq after the migration (%v)", changed, err)
+	}
 }

@@ -237,7 +237,7 @@ func scanQuestion(row scanner) (*checkpoint.Question, int64, error) {
 	var payload, answer sql.NullString
 	var status string
 	var created, deadline, resolved sql.NullInt64
-	err := row.Scan(&seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Kind, &payload, &q.Digest, &status,
+	err := row.Scan(&seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Tool, &q.Kind, &payload, &q.Digest, &status,
 		&answer, &q.AnsweredBy, &q.Reason, &created, &deadline, &resolved)
 	if err != nil {
 		return nil, 0, err
@@ -275,7 +275,7 @@ func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*ch
 	var change int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		err := s.in(ctx, tx, qCreateQuestion).QueryRowContext(ctx,
-			c.ThreadID, c.ID, c.RunID, c.CallID, c.Kind, encJSON(c.Payload), c.Digest, string(c.Status),
+			c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, string(c.Status),
 			encTime(c.CreatedAt), encTime(c.Deadline)).Scan(&change)
 		if err == nil {
 			return nil
