@@ -1,0 +1,40 @@
+// Package web is the reviewer page of tollgate serve: the place where a
+// person approves, denies (with a reason the model reads) or edits the
+// tool calls an agent proposes, answers its questions, and follows its
+// conversations.
+//
+// [Handler] serves the page at "/" and its assets under "/assets/"; the
+// page itself speaks only to the JSON API and server-sent events under
+// /v1 of the same origin (server/API.md). Everything is embedded in the
+// binary: one html/template, one script, one style sheet, one icon. There
+// is no build step and nothing is loaded from another origin.
+//
+// What the page promises a reviewer:
+//
+//   - Arguments are shown whole and as text, never as HTML or markdown.
+//     Direction-changing (bidi) and invisible characters, and control
+//     characters other than newline and tab, are shown as marked badges
+//     such as ⟨U+202E⟩, and the question carries a warning. Long values
+//     are folded behind a "show all N characters" toggle, never cut.
+//   - An approval carries the digest of the call that was shown, so it
+//     cannot approve a call that changed meanwhile. An edit is checked as
+//     JSON while it is typed (with the line and column of a mistake),
+//     shown as a diff against the original before it is sent, and the
+//     server's objections are listed next to the editor.
+//   - The queue is live (one EventSource on /v1/stream): a question
+//     answered elsewhere leaves it at once; the countdown of each
+//     question follows its deadline, and at zero the answer buttons are
+//     disabled.
+//   - Nothing typed is lost to an error: a conflict, a timeout, a network
+//     failure or an expired session is explained in the reviewer's terms
+//     and what was typed stays on the page.
+//   - The page works with the keyboard (j/k, a, d, e, Esc, ?), on a phone
+//     (one column, large targets) and in light or dark mode.
+//
+// Security: every response carries a strict Content-Security-Policy
+// ([ContentSecurityPolicy]: scripts and styles only from the page's own
+// files, no inline code, no framing), X-Content-Type-Options: nosniff and
+// Referrer-Policy: same-origin. The page never stores a bearer token: it
+// signs in with POST /v1/session, then relies on the HttpOnly session
+// cookie and sends the CSRF token it was given as X-CSRF-Token.
+package web
