@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -24,6 +25,12 @@ var (
 	// ErrExpired: an answer arrived after the question's deadline. The
 	// question is still pending in the store until its timeout is recorded.
 	ErrExpired = errors.New("checkpoint: question deadline has passed")
+
+	// ErrBadCursor: a list's After is not a cursor that the same list
+	// returned: malformed or altered, made for another order, or made by
+	// the other list (ListQuestions and ListThreads cursors do not mix).
+	// An HTTP server answers 400.
+	ErrBadCursor = errors.New("checkpoint: bad cursor")
 )
 
 // ThreadStatus says whether a run is in progress on a thread.
@@ -147,13 +154,48 @@ type Resolution struct {
 	At time.Time
 }
 
-// QuestionFilter selects questions to list. Zero fields do not filter.
+// QuestionOrder is the order of [Store.ListQuestions]. Creation order is
+// the order in which the store created the questions (CreateQuestion calls
+// that returned created), which is also the order of their commits; it is
+// not CreatedAt, which the caller may set.
+type QuestionOrder int
+
+const (
+	// OldestFirst (the zero value): in creation order.
+	OldestFirst QuestionOrder = iota
+	// NewestFirst: in reverse creation order.
+	NewestFirst
+	// DeadlineFirst: the questions that have a deadline first, the soonest
+	// first (equal deadlines in creation order); then those without one,
+	// in creation order.
+	DeadlineFirst
+)
+
+func (o QuestionOrder) String() string {
+	switch o {
+	case OldestFirst:
+		return "oldest first"
+	case NewestFirst:
+		return "newest first"
+	case DeadlineFirst:
+		return "deadline first"
+	}
+	return "order " + strconv.Itoa(int(o))
+}
+
+// QuestionFilter selects questions to list or count. Zero fields do not
+// filter; the others must all match, exactly (byte for byte).
 type QuestionFilter struct {
 	ThreadID string
 	Status   QuestionStatus
-	// After is a cursor returned by a previous ListQuestions call.
+	Tool     string
+	Kind     string
+	// Order is the order of the list (ListQuestions only).
+	Order QuestionOrder
+	// After is the cursor a previous ListQuestions call returned, with
+	// the same Order (ListQuestions only).
 	After string
-	// Limit caps the page; zero means 100.
+	// Limit caps the page; zero (or less) means 100 (ListQuestions only).
 	Limit int
 }
 
@@ -230,9 +272,34 @@ type Store interface {
 	CreateQuestion(ctx context.Context, q *Question) (stored *Question, created bool, err error)
 	// GetQuestion returns the question, or ErrNotFound.
 	GetQuestion(ctx context.Context, threadID, id string) (*Question, error)
-	// ListQuestions returns one page of questions ordered by creation, and
-	// a cursor for the next page ("" at the end).
+	// ListQuestions returns one page of the questions that match f, in
+	// f.Order, and the cursor of the next page: "" when no question that
+	// matches follows the page (as the store was when it read the page).
+	//
+	// A cursor is opaque, URL-safe text (base64url); it holds the position
+	// of the page's last question in f.Order, no state in the store, so it
+	// survives restarts and works on every handle on the same data. Passed
+	// as f.After with the same Order, the next page starts right after that
+	// position; with other filters it continues from the same position. A
+	// question's position never changes, so paging from the first page to
+	// "" returns exactly once, in order, every question that existed and
+	// matched when the first page was read and still matches when its page
+	// is read; a question created or changed while paging comes at most
+	// once (with OldestFirst, questions created while paging come on later
+	// pages). An After that is not such a cursor, or one made for another
+	// Order or by ListThreads, is refused with an error wrapping
+	// ErrBadCursor; an Order that is none of the constants, with an error.
+	//
+	// The first page, with Status pending, in any order, and with Tool
+	// too, reads about Limit index entries however many questions are
+	// pending (sqlite and postgres); Kind, and other statuses in deadline
+	// order, filter or sort what the other fields select.
 	ListQuestions(ctx context.Context, f QuestionFilter) ([]*Question, string, error)
+	// CountQuestions returns how many questions match f's ThreadID,
+	// Status, Tool and Kind (After, Limit and Order are ignored), as the
+	// store was at one moment. It counts index entries: its cost grows
+	// with the number that match, so it serves a gauge, not every request.
+	CountQuestions(ctx context.Context, f QuestionFilter) (int64, error)
 	// ResolveQuestion is a compare-and-set from pending: ErrNotFound,
 	// ErrConflict (not pending any more; the stored question is returned
 	// too), or ErrExpired (an answer at or after the deadline).

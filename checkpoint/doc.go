@@ -10,5 +10,5 @@
 // definition of a store.
 //
 // Errors are compared with [errors.Is]: [ErrNotFound] (which wraps
-// sql.ErrNoRows), [ErrConflict], [ErrExpired].
+// sql.ErrNoRows), [ErrConflict], [ErrExpired], [ErrBadCursor].
 package checkpoint

@@ -118,6 +118,47 @@ func testShared(t *testing.T, setup func(t *testing.T) (checkpoint.Store, checkp
 		}
 	})
 
+	// A cursor is no state of the handle that made it.
+	t.Run("CursorAcross", func(t *testing.T) {
+		a, b := setup(t)
+		thread := id("thread")
+		for i := range 5 {
+			q := newQuestion(thread, fmt.Sprint("q", i))
+			if i%2 == 0 {
+				q.CreatedAt, q.Deadline = t0, t0.Add(time.Duration(5-i)*time.Minute)
+			}
+			mustCreateQuestion(t, a, q)
+		}
+		for _, o := range orders {
+			f := checkpoint.QuestionFilter{ThreadID: thread, Order: o, Limit: 2}
+			var got []string
+			for i := 0; ; i++ {
+				qs, next, err := []checkpoint.Store{a, b}[i%2].ListQuestions(ctx(t), f)
+				if err != nil {
+					t.Fatalf("%s, page %d: %v", o, i, err)
+				}
+				for _, q := range qs {
+					got = append(got, q.ID)
+				}
+				if next == "" {
+					break
+				}
+				f.After = next
+			}
+			all, _, err := b.ListQuestions(ctx(t), checkpoint.QuestionFilter{ThreadID: thread, Order: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, q := range all {
+				want = append(want, q.ID)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) || len(want) != 5 {
+				t.Errorf("%s, pages from both handles in turn: %v, want %v", o, got, want)
+			}
+		}
+	})
+
 	t.Run("ClaimRaceAcross", func(t *testing.T) {
 		a, b := setup(t)
 		testClaimRace(t, []checkpoint.Store{a, b})

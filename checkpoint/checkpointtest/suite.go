@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Threads", func(t *testing.T) { testThreads(t, setup) })
 	t.Run("ToolCalls", func(t *testing.T) { testToolCalls(t, setup) })
 	t.Run("Questions", func(t *testing.T) { testQuestions(t, setup) })
+	t.Run("Queue", func(t *testing.T) { testQueue(t, setup) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, setup) })
 	t.Run("Times", func(t *testing.T) { testTimes(t, setup) })
 	t.Run("JSON", func(t *testing.T) { testJSON(t, setup) })

@@ -7,11 +7,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/cursor"
 )
 
 var _ checkpoint.Store = (*Store)(nil)
@@ -25,7 +25,7 @@ type Store struct {
 	threads   map[string]*checkpoint.Thread
 	toolCalls map[string]map[string]*checkpoint.ToolCall // thread/run -> call id
 	questions map[questionKey]*checkpoint.Question
-	qorder    []questionKey // creation order; the list cursor is an index into it
+	qorder    []questionKey // creation order: a question's sequence number is its index + 1
 	events    []*checkpoint.Event
 	subs      map[chan checkpoint.Notification]struct{}
 	now       func() time.Time
@@ -164,33 +164,52 @@ func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoi
 	return copyQuestion(q), nil
 }
 
+func matches(f checkpoint.QuestionFilter, q *checkpoint.Question) bool {
+	return (f.ThreadID == "" || q.ThreadID == f.ThreadID) && (f.Status == "" || q.Status == f.Status) &&
+		(f.Tool == "" || q.Tool == f.Tool) && (f.Kind == "" || q.Kind == f.Kind)
+}
+
+// ListQuestions sorts the questions that match on every call: the memory
+// store is for tests and examples, not for a queue of thousands.
 func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
+	page, after, err := cursor.StartQuestions(f)
+	if err != nil {
+		return nil, "", err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
+	type row struct {
+		pos cursor.Question
+		q   *checkpoint.Question
 	}
-	start := 0
-	if f.After != "" {
-		n, err := strconv.Atoi(f.After)
-		if err != nil || n < 0 {
-			return nil, "", fmt.Errorf("memory: bad cursor %q", f.After)
+	var rows []row
+	for i, k := range s.qorder {
+		q := s.questions[k]
+		// The sequence number of a question is its place in qorder, from 1.
+		pos := cursor.Question{Order: f.Order, Seq: int64(i) + 1, Deadline: q.Deadline}
+		if matches(f, q) && (after == nil || cursor.Compare(*after, pos) < 0) {
+			rows = append(rows, row{pos, q})
 		}
-		start = n
 	}
-	var out []*checkpoint.Question
-	for i := start; i < len(s.qorder); i++ {
-		q := s.questions[s.qorder[i]]
-		if f.ThreadID != "" && q.ThreadID != f.ThreadID || f.Status != "" && q.Status != f.Status {
-			continue
+	slices.SortFunc(rows, func(a, b row) int { return cursor.Compare(a.pos, b.pos) })
+	for _, r := range rows {
+		if page.Add(copyQuestion(r.q), r.pos.Seq) {
+			break
 		}
-		if len(out) == limit {
-			return out, strconv.Itoa(i), nil
-		}
-		out = append(out, copyQuestion(q))
 	}
-	return out, "", nil
+	return page.Questions, page.Next(), nil
+}
+
+func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, q := range s.questions {
+		if matches(f, q) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r checkpoint.Resolution) (*checkpoint.Question, error) {

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/cursor"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/listsql"
 )
 
 // The times the store keeps: PostgreSQL's timestamptz starts on 24 November
@@ -252,58 +253,49 @@ func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoi
 	return q, nil
 }
 
+// dialect is how PostgreSQL spells what [listsql] needs.
+var dialect = listsql.Dialect{
+	Param: func(n int) string { return "$" + strconv.Itoa(n) },
+	Time:  encTime,
+	// The indexes on thread IDs are COLLATE "C" too.
+	Bytewise: func(col string) string { return col + ` COLLATE "C"` },
+}
+
+// ListQuestions runs the page as one statement (a union for the deadline
+// order): one round trip, one snapshot.
 func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
+	page, after, err := cursor.StartQuestions(f)
+	if err != nil {
+		return nil, "", err
 	}
-	var after int64
-	if f.After != "" {
-		n, err := strconv.ParseInt(f.After, 10, 64)
-		if err != nil || n < 0 {
-			return nil, "", fmt.Errorf("postgres: bad question cursor %q", f.After)
-		}
-		after = n
-	}
-	var where strings.Builder
-	args := []any{after}
-	where.WriteString("seq > $1")
-	if f.ThreadID != "" {
-		args = append(args, f.ThreadID)
-		fmt.Fprintf(&where, " AND thread_id = $%d", len(args))
-	}
-	switch f.Status {
-	case "":
-	case checkpoint.QuestionPending:
-		// A literal, so that every plan can use the partial index.
-		where.WriteString(" AND status = 'pending'")
-	default:
-		args = append(args, string(f.Status))
-		fmt.Fprintf(&where, " AND status = $%d", len(args))
-	}
-	args = append(args, limit+1)
-	rows, err := s.pool.Query(ctx, `SELECT `+questionCols+` FROM questions WHERE `+where.String()+
-		` ORDER BY seq LIMIT $`+strconv.Itoa(len(args)), args...)
+	st := listsql.Union(listsql.Questions(dialect, questionCols, f, after, page.Limit), page.Limit)
+	rows, err := s.pool.Query(ctx, st.SQL, st.Args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: list questions: %w", err)
 	}
 	defer rows.Close()
-	var out []*checkpoint.Question
-	var last int64
 	for rows.Next() {
 		q, seq, err := scanQuestion(rows)
 		if err != nil {
 			return nil, "", fmt.Errorf("postgres: list questions: %w", err)
 		}
-		if len(out) == limit {
-			return out, strconv.FormatInt(last, 10), nil
+		if page.Add(q, seq) {
+			break
 		}
-		out, last = append(out, q), seq
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("postgres: list questions: %w", err)
 	}
-	return out, "", nil
+	return page.Questions, page.Next(), nil
+}
+
+func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter) (int64, error) {
+	st := listsql.CountQuestions(dialect, f)
+	var n int64
+	if err := s.pool.QueryRow(ctx, st.SQL, st.Args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count questions: %w", err)
+	}
+	return n, nil
 }
 
 // resolveSQL is the compare-and-set, with the rule of

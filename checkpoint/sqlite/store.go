@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/cursor"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/listsql"
 )
 
 // Times are stored as Unix microseconds (schema 2; schema 1 had
@@ -301,52 +302,60 @@ func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoi
 	return getQuestion(ctx, s.read(qGetQuestion), threadID, id)
 }
 
+// dialect is how SQLite spells what [listsql] needs.
+var dialect = listsql.Dialect{
+	Param:    func(int) string { return "?" },
+	Time:     encTime,
+	Bytewise: func(col string) string { return col }, // BINARY, the default collation
+}
+
+// ListQuestions reads the statements of the page in turn, as far as the
+// page goes: SQLite steps lazily, so when the deadline order's first
+// range fills the page, the second is never read. Two statements are two
+// snapshots, which keeps the guarantees: a question's deadline, and so
+// the range it is in, never changes.
 func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	var after int64
-	if f.After != "" {
-		n, err := strconv.ParseInt(f.After, 10, 64)
-		if err != nil || n < 0 {
-			return nil, "", fmt.Errorf("sqlite: bad question cursor %q", f.After)
-		}
-		after = n
-	}
-	var where strings.Builder
-	args := []any{after}
-	where.WriteString("seq > ?")
-	if f.ThreadID != "" {
-		where.WriteString(" AND thread_id = ?")
-		args = append(args, f.ThreadID)
-	}
-	if f.Status != "" {
-		where.WriteString(" AND status = ?")
-		args = append(args, string(f.Status))
-	}
-	args = append(args, limit+1)
-	rows, err := s.r.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE `+where.String()+` ORDER BY seq LIMIT ?`, args...)
+	page, after, err := cursor.StartQuestions(f)
 	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list questions: %w", err)
+		return nil, "", err
 	}
-	defer rows.Close()
-	var out []*checkpoint.Question
-	var last int64
-	for rows.Next() {
-		q, seq, err := scanQuestion(rows)
+	for _, st := range listsql.Questions(dialect, questionCols, f, after, page.Limit) {
+		complete, err := s.readQuestions(ctx, st, page)
 		if err != nil {
 			return nil, "", fmt.Errorf("sqlite: list questions: %w", err)
 		}
-		if len(out) == limit {
-			return out, strconv.FormatInt(last, 10), nil
+		if complete {
+			break
 		}
-		out, last = append(out, q), seq
 	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("sqlite: list questions: %w", err)
+	return page.Questions, page.Next(), nil
+}
+
+func (s *Store) readQuestions(ctx context.Context, st listsql.Stmt, page *cursor.Page) (complete bool, err error) {
+	rows, err := s.r.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return false, err
 	}
-	return out, "", nil
+	defer rows.Close()
+	for rows.Next() {
+		q, seq, err := scanQuestion(rows)
+		if err != nil {
+			return false, err
+		}
+		if page.Add(q, seq) {
+			return true, nil
+		}
+	}
+	return false, rows.Err()
+}
+
+func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter) (int64, error) {
+	st := listsql.CountQuestions(dialect, f)
+	var n int64
+	if err := s.r.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count questions: %w", err)
+	}
+	return n, nil
 }
 
 func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r checkpoint.Resolution) (*checkpoint.Question, error) {
