@@ -64,6 +64,28 @@ func BenchmarkStore(b *testing.B) {
 	})
 }
 
+// BenchmarkQueue runs [checkpointtest.BenchmarkQueue] on the throwaway
+// cluster (synchronous_commit off: the fill does not wait for the disk;
+// the reads are the same), beside SELECT 1 on the same pool, with ANALYZE
+// after the fill.
+//
+//	go test -run '^$' -bench Queue -benchtime 2000x ./checkpoint/postgres/
+func BenchmarkQueue(b *testing.B) {
+	dsn := pgtest.WithParams(pgtest.Start(b), "synchronous_commit", "off")
+	s, err := Open(b.Context(), dsn, &Options{Schema: pgtest.Schema(b, dsn), MaxConns: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	checkpointtest.BenchmarkQueue(b, s, func(ctx context.Context) error {
+		var one int
+		return s.pool.QueryRow(ctx, "SELECT 1").Scan(&one)
+	}, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, "ANALYZE questions")
+		return err
+	})
+}
+
 const childEnv = "TOLLGATE_NOTIFY_CHILD" // "dsn schema" for TestNotifyChild
 
 // BenchmarkNotifyLatency measures how long after a question's commit a

@@ -42,3 +42,20 @@ func benchStore(b *testing.B, sync string) {
 	}
 	checkpointtest.Benchmark(b, s, raw)
 }
+
+// BenchmarkQueue runs [checkpointtest.BenchmarkQueue]: 100,000 pending
+// questions in a file (synchronous=OFF: the fill does not wait for the
+// disk; the reads are the same), beside SELECT 1 on the same reader pool.
+//
+//	go test -run '^$' -bench Queue -benchtime 2000x ./checkpoint/sqlite/
+func BenchmarkQueue(b *testing.B) {
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), &Options{Synchronous: "OFF"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	checkpointtest.BenchmarkQueue(b, s, func(ctx context.Context) error {
+		var one int
+		return s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	}, nil)
+}
