@@ -137,6 +137,9 @@ func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoi
 	if q.CallID == "" {
 		q.CallID = c.Call.ID
 	}
+	if q.Tool == "" {
+		q.Tool = c.Call.Name
+	}
 	return c.agent.ask(ctx, c.RunID, q)
 }
 

@@ -32,6 +32,9 @@ type QuestionRequest struct {
 	Digest string
 	// CallID is the tool call the question is about; Ask fills it in.
 	CallID string
+	// Tool is the tool called; Ask fills it in. Reviewers' queues filter
+	// on it.
+	Tool string
 	// Check, when set, vets an answer before it is accepted (see
 	// [CheckAnswer]): an error refuses the answer and the question stays
 	// open. It runs in this process only, while the run waits.
@@ -175,7 +178,7 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 	}
 	now := a.clock.Now()
 	q := &checkpoint.Question{
-		ThreadID: a.threadID, ID: req.ID, RunID: runID, CallID: req.CallID,
+		ThreadID: a.threadID, ID: req.ID, RunID: runID, CallID: req.CallID, Tool: req.Tool,
 		Kind: req.Kind, Payload: payload, Digest: req.Digest, CreatedAt: now,
 	}
 	if req.Timeout > 0 {

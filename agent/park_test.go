@@ -1,0 +1,176 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/storetest"
+	"github.com/tollgate-ai/tollgate/provider/scripted"
+)
+
+// parkingChannel parks every run whose question is pending, as package
+// host does; waits counts the Wait calls that had to block instead.
+type parkingChannel struct {
+	store checkpoint.Store
+	waits atomic.Int32
+}
+
+func (c *parkingChannel) Store() checkpoint.Store { return c.store }
+
+func (c *parkingChannel) Wait(ctx context.Context, threadID, id string) (*checkpoint.Question, error) {
+	q, err := c.store.GetQuestion(ctx, threadID, id)
+	if err != nil || q.Status != checkpoint.QuestionPending {
+		return q, err
+	}
+	if !agent.MayPark(ctx) {
+		c.waits.Add(1)
+		return (&agent.StoreChannel{Store: c.store}).Wait(ctx, threadID, id)
+	}
+	return nil, agent.ErrParked
+}
+
+func TestParkedRunHoldsNothingAndResumes(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	ch := &parkingChannel{store: store}
+	var ran atomic.Int32
+	counted := agent.NewTool("echo", "Echo.", func(ctx context.Context, a echoArgs) (string, error) {
+		ran.Add(1)
+		return "echo: " + a.Text, nil
+	}, nil)
+	allowSecond := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+		if c.Call.ID == "c2" {
+			return agent.Continue(), nil
+		}
+		return askMW(0).(agent.BeforeToolHook).BeforeTool(ctx, c)
+	})
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{
+			scripted.Call("c1", "echo", echoArgs{"gated"}),
+			scripted.Call("c2", "echo", echoArgs{"free"}),
+		}},
+		scripted.Turn{Text: "done"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Channel: ch,
+		Tools: []*agent.Tool{counted}, Middleware: []agent.Middleware{allowSecond}})
+	sub := a.Subscribe(64)
+	defer sub.Close()
+
+	_, err := a.Prompt(context.Background(), "go")
+	if !errors.Is(err, agent.ErrParked) {
+		t.Fatalf("Prompt = %v, want ErrParked", err)
+	}
+	// The allowed call went on while the gated one parked.
+	if ran.Load() != 1 {
+		t.Fatalf("tools ran %d times before the answer, want 1 (the allowed call)", ran.Load())
+	}
+	th, _ := store.LoadThread(context.Background(), "t1")
+	if th.Status != checkpoint.ThreadRunning {
+		t.Fatalf("thread %s after parking, want running", th.Status)
+	}
+	var parked *agent.RunParkedEvent
+	for parked == nil {
+		e := <-sub.C
+		if _, done := e.(*agent.RunFinishedEvent); done {
+			t.Fatal("a parked run emitted RunFinishedEvent")
+		}
+		parked, _ = e.(*agent.RunParkedEvent)
+	}
+	if len(parked.Questions) != 1 || parked.Questions[0] != "approve_c1" {
+		t.Fatalf("parked on %v", parked.Questions)
+	}
+	// Resuming before the answer parks again and runs nothing twice.
+	if _, err := a.Resume(context.Background()); !errors.Is(err, agent.ErrParked) {
+		t.Fatalf("early Resume = %v, want ErrParked", err)
+	}
+	answer(t, store, "t1", "approve_c1", "true")
+	msg, err := a.Resume(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Text != "done" || ran.Load() != 2 {
+		t.Fatalf("final %q, tools ran %d times, want done and 2", msg.Text, ran.Load())
+	}
+	if ch.waits.Load() != 0 {
+		t.Fatalf("%d waits blocked in process", ch.waits.Load())
+	}
+}
+
+func TestQuestionFromNonIdempotentToolWaitsInProcess(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	ch := &parkingChannel{store: store}
+	asking := agent.NewTool("asking", "Asks from inside.", func(ctx context.Context, a struct{}) (string, error) {
+		q, err := agent.ToolCallFrom(ctx).Ask(ctx, agent.QuestionRequest{ID: "inner", Kind: "confirm", Payload: map[string]any{}})
+		if err != nil {
+			return "", err
+		}
+		return string(q.Answer), nil
+	}, nil)
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "asking", struct{}{})}}, scripted.Turn{Text: "done"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Channel: ch, Tools: []*agent.Tool{asking}})
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "go"); done <- err }()
+	waitPending(t, store, "t1", 1)
+	answer(t, store, "t1", "inner", "true")
+	if err := <-done; err != nil {
+		t.Fatalf("run = %v; a non-idempotent tool must not park", err)
+	}
+	if res := toolResults(t, a); res[0].Content != "true" {
+		t.Fatalf("result %+v", res[0])
+	}
+	if ch.waits.Load() != 1 {
+		t.Fatalf("blocking waits %d, want 1", ch.waits.Load())
+	}
+}
+
+func TestIdempotentToolParksAndIsRunAgain(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	ch := &parkingChannel{store: store}
+	var runs atomic.Int32
+	asking := agent.NewTool("asking", "Asks from inside.", func(ctx context.Context, a struct{}) (string, error) {
+		runs.Add(1)
+		q, err := agent.ToolCallFrom(ctx).Ask(ctx, agent.QuestionRequest{ID: "inner", Kind: "confirm", Payload: map[string]any{}})
+		if err != nil {
+			return "", err
+		}
+		return string(q.Answer), nil
+	}, &agent.ToolOptions{Idempotent: true})
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "asking", struct{}{})}}, scripted.Turn{Text: "done"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Channel: ch, Tools: []*agent.Tool{asking}})
+	if _, err := a.Prompt(context.Background(), "go"); !errors.Is(err, agent.ErrParked) {
+		t.Fatalf("Prompt = %v, want ErrParked", err)
+	}
+	answer(t, store, "t1", "inner", `"yes"`)
+	if _, err := a.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if res := toolResults(t, a); res[0].Content != `"yes"` || res[0].IsError {
+		t.Fatalf("result %+v; the parked tool must be run again and find its answer", res[0])
+	}
+	if runs.Load() != 2 || ch.waits.Load() != 0 {
+		t.Fatalf("tool ran %d times (want 2: parked, then again), blocking waits %d", runs.Load(), ch.waits.Load())
+	}
+}
+
+func TestPromptWithRunID(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	model := scripted.New(scripted.Turn{Text: "one"}, scripted.Turn{Text: "two"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store})
+	if _, err := a.PromptWith(context.Background(), "hi", &agent.PromptOptions{RunID: "run_fixed"}); err != nil {
+		t.Fatal(err)
+	}
+	th, _ := store.LoadThread(context.Background(), "t1")
+	if th.RunID != "run_fixed" {
+		t.Fatalf("run id %q", th.RunID)
+	}
+	if _, err := a.PromptWith(context.Background(), "hi", &agent.PromptOptions{RunID: "run_fixed"}); !errors.Is(err, agent.ErrRunIDUsed) {
+		t.Fatalf("second PromptWith = %v, want ErrRunIDUsed", err)
+	}
+}

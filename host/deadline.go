@@ -1,0 +1,135 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// parkChannel is the agent.Channel of every run the host drives: a
+// question still pending parks the run (agent.ErrParked) instead of
+// holding a goroutine; the host resumes the run when the question is
+// resolved.
+type parkChannel struct{ h *Host }
+
+// Store and ThreadID tell agent.New which store and threads the channel
+// serves (all of the host's).
+func (c *parkChannel) Store() checkpoint.Store { return c.h.store }
+func (c *parkChannel) ThreadID() string        { return "" }
+
+func (c *parkChannel) Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error) {
+	q, err := c.h.store.GetQuestion(ctx, threadID, questionID)
+	if err != nil {
+		return nil, err
+	}
+	if q.Status != checkpoint.QuestionPending {
+		return q, nil
+	}
+	if !q.Deadline.IsZero() && !c.h.clock.Now().Before(q.Deadline) {
+		return c.h.timeout(ctx, q)
+	}
+	if !agent.MayPark(ctx) {
+		// Asked from inside a tool that cannot be run again: wait here.
+		return (&agent.StoreChannel{Store: c.h.store}).Wait(ctx, threadID, questionID)
+	}
+	return nil, agent.ErrParked
+}
+
+// timeout resolves q as timed out by the same compare-and-set as an
+// answer: if an answer won, that answer is returned.
+func (h *Host) timeout(ctx context.Context, q *checkpoint.Question) (*checkpoint.Question, error) {
+	at := h.clock.Now()
+	if at.Before(q.Deadline) {
+		at = q.Deadline
+	}
+	r, err := h.store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
+		Status: checkpoint.QuestionTimedOut, By: "timeout", At: at})
+	switch {
+	case err == nil:
+		h.resolved(ctx, r)
+		return r, nil
+	case errors.Is(err, checkpoint.ErrConflict):
+		return h.store.GetQuestion(ctx, q.ThreadID, q.ID)
+	default:
+		return nil, fmt.Errorf("host: recording the timeout of %s: %w", q.ID, err)
+	}
+}
+
+// poke makes the deadline loop re-read the earliest deadline now.
+func (h *Host) poke() {
+	select {
+	case h.wakeDeadline <- struct{}{}:
+	default:
+	}
+}
+
+// deadlineLoop fires deadlines from the store: it reads the earliest
+// pending deadlines, resolves those that passed as timed out, and sleeps
+// until the next one, a new question, or the safety poll.
+func (h *Host) deadlineLoop() {
+	defer h.loops.Done()
+	for {
+		next, err := h.fireDue(h.ctx)
+		if err != nil && h.ctx.Err() == nil {
+			h.log.Error("tollgate: firing deadlines", "err", err)
+			next = h.clock.Now().Add(time.Second) // try again soon
+		}
+		wait := h.poll
+		if !next.IsZero() {
+			wait = min(wait, max(next.Sub(h.clock.Now()), 0))
+		}
+		timer, stop := h.clock.After(wait)
+		select {
+		case <-h.ctx.Done():
+			stop()
+			return
+		case <-timer:
+			h.pruneSelfResolved()
+		case <-h.wakeDeadline:
+			stop()
+		}
+	}
+}
+
+// fireDue times out every pending question whose deadline has passed and
+// returns the earliest deadline still to come (zero: none).
+func (h *Host) fireDue(ctx context.Context) (time.Time, error) {
+	for {
+		qs, _, err := h.store.ListQuestions(ctx, checkpoint.QuestionFilter{
+			Status: checkpoint.QuestionPending, Order: checkpoint.DeadlineFirst, Limit: 100})
+		if err != nil {
+			return time.Time{}, err
+		}
+		now := h.clock.Now()
+		fired := 0
+		for _, q := range qs {
+			if q.Deadline.IsZero() {
+				return time.Time{}, nil
+			}
+			if q.Deadline.After(now) {
+				return q.Deadline, nil
+			}
+			if _, err := h.timeout(ctx, q); err != nil {
+				return time.Time{}, err
+			}
+			fired++
+		}
+		if fired == 0 {
+			return time.Time{}, nil
+		}
+	}
+}
+
+func (h *Host) pruneSelfResolved() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, at := range h.selfResolved {
+		if time.Since(at) > time.Minute {
+			delete(h.selfResolved, k)
+		}
+	}
+}

@@ -1,0 +1,937 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/hitl"
+)
+
+// Config builds a [Host]. Store and Agent.Provider are required.
+type Config struct {
+	// Store holds every thread, question and event the host drives.
+	Store checkpoint.Store
+	// Agent is the template of every run: Provider, Model, SystemPrompt,
+	// Tools, Middleware, MaxTurns, MaxParallelTools, Logger. The host sets
+	// ThreadID, Checkpointer (Store), Channel (its parking channel) and,
+	// when zero, Clock. Middleware built with a hitl channel must use one
+	// over the same Store for every thread ("" thread id).
+	Agent agent.Config
+	// Clock times deadlines. Zero: Agent.Clock, else the system clock.
+	Clock clock.Clock
+	// Logger receives the host's own messages. Zero: Agent.Logger, else
+	// slog.Default().
+	Logger *slog.Logger
+	// MaxResumes bounds the runs resumed at once (after answers,
+	// deadlines and at start-up); more wait in a queue that holds only
+	// thread ids. New prompts are not queued. Zero: 32.
+	MaxResumes int
+	// DeadlinePoll is how often the host re-reads the earliest pending
+	// deadline from the store in case a notification was missed. It is one
+	// query whatever the number of waiting runs. Zero: 30s.
+	DeadlinePoll time.Duration
+}
+
+// Errors of the host's methods.
+var (
+	// ErrRunActive: a message was posted to a thread whose run has not
+	// finished (it runs, or waits for answers). Wait for it, answer its
+	// questions, or abort it.
+	ErrRunActive = errors.New("host: the thread has a run in progress")
+	// ErrClosed: the host is shutting down.
+	ErrClosed = errors.New("host: shutting down")
+	// ErrNotStarted: the method needs Start first.
+	ErrNotStarted = errors.New("host: not started")
+)
+
+// Host drives the runs of many threads on one store in one process. A run
+// that waits for a person parks: its state is in the store, and the host
+// keeps nothing of it but its thread id. The host resumes it when one of
+// its questions is resolved — an answer given through [Host.Answer], by
+// another process on the same store (the store's notifications), or the
+// deadline, which the host fires from the store. At start-up it resumes
+// every run a crash left unfinished. Every run is an [agent.Agent]: there
+// is no second implementation of a run here.
+type Host struct {
+	store    checkpoint.Store
+	template agent.Config
+	tools    map[string]*agent.Tool
+	clock    clock.Clock
+	log      *slog.Logger
+	answers  *hitl.CheckpointedChannel
+	parkCh   *parkChannel
+	maxRes   int
+	poll     time.Duration
+
+	mu       sync.Mutex
+	started  bool
+	closing  bool
+	ctx      context.Context // runs' parent; cancelled last on Shutdown
+	cancel   context.CancelFunc
+	loops    sync.WaitGroup // notification and deadline loops
+	runs     map[string]*run
+	resuming int
+	queue    []string
+	queued   map[string]bool
+	parked   map[string]struct{}
+	failed   map[string]error
+	// selfResolved holds questions this host resolved and already
+	// resumed the run for, so that the store's notification of the same
+	// resolution does not resume it a second time.
+	selfResolved map[string]time.Time
+	runsDone     sync.WaitGroup
+	wakeDeadline chan struct{}
+
+	events eventFan
+}
+
+// run is a thread being driven by this host.
+type run struct {
+	agent  *agent.Agent
+	runID  string
+	again  bool // a question was resolved while it ran: resume once more
+	resume bool // counted in Host.resuming
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the host lets go of the thread
+}
+
+// New returns a host for cfg. Call [Host.Start] to resume and fire
+// deadlines; [Host.Answer] works without it (a command line that answers
+// one question uses a host it never starts).
+func New(cfg Config) (*Host, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("host: Config.Store is required")
+	}
+	if cfg.Agent.Provider == nil {
+		return nil, errors.New("host: Config.Agent.Provider is required")
+	}
+	h := &Host{
+		store: cfg.Store, template: cfg.Agent, tools: map[string]*agent.Tool{},
+		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll,
+		runs: map[string]*run{}, queued: map[string]bool{}, parked: map[string]struct{}{},
+		failed: map[string]error{}, selfResolved: map[string]time.Time{},
+		wakeDeadline: make(chan struct{}, 1),
+	}
+	if h.clock == nil {
+		h.clock = cfg.Agent.Clock
+	}
+	if h.clock == nil {
+		h.clock = clock.Real
+	}
+	if h.template.Clock == nil {
+		h.template.Clock = h.clock
+	}
+	if h.log == nil {
+		h.log = cfg.Agent.Logger
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.maxRes <= 0 {
+		h.maxRes = 32
+	}
+	if h.poll <= 0 {
+		h.poll = 30 * time.Second
+	}
+	for _, t := range cfg.Agent.Tools {
+		if t != nil {
+			h.tools[t.Name()] = t
+		}
+	}
+	h.answers = hitl.NewCheckpointedChannel(h.store, "", &hitl.ChannelOptions{Clock: h.clock})
+	h.parkCh = &parkChannel{h: h}
+	// Built once to report a template that can never run (a nil tool,
+	// two tools of one name) now rather than at the first run.
+	if _, err := h.newAgent("host-check"); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Store is the host's store.
+func (h *Host) Store() checkpoint.Store { return h.store }
+
+// Tool returns the template's tool of that name, or nil.
+func (h *Host) Tool(name string) *agent.Tool { return h.tools[name] }
+
+func (h *Host) newAgent(threadID string) (*agent.Agent, error) {
+	cfg := h.template
+	cfg.ThreadID = threadID
+	cfg.Checkpointer = h.store
+	cfg.Channel = h.parkCh
+	return agent.New(cfg)
+}
+
+// Start subscribes to the store's notifications, fires the deadlines
+// that passed while no host ran, and resumes every run a crash left
+// unfinished (runs waiting for answers stay parked). It returns once the
+// host is live; the host runs until [Host.Shutdown].
+func (h *Host) Start(ctx context.Context) error {
+	h.mu.Lock()
+	if h.started {
+		h.mu.Unlock()
+		return errors.New("host: already started")
+	}
+	h.started = true
+	h.ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	h.mu.Unlock()
+	// Subscribed before anything is read, so that nothing resolved during
+	// start-up is missed.
+	notes, err := h.store.Subscribe(h.ctx)
+	if err != nil {
+		h.cancel()
+		return fmt.Errorf("host: subscribing to the store: %w", err)
+	}
+	if err := h.reconcile(h.ctx); err != nil {
+		h.cancel()
+		return err
+	}
+	h.loops.Add(2)
+	go h.notificationLoop(notes)
+	go h.deadlineLoop()
+	return nil
+}
+
+// reconcile finds the store's unfinished runs: those with a pending
+// question are parked, the others are resumed.
+func (h *Host) reconcile(ctx context.Context) error {
+	waiting := map[string]bool{}
+	cursor := ""
+	for {
+		qs, next, err := h.store.ListQuestions(ctx, checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, After: cursor, Limit: 1000})
+		if err != nil {
+			return fmt.Errorf("host: listing pending questions: %w", err)
+		}
+		for _, q := range qs {
+			waiting[q.ThreadID] = true
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	var resume []string
+	cursor = ""
+	for {
+		ths, next, err := h.store.ListThreads(ctx, checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning, After: cursor, Limit: 1000})
+		if err != nil {
+			return fmt.Errorf("host: listing unfinished runs: %w", err)
+		}
+		h.mu.Lock()
+		for _, th := range ths {
+			if waiting[th.ID] {
+				h.parked[th.ID] = struct{}{}
+			} else {
+				resume = append(resume, th.ID)
+			}
+		}
+		h.mu.Unlock()
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(resume) > 0 {
+		h.log.Info("tollgate: resuming unfinished runs", "runs", len(resume))
+	}
+	for _, id := range resume {
+		h.kick(id)
+	}
+	h.poke()
+	return nil
+}
+
+func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
+	defer h.loops.Done()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case n, ok := <-notes:
+			if !ok {
+				if h.ctx.Err() != nil {
+					return
+				}
+				// The store ended the feed: subscribe again, and read
+				// what may have been missed meanwhile.
+				h.log.Warn("tollgate: store notifications ended; subscribing again")
+				notes = h.resubscribe()
+				continue
+			}
+			switch n.Kind {
+			case checkpoint.QuestionResolved:
+				if h.consumeSelfResolved(n.ThreadID, n.QuestionID) {
+					continue
+				}
+				h.kick(n.ThreadID)
+			case checkpoint.QuestionCreated:
+				h.poke()
+			case checkpoint.Resync:
+				go func() {
+					if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
+						h.log.Error("tollgate: re-reading runs after a resync", "err", err)
+					}
+				}()
+			}
+		}
+	}
+}
+
+func (h *Host) resubscribe() <-chan checkpoint.Notification {
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		notes, err := h.store.Subscribe(h.ctx)
+		if err == nil {
+			if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
+				h.log.Error("tollgate: re-reading runs after subscribing again", "err", err)
+			}
+			return notes
+		}
+		h.log.Error("tollgate: subscribing to the store", "err", err)
+		select {
+		case <-h.ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
+}
+
+func resolvedKey(threadID, questionID string) string { return threadID + "\x00" + questionID }
+
+func (h *Host) markSelfResolved(threadID, questionID string) {
+	h.mu.Lock()
+	h.selfResolved[resolvedKey(threadID, questionID)] = time.Now()
+	h.mu.Unlock()
+}
+
+func (h *Host) consumeSelfResolved(threadID, questionID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := resolvedKey(threadID, questionID)
+	if _, ok := h.selfResolved[k]; ok {
+		delete(h.selfResolved, k)
+		return true
+	}
+	return false
+}
+
+// kick makes the thread's run go on: at once if a resume slot is free,
+// after the run in progress if there is one, else in the queue.
+func (h *Host) kick(threadID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.started || h.closing || threadID == "" {
+		return
+	}
+	if r := h.runs[threadID]; r != nil {
+		r.again = true
+		return
+	}
+	if h.queued[threadID] {
+		return
+	}
+	if h.resuming >= h.maxRes {
+		h.queued[threadID] = true
+		h.queue = append(h.queue, threadID)
+		return
+	}
+	h.startResumeLocked(threadID)
+}
+
+func (h *Host) startResumeLocked(threadID string) {
+	a, err := h.newAgent(threadID)
+	if err != nil {
+		h.failed[threadID] = err
+		return
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	r := &run{agent: a, resume: true, cancel: cancel, done: make(chan struct{})}
+	h.runs[threadID] = r
+	h.resuming++
+	delete(h.parked, threadID)
+	delete(h.failed, threadID)
+	h.runsDone.Add(1)
+	go h.drive(ctx, threadID, r, a.Resume)
+}
+
+// drive works one thread until its run ends, parks or fails, resuming it
+// again when a question was resolved meanwhile.
+func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(context.Context) (*agent.Message, error)) {
+	defer h.runsDone.Done()
+	defer r.cancel()
+	sub := r.agent.Subscribe(1024)
+	forwarded := make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		for e := range sub.C {
+			h.events.publish(e)
+		}
+	}()
+	defer func() {
+		sub.Close()
+		<-forwarded
+	}()
+	for {
+		_, err := step(ctx)
+		parked := errors.Is(err, agent.ErrParked)
+		// Nothing ran: no run to resume, or a prompt refused (Prompt
+		// reports those to its caller).
+		noRun := errors.Is(err, agent.ErrNoRun) || errors.Is(err, agent.ErrRunInProgress) || errors.Is(err, agent.ErrRunIDUsed)
+		if err != nil && !parked && !noRun && ctx.Err() == nil {
+			h.log.Warn("tollgate: run stopped with an error; it can be resumed or aborted", "thread", threadID, "err", err)
+		}
+		h.mu.Lock()
+		if r.again && !h.closing && ctx.Err() == nil {
+			r.again = false
+			h.mu.Unlock()
+			step = r.agent.Resume
+			continue
+		}
+		delete(h.runs, threadID)
+		close(r.done)
+		switch {
+		case parked:
+			h.parked[threadID] = struct{}{}
+		case err != nil && !noRun && ctx.Err() == nil:
+			h.failed[threadID] = err
+		}
+		if r.resume {
+			h.resuming--
+		}
+		h.dispatchLocked()
+		h.mu.Unlock()
+		return
+	}
+}
+
+// dispatchLocked starts queued resumes while slots are free.
+func (h *Host) dispatchLocked() {
+	for len(h.queue) > 0 && h.resuming < h.maxRes && !h.closing {
+		id := h.queue[0]
+		h.queue = h.queue[1:]
+		delete(h.queued, id)
+		if h.runs[id] != nil {
+			h.runs[id].again = true
+			continue
+		}
+		h.startResumeLocked(id)
+	}
+	if len(h.queue) == 0 {
+		h.queue = nil // let a long queue's array go
+	}
+}
+
+// PromptOptions tune [Host.Prompt]. A nil *PromptOptions means zero values.
+type PromptOptions struct {
+	// IdempotencyKey makes a retried request return the run the first one
+	// started instead of starting another. The run id is derived from the
+	// thread and the key, so this holds across restarts.
+	IdempotencyKey string
+}
+
+// Prompt starts a run of text on the thread (created if new) and returns
+// once the message is durably stored, with the run's id; the run goes on
+// in the background. ErrRunActive while the thread's run has not finished.
+// With an IdempotencyKey already used on the thread, it returns that run's
+// id and existing true, starting nothing.
+func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOptions) (runID string, existing bool, err error) {
+	var key string
+	if opts != nil {
+		key = opts.IdempotencyKey
+	}
+	if key != "" {
+		runID = IdempotentRunID(threadID, key)
+	}
+	h.mu.Lock()
+	switch {
+	case !h.started:
+		h.mu.Unlock()
+		return "", false, ErrNotStarted
+	case h.closing:
+		h.mu.Unlock()
+		return "", false, ErrClosed
+	}
+	if r := h.runs[threadID]; r != nil {
+		h.mu.Unlock()
+		if runID != "" && r.runID == runID {
+			return runID, true, nil
+		}
+		// A run that has just ended in the store may not have let go of
+		// the thread yet (it was resumed once more for nothing): wait for
+		// it rather than refuse a message that comes right after.
+		th, err := h.store.LoadThread(ctx, threadID)
+		if err == nil && th.Status != checkpoint.ThreadRunning {
+			select {
+			case <-r.done:
+				return h.Prompt(ctx, threadID, text, opts)
+			case <-time.After(5 * time.Second):
+			case <-ctx.Done():
+				return "", false, ctx.Err()
+			}
+		}
+		cur := r.runID
+		if th != nil && err == nil {
+			cur = th.RunID
+		}
+		return "", false, fmt.Errorf("%w: thread %s is running (run %s)", ErrRunActive, threadID, cur)
+	}
+	a, err := h.newAgent(threadID)
+	if err != nil {
+		h.mu.Unlock()
+		return "", false, err
+	}
+	runCtx, cancel := context.WithCancel(h.ctx)
+	r := &run{agent: a, runID: runID, cancel: cancel, done: make(chan struct{})}
+	h.runs[threadID] = r
+	delete(h.failed, threadID)
+	h.runsDone.Add(1)
+	h.mu.Unlock()
+
+	// Subscribed before the run starts, to see it start.
+	started := a.Subscribe(64)
+	type outcome struct{ err error }
+	done := make(chan outcome, 1)
+	go h.drive(runCtx, threadID, r, func(ctx context.Context) (*agent.Message, error) {
+		msg, err := a.PromptWith(ctx, text, &agent.PromptOptions{RunID: runID})
+		done <- outcome{err}
+		return msg, err
+	})
+	defer started.Close()
+	for {
+		select {
+		case e, ok := <-started.C:
+			if !ok {
+				continue
+			}
+			if s, isStart := e.(*agent.RunStartedEvent); isStart {
+				h.mu.Lock()
+				r.runID = s.Meta().RunID
+				h.mu.Unlock()
+				return s.Meta().RunID, false, nil
+			}
+		case o := <-done:
+			switch {
+			case o.err == nil:
+				// Finished before its start event was read here.
+				return h.lastRunID(ctx, threadID, runID)
+			case errors.Is(o.err, agent.ErrRunIDUsed):
+				return runID, true, nil
+			case errors.Is(o.err, agent.ErrRunInProgress):
+				th, _ := h.store.LoadThread(ctx, threadID)
+				cur := ""
+				if th != nil {
+					cur = th.RunID
+				}
+				if runID != "" && cur == runID {
+					return runID, true, nil
+				}
+				return "", false, fmt.Errorf("%w: thread %s has an unfinished run (run %s) waiting for answers", ErrRunActive, threadID, cur)
+			default:
+				// It may still have started (a model error after the
+				// message was stored): report the run if it did.
+				select {
+				case e := <-started.C:
+					if s, isStart := e.(*agent.RunStartedEvent); isStart {
+						return s.Meta().RunID, false, nil
+					}
+				default:
+				}
+				return "", false, o.err
+			}
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		}
+	}
+}
+
+func (h *Host) lastRunID(ctx context.Context, threadID, want string) (string, bool, error) {
+	if want != "" {
+		return want, false, nil
+	}
+	th, err := h.store.LoadThread(ctx, threadID)
+	if err != nil {
+		return "", false, err
+	}
+	return th.RunID, false, nil
+}
+
+// IdempotentRunID is the run id [Host.Prompt] gives the run started with
+// an idempotency key on a thread.
+func IdempotentRunID(threadID, key string) string {
+	sum := sha256.Sum256([]byte(threadID + "\x00" + key))
+	return "run_k" + hex.EncodeToString(sum[:12])
+}
+
+// Resume retries the thread's unfinished run now: one that stopped with an
+// error (a model or store failure), or one a notification was missed for.
+// It returns at once; the run goes on in the background.
+func (h *Host) Resume(ctx context.Context, threadID string) error {
+	th, err := h.store.LoadThread(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	if th.Status != checkpoint.ThreadRunning {
+		return agent.ErrNoRun
+	}
+	h.mu.Lock()
+	if !h.started {
+		h.mu.Unlock()
+		return ErrNotStarted
+	}
+	h.mu.Unlock()
+	h.kick(threadID)
+	return nil
+}
+
+// Abort closes the thread's unfinished run (SPEC "Abort"): a run in
+// progress here is stopped, every unresolved call gets a synthetic deny,
+// pending questions are aborted, and a terminal message with stop reason
+// "aborted" is stored. Nothing to abort is not an error.
+func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
+	h.mu.Lock()
+	if r := h.runs[threadID]; r != nil {
+		a := r.agent
+		h.mu.Unlock()
+		// AbortPending stops the run in progress and takes its place.
+		return a.AbortPending(ctx, reason)
+	}
+	a, err := h.newAgent(threadID)
+	if err != nil {
+		h.mu.Unlock()
+		return err
+	}
+	// Held while aborting, so that no resume starts in between.
+	r := &run{agent: a, cancel: func() {}, done: make(chan struct{})}
+	h.runs[threadID] = r
+	h.mu.Unlock()
+	sub := a.Subscribe(64)
+	go func() {
+		for e := range sub.C {
+			h.events.publish(e)
+		}
+	}()
+	err = a.AbortPending(ctx, reason)
+	sub.Close()
+	h.mu.Lock()
+	delete(h.runs, threadID)
+	close(r.done)
+	delete(h.parked, threadID)
+	delete(h.failed, threadID)
+	again := r.again
+	h.mu.Unlock()
+	if again {
+		h.kick(threadID)
+	}
+	return err
+}
+
+// RunState says what the host knows of a thread's run.
+type RunState string
+
+const (
+	// RunIdle: no run in progress.
+	RunIdle RunState = "idle"
+	// RunActive: a run is being driven in this process (or queued to be).
+	RunActive RunState = "active"
+	// RunParked: the run waits for answers, holding nothing in memory.
+	RunParked RunState = "parked"
+	// RunFailed: the run stopped with an error; Resume retries it,
+	// Abort closes it.
+	RunFailed RunState = "failed"
+)
+
+// State reports the run state of a stored thread and, when failed, the
+// error it stopped with.
+func (h *Host) State(th *checkpoint.Thread) (RunState, error) {
+	if th.Status != checkpoint.ThreadRunning {
+		return RunIdle, nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.runs[th.ID] != nil || h.queued[th.ID] {
+		return RunActive, nil
+	}
+	if err := h.failed[th.ID]; err != nil {
+		return RunFailed, err
+	}
+	return RunParked, nil
+}
+
+// Stats counts the runs of the host at one moment.
+type Stats struct {
+	// Active runs are being driven; Queued wait for a resume slot.
+	Active, Queued int
+	// Parked runs wait for answers (as far as this host knows: runs it
+	// parked or found waiting at start-up).
+	Parked int
+	// Failed runs stopped with an error.
+	Failed int
+}
+
+// Stats returns the host's counts.
+func (h *Host) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return Stats{Active: len(h.runs), Queued: len(h.queue), Parked: len(h.parked), Failed: len(h.failed)}
+}
+
+// Shutdown stops taking work and waits for the runs in progress to end or
+// park until ctx ends; those still running then are cancelled, and left
+// resumable (a tool cut off mid-way is found executing at the next start).
+// It returns the counts at the end: Parked says how many runs wait for
+// answers, Active how many were cut off.
+func (h *Host) Shutdown(ctx context.Context) (Stats, error) {
+	h.mu.Lock()
+	if !h.started || h.closing {
+		h.mu.Unlock()
+		return h.Stats(), nil
+	}
+	h.closing = true
+	h.queue, h.queued = nil, map[string]bool{}
+	h.mu.Unlock()
+
+	finished := make(chan struct{})
+	go func() {
+		h.runsDone.Wait()
+		close(finished)
+	}()
+	var cut int
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		h.mu.Lock()
+		cut = len(h.runs)
+		h.mu.Unlock()
+		h.cancel()
+		<-finished
+	}
+	h.cancel()
+	h.loops.Wait()
+	s := h.Stats()
+	s.Active = cut
+	h.events.closeAll()
+	return s, nil
+}
+
+// Answer checks an answer where it is taken and records it: the kind's
+// shape, the digest the reviewer was shown, and for an edit the tool's
+// schema (every problem listed) and the policy on the edited arguments,
+// all before the compare-and-set. On success the run resumes at once. The
+// errors are hitl's: ErrUnknownQuestion, ErrAlreadyAnswered, ErrExpired,
+// ErrAborted, ErrWrongKind, ErrDigestMismatch, ErrInvalidAnswer (the
+// question then stays open for a corrected answer).
+func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer json.RawMessage, by string) (*checkpoint.Question, error) {
+	q, err := h.answers.AnswerWith(ctx, threadID, questionID, answer, &hitl.AnswerOptions{By: by, Check: h.checkAnswer})
+	if err != nil {
+		return nil, err
+	}
+	h.resolved(ctx, q)
+	return q, nil
+}
+
+// resolved records the resolution in the audit log, tells subscribers and
+// resumes the run.
+func (h *Host) resolved(ctx context.Context, q *checkpoint.Question) {
+	entry := map[string]any{
+		"question_id": q.ID, "call_id": q.CallID, "kind": q.Kind, "status": string(q.Status),
+		"by": q.AnsweredBy, "digest": q.Digest,
+		"latency_ms": q.ResolvedAt.Sub(q.CreatedAt).Milliseconds(),
+	}
+	if q.Status == checkpoint.QuestionAnswered {
+		var d struct {
+			Decision string `json:"decision"`
+			Action   string `json:"action"`
+			Reason   string `json:"reason"`
+		}
+		if json.Unmarshal(q.Answer, &d) == nil {
+			if d.Decision == "" {
+				d.Decision = d.Action
+			}
+			entry["decision"] = d.Decision
+			if d.Reason != "" {
+				entry["reason"] = d.Reason
+			}
+		}
+	}
+	raw, _ := json.Marshal(entry)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := h.store.AppendEvent(actx, &checkpoint.Event{ThreadID: q.ThreadID, RunID: q.RunID,
+		Type: "question_resolved", Data: raw, At: h.clock.Now()}); err != nil {
+		h.log.Warn("tollgate: cannot append audit event", "type", "question_resolved", "thread", q.ThreadID, "err", err)
+	}
+	h.events.publish(&ResolvedEvent{Question: q})
+	h.mu.Lock()
+	live := h.started && !h.closing
+	h.mu.Unlock()
+	if live {
+		h.markSelfResolved(q.ThreadID, q.ID)
+		h.kick(q.ThreadID)
+	}
+}
+
+// ResolvedEvent is published by the host when it records an answer or a
+// timeout (the run's own HitlResolvedEvent follows when it resumes).
+type ResolvedEvent struct {
+	Question *checkpoint.Question
+}
+
+func (e *ResolvedEvent) Meta() agent.EventMeta {
+	return agent.EventMeta{ThreadID: e.Question.ThreadID, RunID: e.Question.RunID, At: e.Question.ResolvedAt}
+}
+
+// checkAnswer vets an answer with what the run itself would check: an
+// edit's arguments against the tool's schema and every middleware that
+// can check edits (the policy).
+func (h *Host) checkAnswer(ctx context.Context, q *checkpoint.Question, raw json.RawMessage) error {
+	var edited json.RawMessage
+	var toolName string
+	switch q.Kind {
+	case hitl.KindApprove:
+		var a struct {
+			Decision   string          `json:"decision"`
+			EditedArgs json.RawMessage `json:"edited_args"`
+		}
+		if err := json.Unmarshal(raw, &a); err != nil || a.Decision != hitl.DecisionEdit {
+			return nil
+		}
+		var p struct {
+			ToolName string `json:"tool_name"`
+		}
+		_ = json.Unmarshal(q.Payload, &p)
+		edited, toolName = a.EditedArgs, p.ToolName
+	case "tool_interrupt":
+		var a struct {
+			Action    string                     `json:"action"`
+			Arguments map[string]json.RawMessage `json:"arguments"`
+		}
+		if err := json.Unmarshal(raw, &a); err != nil || a.Action != "edit" {
+			return nil
+		}
+		var p struct {
+			ToolName  string                     `json:"tool_name"`
+			Arguments map[string]json.RawMessage `json:"arguments"`
+		}
+		_ = json.Unmarshal(q.Payload, &p)
+		merged := map[string]json.RawMessage{}
+		for k, v := range p.Arguments {
+			merged[k] = v
+		}
+		for k, v := range a.Arguments {
+			merged[k] = v
+		}
+		edited, _ = json.Marshal(merged)
+		toolName = p.ToolName
+	default:
+		return nil
+	}
+	tool := h.tools[toolName]
+	if tool == nil {
+		return fmt.Errorf("tool %q is not one this host runs, so an edit of it cannot be checked", toolName)
+	}
+	check := &agent.EditCheck{ThreadID: q.ThreadID, CallID: q.CallID, Tool: tool, Args: edited}
+	checked := false
+	for _, m := range h.template.Middleware {
+		ec, ok := m.(agent.EditChecker)
+		if !ok {
+			continue
+		}
+		if check.Messages == nil {
+			if th, err := h.store.LoadThread(ctx, q.ThreadID); err == nil {
+				var msgs []agent.Message
+				if json.Unmarshal(th.Messages, &msgs) == nil {
+					check.Messages = msgs
+				}
+			}
+		}
+		if err := ec.CheckEdit(ctx, check); err != nil {
+			return err
+		}
+		checked = true
+	}
+	if !checked {
+		if _, err := tool.Validate(edited); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Subscribe returns the events of every run this host drives, and the
+// host's own [ResolvedEvent]s, with room for buffer events (zero: 1024).
+// A subscriber that falls behind loses events (counted by Dropped): read
+// the store's event log for a complete record. Call the returned function
+// to unsubscribe.
+func (h *Host) Subscribe(buffer int) (<-chan agent.Event, func()) {
+	if buffer <= 0 {
+		buffer = 1024
+	}
+	return h.events.subscribe(buffer)
+}
+
+// Dropped counts events that subscribers lost by falling behind.
+func (h *Host) Dropped() int64 { return h.events.droppedCount() }
+
+// eventFan hands events to subscribers without ever blocking a run.
+type eventFan struct {
+	mu      sync.Mutex
+	subs    []chan agent.Event
+	closed  bool
+	dropped int64
+}
+
+func (f *eventFan) subscribe(buffer int) (<-chan agent.Event, func()) {
+	ch := make(chan agent.Event, buffer)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		close(ch)
+		return ch, func() {}
+	}
+	f.subs = append(f.subs, ch)
+	return ch, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if i := slices.Index(f.subs, ch); i >= 0 {
+			f.subs = slices.Delete(f.subs, i, i+1)
+			close(ch)
+		}
+	}
+}
+
+func (f *eventFan) publish(e agent.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ch := range f.subs {
+		select {
+		case ch <- e:
+		default:
+			f.dropped++
+		}
+	}
+}
+
+func (f *eventFan) droppedCount() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dropped
+}
+
+func (f *eventFan) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ch := range f.subs {
+		close(ch)
+	}
+	f.subs, f.closed = nil, true
+}

@@ -1,0 +1,488 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/storetest"
+	"github.com/tollgate-ai/tollgate/provider/scripted"
+)
+
+type cmdArgs struct {
+	Cmd string `json:"cmd" jsonschema:"the command"`
+}
+
+// fakeShell is a "bash" tool that records what it ran instead of running it.
+type fakeShell struct {
+	mu   sync.Mutex
+	ran  []string
+	gate chan struct{} // when set, each run waits for a receive on it
+}
+
+func (f *fakeShell) tool() *agent.Tool {
+	return agent.NewTool("bash", "Run a command.", func(ctx context.Context, a cmdArgs) (string, error) {
+		if f.gate != nil {
+			select {
+			case <-f.gate:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		f.mu.Lock()
+		f.ran = append(f.ran, a.Cmd)
+		f.mu.Unlock()
+		return "ran " + a.Cmd, nil
+	}, nil)
+}
+
+func (f *fakeShell) runs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.ran...)
+}
+
+// testPolicy allows ls, blocks "rm -rf /", asks for the rest (with the
+// given timeout), and blocks edits to anything containing "sudo".
+func testPolicy(timeout time.Duration) hitl.Policy {
+	return hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, a cmdArgs) hitl.ApprovalDecision {
+		switch {
+		case strings.HasPrefix(a.Cmd, "ls"):
+			return hitl.Approve()
+		case a.Cmd == "rm -rf /", strings.Contains(a.Cmd, "sudo"):
+			return hitl.Deny("destructive")
+		}
+		return hitl.AskUser(hitl.AskOptions{Timeout: timeout, Details: map[string]any{"matched_rule": "ask", "impact": "changes files"}})
+	})
+}
+
+type fixture struct {
+	store checkpoint.Store
+	shell *fakeShell
+	cfg   host.Config
+}
+
+func newFixture(t *testing.T, store checkpoint.Store, timeout time.Duration, clk clock.Clock) *fixture {
+	t.Helper()
+	if store == nil {
+		store = storetest.New(t)
+	}
+	f := &fixture{store: store, shell: &fakeShell{}}
+	f.cfg = host.Config{
+		Store: store,
+		Clock: clk,
+		Agent: agent.Config{
+			Provider:   scripted.Demo{},
+			Tools:      []*agent.Tool{f.shell.tool()},
+			Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), testPolicy(timeout))},
+		},
+	}
+	return f
+}
+
+func (f *fixture) start(t *testing.T) *host.Host {
+	t.Helper()
+	h, err := host.New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		h.Shutdown(ctx)
+	})
+	return h
+}
+
+// eventually polls cond until it holds, failing after 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (f *fixture) thread(t *testing.T, id string) (*checkpoint.Thread, []agent.Message) {
+	t.Helper()
+	th, err := f.store.LoadThread(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []agent.Message
+	if err := json.Unmarshal(th.Messages, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	return th, msgs
+}
+
+func (f *fixture) idle(t *testing.T, id string) func() bool {
+	return func() bool {
+		th, err := f.store.LoadThread(context.Background(), id)
+		return err == nil && th.Status == checkpoint.ThreadIdle
+	}
+}
+
+func (f *fixture) pending(t *testing.T, thread string) []*checkpoint.Question {
+	t.Helper()
+	qs, _, err := f.store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: thread, Status: checkpoint.QuestionPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qs
+}
+
+func (f *fixture) waitPending(t *testing.T, thread string, n int) []*checkpoint.Question {
+	t.Helper()
+	var qs []*checkpoint.Question
+	eventually(t, fmt.Sprintf("%d pending questions on %s", n, thread), func() bool {
+		qs = f.pending(t, thread)
+		return len(qs) >= n
+	})
+	return qs
+}
+
+func lastText(msgs []agent.Message) string { return msgs[len(msgs)-1].Text }
+
+func TestAllowedRunCompletes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	h := f.start(t)
+	runID, existing, err := h.Prompt(context.Background(), "t1", "$ ls", nil)
+	if err != nil || existing || runID == "" {
+		t.Fatalf("Prompt = %q, %v, %v", runID, existing, err)
+	}
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	if got := f.shell.runs(); len(got) != 1 || got[0] != "ls" {
+		t.Fatalf("ran %v", got)
+	}
+}
+
+func TestAskedCallParksAndResumesOnAnswer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	h := f.start(t)
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ ls\n$ touch x", nil); err != nil {
+		t.Fatal(err)
+	}
+	qs := f.waitPending(t, "t1", 1)
+	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 && h.Stats().Active == 0 })
+	th, _ := f.thread(t, "t1")
+	if st, _ := h.State(th); st != host.RunParked {
+		t.Fatalf("state %s, want parked", st)
+	}
+	if got := f.shell.runs(); len(got) != 1 || got[0] != "ls" {
+		t.Fatalf("before the answer ran %v, want only the allowed ls", got)
+	}
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ ls", nil); !errors.Is(err, host.ErrRunActive) {
+		t.Fatalf("Prompt on a parked thread = %v, want ErrRunActive", err)
+	}
+	q := qs[0]
+	if q.Tool != "bash" {
+		t.Errorf("question tool %q, want bash", q.Tool)
+	}
+	ans, _ := json.Marshal(hitl.ApproveAnswer{Decision: "approve", Digest: q.Digest})
+	resolved, err := h.Answer(context.Background(), "t1", q.ID, ans, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resolved.AnsweredBy != "alice" || resolved.Status != checkpoint.QuestionAnswered {
+		t.Fatalf("resolved %+v", resolved)
+	}
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	if got := f.shell.runs(); len(got) != 2 || got[1] != "touch x" {
+		t.Fatalf("ran %v", got)
+	}
+	if _, err := h.Answer(context.Background(), "t1", q.ID, ans, "bob"); !errors.Is(err, hitl.ErrAlreadyAnswered) {
+		t.Fatalf("second answer = %v, want ErrAlreadyAnswered", err)
+	}
+	var types []string
+	var joined string
+	// run_finished is appended just after the thread is saved idle.
+	eventually(t, "run_finished in the audit log", func() bool {
+		events, _ := f.store.ListEvents(context.Background(), "t1", 0, 100)
+		types = types[:0]
+		for _, e := range events {
+			types = append(types, e.Type)
+		}
+		joined = strings.Join(types, " ")
+		return strings.Contains(joined, "run_finished")
+	})
+	for _, want := range []string{"run_started", "question_asked", "run_parked", "question_resolved", "tool_result", "run_finished"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("audit log %v lacks %s", types, want)
+		}
+	}
+}
+
+func TestAnswerFromAnotherProcessResumes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	h := f.start(t)
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ touch x", nil); err != nil {
+		t.Fatal(err)
+	}
+	q := f.waitPending(t, "t1", 1)[0]
+	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 })
+	// Another process: a plain channel over the same store, no host.
+	other := hitl.NewCheckpointedChannel(f.store, "t1", nil)
+	if err := other.Answer(context.Background(), q.ID, hitl.ApproveAnswer{Decision: "deny", Reason: "not today"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	_, msgs := f.thread(t, "t1")
+	if !strings.Contains(lastText(msgs), "not today") {
+		t.Fatalf("final message %q does not give the reason", lastText(msgs))
+	}
+	if got := f.shell.runs(); len(got) != 0 {
+		t.Fatalf("a denied call ran: %v", got)
+	}
+}
+
+func TestDeadlineFiresWithoutAWaitingRun(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	f := newFixture(t, nil, time.Minute, clk)
+	h := f.start(t)
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ touch x", nil); err != nil {
+		t.Fatal(err)
+	}
+	q := f.waitPending(t, "t1", 1)[0]
+	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 })
+	clk.Advance(59 * time.Second)
+	time.Sleep(20 * time.Millisecond)
+	if got, _ := f.store.GetQuestion(context.Background(), "t1", q.ID); got.Status != checkpoint.QuestionPending {
+		t.Fatalf("status %s before the deadline", got.Status)
+	}
+	clk.Advance(time.Second)
+	eventually(t, "the timeout to be recorded", func() bool {
+		got, _ := f.store.GetQuestion(context.Background(), "t1", q.ID)
+		return got.Status == checkpoint.QuestionTimedOut
+	})
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	_, msgs := f.thread(t, "t1")
+	var res *agent.ToolResult
+	for _, m := range msgs {
+		if m.Role == agent.RoleTool {
+			res = m.Result
+		}
+	}
+	if res == nil || !res.IsError || res.Details["hitl"].(map[string]any)["decision"] != "timed_out" {
+		t.Fatalf("result %+v, want a timed_out block", res)
+	}
+	ans, _ := json.Marshal(hitl.ApproveAnswer{Decision: "approve"})
+	if _, err := h.Answer(context.Background(), "t1", q.ID, ans, "late"); !errors.Is(err, hitl.ErrExpired) {
+		t.Fatalf("late answer = %v, want ErrExpired", err)
+	}
+}
+
+func TestInvalidEditIsRefusedAndTheQuestionStaysOpen(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	h := f.start(t)
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ touch x", nil); err != nil {
+		t.Fatal(err)
+	}
+	q := f.waitPending(t, "t1", 1)[0]
+	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 })
+
+	schemaBad := json.RawMessage(`{"decision":"edit","edited_args":{"cmd":7,"extra":true}}`)
+	_, err := h.Answer(context.Background(), "t1", q.ID, schemaBad, "alice")
+	var ve *agent.ValidationError
+	if !errors.Is(err, hitl.ErrInvalidAnswer) || !errors.As(err, &ve) || len(ve.Problems) < 2 {
+		t.Fatalf("schema-bad edit = %v, want ErrInvalidAnswer listing every problem", err)
+	}
+	policyBad := json.RawMessage(`{"decision":"edit","edited_args":{"cmd":"sudo touch x"}}`)
+	if _, err := h.Answer(context.Background(), "t1", q.ID, policyBad, "alice"); !errors.Is(err, hitl.ErrInvalidAnswer) || !strings.Contains(err.Error(), "destructive") {
+		t.Fatalf("policy-denied edit = %v, want ErrInvalidAnswer with the policy's reason", err)
+	}
+	if got, _ := f.store.GetQuestion(context.Background(), "t1", q.ID); got.Status != checkpoint.QuestionPending {
+		t.Fatalf("question %s after refused edits, want pending", got.Status)
+	}
+	wrongDigest := json.RawMessage(`{"decision":"approve","digest":"sha256:00"}`)
+	if _, err := h.Answer(context.Background(), "t1", q.ID, wrongDigest, "alice"); !errors.Is(err, hitl.ErrDigestMismatch) {
+		t.Fatalf("wrong digest = %v", err)
+	}
+	good := json.RawMessage(`{"decision":"edit","edited_args":{"cmd":"touch y"}}`)
+	if _, err := h.Answer(context.Background(), "t1", q.ID, good, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	if got := f.shell.runs(); len(got) != 1 || got[0] != "touch y" {
+		t.Fatalf("ran %v, want the edited command", got)
+	}
+}
+
+func TestIdempotencyKeyReturnsTheSameRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	h := f.start(t)
+	opts := &host.PromptOptions{IdempotencyKey: "req-1"}
+	first, existing, err := h.Prompt(context.Background(), "t1", "$ touch x", opts)
+	if err != nil || existing {
+		t.Fatal(first, existing, err)
+	}
+	again, existing, err := h.Prompt(context.Background(), "t1", "$ touch x", opts)
+	if err != nil || !existing || again != first {
+		t.Fatalf("retry = %q, %v, %v; want %q, existing", again, existing, err, first)
+	}
+	q := f.waitPending(t, "t1", 1)[0]
+	ans, _ := json.Marshal(hitl.ApproveAnswer{Decision: "approve"})
+	if _, err := h.Answer(context.Background(), "t1", q.ID, ans, "a"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	// After the run ended, the same key still names the same run.
+	again, existing, err = h.Prompt(context.Background(), "t1", "$ touch x", opts)
+	if err != nil || !existing || again != first {
+		t.Fatalf("retry after the end = %q, %v, %v", again, existing, err)
+	}
+	if got := f.shell.runs(); len(got) != 1 {
+		t.Fatalf("ran %v, want once", got)
+	}
+}
+
+func TestAbortParkedRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	h := f.start(t)
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ touch a\n$ touch b", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitPending(t, "t1", 2)
+	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 })
+	if err := h.Abort(context.Background(), "t1", "user closed tab"); err != nil {
+		t.Fatal(err)
+	}
+	th, msgs := f.thread(t, "t1")
+	if th.Status != checkpoint.ThreadIdle || msgs[len(msgs)-1].StopReason != agent.StopAborted {
+		t.Fatalf("after abort: %s, last %+v", th.Status, msgs[len(msgs)-1])
+	}
+	if len(f.pending(t, "t1")) != 0 {
+		t.Fatal("questions still pending after abort")
+	}
+	if h.Stats().Parked != 0 {
+		t.Fatalf("stats %+v after abort", h.Stats())
+	}
+	// The thread takes a new message.
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ ls", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new run to end", f.idle(t, "t1"))
+}
+
+func TestRunActiveWhileRunning(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	f.shell.gate = make(chan struct{})
+	h := f.start(t)
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ ls", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ ls", nil); !errors.Is(err, host.ErrRunActive) {
+		t.Fatalf("second Prompt = %v, want ErrRunActive", err)
+	}
+	close(f.shell.gate)
+	eventually(t, "the run to end", f.idle(t, "t1"))
+}
+
+func TestRestartResumesUnfinishedRunsAndKeepsParkedOnes(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	f := newFixture(t, store, 0, nil)
+	h1, err := host.New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h1.Prompt(context.Background(), "waits", "$ touch x", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitPending(t, "waits", 1)
+	eventually(t, "the run to park", func() bool { return h1.Stats().Parked == 1 })
+	stats, err := h1.Shutdown(context.Background())
+	if err != nil || stats.Parked != 1 {
+		t.Fatalf("Shutdown = %+v, %v", stats, err)
+	}
+	// A crash mid-run: a thread left running with its call approved by the
+	// policy but not yet executed (the model's message is stored, no result).
+	crashed, _ := agent.New(agent.Config{Provider: scripted.Demo{}, Checkpointer: store, ThreadID: "crashed",
+		Tools: []*agent.Tool{agent.NewTool("bash", "x", func(ctx context.Context, a cmdArgs) (string, error) {
+			return "", errors.New("crash")
+		}, nil)},
+		Middleware: []agent.Middleware{agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+			return agent.Decision{}, fmt.Errorf("%w: simulated crash before the tool", agent.ErrQuestion)
+		})}})
+	if _, err := crashed.Prompt(context.Background(), "$ ls"); err == nil {
+		t.Fatal("the simulated crash did not stop the run")
+	}
+
+	h2 := f.start(t)
+	eventually(t, "the crashed run to be resumed and end", f.idle(t, "crashed"))
+	if got := f.shell.runs(); len(got) != 1 || got[0] != "ls" {
+		t.Fatalf("ran %v, want the crashed run's ls", got)
+	}
+	if h2.Stats().Parked != 1 {
+		t.Fatalf("stats %+v, want the waiting run parked", h2.Stats())
+	}
+	q := f.pending(t, "waits")[0]
+	ans, _ := json.Marshal(hitl.ApproveAnswer{Decision: "approve"})
+	if _, err := h2.Answer(context.Background(), "waits", q.ID, ans, "a"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the parked run to end", f.idle(t, "waits"))
+}
+
+func TestManyParkedRunsHoldNoGoroutines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	h := f.start(t)
+	before := runtime.NumGoroutine()
+	const n = 300
+	for i := range n {
+		if _, _, err := h.Prompt(context.Background(), fmt.Sprintf("t%03d", i), "$ touch x", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every run to park", func() bool { return h.Stats().Parked == n && h.Stats().Active == 0 })
+	time.Sleep(50 * time.Millisecond) // let exiting goroutines finish
+	if after := runtime.NumGoroutine(); after > before+20 {
+		t.Fatalf("%d goroutines with %d parked runs, %d before: parked runs must hold none", after, n, before)
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	if _, err := host.New(host.Config{}); err == nil {
+		t.Fatal("no store accepted")
+	}
+	if _, err := host.New(host.Config{Store: storetest.New(t)}); err == nil {
+		t.Fatal("no provider accepted")
+	}
+	tool := (&fakeShell{}).tool()
+	if _, err := host.New(host.Config{Store: storetest.New(t), Agent: agent.Config{Provider: scripted.Demo{}, Tools: []*agent.Tool{tool, tool}}}); err == nil {
+		t.Fatal("two tools of one name accepted")
+	}
+}
