@@ -159,6 +159,25 @@ func (f *fixture) waitPending(t *testing.T, thread string, n int) []*checkpoint.
 	return qs
 }
 
+// promptParked posts text to thread and waits until its run has parked on
+// n questions, which it returns.
+func (f *fixture) promptParked(t *testing.T, h *host.Host, thread, text string, n int) []*checkpoint.Question {
+	t.Helper()
+	if _, _, err := h.Prompt(context.Background(), thread, text, nil); err != nil {
+		t.Fatal(err)
+	}
+	qs := f.waitPending(t, thread, n)
+	eventually(t, "the run to park", func() bool {
+		th, err := f.store.LoadThread(context.Background(), thread)
+		if err != nil {
+			return false
+		}
+		st, _ := h.State(th)
+		return st == host.RunParked
+	})
+	return qs
+}
+
 func lastText(msgs []agent.Message) string { return msgs[len(msgs)-1].Text }
 
 func TestAllowedRunCompletes(t *testing.T) {
@@ -179,11 +198,7 @@ func TestAskedCallParksAndResumesOnAnswer(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, 0, nil)
 	h := f.start(t)
-	if _, _, err := h.Prompt(context.Background(), "t1", "$ ls\n$ touch x", nil); err != nil {
-		t.Fatal(err)
-	}
-	qs := f.waitPending(t, "t1", 1)
-	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 && h.Stats().Active == 0 })
+	qs := f.promptParked(t, h, "t1", "$ ls\n$ touch x", 1)
 	th, _ := f.thread(t, "t1")
 	if st, _ := h.State(th); st != host.RunParked {
 		t.Fatalf("state %s, want parked", st)
@@ -236,11 +251,7 @@ func TestAnswerFromAnotherProcessResumes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, 0, nil)
 	h := f.start(t)
-	if _, _, err := h.Prompt(context.Background(), "t1", "$ touch x", nil); err != nil {
-		t.Fatal(err)
-	}
-	q := f.waitPending(t, "t1", 1)[0]
-	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 })
+	q := f.promptParked(t, h, "t1", "$ touch x", 1)[0]
 	// Another process: a plain channel over the same store, no host.
 	other := hitl.NewCheckpointedChannel(f.store, "t1", nil)
 	if err := other.Answer(context.Background(), q.ID, hitl.ApproveAnswer{Decision: "deny", Reason: "not today"}); err != nil {
@@ -261,11 +272,7 @@ func TestDeadlineFiresWithoutAWaitingRun(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	f := newFixture(t, nil, time.Minute, clk)
 	h := f.start(t)
-	if _, _, err := h.Prompt(context.Background(), "t1", "$ touch x", nil); err != nil {
-		t.Fatal(err)
-	}
-	q := f.waitPending(t, "t1", 1)[0]
-	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 })
+	q := f.promptParked(t, h, "t1", "$ touch x", 1)[0]
 	clk.Advance(59 * time.Second)
 	time.Sleep(20 * time.Millisecond)
 	if got, _ := f.store.GetQuestion(context.Background(), "t1", q.ID); got.Status != checkpoint.QuestionPending {
@@ -297,11 +304,7 @@ func TestInvalidEditIsRefusedAndTheQuestionStaysOpen(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, 0, nil)
 	h := f.start(t)
-	if _, _, err := h.Prompt(context.Background(), "t1", "$ touch x", nil); err != nil {
-		t.Fatal(err)
-	}
-	q := f.waitPending(t, "t1", 1)[0]
-	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 })
+	q := f.promptParked(t, h, "t1", "$ touch x", 1)[0]
 
 	schemaBad := json.RawMessage(`{"decision":"edit","edited_args":{"cmd":7,"extra":true}}`)
 	_, err := h.Answer(context.Background(), "t1", q.ID, schemaBad, "alice")
@@ -363,11 +366,7 @@ func TestAbortParkedRun(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, 0, nil)
 	h := f.start(t)
-	if _, _, err := h.Prompt(context.Background(), "t1", "$ touch a\n$ touch b", nil); err != nil {
-		t.Fatal(err)
-	}
-	f.waitPending(t, "t1", 2)
-	eventually(t, "the run to park", func() bool { return h.Stats().Parked == 1 })
+	f.promptParked(t, h, "t1", "$ touch a\n$ touch b", 2)
 	if err := h.Abort(context.Background(), "t1", "user closed tab"); err != nil {
 		t.Fatal(err)
 	}
