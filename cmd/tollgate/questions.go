@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 )
 
@@ -27,10 +29,11 @@ const questionsHelp = `usage:
   tollgate questions answer --store URL --thread ID QUESTION edit '{"cmd": "..."}'
   tollgate questions answer --store URL --thread ID QUESTION json '<any JSON answer>'
 
-Answers are checked as the reviewer page checks them (kind, deadline,
-arguments against the tool's schema) and recorded with a compare-and-set:
-the first answer wins. A run waiting in another process sees the answer
-and goes on.
+Answers are checked as the service checks them (kind, deadline, an
+edit's arguments against the tool's schema and the policy given with
+--policy, the built-in sandbox policy by default) and recorded with a
+compare-and-set: the first answer wins. The run, parked or waiting in
+another process, sees the answer and goes on.
 
 flags:
 `
@@ -48,6 +51,8 @@ func questionsCmd(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	thread := fs.String("thread", "", "thread id (list: all threads when empty)")
 	all := fs.Bool("all", false, "list: include answered, timed out and aborted questions")
 	by := fs.String("by", "cli", "answer: who answers, recorded with the answer")
+	var af agentFlags
+	af.register(fs, false)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -74,8 +79,25 @@ func questionsCmd(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return 2
 	}
-	channel := hitl.NewCheckpointedChannel(store, *thread, nil)
-	if err := channel.Answer(hitl.WithReviewer(ctx, *by), rest[0], answer); err != nil {
+	raw, err := json.Marshal(answer)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 2
+	}
+	// A host that is never started: it checks the answer with the same
+	// tools and policy as the run, records it, and leaves resuming to the
+	// process that drives the run.
+	tmpl, _, err := af.template(ctx, store, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 2
+	}
+	h, err := host.New(host.Config{Store: store, Agent: tmpl})
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 1
+	}
+	if _, err := h.Answer(ctx, *thread, rest[0], raw, *by); err != nil {
 		fmt.Fprintln(stderr, "tollgate: answer refused:", err)
 		return 1
 	}

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/tools/bash"
@@ -80,7 +82,6 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 1
 	}
 	defer store.Close()
-	channel := hitl.NewCheckpointedChannel(store, *thread, nil)
 	var approval hitl.Policy = func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
 		if *allowAll {
 			return hitl.Approve()
@@ -103,27 +104,43 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		})
 		approval = rp.HITL()
 	}
-	a, err := agent.New(agent.Config{
+	// The same host as the service: a run that waits parks, and resumes
+	// when its question is answered here, from another process, or by the
+	// deadline.
+	h, err := host.New(host.Config{Store: store, Agent: agent.Config{
 		Provider:     provider,
 		Model:        model,
 		SystemPrompt: "You are a helpful assistant with access to a bash shell.",
 		Tools:        []*agent.Tool{bash.New(&bash.Options{Dir: *dir, Timeout: *cmdTimeout})},
-		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(channel, approval)},
-		Channel:      channel,
-		Checkpointer: store,
-		ThreadID:     *thread,
-	})
+		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), approval)},
+	}})
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "thread %s\n", a.ThreadID())
-	term := &terminal{in: bufio.NewReader(stdin), out: stdout, channel: channel}
-	start := func(ctx context.Context) (*agent.Message, error) { return a.Prompt(ctx, task) }
-	if *resume {
-		start = a.Resume
+	events, unsubscribe := h.Subscribe(4096)
+	defer unsubscribe()
+	if err := h.Start(ctx); err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 1
 	}
-	return term.drive(ctx, a, start, stderr)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		h.Shutdown(sctx)
+	}()
+	fmt.Fprintf(stdout, "thread %s\n", *thread)
+	term := &terminal{in: bufio.NewReader(stdin), out: stdout, channel: hitl.NewCheckpointedChannel(store, *thread, nil), host: h}
+	if *resume {
+		if err := h.Resume(ctx, *thread); err != nil {
+			fmt.Fprintln(stderr, "tollgate:", err)
+			return 1
+		}
+	} else if _, _, err := h.Prompt(ctx, *thread, task, nil); err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 1
+	}
+	return term.drive(ctx, *thread, events, stderr)
 }
 
 // terminal prints a run's progress and asks its questions at the prompt.
@@ -131,20 +148,12 @@ type terminal struct {
 	in      *bufio.Reader
 	out     io.Writer
 	channel *hitl.CheckpointedChannel
+	host    *host.Host
 }
 
-func (t *terminal) drive(ctx context.Context, a *agent.Agent, start func(context.Context) (*agent.Message, error), stderr io.Writer) int {
-	events := a.Subscribe(1024)
-	defer events.Close()
-	type outcome struct {
-		msg *agent.Message
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		msg, err := start(ctx)
-		done <- outcome{msg, err}
-	}()
+// drive shows the thread's events and asks its questions until its run
+// ends.
+func (t *terminal) drive(ctx context.Context, threadID string, events <-chan agent.Event, stderr io.Writer) int {
 	// Questions are answered one at a time, in the order they are asked.
 	hostCtx, stopHost := context.WithCancel(ctx)
 	defer stopHost()
@@ -163,31 +172,48 @@ func (t *terminal) drive(ctx context.Context, a *agent.Agent, start func(context
 			}
 		}
 	}()
+	// A safety check in case an event was dropped: the thread's status in
+	// the store is the truth.
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
 	for {
 		select {
-		case e, ok := <-events.C:
-			if ok {
-				t.show(e)
+		case <-ctx.Done():
+			fmt.Fprintln(stderr, "tollgate: stopped; the run can be resumed with --resume")
+			return 1
+		case e, ok := <-events:
+			if !ok {
+				return 1
+			}
+			if e.Meta().ThreadID != threadID {
+				continue
+			}
+			t.show(e)
+			switch e := e.(type) {
+			case *agent.RunFinishedEvent:
+				if e.Err != nil {
+					fmt.Fprintln(stderr, "tollgate:", e.Err)
+					return 1
+				}
+				return 0
+			case *agent.AgentAbortedEvent:
+				return 1
 			}
 		case req, ok := <-requests:
 			if ok {
 				t.answer(hostCtx, req)
 			}
-		case out := <-done:
-			for {
-				select {
-				case e := <-events.C:
-					t.show(e)
-					continue
-				default:
+		case <-check.C:
+			th, err := t.host.Store().LoadThread(ctx, threadID)
+			if err == nil && th.Status == checkpoint.ThreadIdle {
+				return 0
+			}
+			if err == nil {
+				if st, runErr := t.host.State(th); st == host.RunFailed {
+					fmt.Fprintln(stderr, "tollgate:", runErr)
+					return 1
 				}
-				break
 			}
-			if out.err != nil {
-				fmt.Fprintln(stderr, "tollgate:", out.err)
-				return 1
-			}
-			return 0
 		}
 	}
 }
@@ -267,7 +293,10 @@ func (t *terminal) answer(ctx context.Context, req *hitl.Request) {
 			fmt.Fprintf(t.out, "no answer (%v); the question stays open until its deadline\n", err)
 			return
 		}
-		err = t.channel.AnswerIn(ctx, req.ThreadID, req.QuestionID, ans)
+		raw, err := json.Marshal(ans)
+		if err == nil {
+			_, err = t.host.Answer(ctx, req.ThreadID, req.QuestionID, raw, "terminal")
+		}
 		if err == nil {
 			return
 		}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/server"
+	"github.com/tollgate-ai/tollgate/server/web"
+)
+
+func init() {
+	register("serve", "run the web service: the HTTP API and the reviewer page", serveCmd)
+}
+
+const serveHelp = `usage: tollgate serve [flags]
+
+Runs the web service: agents whose every tool call passes a policy, an
+HTTP API under /v1 for clients, and the reviewer page at / where people
+approve, deny or edit the calls the policy asks about. Runs that wait for
+a person hold no memory; they resume when answered, after a restart too.
+
+Every flag can also be set by an environment variable (in brackets).
+With no tokens configured and a loopback address the service runs in dev
+mode: no authentication, said loudly at start-up and on the page.
+
+flags:
+`
+
+// envDefault returns the environment variable's value, or def.
+func envDefault(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, serveHelp); fs.PrintDefaults() }
+	addr := fs.String("addr", envDefault("TOLLGATE_ADDR", "127.0.0.1:8080"), "listen address [TOLLGATE_ADDR]")
+	storeURL := fs.String("store", envDefault("TOLLGATE_STORE", "sqlite:tollgate.db"), "where threads and questions live: sqlite:PATH or postgres://... [TOLLGATE_STORE]")
+	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "tokens file (YAML: tokens: [{name, role, token_sha256, threads}]); TOLLGATE_TOKENS=name:role:token,... adds more [TOLLGATE_TOKENS_FILE]")
+	dev := fs.Bool("dev", envDefault("TOLLGATE_DEV", "") == "1", "dev mode: no authentication (loopback addresses only) [TOLLGATE_DEV=1]")
+	var af agentFlags
+	af.register(fs, true)
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tollgate serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	tokens, err := loadTokens(*tokensFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	loopback := isLoopback(*addr)
+	if len(tokens) == 0 && !*dev {
+		if !loopback {
+			fmt.Fprintf(stderr, "tollgate serve: no tokens configured and %s is not a loopback address: give --tokens FILE or TOLLGATE_TOKENS (see 'tollgate token new'), or listen on 127.0.0.1 for dev mode\n", *addr)
+			return 2
+		}
+		*dev = true
+	}
+	if *dev && !loopback {
+		fmt.Fprintf(stderr, "tollgate serve: dev mode (no authentication) only listens on a loopback address, not %s\n", *addr)
+		return 2
+	}
+
+	if _, _, err := providerFor(af.model); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	store, err := storeurl.Open(ctx, *storeURL)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
+	defer store.Close()
+	tmpl, policyName, err := af.template(ctx, store, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	h, err := host.New(host.Config{Store: store, Agent: tmpl, Logger: log})
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
+	if err := h.Start(ctx); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
+	modelLabel := af.model
+	if modelLabel == "demo" || modelLabel == "" {
+		modelLabel = "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
+	}
+	srv, err := server.New(server.Config{
+		Host:       h,
+		Logger:     log,
+		Tokens:     tokens,
+		DevMode:    *dev,
+		ListenAddr: *addr,
+		Model:      modelLabel,
+		Page:       web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", *storeURL, "policy", policyName, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
+	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), *storeURL, policyName, af.model)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		log.Error("tollgate serve: the listener failed", "err", err)
+	case <-ctx.Done():
+		log.Info("tollgate: shutting down", "grace", grace.String())
+	}
+	// Streams end first (they never finish on their own), then requests in
+	// flight, then the runs: each gets the grace period to finish or park.
+	srv.Close()
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		log.Warn("tollgate: requests still open at shutdown were cut", "err", err)
+	}
+	stats, _ := h.Shutdown(shutCtx)
+	log.Info("tollgate: stopped; every unfinished run resumes at the next start",
+		"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
+	fmt.Fprintf(stdout, "tollgate: stopped: %d runs parked waiting for answers, %d cut off mid-way (they resume at the next start)\n", stats.Parked, stats.Active)
+	return 0
+}
+
+func loadTokens(file string) ([]server.Token, error) {
+	var tokens []server.Token
+	if file != "" {
+		t, err := server.LoadTokens(file)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, t...)
+	}
+	if env := strings.TrimSpace(os.Getenv("TOLLGATE_TOKENS")); env != "" {
+		t, err := server.ParseTokensEnv(env)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_TOKENS: %w", err)
+		}
+		tokens = append(tokens, t...)
+	}
+	return tokens, nil
+}
+
+// isLoopback reports whether addr (host:port) listens only on a loopback
+// interface.
+func isLoopback(addr string) bool {
+	hostPart, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if hostPart == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(hostPart)
+	return ip != nil && ip.IsLoopback()
+}

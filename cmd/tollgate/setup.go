@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/examples/policies"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/tools/bash"
+)
+
+// agentFlags are the flags that say what a run is made of: the model, the
+// policy and the bash tool. serve takes answers and runs with them, and
+// questions answer checks an edit with the same tools and policy, so a
+// process that takes an answer checks it as the run would.
+type agentFlags struct {
+	model      string
+	policyFile string
+	dir        string
+	cmdTimeout time.Duration
+}
+
+func (f *agentFlags) register(fs *flag.FlagSet, withModel bool) {
+	if withModel {
+		fs.StringVar(&f.model, "model", envDefault("TOLLGATE_MODEL", "demo"), "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...) [TOLLGATE_MODEL]")
+	}
+	fs.StringVar(&f.policyFile, "policy", envDefault("TOLLGATE_POLICY", ""), "policy file, reloaded when it changes (default: the built-in sandbox policy, examples/policies/sandbox.yaml) [TOLLGATE_POLICY]")
+	fs.StringVar(&f.dir, "dir", envDefault("TOLLGATE_DIR", "."), "working directory of the bash tool [TOLLGATE_DIR]")
+	fs.DurationVar(&f.cmdTimeout, "cmd-timeout", time.Minute, "time limit of one bash command")
+}
+
+// template builds the agent configuration every run uses. The policy file,
+// if any, is watched for changes until ctx ends.
+func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *slog.Logger) (agent.Config, string, error) {
+	spec := f.model
+	if spec == "" {
+		spec = "demo"
+	}
+	provider, model, err := providerFor(spec)
+	if err != nil {
+		return agent.Config{}, "", err
+	}
+	approval, name, err := loadPolicy(ctx, f.policyFile, log)
+	if err != nil {
+		return agent.Config{}, "", err
+	}
+	return agent.Config{
+		Provider:     provider,
+		Model:        model,
+		SystemPrompt: "You are a helpful assistant with access to a bash shell. Every command is checked by a policy and may need a person's approval.",
+		Tools:        []*agent.Tool{bash.New(&bash.Options{Dir: f.dir, Timeout: f.cmdTimeout})},
+		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), approval)},
+		Logger:       log,
+	}, name, nil
+}
+
+// loadPolicy loads the policy file (watched for changes) or the built-in
+// sandbox policy.
+func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, string, error) {
+	if file == "" {
+		p, err := policy.Parse(policies.SandboxName, policies.Sandbox, nil)
+		if err != nil {
+			return nil, "", err
+		}
+		return p.HITL(), policies.SandboxName, nil
+	}
+	rp, err := policy.NewReloadable(file, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	go rp.Watch(ctx, time.Second, func(changed bool, err error) {
+		if err != nil {
+			log.Error("tollgate: policy not reloaded, keeping the previous one", "file", file, "err", err)
+		} else if changed {
+			log.Info("tollgate: policy reloaded", "file", file)
+		}
+	})
+	return rp.HITL(), file, nil
+}
