@@ -119,7 +119,7 @@ const pretty = (v) => JSON.stringify(v, null, 2);
 // ---------- characters that hide or reorder text ----------
 const SPECIAL = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDC7F\uDD00-\uDDEF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 const NAMES = {
-	0x9: 'TAB', 0xd: 'CARRIAGE RETURN', 0x1b: 'ESCAPE', 0x7f: 'DELETE', 0xad: 'SOFT HYPHEN',
+	0xd: 'CARRIAGE RETURN', 0x1b: 'ESCAPE', 0x7f: 'DELETE', 0xad: 'SOFT HYPHEN',
 	0x34f: 'COMBINING GRAPHEME JOINER', 0x61c: 'ARABIC LETTER MARK', 0x180e: 'MONGOLIAN VOWEL SEPARATOR',
 	0x200b: 'ZERO WIDTH SPACE', 0x200c: 'ZERO WIDTH NON-JOINER', 0x200d: 'ZERO WIDTH JOINER',
 	0x200e: 'LEFT-TO-RIGHT MARK', 0x200f: 'RIGHT-TO-LEFT MARK', 0x2028: 'LINE SEPARATOR', 0x2029: 'PARAGRAPH SEPARATOR',
@@ -283,7 +283,7 @@ function tickOne(e) {
 }
 function tick() {
 	for (const e of D.querySelectorAll('.countdown[data-deadline]')) tickOne(e);
-	const q = shownQ();
+	const q = shown.q;
 	if (q && q.status === 'pending' && expired(q) && !shown.expiredShown) {
 		shown.expiredShown = true;
 		renderDetail();
@@ -445,18 +445,18 @@ let order = [];
 let sel = null; // selected key
 const shown = { q: null, note: null, expiredShown: false }; // what the detail shows
 const drafts = new Map(); // key -> what the reviewer typed and the mode
-const shownQ = () => shown.q;
 function draft(k) {
-	if (!drafts.has(k)) drafts.set(k, { mode: 'view', reason: '', edit: null, problems: null, error: null, busy: false, armed: false });
+	if (!drafts.has(k)) drafts.set(k, { mode: 'view', reason: '' });
 	return drafts.get(k);
 }
 
 function sortQueue() {
-	const dl = (q) => (Number.isFinite(ms(q.deadline)) ? ms(q.deadline) : Infinity);
+	// Deadlines to the second, so the calls of one turn keep their order.
+	const dl = (q) => (Number.isFinite(ms(q.deadline)) ? Math.round(ms(q.deadline) / 1000) : Infinity);
 	order = [...queue.keys()].sort((a, b) => {
 		const x = queue.get(a);
 		const y = queue.get(b);
-		return dl(x) - dl(y) || ms(x.created_at) - ms(y.created_at) || (a < b ? -1 : 1);
+		return dl(x) - dl(y) || (a < b ? -1 : 1);
 	});
 }
 
@@ -534,7 +534,7 @@ function renderQueue() {
 		const p = q.payload || {};
 		const warn = countSpecial(p.args || p.arguments || p.question || p.message || '') > 0;
 		const line = gist(q).split('\n')[0];
-		const b = el('button', { type: 'button', class: 'qitem', 'data-key': k, 'aria-current': k === sel ? 'true' : null, onclick: () => select(k) },
+		const b = el('button', { type: 'button', class: 'qitem', 'data-key': k, 'aria-current': k === sel ? 'true' : null, onclick: () => pick(k) },
 			el('span', { class: 'qtop' }, el('span', { class: 'kind k-' + q.kind }, q.kind === 'approve' || q.kind === 'tool_interrupt' ? q.tool || p.tool_name || 'tool' : q.kind),
 				warn ? el('span', { class: 'warn-dot', title: 'contains invisible or direction-changing characters' }, '⚠') : null,
 				el('span', { class: 'grow' }), countdown(q)),
@@ -552,6 +552,12 @@ function renderQueue() {
 	}
 }
 
+// pick: a queue item was chosen; on a phone, the question (above) comes
+// into view.
+function pick(k) {
+	select(k);
+	if (matchMedia('(max-width: 860px)').matches) $('question').scrollIntoView({ block: 'start' });
+}
 function select(k) {
 	const q = queue.get(k);
 	if (!q) {
@@ -679,31 +685,23 @@ function describeResolution(n) {
 	const dec = n.decision ? ' (' + (n.decision === 'deny' || n.decision === 'reject' ? 'denied' : n.decision === 'edit' ? 'edited' : n.decision === 'approve' ? 'approved' : n.decision) + ')' : '';
 	return 'Already answered' + by + at + dec + (n.reason ? ': “' + n.reason + '”' : '') + '.';
 }
+const WHY = {
+	expired: 'Too late: this question timed out, and the model was told nobody answered in time.',
+	aborted: 'This question was aborted: its run was stopped, so the answer is not needed any more.',
+	digest_mismatch: 'The call changed since it was shown here: look at it again before you answer.',
+	csrf: 'Your session has expired: sign in again.',
+	run_active: "This thread's run is still going: answer its questions or abort it.",
+	too_large: 'That is too large for the server (over 1 MiB).',
+	unavailable: 'The server is not taking requests right now (shutting down or its store is unreachable). Try again in a moment.',
+};
 function explain(r) {
 	const e = r.err || {};
-	switch (e.code) {
-		case 'already_answered':
-			return describeResolution(resolution(e.question || (r.data && r.data.question)) || {});
-		case 'expired':
-			return 'Too late: this question timed out, and the model was told nobody answered in time.';
-		case 'aborted':
-			return 'This question was aborted: its run was stopped, so the answer is not needed any more.';
-		case 'digest_mismatch':
-			return 'The call changed since it was shown here: look at it again before you answer.';
-		case 'forbidden':
-			return 'You may not do this' + (S.me && S.me.role ? ' with the role “' + S.me.role + '”' : '') + (e.message ? ': ' + e.message : '.');
-		case 'csrf':
-			return 'Your session has expired: sign in again.';
-		case 'run_active':
-			return "This thread's run is still going: answer its questions or abort it.";
-		case 'too_large':
-			return 'That is too large for the server (over 1 MiB).';
-		case 'unavailable':
-			return 'The server is not taking requests right now (shutting down or its store is unreachable). Try again in a moment.';
-		case 'invalid_answer':
-			return 'The server refused this answer' + (e.message ? ': ' + e.message : '.');
-	}
-	if (r.status >= 500) return 'The server failed to record it' + (e.message ? ' (' + e.message + ')' : '') + '. Try again.';
+	const m = e.message ? ': ' + e.message : '.';
+	if (e.code === 'already_answered') return describeResolution(resolution(e.question || (r.data && r.data.question)) || {});
+	if (e.code === 'forbidden') return 'You may not do this' + (S.me && S.me.role ? ' with the role “' + S.me.role + '”' : '') + m;
+	if (e.code === 'invalid_answer') return 'The server refused this answer' + m;
+	if (Object.hasOwn(WHY, e.code)) return WHY[e.code];
+	if (r.status >= 500) return 'Try again: the server failed to record it' + m;
 	return (e.message || 'The server said ' + r.status) + '.';
 }
 
@@ -715,7 +713,7 @@ function renderDetail() {
 	const selStart = act && 'selectionStart' in act ? [act.selectionStart, act.selectionEnd] : null;
 	clear(pane);
 	const q = shown.q;
-	if (!q) return pane.append(el('div', { class: 'placeholder' }, el('h2', null, 'Nothing to review'), el('p', { class: 'muted' }, 'Questions that wait for a person appear on the left as they are asked.')));
+	if (!q) return pane.append(el('div', { class: 'placeholder' }, el('h2', null, 'Nothing to review'), el('p', { class: 'muted' }, 'Questions that wait for a person appear in the queue as they are asked.')));
 	const k = qKey(q);
 	const dr = draft(k);
 	const p = q.payload || {};
@@ -937,7 +935,7 @@ function editForm(q, dr, args, open, kind, digest) {
 	ta.addEventListener('keydown', (e) => {
 		if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) review();
 	});
-	const probs = dr.problems ? problemsView({ list: dr.problems.list, message: 'The server refused these arguments' + (dr.problems.message ? ': ' + dr.problems.message : '.') }, '(the whole arguments)') : null;
+	const probs = dr.problems ? problemsView({ list: dr.problems.list, message: 'The server refused these arguments' + (dr.problems.list.length ? ':' : dr.problems.message ? ': ' + dr.problems.message : '.') }, '(the whole arguments)') : null;
 	box.append(el('label', { for: 'edit-json' }, 'Arguments as JSON — edit, then review the changes before sending'), ta, status, probs,
 		el('p', { class: 'hint' }, kind === 'tool_interrupt' ? 'Keys you give replace the call’s own; a key you delete keeps its old value.' : 'Invisible characters are written as \\u escapes. Ctrl+Enter reviews.'),
 		actionBar(open, btn('Review changes', 'primary', review, { 'data-act': 'review', id: 'review-edit' }), btn('Reset', '', () => {
@@ -1245,7 +1243,7 @@ function renderThread() {
 		}
 		if (!list.childNodes.length) list.append(el('li', { class: 'empty' }, 'No messages yet.'));
 		const pend = th.pending_questions || [];
-		if (pend.length) list.append(el('li', { class: 'msg event' }, 'waiting for ' + pend.length + ' answer' + (pend.length > 1 ? 's' : '') + ': ', pend.map((pq, j) => [j ? ', ' : '', btn(txt(pq.id), 'link', () => select(qKey(pq)))])));
+		if (pend.length) list.append(el('li', { class: 'msg event' }, el('span', null, 'waiting for ' + pend.length + ' answer' + (pend.length > 1 ? 's' : '') + ': ', pend.map((pq, j) => [j ? ', ' : '', btn(txt(pq.id), 'link', () => pick(qKey(pq)))]))));
 		body.append(list);
 		if (atEnd) requestAnimationFrame(() => (list.scrollTop = list.scrollHeight));
 	}
@@ -1359,7 +1357,7 @@ D.addEventListener('keydown', (e) => {
 	if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !S.started || !$('signin').hidden || help.open) return;
 	const t = e.target;
 	const typing = t && t.closest && t.closest('input, textarea, select, [contenteditable]');
-	const q = shownQ();
+	const q = shown.q;
 	const k = q && qKey(q);
 	if (e.key === 'Escape') {
 		if (k && draft(k).mode !== 'view') {

@@ -1,0 +1,614 @@
+package web_test
+
+// Browser tests of the reviewer page: a real server (server.New over a
+// host on a memory store, the demo model and the hitl approval
+// middleware) and Debian's chromium driven with chromedp. Without
+// chromium they are skipped, except under CI=true, where they fail.
+//
+// Screenshots go to $TOLLGATE_SCREENSHOTS (default: a temporary folder,
+// printed with t.Log).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/provider/scripted"
+	"github.com/tollgate-ai/tollgate/server"
+	"github.com/tollgate-ai/tollgate/server/web"
+)
+
+const (
+	reviewerSecret = "reviewer-secret-0123456789"
+	otherSecret    = "other-secret-0123456789"
+	clientSecret   = "client-secret-0123456789"
+)
+
+type bashArgs struct {
+	Cmd string `json:"cmd"`
+	Cwd string `json:"cwd,omitempty"`
+}
+
+// policy: "ls" runs, "dd" is refused, a command with "quick" is asked
+// with a 3 s deadline, everything else with 5 minutes.
+var bashPolicy = hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, a bashArgs) hitl.ApprovalDecision {
+	switch {
+	case strings.HasPrefix(a.Cmd, "ls"):
+		return hitl.Approve()
+	case strings.HasPrefix(a.Cmd, "dd"):
+		return hitl.Deny("destructive I/O")
+	case strings.Contains(a.Cmd, "quick"):
+		return hitl.AskUser(hitl.AskOptions{Timeout: 3 * time.Second, Details: map[string]any{"matched_rule": "quick", "impact": "a short deadline"}})
+	}
+	return hitl.AskUser(hitl.AskOptions{Timeout: 5 * time.Minute,
+		Details: map[string]any{"matched_rule": "ask-by-default", "impact": "runs a shell command"}})
+})
+
+// model is the demo model, plus a line "ask: QUESTION|CHOICE,CHOICE"
+// that becomes an ask_user call.
+type model struct{ scripted.Demo }
+
+func (m model) Complete(ctx context.Context, req *agent.Request, onText func(string)) (*agent.Message, error) {
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == agent.RoleUser {
+		for _, line := range strings.Split(req.Messages[n-1].Text, "\n") {
+			if q, ok := strings.CutPrefix(line, "ask: "); ok {
+				question, choices, _ := strings.Cut(q, "|")
+				args := map[string]any{"question": question}
+				if choices != "" {
+					args["choices"] = strings.Split(choices, ",")
+				}
+				call := scripted.Call(fmt.Sprintf("ask_%d", n), "ask_user", args)
+				return &agent.Message{Role: agent.RoleAssistant, Text: "I need to ask.", ToolCalls: []agent.ToolCall{call}, StopReason: agent.StopToolUse}, nil
+			}
+		}
+	}
+	return m.Demo.Complete(ctx, req, onText)
+}
+
+type env struct {
+	t    *testing.T
+	ts   *httptest.Server
+	host *host.Host
+}
+
+func newEnv(t *testing.T, dev bool) *env {
+	t.Helper()
+	store := memory.New()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	bash := agent.NewTool("bash", "Run a shell command (pretend).", func(ctx context.Context, a bashArgs) (string, error) {
+		return "ran: " + a.Cmd, nil
+	}, nil)
+	policy := hitl.ByTool(map[string]hitl.Policy{"bash": bashPolicy}, func(context.Context, *hitl.PolicyContext) hitl.ApprovalDecision { return hitl.Approve() })
+	mw := hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), policy)
+	h, err := host.New(host.Config{Store: store, Logger: logger, DeadlinePoll: time.Second,
+		Agent: agent.Config{Provider: model{}, Tools: []*agent.Tool{bash, hitl.NewAskUserTool(nil)}, Middleware: []agent.Middleware{mw}, Logger: logger}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = h.Shutdown(ctx)
+	})
+	tokens, err := server.ParseTokensEnv("rita:reviewer:" + reviewerSecret + ",otto:reviewer:" + otherSecret + ",ci:client:" + clientSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.Config{Host: h, Logger: logger, Tokens: tokens, Model: "demo (offline demo model)",
+		PollInterval: 100 * time.Millisecond, PingInterval: 5 * time.Second,
+		Page: web.Handler(web.Options{DevMode: dev, Model: "demo (offline demo model)", Version: "test"})}
+	if dev {
+		cfg.DevMode, cfg.Tokens, cfg.ListenAddr = true, nil, "127.0.0.1:0"
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { _ = srv.Close() })
+	return &env{t: t, ts: ts, host: h}
+}
+
+// api calls the server as another client would, with a bearer token.
+func (e *env) api(method, path, secret string, body any) (int, map[string]any) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, e.ts.URL+path, rd)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&m)
+	return res.StatusCode, m
+}
+
+// prompt starts a run on a new thread and waits for its n pending
+// questions; they are returned oldest first.
+func (e *env) prompt(thread, text string, n int) []map[string]any {
+	e.t.Helper()
+	if code, body := e.api("POST", "/v1/threads/"+thread+"/messages", clientSecret, map[string]any{"text": text}); code != http.StatusAccepted {
+		e.t.Fatalf("posting to %s: %d %v", thread, code, body)
+	}
+	var qs []map[string]any
+	waitFor(e.t, fmt.Sprintf("%d questions on %s", n, thread), func() bool {
+		_, body := e.api("GET", "/v1/questions?status=pending&order=oldest&thread="+thread, reviewerSecret, nil)
+		list, _ := body["questions"].([]any)
+		qs = qs[:0]
+		for _, q := range list {
+			qs = append(qs, q.(map[string]any))
+		}
+		return len(qs) == n
+	})
+	// The order of the calls in the model's turn.
+	slices.SortFunc(qs, func(a, b map[string]any) int { return strings.Compare(a["call_id"].(string), b["call_id"].(string)) })
+	return qs
+}
+
+// review starts a run with n questions and opens a signed-in tab on the
+// first.
+func review(t *testing.T, b *browser, e *env, thread, text string, n int) (*tab, []map[string]any) {
+	t.Helper()
+	qs := e.prompt(thread, text, n)
+	tb := b.open(t, e.ts.URL+"/")
+	tb.signIn()
+	tb.show(qs[0])
+	return tb, qs
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ---- the browser ----
+
+func chromiumPath(t *testing.T) string {
+	for _, p := range []string{os.Getenv("TOLLGATE_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if _, err := exec.LookPath(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed (apt-get install chromium): the browser tests must run in CI")
+	}
+	t.Skip("chromium is not installed (apt-get install chromium); skipping the browser tests")
+	return ""
+}
+
+type browser struct {
+	ctx   context.Context // the browser, started
+	shots string
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := chromiumPath(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("disable-renderer-backgrounding", true), chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelA()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	shots := os.Getenv("TOLLGATE_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("screenshots in", shots)
+	return &browser{ctx: ctx, shots: shots}
+}
+
+// tab is one page of the browser.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+	b   *browser
+}
+
+// open opens a tab on url; every alert of the page is recorded instead of
+// shown, and a script that runs sets nothing the test cannot see.
+func (b *browser) open(t *testing.T, url string, setup ...chromedp.Action[chromedp.Void]) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	t.Cleanup(cancel)
+	ctx, cancelT := context.WithTimeout(ctx, 40*time.Second)
+	t.Cleanup(cancelT)
+	tb := &tab{t: t, ctx: ctx, b: b}
+	hook := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `window.__alerts = []; for (const f of ['alert', 'confirm', 'prompt']) window[f] = (m) => { window.__alerts.push(String(m)); };`})
+		return err
+	})
+	steps := append([]chromedp.Action[chromedp.Void]{hook}, setup...)
+	steps = append(steps, chromedp.Navigate(url))
+	tb.do(steps...)
+	return tb
+}
+
+func (tb *tab) do(steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	if err := chromedp.Do(tb.ctx, steps...); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// js evaluates an expression.
+func js[T any](tb *tab, expr string) T {
+	tb.t.Helper()
+	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		tb.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// wait polls a JavaScript condition in the page.
+func (tb *tab) wait(what, cond string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 15*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(25*time.Millisecond))); err != nil {
+		tb.t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, cond, err, js[string](tb, `document.body.innerText.slice(0, 3000)`))
+	}
+}
+
+func (tb *tab) click(sel string) {
+	tb.t.Helper()
+	tb.wait("a clickable "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && !e.disabled && e.offsetParent !== null; })()`, sel))
+	tb.do(chromedp.Click(chromedp.CSS(sel)))
+}
+
+// setValue replaces a field's text as typing would (with an input event).
+func (tb *tab) setValue(sel, text string) {
+	tb.t.Helper()
+	tb.wait(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
+	raw, _ := json.Marshal(text)
+	js[chromedp.Void](tb, fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.focus(); e.value = %s; e.dispatchEvent(new Event('input', {bubbles: true})); })()`, sel, raw))
+}
+
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	return js[string](tb, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel))
+}
+
+func (tb *tab) shot(name string) {
+	tb.t.Helper()
+	buf, err := chromedp.Run(tb.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	p := filepath.Join(tb.b.shots, name+".png")
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// signIn signs the tab in through the form, unless it is already.
+func (tb *tab) signIn() {
+	tb.t.Helper()
+	tb.wait("the page to start", `!document.getElementById('app').hidden || !document.getElementById('signin').hidden`)
+	if js[bool](tb, `!document.getElementById('signin').hidden`) {
+		tb.setValue("#signin-token", reviewerSecret)
+		tb.click("#signin-submit")
+	}
+	tb.wait("the app", `!document.getElementById('app').hidden && document.getElementById('signin').hidden && document.getElementById('live-state').textContent === 'live'`)
+}
+
+// show opens the question on the tab and waits for it.
+func (tb *tab) show(q map[string]any) {
+	tb.t.Helper()
+	key, _ := json.Marshal([]string{q["thread_id"].(string), q["id"].(string)})
+	tb.click(fmt.Sprintf(`.qitem[data-key=%q]`, string(key)))
+	tb.wait("the question "+q["id"].(string), fmt.Sprintf(`document.querySelector('#question .qmeta') && document.querySelector('#question .qmeta').textContent.includes(%q)`, q["id"].(string)))
+}
+
+func queued(q map[string]any) string {
+	key, _ := json.Marshal([]string{q["thread_id"].(string), q["id"].(string)})
+	return fmt.Sprintf(`[...document.querySelectorAll('.qitem')].some((b) => b.dataset.key === %s)`, jsString(string(key)))
+}
+
+func jsString(s string) string {
+	raw, _ := json.Marshal(s)
+	return string(raw)
+}
+
+// conversation is the text of the thread pane.
+func (tb *tab) waitConversation(what, contains string) {
+	tb.t.Helper()
+	tb.wait(what, fmt.Sprintf(`document.getElementById('thread-body').textContent.includes(%s)`, jsString(contains)))
+}
+
+func (tb *tab) noScriptRan() {
+	tb.t.Helper()
+	if got := js[string](tb, `JSON.stringify({alerts: window.__alerts, pwned: window.__pwned || null, imgs: document.querySelectorAll('main img, main script, main iframe, main a[href^="javascript"]').length})`); got != `{"alerts":[],"pwned":null,"imgs":0}` {
+		tb.t.Errorf("the page ran or built something from data: %s", got)
+	}
+}
+
+func TestBrowser(t *testing.T) {
+	b := newBrowser(t)
+	e := newEnv(t, false)
+	start := time.Now()
+	defer func() { t.Logf("browser tests took %s", time.Since(start).Round(time.Millisecond)) }()
+
+	t.Run("SignInApproveAndDeny", func(t *testing.T) {
+		qs := e.prompt("approve-1", "clean up\n$ rm -r /tmp/scratch\n$ git push --force", 2)
+		tb := b.open(t, e.ts.URL+"/")
+		tb.wait("the sign-in form", `!document.getElementById('signin').hidden`)
+		tb.setValue("#signin-token", "wrong-token")
+		tb.click("#signin-submit")
+		tb.wait("the refusal", `document.getElementById('signin-error').textContent.includes('not known')`)
+		tb.shot("sign-in")
+		tb.signIn()
+		tb.wait("two questions and the title", queued(qs[0])+` && `+queued(qs[1])+` && /^\(\d+\) tollgate$/.test(document.title)`)
+		if strings.Contains(js[string](tb, `document.cookie`), "tollgate_session") {
+			t.Error("the session cookie is readable from JavaScript")
+		}
+		if got := js[string](tb, `JSON.stringify([localStorage.length, sessionStorage.length])`); got != "[0,0]" {
+			t.Errorf("the page stored something: %s", got)
+		}
+		tb.show(qs[0])
+		if got := tb.text("#question .args pre.shell"); got != "rm -r /tmp/scratch" {
+			t.Errorf("the command shows as %q", got)
+		}
+		for _, want := range []string{"ask-by-default", "runs a shell command", "left", "model: demo (offline demo model)"} {
+			if !strings.Contains(js[string](tb, `document.body.textContent`), want) {
+				t.Errorf("the page does not show %q", want)
+			}
+		}
+		tb.shot("approval")
+		// Approve with the keyboard.
+		tb.do(chromedp.Focus(chromedp.CSS(".qitem[aria-current=true]")), chromedp.KeyEvent("a"))
+		tb.wait("the approved question to leave the queue", `!`+queued(qs[0]))
+		tb.waitConversation("the approval", "rita approved "+qs[0]["id"].(string))
+
+		// Deny with a reason: d focuses the reason field.
+		tb.show(qs[1])
+		tb.do(chromedp.KeyEvent("d"))
+		tb.wait("the reason field to have the focus", `document.activeElement && document.activeElement.id === 'deny-reason'`)
+		tb.do(chromedp.SendKeys(chromedp.CSS("#deny-reason"), "never force-push main"))
+		tb.click("#send-deny")
+		tb.wait("the denied question to leave the queue", `!`+queued(qs[1]))
+		// The turn ends once both calls have results.
+		tb.waitConversation("the tool's result", "ran: rm -r /tmp/scratch")
+		tb.waitConversation("the model's reply with the reason", "`git push --force`: denied: ")
+		tb.waitConversation("the reason", "never force-push main")
+		tb.noScriptRan()
+	})
+
+	t.Run("Edit", func(t *testing.T) {
+		tb, qs := review(t, b, e, "edit-1", "$ cat /etc/hostname", 1)
+		tb.do(chromedp.Focus(chromedp.CSS("#question")), chromedp.KeyEvent("e"))
+		tb.wait("the editor", `document.getElementById('edit-json').value.includes('"cmd": "cat /etc/hostname"')`)
+		// Invalid JSON: the position is shown, nothing is sent.
+		tb.setValue("#edit-json", "{\n  \"cmd\": \"echo edited\",\n}")
+		tb.click("#review-edit")
+		tb.wait("the JSON error", `document.getElementById('edit-status').textContent.includes('Invalid JSON at line 3, column 1')`)
+		// Arguments the schema refuses: the server's problems, inline.
+		tb.setValue("#edit-json", `{"cmd": 5}`)
+		tb.click("#review-edit")
+		tb.wait("the diff", `document.querySelector('.diff') && document.querySelector('.diff').textContent.includes('+5')`)
+		tb.click("#send-edit")
+		tb.wait("the server's problems", `!!document.querySelector('#edit-problems li code') && document.getElementById('edit-problems').textContent.includes('/cmd')`)
+		tb.shot("edit-errors")
+		if js[string](tb, `document.getElementById('edit-json').value`) != `{"cmd": 5}` {
+			t.Error("the edit was lost after the refusal")
+		}
+		// Valid: the diff, then the tool runs with the edited arguments.
+		tb.setValue("#edit-json", "{\n  \"cmd\": \"echo edited\"\n}")
+		tb.click("#review-edit")
+		tb.wait("the diff", `document.querySelector('.diff .d.del') && document.querySelector('.diff .d.del').textContent === '-cat /etc/hostname' && document.querySelector('.diff .d.add').textContent === '+echo edited'`)
+		tb.click("#send-edit")
+		tb.wait("the edited question to leave the queue", `!`+queued(qs[0]))
+		tb.waitConversation("the tool's result with the edited arguments", "ran: echo edited")
+	})
+
+	t.Run("Timeout", func(t *testing.T) {
+		tb, qs := review(t, b, e, "timeout-1", "$ sleep quick", 1)
+		tb.wait("a red countdown", `document.querySelector('#question .countdown.urgent') !== null`)
+		tb.wait("the timeout", `document.querySelector('#question .countdown').textContent === 'timed out' && document.getElementById('act-approve').disabled && document.getElementById('act-deny').disabled`)
+		tb.wait("the timed-out question to leave the queue", `!`+queued(qs[0]))
+		tb.waitConversation("the model told of the timeout", "timed out")
+	})
+
+	t.Run("Ask", func(t *testing.T) {
+		tb, qs := review(t, b, e, "ask-1", "ask: Which branch should I deploy?|main,release-1.2", 1)
+		if got := tb.text("#question .qbody pre.prose"); got != "Which branch should I deploy?" {
+			t.Errorf("the question shows as %q", got)
+		}
+		tb.click(`#question button[data-act=choice]:nth-of-type(2)`)
+		tb.wait("the answered question to leave the queue", `!`+queued(qs[0]))
+		tb.waitConversation("the answer as the tool's result", "release-1.2")
+	})
+
+	t.Run("AnsweredElsewhere", func(t *testing.T) {
+		tb, qs := review(t, b, e, "elsewhere-1", "$ touch /tmp/elsewhere", 1)
+		answered := time.Now()
+		code, body := e.api("POST", "/v1/questions/elsewhere-1/"+qs[0]["id"].(string)+"/answer", otherSecret,
+			map[string]any{"decision": "approve", "digest": qs[0]["digest"]})
+		if code != http.StatusOK {
+			t.Fatalf("answering through the API: %d %v", code, body)
+		}
+		tb.wait("the question to leave the queue", `!`+queued(qs[0]))
+		if took := time.Since(answered); took > time.Second {
+			t.Errorf("the question answered elsewhere left the queue after %s, want under a second", took)
+		} else {
+			t.Logf("the question answered elsewhere left the queue %s after the answer", took.Round(time.Millisecond))
+		}
+		tb.wait("who answered it", `document.querySelector('#question .notice') && document.querySelector('#question .notice').textContent.includes('answered by otto')`)
+	})
+
+	t.Run("HostileArguments", func(t *testing.T) {
+		big := strings.Repeat("0123456789abcdef", 100<<10/16-1) + "THE-END" // about 100 KB, one line
+		cmds := []string{
+			`echo <script>window.__pwned=1</script>`,
+			`echo <img src=x onerror="window.__pwned=2;alert(2)">`,
+			`open javascript:alert(3) && echo &lt;b&gt; &amp;amp; &#x3C;`,
+			"echo \u202Eevil\u202C \u2066iso\u2069 a\u200Bb\u200Dc\u2060d\uFEFF \x1b[31mred \x7f\u0085",
+			big,
+		}
+		var text strings.Builder
+		for _, c := range cmds {
+			text.WriteString("$ " + c + "\n")
+		}
+		qs := e.prompt("hostile-1", text.String(), len(cmds))
+		tb := b.open(t, e.ts.URL+"/")
+		tb.signIn()
+		badge := strings.NewReplacer("\u202E", "⟨U+202E⟩", "\u202C", "⟨U+202C⟩", "\u2066", "⟨U+2066⟩", "\u2069", "⟨U+2069⟩",
+			"\u200B", "⟨U+200B⟩", "\u200D", "⟨U+200D⟩", "\u2060", "⟨U+2060⟩", "\uFEFF", "⟨U+FEFF⟩", "\x1b", "⟨U+001B⟩", "\x7f", "⟨U+007F⟩", "\u0085", "⟨U+0085⟩")
+		for i, q := range qs {
+			var cmd string
+			_ = json.Unmarshal(mustJSON(q["payload"].(map[string]any)["args"].(map[string]any)["cmd"]), &cmd)
+			tb.show(q)
+			want := badge.Replace(cmd)
+			if cmd == big {
+				tb.wait("the fold", `!!document.querySelector('#question details.fold')`)
+				if got := js[string](tb, `document.querySelector('#question details.fold summary').textContent`); got != fmt.Sprintf("show all %s characters", commas(len(big))) {
+					t.Errorf("the fold says %q", got)
+				}
+				tb.click("#question details.fold summary")
+				tb.wait("the whole value", `document.querySelector('#question details.fold').open`)
+				got := js[string](tb, `document.querySelector('#question details.fold pre').textContent`)
+				if got != big {
+					t.Errorf("the folded value has %d characters, want %d (ends %q)", len(got), len(big), got[max(0, len(got)-20):])
+				}
+				tb.shot("long-value")
+				continue
+			}
+			if got := tb.text("#question .args pre.shell"); got != want {
+				t.Errorf("command %d shows as %q, want %q", i, got, want)
+			}
+			warned := js[bool](tb, `!!document.querySelector('#question .warning') && document.querySelector('#question .warning').textContent.includes('invisible or direction-changing characters')`)
+			if warned != (want != cmd) {
+				t.Errorf("command %d: warning shown %v, want %v", i, warned, want != cmd)
+			}
+			if i == 3 {
+				tb.shot("hidden-characters")
+			}
+		}
+		tb.waitConversation("the user's message, as text", "<script>window.__pwned=1</script>")
+		tb.noScriptRan()
+	})
+
+	t.Run("PhoneAndQueue", func(t *testing.T) {
+		qs := e.prompt("phone-1", "$ rm -rf build/ && make release VERSION=1.2.3 CHANNEL=stable-with-a-long-name-to-wrap\n$ docker system prune -af", 2)
+		tb := b.open(t, e.ts.URL+"/")
+		tb.signIn()
+		tb.wait("the queue", queued(qs[0])+` && `+queued(qs[1]))
+		tb.show(qs[0])
+		tb.shot("queue")
+		ph := b.open(t, e.ts.URL+"/", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile, chromedp.EmulateTouch))
+		ph.signIn()
+		ph.wait("the queue", queued(qs[0]))
+		ph.shot("phone-top")
+		ph.show(qs[0])
+		if got := js[string](ph, `JSON.stringify([document.documentElement.scrollWidth, window.innerWidth])`); got != "[390,390]" {
+			t.Errorf("the page is wider than the phone: [scrollWidth, innerWidth] = %s", got)
+		}
+		if got := js[string](ph, `(() => { const q = document.getElementById('question').getBoundingClientRect(); const l = document.getElementById('queue').getBoundingClientRect(); return q.top < l.top ? 'question first' : 'queue first'; })()`); got != "question first" {
+			t.Errorf("on a phone: %s", got)
+		}
+		if small := js[string](ph, `[...document.querySelectorAll('#question button, #queue button')].filter(b => b.offsetParent !== null).map(b => b.getBoundingClientRect()).filter(r => r.height < 44 || r.width < 44).length + ''`); small != "0" {
+			t.Errorf("%s buttons of the question and the queue are smaller than 44 px", small)
+		}
+		ph.wait("the question in view", `Math.abs(document.getElementById('question').getBoundingClientRect().top) < 2`)
+		ph.shot("phone")
+		ph.click("#act-deny")
+		ph.shot("phone-deny")
+
+		dark := b.open(t, e.ts.URL+"/", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+			return err
+		}))
+		dark.signIn()
+		dark.show(qs[1])
+		dark.waitConversation("the conversation", "Running 2 command(s).")
+		dark.shot("dark")
+	})
+}
+
+func TestBrowserDevMode(t *testing.T) {
+	b := newBrowser(t)
+	e := newEnv(t, true)
+	qs := e.prompt("dev-1", "$ make test", 1)
+	tb := b.open(t, e.ts.URL+"/")
+	tb.wait("the app without sign-in", `!document.getElementById('app').hidden && document.getElementById('signin').hidden`)
+	if got := tb.text("#devbanner"); !strings.Contains(got, "dev mode: no authentication") || js[bool](tb, `document.getElementById('devbanner').hidden`) {
+		t.Errorf("the dev banner: hidden or %q", got)
+	}
+	tb.wait("the question", queued(qs[0]))
+	tb.show(qs[0])
+	tb.click("#act-approve")
+	tb.wait("the approval", `!`+queued(qs[0]))
+	tb.waitConversation("the answerer", "dev")
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func commas(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
