@@ -270,4 +270,3 @@ func checkUnique(tokens []Token) error {
 	}
 	return nil
 }
-

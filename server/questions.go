@@ -1,0 +1,178 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// questionJSON is a question as the API shows it.
+type questionJSON struct {
+	ThreadID       string   `json:"thread_id"`
+	ID             string   `json:"id"`
+	RunID          string   `json:"run_id"`
+	CallID         string   `json:"call_id"`
+	Kind           string   `json:"kind"`
+	Tool           string   `json:"tool"`
+	Status         string   `json:"status"`
+	Payload        rawJSON  `json:"payload"`
+	Digest         string   `json:"digest"`
+	CreatedAt      jsonTime `json:"created_at"`
+	Deadline       jsonTime `json:"deadline"`
+	TimeoutSeconds int64    `json:"timeout_seconds"`
+	Answer         rawJSON  `json:"answer"`
+	AnsweredBy     string   `json:"answered_by"`
+	Reason         string   `json:"reason"`
+	ResolvedAt     jsonTime `json:"resolved_at"`
+}
+
+func questionView(q *checkpoint.Question) questionJSON {
+	return questionJSON{
+		ThreadID: q.ThreadID, ID: q.ID, RunID: q.RunID, CallID: q.CallID, Kind: q.Kind, Tool: q.Tool,
+		Status: string(q.Status), Payload: rawJSON(q.Payload), Digest: q.Digest,
+		CreatedAt: jsonTime(q.CreatedAt), Deadline: jsonTime(q.Deadline),
+		TimeoutSeconds: int64(q.Timeout().Round(time.Second) / time.Second),
+		Answer:         rawJSON(q.Answer), AnsweredBy: q.AnsweredBy, Reason: q.Reason, ResolvedAt: jsonTime(q.ResolvedAt),
+	}
+}
+
+type questionList struct {
+	Questions  []questionJSON `json:"questions"`
+	NextCursor string         `json:"next_cursor"`
+	// Total counts every question that matches the filters; null for a
+	// reviewer limited to some threads who names none of them (counting
+	// would mean reading every question).
+	Total *int64 `json:"total"`
+}
+
+var orders = map[string]checkpoint.QuestionOrder{
+	"oldest":   checkpoint.OldestFirst,
+	"newest":   checkpoint.NewestFirst,
+	"deadline": checkpoint.DeadlineFirst,
+}
+
+// GET /v1/questions
+func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request, id *identity) error {
+	q := r.URL.Query()
+	if err := checkParams(q, "status", "thread", "tool", "kind", "order", "cursor", "limit"); err != nil {
+		return err
+	}
+	f := checkpoint.QuestionFilter{ThreadID: q.Get("thread"), Tool: q.Get("tool"), Kind: q.Get("kind"), After: q.Get("cursor")}
+	switch st := q.Get("status"); st {
+	case "", string(checkpoint.QuestionPending):
+		f.Status = checkpoint.QuestionPending
+	case string(checkpoint.QuestionAnswered), string(checkpoint.QuestionTimedOut), string(checkpoint.QuestionAborted):
+		f.Status = checkpoint.QuestionStatus(st)
+	case "all":
+	default:
+		return badRequest("status must be pending, answered, timed_out, aborted or all, not %q", st)
+	}
+	switch o := q.Get("order"); {
+	case o == "" && f.Status == checkpoint.QuestionPending:
+		f.Order = checkpoint.DeadlineFirst // the most urgent first
+	case o == "":
+		f.Order = checkpoint.NewestFirst // history: the latest first
+	default:
+		order, ok := orders[o]
+		if !ok {
+			return badRequest("order must be deadline, oldest or newest, not %q", o)
+		}
+		f.Order = order
+	}
+	limit, err := intParam(q, "limit", 50, 1, 200)
+	if err != nil {
+		return err
+	}
+	if f.ThreadID != "" && !id.sees(f.ThreadID) {
+		return forbidden("token %q may not see thread %q", id.name, f.ThreadID)
+	}
+	scoped := f.ThreadID == "" && len(id.threads) > 0
+	qs, next, err := scan(int(limit), f.After, func(limit int, after string) ([]*checkpoint.Question, string, error) {
+		f.Limit, f.After = limit, after
+		return s.store.ListQuestions(r.Context(), f)
+	}, func(q *checkpoint.Question) bool { return id.sees(q.ThreadID) })
+	if err != nil {
+		return err
+	}
+	out := questionList{Questions: make([]questionJSON, 0, len(qs)), NextCursor: next}
+	for _, q := range qs {
+		out.Questions = append(out.Questions, questionView(q))
+	}
+	if !scoped {
+		n, err := s.store.CountQuestions(r.Context(), f)
+		if err != nil {
+			return err
+		}
+		out.Total = &n
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// loadQuestion returns a question the caller may see.
+func (s *Server) loadQuestion(r *http.Request, id *identity) (*checkpoint.Question, error) {
+	threadID, qid := r.PathValue("thread"), r.PathValue("id")
+	if !id.sees(threadID) {
+		return nil, forbidden("token %q may not see thread %q", id.name, threadID)
+	}
+	q, err := s.store.GetQuestion(r.Context(), threadID, qid)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, notFound("question %q of thread %q does not exist", qid, threadID)
+	}
+	return q, err
+}
+
+// GET /v1/questions/{thread}/{id}
+func (s *Server) getQuestion(w http.ResponseWriter, r *http.Request, id *identity) error {
+	q, err := s.loadQuestion(r, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, questionView(q))
+	return nil
+}
+
+// POST /v1/questions/{thread}/{id}/answer
+//
+// The body is the answer itself, whose shape depends on the question's
+// kind (API.md); hitl and the host check it. The answer is recorded as
+// given by the token's name.
+func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id *identity) error {
+	threadID, qid := r.PathValue("thread"), r.PathValue("id")
+	if !id.sees(threadID) {
+		return forbidden("token %q may not answer questions of thread %q", id.name, threadID)
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("the body is empty: send the answer as JSON (API.md lists the shapes by kind)")
+	}
+	if !json.Valid(body) {
+		var v any
+		return badRequest("%s", jsonProblem(json.Unmarshal(body, &v)))
+	}
+	q, err := s.host.Answer(r.Context(), threadID, qid, body, id.name)
+	if err != nil {
+		e := classify(err)
+		switch e.code {
+		case codeNotFound:
+			e.message = "question " + strconv.Quote(qid) + " of thread " + strconv.Quote(threadID) + " does not exist"
+		case codeAlreadyAnswered, codeExpired, codeAborted, codeDigestMismatch:
+			// Who won, or what the question is now.
+			if cur, gerr := s.store.GetQuestion(r.Context(), threadID, qid); gerr == nil {
+				v := questionView(cur)
+				e.question = &v
+			}
+		}
+		return e
+	}
+	writeJSON(w, http.StatusOK, questionView(q))
+	return nil
+}

@@ -1,0 +1,384 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/host"
+)
+
+// threadJSON is a thread as lists show it.
+type threadJSON struct {
+	ID        string   `json:"id"`
+	Status    string   `json:"status"`
+	RunID     string   `json:"run_id"`
+	RunState  string   `json:"run_state"`
+	RunError  string   `json:"run_error,omitempty"`
+	CreatedAt jsonTime `json:"created_at"`
+	UpdatedAt jsonTime `json:"updated_at"`
+}
+
+// threadDetail is one thread with its conversation and open questions.
+type threadDetail struct {
+	threadJSON
+	Messages         rawJSON        `json:"messages"`
+	PendingQuestions []questionJSON `json:"pending_questions"`
+}
+
+func (s *Server) threadView(th *checkpoint.Thread) threadJSON {
+	state, err := s.host.State(th)
+	v := threadJSON{ID: th.ID, Status: string(th.Status), RunID: th.RunID, RunState: string(state),
+		CreatedAt: jsonTime(th.CreatedAt), UpdatedAt: jsonTime(th.UpdatedAt)}
+	if err != nil {
+		v.RunError = err.Error()
+	}
+	return v
+}
+
+// maxPending bounds the pending questions shown with a thread.
+const maxPending = 1000
+
+func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*threadDetail, error) {
+	d := &threadDetail{threadJSON: s.threadView(th), Messages: rawJSON(th.Messages), PendingQuestions: []questionJSON{}}
+	if len(d.Messages) == 0 {
+		d.Messages = rawJSON("[]")
+	}
+	cursor := ""
+	for len(d.PendingQuestions) < maxPending {
+		qs, next, err := s.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: th.ID,
+			Status: checkpoint.QuestionPending, After: cursor, Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range qs {
+			d.PendingQuestions = append(d.PendingQuestions, questionView(q))
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return d, nil
+}
+
+// checkThreadID refuses ids the API cannot carry in a path, or that a
+// person could misread.
+func checkThreadID(id string) error {
+	switch {
+	case id == "":
+		return badRequest("the thread id is empty")
+	case len(id) > 200:
+		return badRequest("the thread id is longer than 200 bytes")
+	case !utf8.ValidString(id):
+		return badRequest("the thread id is not valid UTF-8")
+	case strings.ContainsFunc(id, func(r rune) bool { return r == '/' || unicode.IsSpace(r) || !unicode.IsPrint(r) }):
+		return badRequest("the thread id %q has a '/', a space or an invisible character", id)
+	}
+	return nil
+}
+
+// loadThread returns a thread the caller may see.
+func (s *Server) loadThread(ctx context.Context, id *identity, threadID string) (*checkpoint.Thread, error) {
+	if !id.sees(threadID) {
+		return nil, forbidden("token %q may not see thread %q", id.name, threadID)
+	}
+	th, err := s.store.LoadThread(ctx, threadID)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, notFound("thread %q does not exist", threadID)
+	}
+	return th, err
+}
+
+// POST /v1/threads
+func (s *Server) createThread(w http.ResponseWriter, r *http.Request, _ *identity) error {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := s.decode(w, r, &req, true); err != nil {
+		return err
+	}
+	if req.ID == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		req.ID = "t_" + hex.EncodeToString(b[:])
+	}
+	if err := checkThreadID(req.ID); err != nil {
+		return err
+	}
+	th := &checkpoint.Thread{ID: req.ID, Status: checkpoint.ThreadIdle, Messages: []byte("[]")}
+	if err := s.store.CreateThread(r.Context(), th); err != nil {
+		if errors.Is(err, checkpoint.ErrConflict) {
+			return newError(http.StatusConflict, codeConflict, "thread %q exists", req.ID)
+		}
+		return err
+	}
+	d, err := s.threadDetail(r.Context(), th)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/threads/"+url.PathEscape(th.ID))
+	writeJSON(w, http.StatusCreated, d)
+	return nil
+}
+
+// checkParams refuses query parameters a route does not take, so that a
+// misspelt filter is an error rather than silently ignored.
+func checkParams(q url.Values, allowed ...string) error {
+	for k := range q {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			return badRequest("unknown query parameter %q (this route takes %s)", k, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// intParam reads an integer parameter in [min, max], def when absent.
+func intParam(q url.Values, name string, def, min, max int64) (int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case (err != nil || n < min) && max == math.MaxInt64:
+		return 0, badRequest("%s must be a whole number, %d or more, not %q", name, min, v)
+	case err != nil || n < min || n > max:
+		return 0, badRequest("%s must be a whole number from %d to %d, not %q", name, min, max, v)
+	}
+	return n, nil
+}
+
+// maxScan bounds the store pages one list request reads when it filters
+// them for a reviewer limited to some threads; the page then holds fewer
+// than limit, and next_cursor goes on.
+const maxScan = 20
+
+// scan reads store pages from after until limit items pass keep, the list
+// ends, or maxScan pages were read. Each store page is asked for no more
+// than the items still wanted and is taken whole, so the cursor it
+// returns is exactly where the next request goes on.
+func scan[T any](limit int, after string, page func(limit int, after string) ([]T, string, error), keep func(T) bool) ([]T, string, error) {
+	var out []T
+	for range maxScan {
+		items, next, err := page(limit-len(out), after)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, it := range items {
+			if keep(it) {
+				out = append(out, it)
+			}
+		}
+		if after = next; next == "" || len(out) >= limit {
+			break
+		}
+	}
+	return out, after, nil
+}
+
+type threadList struct {
+	Threads    []threadJSON `json:"threads"`
+	NextCursor string       `json:"next_cursor"`
+}
+
+// GET /v1/threads
+func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, id *identity) error {
+	q := r.URL.Query()
+	if err := checkParams(q, "status", "cursor", "limit"); err != nil {
+		return err
+	}
+	f := checkpoint.ThreadFilter{After: q.Get("cursor")}
+	switch st := q.Get("status"); st {
+	case "":
+	case string(checkpoint.ThreadRunning), string(checkpoint.ThreadIdle):
+		f.Status = checkpoint.ThreadStatus(st)
+	default:
+		return badRequest("status must be running or idle, not %q", st)
+	}
+	limit, err := intParam(q, "limit", 50, 1, 200)
+	if err != nil {
+		return err
+	}
+	ths, next, err := scan(int(limit), f.After, func(limit int, after string) ([]*checkpoint.Thread, string, error) {
+		f.Limit, f.After = limit, after
+		return s.store.ListThreads(r.Context(), f)
+	}, func(th *checkpoint.Thread) bool { return id.sees(th.ID) })
+	if err != nil {
+		return err
+	}
+	out := threadList{Threads: make([]threadJSON, 0, len(ths)), NextCursor: next}
+	for _, th := range ths {
+		out.Threads = append(out.Threads, s.threadView(th))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// GET /v1/threads/{id}
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request, id *identity) error {
+	th, err := s.loadThread(r.Context(), id, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	d, err := s.threadDetail(r.Context(), th)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+type runRef struct {
+	ThreadID string `json:"thread_id"`
+	RunID    string `json:"run_id"`
+}
+
+// POST /v1/threads/{id}/messages
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, id *identity) error {
+	threadID := r.PathValue("id")
+	if err := checkThreadID(threadID); err != nil {
+		return err
+	}
+	if !id.sees(threadID) {
+		return forbidden("token %q may not use thread %q", id.name, threadID)
+	}
+	var req struct {
+		Text string `json:"text"`
+	}
+	if err := s.decode(w, r, &req, false); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return badRequest("text is missing")
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > 200 {
+		return badRequest("the Idempotency-Key is longer than 200 bytes")
+	}
+	runID, existing, err := s.host.Prompt(r.Context(), threadID, req.Text, &host.PromptOptions{IdempotencyKey: key})
+	if err != nil {
+		return err
+	}
+	status := http.StatusAccepted
+	if existing {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, runRef{ThreadID: threadID, RunID: runID})
+	return nil
+}
+
+// abortTimeout bounds an abort once begun; it goes on if the caller
+// hangs up, so that it is not left half done.
+const abortTimeout = 30 * time.Second
+
+// POST /v1/threads/{id}/abort
+func (s *Server) abortThread(w http.ResponseWriter, r *http.Request, id *identity) error {
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if err := s.decode(w, r, &req, true); err != nil {
+		return err
+	}
+	th, err := s.loadThread(r.Context(), id, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if req.Reason == "" {
+		req.Reason = "aborted by " + id.name
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), abortTimeout)
+	defer cancel()
+	if err := s.host.Abort(ctx, th.ID, req.Reason); err != nil {
+		return err
+	}
+	s.log.Info("tollgate: run aborted", "thread", th.ID, "by", id.name)
+	if th, err = s.store.LoadThread(ctx, th.ID); err != nil {
+		return err
+	}
+	d, err := s.threadDetail(ctx, th)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// POST /v1/threads/{id}/resume
+func (s *Server) resumeThread(w http.ResponseWriter, r *http.Request, id *identity) error {
+	if err := s.decode(w, r, &struct{}{}, true); err != nil {
+		return err
+	}
+	th, err := s.loadThread(r.Context(), id, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := s.host.Resume(r.Context(), th.ID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, runRef{ThreadID: th.ID, RunID: th.RunID})
+	return nil
+}
+
+type eventJSON struct {
+	Seq      int64    `json:"seq"`
+	ThreadID string   `json:"thread_id"`
+	RunID    string   `json:"run_id"`
+	Type     string   `json:"type"`
+	Data     rawJSON  `json:"data"`
+	At       jsonTime `json:"at"`
+}
+
+func eventView(e *checkpoint.Event) eventJSON {
+	return eventJSON{Seq: e.Seq, ThreadID: e.ThreadID, RunID: e.RunID, Type: e.Type, Data: rawJSON(e.Data), At: jsonTime(e.At)}
+}
+
+type eventList struct {
+	Events    []eventJSON `json:"events"`
+	NextAfter int64       `json:"next_after"`
+}
+
+// GET /v1/threads/{id}/events
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, id *identity) error {
+	q := r.URL.Query()
+	if err := checkParams(q, "after", "limit"); err != nil {
+		return err
+	}
+	after, err := intParam(q, "after", 0, 0, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(q, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	th, err := s.loadThread(r.Context(), id, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	evs, err := s.store.ListEvents(r.Context(), th.ID, after, int(limit))
+	if err != nil {
+		return err
+	}
+	out := eventList{Events: make([]eventJSON, 0, len(evs)), NextAfter: after}
+	for _, e := range evs {
+		out.Events = append(out.Events, eventView(e))
+		out.NextAfter = e.Seq
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
