@@ -199,6 +199,15 @@ type QuestionFilter struct {
 	Limit int
 }
 
+// ThreadFilter selects threads to list. Zero fields do not filter.
+type ThreadFilter struct {
+	Status ThreadStatus
+	// After is the cursor a previous ListThreads call returned.
+	After string
+	// Limit caps the page; zero (or less) means 100.
+	Limit int
+}
+
 // Event is one entry of the append-only event log (the audit trail).
 type Event struct {
 	// Seq is assigned by the store: strictly increasing across the store.
@@ -255,6 +264,28 @@ type Store interface {
 	// SaveThread writes t if the stored version equals t.Version, and
 	// then sets t.Version to the new version. ErrConflict otherwise.
 	SaveThread(ctx context.Context, t *Thread) error
+	// ListThreads returns one page of the threads that match f, newest
+	// first, and the cursor of the next page: "" when no thread that
+	// matches follows the page (as the store was when it read the page).
+	// Newest first is by CreatedAt, the latest first (CreatedAt never
+	// changes after CreateThread), and for threads created at the same
+	// instant, as the store keeps it, by ID in descending byte order.
+	//
+	// The threads have every field but Messages, which is nil: a listing
+	// never reads the conversations. LoadThread reads one.
+	//
+	// Cursors are as ListQuestions' (opaque, URL-safe, no state in the
+	// store; refused with ErrBadCursor when damaged or from ListQuestions),
+	// and so are the guarantees: a thread's position never changes, so
+	// paging from the first page to "" returns exactly once every thread
+	// that existed and matched when the first page was read and still
+	// matches when its page is read (a thread whose run ends meanwhile
+	// is not returned by a Status running list); a thread created while
+	// paging comes at most once (never when its CreatedAt is later than
+	// the position reached, as the store's own clock makes it). With or
+	// without Status, a page reads about Limit index entries however many
+	// threads there are (sqlite and postgres).
+	ListThreads(ctx context.Context, f ThreadFilter) ([]*Thread, string, error)
 
 	// PutToolCall records the state of one tool call. Writing
 	// ToolCallExecuting is a claim: it succeeds only if the call has no

@@ -13,10 +13,11 @@
 //		})
 //	}
 //
-// The suite is split by area, one file each: threads, tool calls,
-// questions, the queue (listing and counting questions: filters, orders,
-// cursors), events, times, JSON, notifications and concurrency. Errors are compared
-// with [errors.Is] only. Times are compared to the microsecond (PostgreSQL
-// keeps no more); JSON is compared byte for byte, because a reviewer must
-// approve exactly the arguments that will run.
+// The suite is split by area, one file each: threads, listing threads,
+// tool calls, questions, the queue (listing and counting questions:
+// filters, orders, cursors), events, times, JSON, notifications and
+// concurrency. Errors are compared with [errors.Is] only. Times are
+// compared to the microsecond (PostgreSQL keeps no more); JSON is compared
+// byte for byte, because a reviewer must approve exactly the arguments
+// that will run.
 package checkpointtest

@@ -198,7 +198,7 @@ func testQueue(t *testing.T, setup setupFunc) {
 		}
 		for _, f := range filters {
 			for _, o := range orders {
-				for _, limit := range []int{0, 1, 2, 5, 24, 25} {
+				for _, limit := range []int{0, 1, 3, 25} {
 					f := f
 					f.Order, f.Limit = o, limit
 					if got, want := qu.all(f, nil), qu.want(f); !slices.Equal(got, want) {

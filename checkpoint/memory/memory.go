@@ -106,6 +106,33 @@ func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
 	return nil
 }
 
+// ListThreads sorts the threads that match on every call, as
+// ListQuestions does.
+func (s *Store) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*checkpoint.Thread, string, error) {
+	page, after, err := cursor.StartThreads(f)
+	if err != nil {
+		return nil, "", err
+	}
+	pos := func(t *checkpoint.Thread) cursor.Thread { return cursor.Thread{CreatedAt: t.CreatedAt, ID: t.ID} }
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ts []*checkpoint.Thread
+	for _, t := range s.threads {
+		if (f.Status == "" || t.Status == f.Status) && (after == nil || cursor.CompareThreads(*after, pos(t)) < 0) {
+			ts = append(ts, t)
+		}
+	}
+	slices.SortFunc(ts, func(a, b *checkpoint.Thread) int { return cursor.CompareThreads(pos(a), pos(b)) })
+	for _, t := range ts {
+		c := *t
+		c.Messages = nil
+		if page.Add(&c) {
+			break
+		}
+	}
+	return page.Items, page.Next(), nil
+}
+
 func runKey(thread, run string) string { return thread + "\x00" + run }
 
 func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
@@ -197,7 +224,7 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 			break
 		}
 	}
-	return page.Questions, page.Next(), nil
+	return page.Items, page.Next(), nil
 }
 
 func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter) (int64, error) {

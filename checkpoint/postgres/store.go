@@ -135,6 +135,45 @@ WHERE id = $1 AND version = $2 RETURNING version, created_at`,
 	return nil
 }
 
+// threadCols are what a listing reads: all but messages.
+const threadCols = `id, version, status, run_id, created_at, updated_at`
+
+func (s *Store) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*checkpoint.Thread, string, error) {
+	page, after, err := cursor.StartThreads(f)
+	if err != nil {
+		return nil, "", err
+	}
+	err = s.each(ctx, listsql.Threads(dialect, threadCols, f, after, page.Limit), func(row pgx.Row) (bool, error) {
+		t := &checkpoint.Thread{}
+		var status string
+		var created, updated pgtype.Timestamptz
+		if err := row.Scan(&t.ID, &t.Version, &status, &t.RunID, &created, &updated); err != nil {
+			return false, err
+		}
+		t.Status, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decTime(created), decTime(updated)
+		return page.Add(t), nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("postgres: list threads: %w", err)
+	}
+	return page.Items, page.Next(), nil
+}
+
+// each runs st and calls f with every row, until f says stop.
+func (s *Store) each(ctx context.Context, st listsql.Stmt, f func(row pgx.Row) (stop bool, err error)) error {
+	rows, err := s.pool.Query(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if stop, err := f(rows); err != nil || stop {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 const (
 	// claimToolCall writes "executing": a claim, one INSERT that does
 	// nothing if the call has a record. A concurrent claimant waits on the
@@ -268,25 +307,17 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 	if err != nil {
 		return nil, "", err
 	}
-	st := listsql.Union(listsql.Questions(dialect, questionCols, f, after, page.Limit), page.Limit)
-	rows, err := s.pool.Query(ctx, st.SQL, st.Args...)
+	err = s.each(ctx, listsql.Union(listsql.Questions(dialect, questionCols, f, after, page.Limit), page.Limit), func(row pgx.Row) (bool, error) {
+		q, seq, err := scanQuestion(row)
+		if err != nil {
+			return false, err
+		}
+		return page.Add(q, seq), nil
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: list questions: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		q, seq, err := scanQuestion(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("postgres: list questions: %w", err)
-		}
-		if page.Add(q, seq) {
-			break
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("postgres: list questions: %w", err)
-	}
-	return page.Questions, page.Next(), nil
+	return page.Items, page.Next(), nil
 }
 
 func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter) (int64, error) {

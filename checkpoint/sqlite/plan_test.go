@@ -77,3 +77,24 @@ func TestQueuePlans(t *testing.T) {
 		}
 	}
 }
+
+// A page of threads, newest first, with a status or not, from the start
+// or from a cursor, is an index range read backwards: no scan, no sort.
+func TestThreadListPlans(t *testing.T) {
+	s, err := Open(t.Context(), ":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	after := &cursor.Thread{CreatedAt: time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC), ID: "t"}
+	for _, f := range []checkpoint.ThreadFilter{{}, {Status: checkpoint.ThreadRunning}} {
+		for _, a := range []*cursor.Thread{nil, after} {
+			st := listsql.Threads(dialect, threadCols, f, a, 100)
+			steps := plan(t, s, st.SQL, st.Args)
+			t.Logf("%+v after %v: %s", f, a != nil, strings.Join(steps, "; "))
+			if len(steps) != 1 || !strings.HasPrefix(steps[0], "SEARCH threads USING INDEX") && !strings.HasPrefix(steps[0], "SCAN threads USING INDEX") {
+				t.Errorf("%+v after %+v: not one index range:\n%s", f, a, strings.Join(steps, "\n"))
+			}
+		}
+	}
+}

@@ -337,6 +337,10 @@ INSERT INTO events (thread_id, run_id, type, data, at) VALUES ('t', 'run-1', 'x'
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The threads table was rebuilt since (schema 5): the rest is kept too.
+	if th.Version != 3 || th.Status != checkpoint.ThreadIdle || th.RunID != "run-1" || string(th.Messages) != "[]" {
+		t.Errorf("thread after the migrations: %+v", th)
+	}
 	same("thread created", th.CreatedAt, before1970)
 	same("thread updated", th.UpdatedAt, created)
 	calls, err := s.ListToolCalls(t.Context(), "t", "run-1")

@@ -167,6 +167,46 @@ func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
 	return nil
 }
 
+// threadCols are what a listing reads: all but messages.
+const threadCols = `id, version, status, run_id, created_at, updated_at`
+
+func (s *Store) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*checkpoint.Thread, string, error) {
+	page, after, err := cursor.StartThreads(f)
+	if err != nil {
+		return nil, "", err
+	}
+	_, err = s.each(ctx, listsql.Threads(dialect, threadCols, f, after, page.Limit), func(row scanner) (bool, error) {
+		t := &checkpoint.Thread{}
+		var status string
+		var created, updated sql.NullInt64
+		if err := row.Scan(&t.ID, &t.Version, &status, &t.RunID, &created, &updated); err != nil {
+			return false, err
+		}
+		t.Status, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decTime(created), decTime(updated)
+		return page.Add(t), nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list threads: %w", err)
+	}
+	return page.Items, page.Next(), nil
+}
+
+// each runs st on the readers and calls f with every row, until f says
+// stop (SQLite steps lazily: the rows after are never computed).
+func (s *Store) each(ctx context.Context, st listsql.Stmt, f func(row scanner) (stop bool, err error)) (stopped bool, err error) {
+	rows, err := s.r.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if stop, err := f(rows); err != nil || stop {
+			return stop, err
+		}
+	}
+	return false, rows.Err()
+}
+
 // PutToolCall claims the call when tc is executing (one INSERT that does
 // nothing if the call has a record: of two racing claimants, in this
 // process or another, the second finds the first's row), and inserts or
@@ -320,7 +360,13 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 		return nil, "", err
 	}
 	for _, st := range listsql.Questions(dialect, questionCols, f, after, page.Limit) {
-		complete, err := s.readQuestions(ctx, st, page)
+		complete, err := s.each(ctx, st, func(row scanner) (bool, error) {
+			q, seq, err := scanQuestion(row)
+			if err != nil {
+				return false, err
+			}
+			return page.Add(q, seq), nil
+		})
 		if err != nil {
 			return nil, "", fmt.Errorf("sqlite: list questions: %w", err)
 		}
@@ -328,25 +374,7 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 			break
 		}
 	}
-	return page.Questions, page.Next(), nil
-}
-
-func (s *Store) readQuestions(ctx context.Context, st listsql.Stmt, page *cursor.Page) (complete bool, err error) {
-	rows, err := s.r.QueryContext(ctx, st.SQL, st.Args...)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		q, seq, err := scanQuestion(rows)
-		if err != nil {
-			return false, err
-		}
-		if page.Add(q, seq) {
-			return true, nil
-		}
-	}
-	return false, rows.Err()
+	return page.Items, page.Next(), nil
 }
 
 func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter) (int64, error) {

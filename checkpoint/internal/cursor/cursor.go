@@ -16,8 +16,8 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/binary"
-	"hash/crc32"
 	"fmt"
+	"hash/crc32"
 	"strconv"
 	"strings"
 	"time"
@@ -163,6 +163,15 @@ func unix(sec, nsec string) (time.Time, error) {
 	return time.Unix(s, int64(ns)).UTC(), nil
 }
 
+// CompareThreads orders two positions of ListThreads, newest first:
+// negative when a comes first.
+func CompareThreads(a, b Thread) int {
+	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(b.ID, a.ID)
+}
+
 // Compare orders two positions of the same order: negative when a comes
 // first. It is the definition of the question orders.
 func Compare(a, b Question) int {
@@ -186,7 +195,7 @@ func Compare(a, b Question) int {
 // StartQuestions returns where a page of ListQuestions starts: the page
 // to fill (its size is f.Limit, 100 when zero or less), and the position
 // it starts after (nil: at the beginning).
-func StartQuestions(f checkpoint.QuestionFilter) (*Page, *Question, error) {
+func StartQuestions(f checkpoint.QuestionFilter) (*QuestionPage, *Question, error) {
 	switch f.Order {
 	case checkpoint.OldestFirst, checkpoint.NewestFirst, checkpoint.DeadlineFirst:
 	default:
@@ -200,38 +209,72 @@ func StartQuestions(f checkpoint.QuestionFilter) (*Page, *Question, error) {
 		}
 		after = &c
 	}
-	return &Page{Limit: pageSize(f.Limit), order: f.Order}, after, nil
+	return &QuestionPage{page: page[*checkpoint.Question, Question]{Limit: pageSize(f.Limit)}, order: f.Order}, after, nil
 }
 
-// Page gathers a page of questions as a store reads the list in order,
-// reading one more than the page to tell whether a next page exists.
-type Page struct {
-	Limit     int
-	Questions []*checkpoint.Question
-	order     checkpoint.QuestionOrder
-	last      Question
-	more      bool
+// StartThreads returns where a page of ListThreads starts, as
+// [StartQuestions] does for questions.
+func StartThreads(f checkpoint.ThreadFilter) (*ThreadPage, *Thread, error) {
+	var after *Thread
+	if f.After != "" {
+		c, err := DecodeThread(f.After)
+		if err != nil {
+			return nil, nil, err
+		}
+		after = &c
+	}
+	return &ThreadPage{page[*checkpoint.Thread, Thread]{Limit: pageSize(f.Limit)}}, after, nil
+}
+
+// page gathers a page of a list as a store reads it in order, reading one
+// item more than the page to tell whether a next page exists.
+type page[T any, P interface{ Encode() string }] struct {
+	Limit int
+	Items []T
+	last  P
+	more  bool
+}
+
+func (p *page[T, P]) add(item T, pos P) (complete bool) {
+	if len(p.Items) == p.Limit {
+		p.more = true
+		return true
+	}
+	p.Items = append(p.Items, item)
+	p.last = pos
+	return false
+}
+
+// Next returns the cursor of the next page: "" when the list ended.
+func (p *page[T, P]) Next() string {
+	if !p.more {
+		return ""
+	}
+	return p.last.Encode()
+}
+
+// QuestionPage is a page of ListQuestions.
+type QuestionPage struct {
+	page[*checkpoint.Question, Question]
+	order checkpoint.QuestionOrder
 }
 
 // Add adds the next question of the list (seq is its sequence number)
 // and reports whether the page is complete: it held Limit questions, and
 // q, one more, was not added.
-func (p *Page) Add(q *checkpoint.Question, seq int64) (complete bool) {
-	if len(p.Questions) == p.Limit {
-		p.more = true
-		return true
-	}
-	p.Questions = append(p.Questions, q)
-	p.last = Question{Order: p.order, Seq: seq, Deadline: q.Deadline}
-	return false
+func (p *QuestionPage) Add(q *checkpoint.Question, seq int64) (complete bool) {
+	return p.add(q, Question{Order: p.order, Seq: seq, Deadline: q.Deadline})
 }
 
-// Next returns the cursor of the next page: "" when the list ended.
-func (p *Page) Next() string {
-	if !p.more {
-		return ""
-	}
-	return p.last.Encode()
+// ThreadPage is a page of ListThreads.
+type ThreadPage struct {
+	page[*checkpoint.Thread, Thread]
+}
+
+// Add adds the next thread of the list and reports whether the page is
+// complete, as [QuestionPage.Add] does.
+func (p *ThreadPage) Add(t *checkpoint.Thread) (complete bool) {
+	return p.add(t, Thread{CreatedAt: t.CreatedAt, ID: t.ID})
 }
 
 func pageSize(limit int) int {

@@ -142,3 +142,20 @@ func CountQuestions(d Dialect, f checkpoint.QuestionFilter) Stmt {
 	q := &query{d: d}
 	return Stmt{"SELECT count(*) FROM questions" + where(q.questionWhere(f)), q.args}
 }
+
+// Threads is the SELECT of cols of up to limit+1 threads (the page, and
+// one more) that match f, after the position after (nil: from the start),
+// newest first: a range of an index on (created_at, id), or on (status,
+// created_at, id) when f has a Status, read backwards.
+func Threads(d Dialect, cols string, f checkpoint.ThreadFilter, after *cursor.Thread, limit int) Stmt {
+	q := &query{d: d}
+	var w []string
+	if f.Status != "" {
+		w = append(w, "status = "+q.arg(string(f.Status)))
+	}
+	id := d.Bytewise("id")
+	if after != nil {
+		w = append(w, "(created_at, "+id+") < ("+q.arg(d.Time(after.CreatedAt))+", "+q.arg(after.ID)+")")
+	}
+	return Stmt{"SELECT " + cols + " FROM threads" + where(w) + " ORDER BY created_at DESC, " + id + " DESC LIMIT " + strconv.Itoa(limit+1), q.args}
+}
