@@ -323,12 +323,7 @@ var (
 // become placeholders (run ids numbered in order of appearance).
 func normalise(t *testing.T, body []byte) []byte {
 	t.Helper()
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, body)
-	}
+	v := decodeAny(t, body)
 	runs := map[string]string{}
 	var walk func(v any) any
 	walk = func(v any) any {
@@ -399,4 +394,59 @@ func golden(t *testing.T, name string, body []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file (go test ./server -update rewrites it)\ngot:\n%s\nwant:\n%s", file, got, want)
 	}
+}
+
+// orderFree sorts a list of events (a JSON array, or the "events" of an
+// object) by type and blanks their seq, so that a golden file pins their
+// shapes and not their order. The order is not the server's to promise:
+// the host appends question_resolved after the answer's compare-and-set,
+// and the store's notification of that answer can resume the run, which
+// appends tool_result and run_finished, first (reported to the lead).
+// Tests check the order that is promised (seq increasing) elsewhere.
+func orderFree(t *testing.T, body []byte) []byte {
+	t.Helper()
+	v := decodeAny(t, body)
+	list, _ := v.([]any)
+	obj, isObj := v.(map[string]any)
+	if isObj {
+		list, _ = obj["events"].([]any)
+	}
+	typeOf := func(e any) string {
+		m, _ := e.(map[string]any)
+		if d, ok := m["data"].(map[string]any); ok && m["event"] != nil {
+			m = d // a stream's {"event", "data": Event}
+		}
+		if m != nil {
+			m["seq"] = "<seq>"
+		}
+		s, _ := m["type"].(string)
+		return s
+	}
+	for _, e := range list {
+		typeOf(e) // blanks the seq even of a list of one
+	}
+	slices.SortStableFunc(list, func(a, b any) int { return strings.Compare(typeOf(a), typeOf(b)) })
+	if isObj {
+		obj["events"] = list
+		v = obj
+	} else {
+		v = list
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// decodeAny decodes JSON with numbers kept as written.
+func decodeAny(t *testing.T, body []byte) any {
+	t.Helper()
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, body)
+	}
+	return v
 }
