@@ -3,15 +3,25 @@
 // on the output it keeps, and returns the exit code, stdout and stderr.
 //
 // It runs whatever it is given: put it behind a policy (package hitl or
-// interrupt, or a policy file) before a model can call it.
+// interrupt, or a policy file) before a model can call it. Under a
+// confined [Profile] the kernel bounds what the command can do whatever
+// the policy decided: the tool starts a helper (the binary re-executing
+// itself, see [MaybeRunHelper]) that enters new user, network and PID
+// namespaces where it may, sets resource limits, drops capabilities,
+// applies a Landlock ruleset and then execs the shell with an allow-listed
+// environment. [Check] says what this kernel enforces. The calling process
+// is never confined.
 package bash
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -46,10 +56,38 @@ type Options struct {
 	MaxOutput int
 	// Shell is the interpreter. Zero: "bash" (or "sh" if bash is absent).
 	Shell string
+	// Profile confines every command. Zero: Unconfined (what a policy or
+	// Decide requires still applies). A confined profile needs
+	// [MaybeRunHelper] in main; a command whose profile the kernel cannot
+	// enforce is not run (an error result).
+	Profile Profile
+	// Decide, if set, is asked before each command for the profile the
+	// policy requires of this call (the call's arguments as JSON; the
+	// context is the tool call's, see agent.ToolCallFrom): the command runs
+	// under the stricter of it and Profile. An error and the command is not
+	// run. See policy.Policy.SandboxFor.
+	Decide func(ctx context.Context, args json.RawMessage) (Profile, error)
+	// Env lists the variables of the process's environment a confined
+	// command keeps besides [BaseEnv].
+	Env []string
+	// Limits bound each confined command's resources.
+	Limits Limits
 }
 
 // New returns the bash tool.
 func New(opts *Options) *agent.Tool {
+	o := withDefaults(opts)
+	return agent.NewTool(o.Name, "Run a shell command and return its exit code, stdout and stderr.",
+		func(ctx context.Context, a Args) (Result, error) {
+			p, err := o.profile(ctx, a)
+			if err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			return run(ctx, o, p, a.Cmd)
+		}, nil)
+}
+
+func withDefaults(opts *Options) Options {
 	o := Options{}
 	if opts != nil {
 		o = *opts
@@ -69,8 +107,39 @@ func New(opts *Options) *agent.Tool {
 			o.Shell = "sh"
 		}
 	}
-	return agent.NewTool(o.Name, "Run a shell command and return its exit code, stdout and stderr.",
-		func(ctx context.Context, a Args) (Result, error) { return run(ctx, o, a.Cmd) }, nil)
+	o.Limits = o.Limits.withDefaults(o.Timeout)
+	return o
+}
+
+// profile is the profile a command runs under: the stricter of the tool's
+// and the one Decide requires.
+func (o *Options) profile(ctx context.Context, a Args) (Profile, error) {
+	p := o.Profile
+	if p == "" {
+		p = Unconfined
+	}
+	if o.Decide != nil {
+		raw, err := json.Marshal(a)
+		if err != nil {
+			return "", err
+		}
+		req, err := o.Decide(ctx, raw)
+		if err != nil {
+			return "", fmt.Errorf("not run: %w", err)
+		}
+		if req != "" {
+			if _, err := ParseProfile(string(req)); err != nil {
+				return "", fmt.Errorf("not run: %w", err)
+			}
+		}
+		p = Stricter(p, req)
+	}
+	if p.confined() {
+		if err := Check().Enforceable(p); err != nil {
+			return "", fmt.Errorf("not run: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // capped keeps the first max bytes written and counts the rest.
@@ -100,18 +169,61 @@ func (c *capped) String() string {
 	return fmt.Sprintf("%s\n[output truncated: %d more bytes]", c.buf.String(), c.dropped)
 }
 
-func run(ctx context.Context, o Options, cmdline string) (Result, error) {
+// Run runs one command as the tool would, under opts.Profile (Decide is
+// not asked), without an agent: for tests and benchmarks of the sandbox.
+func Run(ctx context.Context, opts *Options, cmdline string) (Result, error) {
+	o := withDefaults(opts)
+	o.Decide = nil
+	p, err := o.profile(ctx, Args{Cmd: cmdline})
+	if err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	return run(ctx, o, p, cmdline)
+}
+
+func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, error) {
+	// Pdeathsig fires when the thread that started the process ends:
+	// keep it until the command is done.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, o.Shell, "-c", cmdline)
-	cmd.Dir = o.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var (
+		cmd   *exec.Cmd
+		after func(error) error
+	)
+	if p.confined() {
+		tmp, err := os.MkdirTemp("", "tollgate-bash-")
+		if err != nil {
+			return Result{ExitCode: -1}, fmt.Errorf("private temporary directory: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		if cmd, after, err = confinedCommand(ctx, o, p, tmp, cmdline); err != nil {
+			return Result{ExitCode: -1}, err
+		}
+	} else {
+		cmd = exec.CommandContext(ctx, o.Shell, "-c", cmdline)
+		cmd.Dir = o.Dir
+		cmd.SysProcAttr = unconfinedAttr()
+	}
 	// Kill the whole group: a command's children must not outlive it.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	err := cmd.Start()
+	if after != nil {
+		if aerr := after(err); aerr != nil {
+			if err == nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				_ = cmd.Wait()
+			}
+			return Result{ExitCode: -1}, aerr
+		}
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), Truncated: stdout.dropped+stderr.dropped > 0}
 	var exitErr *exec.ExitError
 	switch {
@@ -122,6 +234,9 @@ func run(ctx context.Context, o Options, cmdline string) (Result, error) {
 		return res, ctx.Err()
 	case errors.As(err, &exitErr):
 		res.ExitCode = exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+		}
 	case err != nil:
 		return res, fmt.Errorf("cannot run %s: %w", o.Shell, err)
 	}
