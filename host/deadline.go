@@ -46,8 +46,12 @@ func (h *Host) timeout(ctx context.Context, q *checkpoint.Question) (*checkpoint
 	if at.Before(q.Deadline) {
 		at = q.Deadline
 	}
+	h.markSelfResolved(q.ThreadID, q.ID) // resolved() resumes the run, once
 	r, err := h.store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
 		Status: checkpoint.QuestionTimedOut, By: "timeout", At: at})
+	if err != nil {
+		h.consumeSelfResolved(q.ThreadID, q.ID)
+	}
 	switch {
 	case err == nil:
 		h.resolved(ctx, r)

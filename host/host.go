@@ -485,6 +485,21 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 		}
 		return "", false, fmt.Errorf("%w: thread %s is running (run %s)", ErrRunActive, threadID, cur)
 	}
+	h.mu.Unlock()
+	// A thread whose run is unfinished (parked, or cut off) is refused
+	// without starting anything.
+	if th, err := h.store.LoadThread(ctx, threadID); err == nil && th.Status == checkpoint.ThreadRunning {
+		if runID != "" && th.RunID == runID {
+			return runID, true, nil
+		}
+		return "", false, fmt.Errorf("%w: thread %s has an unfinished run (run %s) waiting for answers", ErrRunActive, threadID, th.RunID)
+	}
+	h.mu.Lock()
+	if h.runs[threadID] != nil || h.closing {
+		// Taken meanwhile: decide again.
+		h.mu.Unlock()
+		return h.Prompt(ctx, threadID, text, opts)
+	}
 	a, err := h.newAgent(threadID)
 	if err != nil {
 		h.mu.Unlock()
@@ -520,6 +535,11 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 				return s.Meta().RunID, false, nil
 			}
 		case o := <-done:
+			if errors.Is(o.err, agent.ErrRunIDUsed) || errors.Is(o.err, agent.ErrRunInProgress) {
+				// Nothing was started: let the thread go before answering,
+				// so that State never shows a run that is not there.
+				<-r.done
+			}
 			switch {
 			case o.err == nil:
 				// Finished before its start event was read here.
@@ -584,9 +604,13 @@ func (h *Host) Resume(ctx context.Context, threadID string) error {
 		return agent.ErrNoRun
 	}
 	h.mu.Lock()
-	if !h.started {
+	switch {
+	case !h.started:
 		h.mu.Unlock()
 		return ErrNotStarted
+	case h.closing:
+		h.mu.Unlock()
+		return ErrClosed
 	}
 	h.mu.Unlock()
 	h.kick(threadID)
@@ -731,8 +755,13 @@ func (h *Host) Shutdown(ctx context.Context) (Stats, error) {
 // ErrAborted, ErrWrongKind, ErrDigestMismatch, ErrInvalidAnswer (the
 // question then stays open for a corrected answer).
 func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer json.RawMessage, by string) (*checkpoint.Question, error) {
+	// Marked before the compare-and-set: its notification can arrive
+	// before AnswerWith returns, and the run must be resumed once, after
+	// the answer is in the audit log.
+	h.markSelfResolved(threadID, questionID)
 	q, err := h.answers.AnswerWith(ctx, threadID, questionID, answer, &hitl.AnswerOptions{By: by, Check: h.checkAnswer})
 	if err != nil {
+		h.consumeSelfResolved(threadID, questionID)
 		return nil, err
 	}
 	h.resolved(ctx, q)
@@ -771,13 +800,7 @@ func (h *Host) resolved(ctx context.Context, q *checkpoint.Question) {
 		h.log.Warn("tollgate: cannot append audit event", "type", "question_resolved", "thread", q.ThreadID, "err", err)
 	}
 	h.events.publish(&ResolvedEvent{Question: q})
-	h.mu.Lock()
-	live := h.started && !h.closing
-	h.mu.Unlock()
-	if live {
-		h.markSelfResolved(q.ThreadID, q.ID)
-		h.kick(q.ThreadID)
-	}
+	h.kick(q.ThreadID)
 }
 
 // ResolvedEvent is published by the host when it records an answer or a

@@ -171,7 +171,7 @@ func loadTokens(file string) ([]server.Token, error) {
 	if env := strings.TrimSpace(os.Getenv("TOLLGATE_TOKENS")); env != "" {
 		t, err := server.ParseTokensEnv(env)
 		if err != nil {
-			return nil, fmt.Errorf("TOLLGATE_TOKENS: %w", err)
+			return nil, err
 		}
 		tokens = append(tokens, t...)
 	}
