@@ -27,6 +27,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -43,6 +44,7 @@ const (
 	reviewerSecret = "reviewer-secret-0123456789"
 	otherSecret    = "other-secret-0123456789"
 	clientSecret   = "client-secret-0123456789"
+	adminSecret    = "admin-secret-0123456789"
 )
 
 type bashArgs struct {
@@ -114,7 +116,7 @@ func newEnv(t *testing.T, dev bool) *env {
 		defer cancel()
 		_, _ = h.Shutdown(ctx)
 	})
-	tokens, err := server.ParseTokensEnv("rita:reviewer:" + reviewerSecret + ",otto:reviewer:" + otherSecret + ",ci:client:" + clientSecret)
+	tokens, err := server.ParseTokensEnv("rita:reviewer:" + reviewerSecret + ",otto:reviewer:" + otherSecret + ",ci:client:" + clientSecret + ",ada:admin:" + adminSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +188,21 @@ func review(t *testing.T, b *browser, e *env, thread, text string, n int) (*tab,
 	tb.signIn()
 	tb.show(qs[0])
 	return tb, qs
+}
+
+// waitThread waits until the thread's messages hold every text.
+func (e *env) waitThread(thread string, texts ...string) {
+	e.t.Helper()
+	waitFor(e.t, fmt.Sprintf("%q in thread %s", texts, thread), func() bool {
+		_, body := e.api("GET", "/v1/threads/"+thread, reviewerSecret, nil)
+		raw, _ := json.Marshal(body["messages"])
+		for _, s := range texts {
+			if !strings.Contains(string(raw), s) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -265,7 +282,20 @@ type tab struct {
 // shown, and a script that runs sets nothing the test cannot see.
 func (b *browser) open(t *testing.T, url string, setup ...chromedp.Action[chromedp.Void]) *tab {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
+	return b.openIn(t, url, chromedp.NewContext, setup)
+}
+
+// openAlone is open in a browser context of its own (its own cookies).
+func (b *browser) openAlone(t *testing.T, url string) *tab {
+	t.Helper()
+	return b.openIn(t, url, func(parent context.Context, opts ...chromedp.ContextOption) (context.Context, context.CancelFunc) {
+		return chromedp.NewContext(parent, append(opts, chromedp.WithNewBrowserContext())...)
+	}, nil)
+}
+
+func (b *browser) openIn(t *testing.T, url string, newCtx func(context.Context, ...chromedp.ContextOption) (context.Context, context.CancelFunc), setup []chromedp.Action[chromedp.Void]) *tab {
+	t.Helper()
+	ctx, cancel := newCtx(b.ctx)
 	t.Cleanup(cancel)
 	ctx, cancelT := context.WithTimeout(ctx, 40*time.Second)
 	t.Cleanup(cancelT)
@@ -308,10 +338,12 @@ func (tb *tab) wait(what, cond string) {
 	}
 }
 
+// click clicks the element once it is there, enabled and shown, in one
+// step in the page (the page re-renders parts of itself on live events,
+// so a node found in one call may be gone at the next).
 func (tb *tab) click(sel string) {
 	tb.t.Helper()
-	tb.wait("a clickable "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && !e.disabled && e.offsetParent !== null; })()`, sel))
-	tb.do(chromedp.Click(chromedp.CSS(sel)))
+	tb.wait("a clickable "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e || e.disabled || e.offsetParent === null) return false; e.scrollIntoView({block: 'nearest'}); e.click(); return true; })()`, sel))
 }
 
 // setValue replaces a field's text as typing would (with an input event).
@@ -320,6 +352,23 @@ func (tb *tab) setValue(sel, text string) {
 	tb.wait(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
 	raw, _ := json.Marshal(text)
 	js[chromedp.Void](tb, fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.focus(); e.value = %s; e.dispatchEvent(new Event('input', {bubbles: true})); })()`, sel, raw))
+}
+
+// network cuts the tab off the API (up false) or lets it through.
+func (tb *tab) network(up bool) {
+	tb.t.Helper()
+	var rules []*network.Conditions
+	if !up {
+		origin := js[string](tb, `location.origin`)
+		rules = []*network.Conditions{{URLPattern: origin + "/v1/questions/*", Offline: true, DownloadThroughput: -1, UploadThroughput: -1}}
+	}
+	tb.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: rules})
+		return err
+	}))
 }
 
 func (tb *tab) text(sel string) string {
@@ -339,12 +388,18 @@ func (tb *tab) shot(name string) {
 	}
 }
 
-// signIn signs the tab in through the form, unless it is already.
+// signIn signs the tab in through the form as the reviewer, unless it
+// is already.
 func (tb *tab) signIn() {
+	tb.t.Helper()
+	tb.signInWith(reviewerSecret)
+}
+
+func (tb *tab) signInWith(secret string) {
 	tb.t.Helper()
 	tb.wait("the page to start", `!document.getElementById('app').hidden || !document.getElementById('signin').hidden`)
 	if js[bool](tb, `!document.getElementById('signin').hidden`) {
-		tb.setValue("#signin-token", reviewerSecret)
+		tb.setValue("#signin-token", secret)
 		tb.click("#signin-submit")
 	}
 	tb.wait("the app", `!document.getElementById('app').hidden && document.getElementById('signin').hidden && document.getElementById('live-state').textContent === 'live'`)
@@ -416,19 +471,18 @@ func TestBrowser(t *testing.T) {
 		// Approve with the keyboard.
 		tb.do(chromedp.Focus(chromedp.CSS(".qitem[aria-current=true]")), chromedp.KeyEvent("a"))
 		tb.wait("the approved question to leave the queue", `!`+queued(qs[0]))
-		tb.waitConversation("the approval", "rita approved "+qs[0]["id"].(string))
 
 		// Deny with a reason: d focuses the reason field.
 		tb.show(qs[1])
+		tb.waitConversation("who approved the first call", "rita approved "+qs[0]["id"].(string))
 		tb.do(chromedp.KeyEvent("d"))
 		tb.wait("the reason field to have the focus", `document.activeElement && document.activeElement.id === 'deny-reason'`)
 		tb.do(chromedp.SendKeys(chromedp.CSS("#deny-reason"), "never force-push main"))
 		tb.click("#send-deny")
 		tb.wait("the denied question to leave the queue", `!`+queued(qs[1]))
-		// The turn ends once both calls have results.
-		tb.waitConversation("the tool's result", "ran: rm -r /tmp/scratch")
-		tb.waitConversation("the model's reply with the reason", "`git push --force`: denied: ")
-		tb.waitConversation("the reason", "never force-push main")
+		// The turn ends once both calls have results; the page may have
+		// moved on to another thread's question, so ask the API.
+		e.waitThread("approve-1", "ran: rm -r /tmp/scratch", "`git push --force`: denied: ", "never force-push main")
 		tb.noScriptRan()
 	})
 
@@ -456,7 +510,7 @@ func TestBrowser(t *testing.T) {
 		tb.wait("the diff", `document.querySelector('.diff .d.del') && document.querySelector('.diff .d.del').textContent === '-cat /etc/hostname' && document.querySelector('.diff .d.add').textContent === '+echo edited'`)
 		tb.click("#send-edit")
 		tb.wait("the edited question to leave the queue", `!`+queued(qs[0]))
-		tb.waitConversation("the tool's result with the edited arguments", "ran: echo edited")
+		e.waitThread("edit-1", "ran: echo edited")
 	})
 
 	t.Run("Timeout", func(t *testing.T) {
@@ -474,7 +528,7 @@ func TestBrowser(t *testing.T) {
 		}
 		tb.click(`#question button[data-act=choice]:nth-of-type(2)`)
 		tb.wait("the answered question to leave the queue", `!`+queued(qs[0]))
-		tb.waitConversation("the answer as the tool's result", "release-1.2")
+		e.waitThread("ask-1", `"content":"release-1.2"`)
 	})
 
 	t.Run("AnsweredElsewhere", func(t *testing.T) {
@@ -544,6 +598,62 @@ func TestBrowser(t *testing.T) {
 		}
 		tb.waitConversation("the user's message, as text", "<script>window.__pwned=1</script>")
 		tb.noScriptRan()
+	})
+
+	t.Run("ThreadActions", func(t *testing.T) {
+		// A reviewer may not start runs: said in words, the text kept.
+		rv := b.open(t, e.ts.URL+"/")
+		rv.signIn()
+		rv.click("#new-thread-top")
+		rv.setValue("#new-text", "$ make deploy")
+		rv.click("#new-start")
+		rv.waitConversation("the refusal", "You may not do this with the role “reviewer”")
+		if got := js[string](rv, `document.getElementById('new-text').value`); got != "$ make deploy" {
+			t.Errorf("the message typed became %q", got)
+		}
+
+		tb := b.openAlone(t, e.ts.URL+"/")
+		tb.signInWith(adminSecret)
+		tb.click("#new-thread-top")
+		tb.setValue("#new-id", "new-1")
+		tb.setValue("#new-text", "$ make deploy")
+		tb.click("#new-start")
+		tb.waitConversation("the first message", "$ make deploy")
+		onThread := `[...document.querySelectorAll('.qitem')].some((b) => JSON.parse(b.dataset.key)[0] === 'new-1')`
+		tb.wait("the new thread's question", onThread)
+		// A second message while the run waits: refused, the text kept.
+		tb.setValue("#compose", "$ make deploy again")
+		tb.click("#send-message")
+		tb.waitConversation("the refusal", "This thread's run is still going: answer its questions or abort it.")
+		if got := js[string](tb, `document.getElementById('compose').value`); got != "$ make deploy again" {
+			t.Errorf("the message typed became %q", got)
+		}
+		tb.click("#abort-open")
+		tb.setValue("#abort-reason", "wrong branch")
+		tb.click("#abort-send")
+		tb.wait("the aborted question to leave the queue", `!`+onThread)
+		tb.waitConversation("the abort", "run aborted: wrong branch")
+	})
+
+	t.Run("Offline", func(t *testing.T) {
+		tb, qs := review(t, b, e, "offline-1", "$ rm -rf /var/tmp/cache", 1)
+		tb.click("#act-deny")
+		tb.do(chromedp.SendKeys(chromedp.CSS("#deny-reason"), "use the cache tool"))
+		tb.network(false)
+		tb.click("#send-deny")
+		tb.wait("the retry banner", `document.getElementById('banners').textContent.includes('cannot be reached')`)
+		tb.shot("offline")
+		if got := js[string](tb, `document.getElementById('deny-reason').value`); got != "use the cache tool" {
+			t.Errorf("the reason typed became %q", got)
+		}
+		if !js[bool](tb, queued(qs[0])) {
+			t.Error("the question left the queue though the answer was not sent")
+		}
+		tb.network(true)
+		tb.click("#banners .banner button")
+		tb.wait("the denied question to leave the queue", `!`+queued(qs[0]))
+		// The page has moved on to the next question: ask the API.
+		e.waitThread("offline-1", "denied: ", "use the cache tool")
 	})
 
 	t.Run("PhoneAndQueue", func(t *testing.T) {
