@@ -27,6 +27,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -371,6 +372,26 @@ func (tb *tab) network(up bool) {
 	}))
 }
 
+// press types one key as a keyboard does: a keyDown that carries its
+// text (so a page that cancels the keydown gets no character), then a
+// keyUp. chromedp.KeyEvent sends the character as a separate event, which
+// no page can cancel.
+func (tb *tab) press(key string) {
+	tb.t.Helper()
+	tb.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			p := input.DispatchKeyEventParams{Type: typ, Key: key, Code: "Key" + strings.ToUpper(key), WindowsVirtualKeyCode: int64(strings.ToUpper(key)[0])}
+			if typ == input.DispatchKeyEventTypeKeyDown {
+				p.Text, p.UnmodifiedText = key, key
+			}
+			if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
 	return js[string](tb, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ''`, sel))
@@ -469,26 +490,36 @@ func TestBrowser(t *testing.T) {
 		}
 		tb.shot("approval")
 		// Approve with the keyboard.
-		tb.do(chromedp.Focus(chromedp.CSS(".qitem[aria-current=true]")), chromedp.KeyEvent("a"))
+		tb.do(chromedp.Focus(chromedp.CSS(".qitem[aria-current=true]")))
+		tb.press("a")
 		tb.wait("the approved question to leave the queue", `!`+queued(qs[0]))
 
 		// Deny with a reason: d focuses the reason field.
 		tb.show(qs[1])
 		tb.waitConversation("who approved the first call", "rita approved "+qs[0]["id"].(string))
-		tb.do(chromedp.KeyEvent("d"))
+		tb.press("d")
 		tb.wait("the reason field to have the focus", `document.activeElement && document.activeElement.id === 'deny-reason'`)
+		if got := js[string](tb, `document.getElementById('deny-reason').value`); got != "" {
+			t.Errorf("the key d was typed into the reason: %q", got)
+		}
 		tb.do(chromedp.SendKeys(chromedp.CSS("#deny-reason"), "never force-push main"))
 		tb.click("#send-deny")
 		tb.wait("the denied question to leave the queue", `!`+queued(qs[1]))
 		// The turn ends once both calls have results; the page may have
 		// moved on to another thread's question, so ask the API.
 		e.waitThread("approve-1", "ran: rm -r /tmp/scratch", "`git push --force`: denied: ", "never force-push main")
+		if js[bool](tb, `document.querySelector('#thread-body .thead code').textContent === 'approve-1'`) {
+			tb.waitConversation("the model's reply", "never force-push main")
+			tb.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('thread').scrollIntoView()`))
+			tb.shot("conversation")
+		}
 		tb.noScriptRan()
 	})
 
 	t.Run("Edit", func(t *testing.T) {
 		tb, qs := review(t, b, e, "edit-1", "$ cat /etc/hostname", 1)
-		tb.do(chromedp.Focus(chromedp.CSS("#question")), chromedp.KeyEvent("e"))
+		tb.do(chromedp.Focus(chromedp.CSS("#question")))
+		tb.press("e")
 		tb.wait("the editor", `document.getElementById('edit-json').value.includes('"cmd": "cat /etc/hostname"')`)
 		// Invalid JSON: the position is shown, nothing is sent.
 		tb.setValue("#edit-json", "{\n  \"cmd\": \"echo edited\",\n}")
