@@ -91,7 +91,7 @@ func (c *check) optionSafety() {
 	dashdash := false
 	for _, a := range c.args {
 		switch {
-		case !a.static:
+		case !a.static && !a.procSubst: // <(...) is a /dev/fd/N name
 			c.reviewf("has an argument only known at run time, which may be an option: %s", a.val)
 		case a.glob && !dashdash:
 			c.reviewf("has a pattern the shell replaces by file names, which may start with '-' and act as options: %s", a.val)
@@ -311,24 +311,28 @@ func init() {
 		"[":         {checkTest, false},
 
 		// Readers with options that run programs or write files.
-		"find": {checkFind, true},
-		"git":  {checkGit, true},
-		"sed":  {checkSed, true},
-		"sort": {checkSort, true},
-		"tar":  {checkTar, true},
-		"less": {checkPager, true},
-		"more": {checkPager, true},
-		"most": {checkPager, true},
-		"pg":   {checkPager, true},
-		"man":  {badOpts(optSpec{shortVal: "PCMLmSsep"}, "runs a program as pager, browser or formatter", "PHX", "--pager", "--html", "--browser"), true},
-		"rg":   {badOpts(optSpec{shortVal: "efgtTAmBCEjMr", longVal: []string{"--pre", "--hostname-bin"}}, "runs a program on the files it searches", "", "--pre", "--hostname-bin"), true},
-		"date": {badOpts(optSpec{shortVal: "dfrIs", longVal: []string{"--date", "--file", "--reference", "--set"}}, "sets the system clock", "s", "--set"), true},
-		"tree": {checkTree, true},
-		"uniq": {outputOperand(optSpec{shortVal: "fsw"}, 1), true},
-		"xxd":  {outputOperand(optSpec{shortVal: "cglosn"}, 1), true},
-		"file": {badOpts(optSpec{shortVal: "efFmP"}, "writes a compiled magic file", "C", "--compile"), true},
-		"yq":   {checkYq, true},
-		"tee":  {checkTee, true},
+		"find":   {checkFind, true},
+		"git":    {checkGit, true},
+		"sed":    {checkSed, true},
+		"sort":   {checkSort, true},
+		"tar":    {checkTar, true},
+		"less":   {checkPager, true},
+		"more":   {checkPager, true},
+		"most":   {checkPager, true},
+		"pg":     {checkPager, true},
+		"man":    {badOpts(optSpec{shortVal: "PCMLmSsep"}, "runs a program as pager, browser or formatter", "PHX", "--pager", "--html", "--browser"), true},
+		"rg":     {badOpts(optSpec{shortVal: "efgtTAmBCEjMr", longVal: []string{"--pre", "--hostname-bin"}}, "runs a program on the files it searches", "", "--pre", "--hostname-bin"), true},
+		"date":   {modelled(dateModel, checkDate), true},
+		"join":   {modelled(joinModel, nil), true},
+		"column": {modelled(columnModel, nil), true},
+		"diff":   {modelled(diffModel, nil), true},
+		"tree":   {checkTree, true},
+		"tac":    {checkTac, false},
+		"uniq":   {modelled(uniqModel, checkUniq), true},
+		"xxd":    {outputOperand(optSpec{shortVal: "cglosn"}, 1), true},
+		"file":   {badOpts(optSpec{shortVal: "efFmP"}, "writes a compiled magic file", "C", "--compile"), true},
+		"yq":     {checkYq, true},
+		"tee":    {checkTee, true},
 	}
 	for _, name := range []string{"awk", "gawk", "mawk", "nawk", "original-awk"} {
 		known[name] = info{checkAwk, true}
@@ -381,8 +385,22 @@ func badOpts(spec optSpec, msg string, shorts string, longs ...string) func(*che
 func outputOperand(spec optSpec, n int) func(*check) {
 	return func(c *check) {
 		_, operands, _ := spec.parse(c.args)
-		if len(operands) > n && !harmlessTarget(operands[n].val) {
-			c.writes("writes its output to the file " + operands[n].val)
+		outputOperandN(c, operands, n)
+	}
+}
+
+// outputOperandN flags a command that writes to its operand number n:
+// one that is there, or that a word before it may become, since a
+// pattern, or find -exec's {} before +, stands for several words.
+func outputOperandN(c *check, operands []word, n int) {
+	if len(operands) > n && !harmlessTarget(operands[n].val) {
+		c.writes("writes its output to the file " + operands[n].val)
+		return
+	}
+	for _, op := range operands[:min(n+1, len(operands))] {
+		if op.glob || op.multi {
+			c.writes("writes its output to its operand number " + fmt.Sprint(n+1) + ", which " + op.val + " may become")
+			return
 		}
 	}
 }
@@ -861,7 +879,13 @@ func checkFind(c *check) {
 				c.review("has " + a.val + " without its terminating ';' or '+'")
 				return
 			}
-			c.run("find "+a.val, args[i+1:end], false)
+			inner := args[i+1 : end]
+			if args[end].val == "+" {
+				// {} before + stands for as many paths as fit.
+				inner = slices.Clone(inner)
+				inner[len(inner)-1].multi = true
+			}
+			c.run("find "+a.val, inner, false)
 			i = end
 		case "-delete":
 			c.writes("deletes the files it finds (-delete)")
@@ -969,7 +993,7 @@ func findSecretPatterns(args []word) []string {
 // gitGlobal are git's options before the subcommand that neither run
 // programs nor change which repository or configuration git reads.
 var gitGlobal = map[string]bool{
-	"-v": true, "-h": true, "--version": true, "--help": true, "-p": true, "--paginate": true,
+	"-v": true, "-h": true, "--version": true, "--help": true,
 	"-P": true, "--no-pager": true, "--no-replace-objects": true, "--no-lazy-fetch": true,
 	"--no-optional-locks": true, "--no-advice": true, "--literal-pathspecs": true,
 	"--glob-pathspecs": true, "--noglob-pathspecs": true, "--icase-pathspecs": true,
@@ -1017,10 +1041,22 @@ func checkGit(c *check) {
 			o.name == "-x" && (sub == "rebase" || sub == "difftool"),
 			o.name == "-c" && (sub == "clone" || sub == "submodule"):
 			c.reviewf("git %s %s runs a program or sets configuration", sub, o.name)
+		case o.is(0, "--ext-diff", "--filters"), o.is(0, "--textconv") && len(o.name) > len("--text"):
+			c.reviewf("git %s %s runs a program the configuration names (an external diff, textconv or filter driver)", sub, o.name)
+		case sub == "cat-file" && (o.name == "--batch" || len(o.name) > len("--batch-") && strings.HasPrefix("--batch-command", o.name)):
+			c.secret("git cat-file " + o.name + " prints any object named on its standard input, which may be a committed secret")
 		}
 	}
-	if sub == "branch" {
+	switch sub {
+	case "branch":
 		checkGitBranch(c, opts, operands)
+	case "stash", "worktree":
+		// Only listing and showing read.
+		if len(operands) == 0 && sub == "stash" || len(operands) > 0 && operands[0].val != "list" && !(sub == "stash" && operands[0].val == "show") {
+			c.writes("git " + sub + " changes the repository or the working tree")
+		}
+	case "tag":
+		checkGitTag(c, c.args[i+1:])
 	}
 	gitFiles(c, sub, c.args[i+1:])
 	switch sub {
@@ -1064,6 +1100,28 @@ func checkGitBranch(c *check, opts []opt, operands []word) {
 	}
 }
 
+// checkGitTag counts git tag as a write unless it only lists: with no
+// operand, or in list mode (-l and the filters), where operands are
+// patterns.
+func checkGitTag(c *check, args []word) {
+	opts, operands, _ := optSpec{shortOptVal: "n", longVal: []string{"--sort", "--format"}}.parse(args)
+	list := false
+	for _, o := range opts {
+		switch {
+		case o.is('l', "--list", "--contains", "--no-contains", "--points-at", "--merged", "--no-merged"):
+			list = true
+		case o.is('n'), o.is('i', "--sort", "--format", "--column", "--no-column", "--color", "--no-color",
+			"--ignore-case", "--omit-empty"):
+		default:
+			c.writes("git tag changes tags (" + o.name + ")")
+			return
+		}
+	}
+	if len(operands) > 0 && !list {
+		c.writes("git tag creates a tag (" + operands[0].val + ")")
+	}
+}
+
 // gitFiles records the files a git subcommand may read: its operands
 // (paths, or revisions, which are harmless to check), the path of a
 // REV:path, and option values. A pathspec is a pattern.
@@ -1081,6 +1139,19 @@ func gitFiles(c *check, sub string, args []word) {
 		}
 		if o.is('f', "--file") && sub == "grep" || !o.attached && o.is(0, "--contents", "--ignore-revs-file", "--exclude-from", "--pathspec-from-file") {
 			c.file(o.value(), false)
+		}
+	}
+	// git log -L START,END:FILE and -L :FUNC:FILE name a file.
+	for k, a := range args {
+		v, ok := strings.CutPrefix(a.val, "-L")
+		if !a.static || !ok || sub == "blame" {
+			continue
+		}
+		if v == "" && k+1 < len(args) {
+			v = args[k+1].val
+		}
+		if j := strings.LastIndexByte(v, ':'); j >= 0 {
+			c.gitFile(word{val: v[j+1:], static: true})
 		}
 	}
 	// An option's word may end in a file (-O<orderfile>, --output=FILE,
@@ -1121,8 +1192,15 @@ func (c *check) gitFile(w word) {
 	if !w.static {
 		return
 	}
+	// Pathspec magic that starts at the top of the repository (:/,
+	// :(top)), which may lie above the working directory.
+	if v := w.val; strings.HasPrefix(v, ":/") || strings.HasPrefix(v, ":(") && strings.Contains(v[:max(strings.IndexByte(v, ')'), 0)], "top") {
+		c.outside("a pathspec from the top of the repository, which may lie above the working directory: " + v)
+	}
 	// REV:path, :path and :N:path: the path follows one of the first
-	// colons.
+	// colons. (It is a path from the top of the repository, which is
+	// taken to be the working directory, unless it starts with ./ or
+	// ../.)
 	rest := w.val
 	for range 3 {
 		i := strings.IndexByte(rest, ':')
@@ -1130,6 +1208,9 @@ func (c *check) gitFile(w word) {
 			return
 		}
 		rest = rest[i+1:]
+		if why := outsidePath(rest, true); why != "" && rest != "" && !strings.HasPrefix(rest, "/") {
+			c.outside("a path in a revision that climbs out of the working directory: " + w.val)
+		}
 		if secretPath(rest, true) {
 			c.secret(w.val)
 			return
@@ -1359,9 +1440,28 @@ func checkAwk(c *check) {
 	}
 }
 
+// endlessDevices never end: a command that reads all of one before it
+// writes (sort, tac) fills memory and the disk with temporary files.
+var endlessDevices = map[string]bool{"/dev/urandom": true, "/dev/random": true, "/dev/zero": true}
+
+// endless reviews an operand that is an endless device.
+func endless(c *check, operands []word) {
+	for _, op := range operands {
+		if endlessDevices[op.val] {
+			c.review("reads all of " + op.val + ", which never ends, filling memory and the disk with temporary files")
+		}
+	}
+}
+
+func checkTac(c *check) {
+	_, operands, _ := optSpec{shortVal: "s", longVal: []string{"--separator"}}.parse(c.args)
+	endless(c, operands)
+}
+
 func checkSort(c *check) {
 	spec := optSpec{shortVal: "kotST", longVal: []string{"--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory", "--compress-program", "--files0-from", "--random-source", "--batch-size", "--parallel", "--sort"}}
-	opts, _, _ := spec.parse(c.args)
+	opts, operands, _ := spec.parse(c.args)
+	endless(c, operands)
 	for _, o := range opts {
 		switch {
 		case o.is('o', "--output"):

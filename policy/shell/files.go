@@ -99,14 +99,13 @@ func init() {
 		"wc":   fileSpec{opts: optSpec{}, namesLong: []string{"--files0-from"}}.apply,
 		"nl":   plain("bdfhilnsvw", "--body-numbering", "--section-delimiter", "--footer-numbering", "--header-numbering", "--line-increment", "--join-blank-lines", "--number-format", "--number-separator", "--starting-line-number", "--number-width"),
 		"fold": plain("w", "--width"), "paste": plain("d", "--delimiters"), "comm": plain("", "--output-delimiter"),
-		"join":   plain("aejotv12", "--check-order"),
-		"column": plain("cosNOERHWdrnl", "--columns", "--separator", "--output-separator", "--table-columns", "--table-order", "--table-right", "--table-hide", "--table-wrap", "--table-name", "--tree", "--tree-id", "--tree-parent"),
+		"join":   fileSpec{opts: joinModel.spec()}.apply,
+		"column": fileSpec{opts: columnModel.spec()}.apply,
 		"cut":    plain("bcdf", "--bytes", "--characters", "--delimiter", "--fields", "--output-delimiter"),
 		"sort": fileSpec{opts: optSpec{shortVal: "kotST", longVal: []string{"--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory", "--compress-program", "--files0-from", "--random-source", "--batch-size", "--parallel", "--sort"}},
 			fileShort: "oT", fileLong: []string{"--output", "--temporary-directory", "--random-source"}, namesLong: []string{"--files0-from"}}.apply,
-		"uniq": plain("fsw", "--skip-fields", "--skip-chars", "--check-chars", "--group", "--all-repeated"),
-		"diff": fileSpec{opts: optSpec{shortVal: "CDFILUSWxX", longVal: []string{"--context", "--ifdef", "--show-function-line", "--ignore-matching-lines", "--label", "--unified", "--starting-file", "--width", "--exclude", "--exclude-from", "--from-file", "--to-file", "--tabsize", "--horizon-lines", "--line-format", "--old-line-format", "--new-line-format", "--unchanged-line-format", "--old-group-format", "--new-group-format", "--unchanged-group-format", "--changed-group-format", "--palette"}},
-			fileShort: "X", fileLong: []string{"--exclude-from", "--from-file", "--to-file"}, textLong: []string{"--color"}}.apply,
+		"uniq":   fileSpec{opts: uniqModel.spec()}.apply,
+		"diff":   fileSpec{opts: diffModel.spec(), fileShort: "SX", fileLong: []string{"--exclude-from", "--from-file", "--to-file", "--starting-file"}, textLong: []string{"--color"}}.apply,
 		"cmp":    plain("in", "--ignore-initial", "--bytes"),
 		"less":   fileSpec{opts: optSpec{shortVal: "bhjkoOpPtTxyzD#", longVal: []string{"--lesskey-file", "--lesskey-src", "--lesskey-content", "--log-file", "--LOG-FILE", "--pattern", "--prompt", "--tag", "--tag-file"}}, fileShort: "koOT", fileLong: []string{"--lesskey-file", "--lesskey-src", "--log-file", "--LOG-FILE", "--tag-file"}}.apply,
 		"more":   plain("n", "--lines"),
@@ -227,55 +226,75 @@ func checkTestFiles(c *check) {
 	}
 }
 
+// jq's options: flags, and the long options that take one or two
+// values. jq matches long options exactly and accepts short flags
+// bundled (-nr); -L may have its directory attached.
+var (
+	jqShortFlags = "cnesrjaSCMRhVb"
+	jqLongFlags  = map[string]bool{
+		"--tab": true, "--unbuffered": true, "--stream": true, "--stream-errors": true, "--seq": true,
+		"--exit-status": true, "--ascii-output": true, "--join-output": true, "--raw-output": true,
+		"--raw-output0": true, "--compact-output": true, "--null-input": true, "--raw-input": true,
+		"--slurp": true, "--sort-keys": true, "--color-output": true, "--monochrome-output": true,
+		"--binary": true, "--help": true, "--version": true, "--build-configuration": true,
+		"--debug-dump-disasm": true, "--debug-trace": true, "--debug-trace=all": true,
+	}
+	// jqLongValues: how many words follow, and which of them (1-based)
+	// names a file.
+	jqLongValues = map[string][2]int{
+		"--arg": {2, 0}, "--argjson": {2, 0}, "--slurpfile": {2, 2}, "--rawfile": {2, 2}, "--argfile": {2, 2},
+		"--indent": {1, 0}, "--library-path": {1, 1},
+	}
+)
+
 // checkJqFiles reads jq's arguments: the filter, the files it reads, and
-// the options whose values are files (--slurpfile, --rawfile, -L).
+// the options whose values are files (--slurpfile, --rawfile, --argfile,
+// -L). An option it does not know is asked: it may take values, or read
+// a program.
 func checkJqFiles(c *check) {
 	args := c.args
 	fromFile, positional := false, false
 	var operands []word
+	operand := func(a word) {
+		if positional && len(operands) > 0 {
+			return // a string for $ARGS, not a file (the filter comes first)
+		}
+		operands = append(operands, a)
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		switch {
-		case !a.static || a.val == "-" || !strings.HasPrefix(a.val, "-"):
-			if positional && len(operands) > 0 {
-				continue // a string for $ARGS, not a file (the filter comes first)
+		if !a.static || a.val == "-" || !strings.HasPrefix(a.val, "-") {
+			operand(a)
+			continue
+		}
+		if n, ok := jqLongValues[a.val]; ok {
+			if f := n[1]; f > 0 && i+f < len(args) {
+				c.file(args[i+f], false)
 			}
-			operands = append(operands, a)
+			i += n[0]
+			continue
+		}
+		switch {
 		case a.val == "--":
 			for _, op := range args[i+1:] {
-				if !positional || len(operands) == 0 {
-					operands = append(operands, op)
-				}
+				operand(op)
 			}
 			i = len(args)
-		case a.val == "--arg" || a.val == "--argjson":
-			i += 2
-		case a.val == "--slurpfile" || a.val == "--rawfile":
-			if i+2 < len(args) {
-				c.file(args[i+2], false)
-			}
-			i += 2
-		case a.val == "--library-path":
-			if i+1 < len(args) {
-				c.file(args[i+1], false)
-			}
-			i++
-		case a.val == "--indent":
-			i++
 		case a.val == "--from-file":
 			fromFile = true
 		case a.val == "--args" || a.val == "--jsonargs":
 			positional = true
+		case a.val == "--run-tests":
+			c.review("runs the jq programs in its test file or standard input, which the analysis cannot read (--run-tests)")
+		case jqLongFlags[a.val]:
 		case strings.HasPrefix(a.val, "--"):
-			if _, v, ok := strings.Cut(a.val, "="); ok {
-				c.file(word{val: v, static: true, glob: a.glob}, false)
-			}
+			c.review("has a jq option the analysis does not know (" + a.val + ")")
 		default:
 			for j := 1; j < len(a.val); j++ {
-				switch a.val[j] {
-				case 'f':
+				switch ch := a.val[j]; {
+				case ch == 'f':
 					fromFile = true
-				case 'L':
+				case ch == 'L':
 					if j+1 < len(a.val) {
 						c.file(word{val: a.val[j+1:], static: true, glob: a.glob}, false)
 					} else if i+1 < len(args) {
@@ -283,6 +302,8 @@ func checkJqFiles(c *check) {
 						i++
 					}
 					j = len(a.val)
+				case strings.IndexByte(jqShortFlags, ch) < 0:
+					c.review("has a jq option the analysis does not know (-" + string(ch) + ")")
 				}
 			}
 		}
@@ -518,10 +539,14 @@ func secretPath(p string, glob bool) bool {
 		glob = false
 	}
 	clean := path.Clean(lp)
-	// A repository's configuration may hold a token in a remote's URL.
-	if dir, base := path.Split(clean); base == "config" || glob && globsMeet(base, "config") {
-		if d := path.Base(dir); d == ".git" || glob && globsMeet(d, ".git") {
-			return true
+	// A repository's configuration may hold a token in a remote's URL:
+	// .git/config, and a submodule's or worktree's below .git
+	// (.git/modules/x/config).
+	if dir, base := path.Split(clean); base == "config" || base == "config.worktree" || glob && globsMeet(base, "config") {
+		for _, d := range strings.Split(dir, "/") {
+			if d == ".git" || glob && globsMeet(d, ".git") {
+				return true
+			}
 		}
 	}
 	for rest := lp; rest != ""; {

@@ -85,10 +85,11 @@ func sedRisk(s string) (out sedScript) {
 				return unreadable()
 			}
 			delim := s[i]
-			for range 2 {
-				if i, ok = sedDelimited(s, i+1, delim); !ok {
-					return unreadable()
-				}
+			if i, ok = sedDelimited(s, i+1, delim, cmd == 's'); !ok {
+				return unreadable()
+			}
+			if i, ok = sedDelimited(s, i+1, delim, false); !ok {
+				return unreadable()
 			}
 			i++
 			if cmd == 'y' {
@@ -139,7 +140,7 @@ func sedAddress(s string, i int) (int, bool) {
 			}
 		}
 		var ok bool
-		if i, ok = sedDelimited(s, i+1, s[i]); !ok {
+		if i, ok = sedDelimited(s, i+1, s[i], true); !ok {
 			return i, false
 		}
 		i++
@@ -158,7 +159,17 @@ func sedAddress(s string, i int) (int, bool) {
 }
 
 // sedDelimited returns the index of the unescaped delim at or after i.
-func sedDelimited(s string, i int, delim byte) (int, bool) {
+// In a regular expression (regex), as in GNU sed, a delimiter inside a
+// bracket expression does not end it (s/[/]x/.../ has the regex [/]x):
+// the bracket ends at the first ] that is not its first character
+// (after an optional ^), and [:class:], [.coll.] and [=equiv=] inside it
+// end at :], .] and =]. A backslash before the delimiter escapes it
+// there too; before anything else it stands for itself. A newline in a
+// bracket, or a bracket as the delimiter, is taken as unreadable.
+func sedDelimited(s string, i int, delim byte, regex bool) (int, bool) {
+	if regex && (delim == '[' || delim == ']') {
+		return i, false
+	}
 	for ; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
@@ -166,9 +177,44 @@ func sedDelimited(s string, i int, delim byte) (int, bool) {
 		case delim:
 			return i, true
 		case '\n':
-			if delim != '\n' {
-				return i, false
+			return i, false
+		case '[':
+			if !regex {
+				continue
 			}
+			j, ok := sedBracket(s, i+1, delim)
+			if !ok {
+				return j, false
+			}
+			i = j
+		}
+	}
+	return i, false
+}
+
+// sedBracket returns the index of the ] that ends a bracket expression
+// whose content starts at i.
+func sedBracket(s string, i int, delim byte) (int, bool) {
+	if i < len(s) && s[i] == '^' {
+		i++
+	}
+	if i < len(s) && s[i] == ']' {
+		i++
+	}
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == ']':
+			return i, true
+		case c == '\n':
+			return i, false
+		case c == '\\' && i+1 < len(s) && s[i+1] == delim:
+			i++
+		case c == '[' && i+1 < len(s) && (s[i+1] == ':' || s[i+1] == '.' || s[i+1] == '='):
+			end := strings.Index(s[i+2:], string(s[i+1])+"]")
+			if end < 0 || strings.IndexByte(s[i+2:i+2+end], '\n') >= 0 {
+				return len(s), false
+			}
+			i += 2 + end + 1
 		}
 	}
 	return i, false
@@ -200,31 +246,65 @@ type awkProgram struct {
 // reads (ARGV), names gawk's network files (/inet), or loads code. It also
 // notes a program that reads the environment.
 //
-// String literals are tracked only to keep a ';', '{' or '}' inside one
-// from ending a print statement early: everything else is looked for
-// inside strings too, so that a regular expression containing a quote,
-// which throws the tracking off, can only make the analysis ask more.
+// A print, printf or getline statement is followed to its end, where its
+// redirection would be: a ';', '{', '}' or newline outside strings,
+// regular expression literals and comments, and a newline only where a
+// statement can end (not after ',', '&&', '||', '\\', an operator or an
+// open parenthesis, which continue it). Strings, regular expressions and
+// comments are tracked only for that: everything else is looked for
+// inside them too, so that tracking thrown off (a '/' taken for the start
+// of a regular expression) can only make the analysis ask more.
 func awkRisk(p string) (out awkProgram) {
 	if strings.Contains(p, "/inet") {
 		out.risk = "names gawk's network files (/inet...), which open network connections"
 		return out
 	}
 	inPrint, inGetline := false, false
-	inStr, esc := false, false
+	inStr, inRegex, inBracket, inComment, esc := false, false, false, false, false
+	// last is the last character outside strings, regular expressions
+	// and comments that is not white space ('"' and '/' for the end of a
+	// string or regular expression), and word the last name.
+	last, word := byte(0), ""
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		switch {
-		case inStr && esc:
+		case esc:
 			esc = false
-		case inStr && c == '\\':
-			esc = true
+		case inComment:
+			inComment = c != '\n'
+		case inStr:
+			switch c {
+			case '\\':
+				esc = true
+			case '"':
+				inStr, last = false, '"'
+			}
+		case inRegex:
+			switch {
+			case c == '\\':
+				esc = true
+			case inBracket:
+				inBracket = c != ']'
+			case c == '[':
+				inBracket = true
+			case c == '/':
+				inRegex, last = false, '/'
+			}
 		case c == '"':
-			inStr = !inStr
+			inStr = true
+		case c == '#':
+			inComment = true
+		case c == '/' && !awkOperand(last, word):
+			inRegex = true
 		}
+		code := !inStr && !inRegex && !inComment && !esc
 		switch {
 		case c == '|':
 			if i+1 < len(p) && p[i+1] == '|' {
 				i++
+				if code {
+					last = '|'
+				}
 				continue
 			}
 			out.risk = "has an awk pipe to or from a command (|)"
@@ -238,7 +318,11 @@ func awkRisk(p string) (out awkProgram) {
 		case c == '<' && inGetline:
 			out.risk = "has an awk getline from a file named in the program (<), which can be any file or a network connection"
 			return out
-		case (c == ';' || c == '\n' || c == '{' || c == '}') && !inStr:
+		case c == '\n' && code:
+			if awkEnds(last) {
+				inPrint, inGetline = false, false
+			}
+		case (c == ';' || c == '{' || c == '}') && code:
 			inPrint, inGetline = false, false
 		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
 			j := i
@@ -262,10 +346,45 @@ func awkRisk(p string) (out awkProgram) {
 			case "ENVIRON":
 				out.environ = true
 			}
+			if code {
+				last, word = p[j-1], p[i:j]
+			}
 			i = j - 1
+			continue
+		}
+		if code && !isSedSpace(c) && c != '"' && c != '/' {
+			last, word = c, ""
 		}
 	}
 	return out
+}
+
+// awkOperand reports whether a '/' after last (and the name word, when
+// last ends one) divides: it follows an operand. Otherwise it starts a
+// regular expression literal.
+func awkOperand(last byte, word string) bool {
+	switch {
+	case word != "":
+		switch word {
+		case "print", "printf", "return", "in", "case", "do", "else", "getline":
+			return false
+		}
+		return true
+	case '0' <= last && last <= '9', last == ')', last == ']', last == '$', last == '.':
+		return true
+	}
+	return false
+}
+
+// awkEnds reports whether an awk statement can end at a newline after
+// last; after ',', '&&', '||', a backslash, an operator or an open
+// parenthesis it goes on.
+func awkEnds(last byte) bool {
+	switch {
+	case last == 0, last == '_', 'a' <= last && last <= 'z', 'A' <= last && last <= 'Z', '0' <= last && last <= '9':
+		return true
+	}
+	return strings.IndexByte("\")];{}/", last) >= 0
 }
 
 // jqFilter is what the analysis learns from a jq filter.
@@ -276,8 +395,10 @@ type jqFilter struct {
 
 // jqRisk reads a jq filter for the builtins that reach past its input:
 // env and $ENV, and the directives that load files. Names are looked for
-// inside strings too ("\(env.X)" interpolates); a field .env is not the
-// builtin.
+// inside strings and comments too ("\(env.X)" interpolates); only a field
+// (.env, right after the dot) and the variable $env are not the builtin:
+// jq allows white space and comments between $ and a name, so "$ ENV"
+// and "$#\nENV" are $ENV.
 func jqRisk(f string) (out jqFilter) {
 	for i := 0; i < len(f); i++ {
 		c := f[i]
@@ -293,7 +414,8 @@ func jqRisk(f string) (out jqFilter) {
 			prev = f[i-1]
 		}
 		switch name := f[i:j]; {
-		case name == "ENV" && prev == '$', name == "env" && prev != '.' && prev != '$':
+		case (name == "ENV" || name == "env") && prev != '.' && !(name == "env" && prev == '$'),
+			(name == "ENV" || name == "env") && i > 1 && f[i-2] == '.':
 			out.environ = true
 		case name == "import" || name == "include" || name == "modulemeta":
 			out.modules = true

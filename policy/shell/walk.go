@@ -55,6 +55,7 @@ type word struct {
 	brace     bool   // produced by brace expansion
 	procSubst bool   // a process substitution alone, <(...): a pipe's /dev/fd name
 	inside    bool   // not static, but known to name a file inside the working directory (xargs -I with find's paths)
+	multi     bool   // stands for several words at run time (find -exec's {} before +)
 }
 
 func (w *walker) review(pos syntax.Pos, msg string) {
@@ -277,7 +278,11 @@ func anyWrites(rs []Redirect) bool {
 }
 
 // itemsArePaths reports whether a for loop's words are all known, name
-// files inside the working directory, and none may be a secret file.
+// files inside the working directory, and none may be a secret file. The
+// variable may be expanded unquoted ($f), which splits its value at white
+// space and matches it as a pattern again: an item with white space is
+// not taken for a path, and each is checked as a pattern ('.e?v' quoted
+// is a name, but $f matches .env).
 func (w *walker) itemsArePaths(items []*syntax.Word) bool {
 	if len(items) == 0 {
 		return false
@@ -286,7 +291,7 @@ func (w *walker) itemsArePaths(items []*syntax.Word) bool {
 	for _, it := range items {
 		out = w.expandBraces(it, out[:0])
 		for _, u := range out {
-			if !u.static || outsidePath(u.val, u.glob) != "" || secretPath(u.val, u.glob) {
+			if !u.static || strings.ContainsAny(u.val, " \t\n") || outsidePath(u.val, true) != "" || secretPath(u.val, true) {
 				return false
 			}
 		}
@@ -645,6 +650,9 @@ func isSecretVar(name string) bool {
 		return false
 	}
 	lower := strings.ToLower(name)
+	if strings.HasSuffix(lower, "_proxy") && lower != "no_proxy" {
+		return true // http_proxy=http://user:password@host
+	}
 	for _, s := range secretWords {
 		if strings.Contains(lower, s) {
 			return true
@@ -1092,6 +1100,9 @@ func (w *walker) scan(n syntax.Node) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
+			if n.Backquotes {
+				w.backquotes(n)
+			}
 			w.stmts(n.Stmts, nil)
 			return false
 		case *syntax.ProcSubst:
@@ -1104,6 +1115,31 @@ func (w *walker) scan(n syntax.Node) {
 		}
 		return true
 	})
+}
+
+// backquotes checks that bash ends a backquoted substitution where the
+// parser does. Bash ends it at the first backquote not escaped by a
+// backslash, inside what looks like quotes, a comment or a quoted
+// here-document too; the parser honours those, so it may read on, and
+// take a command that runs outside the substitution for text inside it.
+func (w *walker) backquotes(n *syntax.CmdSubst) {
+	l, r := int(n.Left.Offset()), int(n.Right.Offset())
+	if !n.Left.IsValid() || !n.Right.IsValid() || r > len(w.src) || l >= r || w.src[l] != '`' {
+		return
+	}
+	if k := strings.LastIndexFunc(w.src[:l], func(r rune) bool { return r != '\\' }); (l-k-1)%2 == 1 {
+		return // an escaped one inside another (\`...\`) is read with it
+	}
+	i := l + 1
+	for i < r && w.src[i] != '`' {
+		if w.src[i] == '\\' {
+			i++
+		}
+		i++
+	}
+	if i != r {
+		w.review(n.Pos(), "has a backquoted substitution that bash ends earlier, at the first unescaped backquote, than it appears to end")
+	}
 }
 
 // arith checks an arithmetic expression and scans it.

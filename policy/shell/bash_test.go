@@ -1,0 +1,205 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// This file runs real bash against the analysis: a command string the
+// analysis allows (it parses and needs no review) must not run a command
+// the analysis did not list. The strings are built from a few harmless
+// pieces around backquotes, here-documents and quotes, the places where a
+// parser and bash are most likely to disagree; the only programs they can
+// name are x1, x2 and x3, which a scratch directory provides and which
+// only log their name.
+
+// bashPieces are what generated command strings are made of. No piece
+// writes a file, defines a function or starts a loop.
+var bashPieces = []string{
+	"x1", "x2", "x3", "x", "1", "echo", "true", "a", " ", " ", " ", "'", "'", `"`, `"`, "`", "`", `\`, "\\`", `\\`,
+	";", "\n", "$(", ")", "<<E", "<<'E'", "<<-E", "\nE\n", "\nE", "E", "$x", "${x}", "#", "{ ", " }", "|", "&&",
+	"'`'", `"` + "`" + `"`, "$'", `\'`, `\"`, "<<<", "$((1))",
+}
+
+// genBash builds a command string from r.
+func genBash(r *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString([]string{"x1 ", "echo ", "x2 "}[r.IntN(3)])
+	for n := 2 + r.IntN(14); n > 0; n-- {
+		b.WriteString(bashPieces[r.IntN(len(bashPieces))])
+	}
+	return b.String()
+}
+
+// bashRunner runs command strings in a scratch directory whose only
+// programs are x1, x2 and x3.
+type bashRunner struct {
+	bash, dir, log string
+}
+
+func newBashRunner(t testing.TB) *bashRunner {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "log")
+	for _, name := range []string{"x1", "x2", "x3"} {
+		script := "#!" + sh + "\necho " + name + " >> " + log + "\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &bashRunner{bash: bash, dir: dir, log: log}
+}
+
+// run runs src with bash -c and returns the programs it ran, and whether
+// bash -n accepts it.
+func (b *bashRunner) run(t testing.TB, src string) (ran []string, parses bool) {
+	t.Helper()
+	_ = os.Remove(b.log)
+	env := []string{"PATH=" + filepath.Join(b.dir, "bin"), "HOME=" + filepath.Join(b.dir, "work"), "LANG=C"}
+	parses = b.exec(t, env, "-n", src) == nil
+	_ = b.exec(t, env, src)
+	data, _ := os.ReadFile(b.log)
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if l != "" && !slices.Contains(ran, l) {
+			ran = append(ran, l)
+		}
+	}
+	return ran, parses
+}
+
+func (b *bashRunner) exec(t testing.TB, env []string, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.bash, append([]string{"--norc", "--noprofile"}, append(args[:len(args)-1:len(args)-1], "-c", args[len(args)-1])...)...)
+	cmd.Dir = filepath.Join(b.dir, "work")
+	cmd.Env = env
+	cmd.Stdin = nil
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Logf("bash -c %q timed out", args[len(args)-1])
+	}
+	return err
+}
+
+// missed returns the programs bash ran that an analysis which allows the
+// string does not list.
+func missed(a *Analysis, err error, ran []string) []string {
+	if err != nil || a.NeedsReview() {
+		return nil
+	}
+	var out []string
+	for _, name := range ran {
+		if !slices.Contains(a.Names(), name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// bashSeeds are strings where bash and a parser have disagreed, or could.
+var bashSeeds = []string{
+	"x1 `x2`",
+	"echo `echo '`;x1;echo '`'",
+	"echo \"`echo '`\"; x1 '`'",
+	"x1 `x2 <<'E'\n`x3`\nE\n`",
+	"x1 `cat <<'E'\n`\nx2\nE\n`",
+	"echo `echo \"`x1`\"`",
+	"echo `echo \\`x1\\``",
+	"x1 <<E\n`x2`\nE",
+	"x1 <<'E'\n`x2`\nE",
+	"x1 <<E\n$(x2)\nE",
+	"echo '`x1`'",
+	"echo \"`x1`\"",
+	"echo `# x1`",
+	"echo `echo #`x1",
+	"x1 $(echo ')' x2)",
+	"x1 \"$(x2 \")\")\"",
+	"echo $'\\'' x1 '",
+	"x1 <<<`x2`",
+	"echo `{ x1; }`",
+}
+
+// bashSafe reports whether src is made of the pieces' characters, with no
+// redirection that writes and no parenthesis but $( and $((.
+func bashSafe(src string) bool {
+	if len(src) > 512 {
+		return false
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case strings.IndexByte("x123echotruaE \n'\"`\\;$){}|&#<-", c) >= 0:
+		case c == '(' && i > 0 && (src[i-1] == '$' || src[i-1] == '(' && i > 1 && src[i-2] == '$'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzBashAgrees runs bash on command strings and fails when the analysis
+// allows a string that runs a program it did not list. As a normal test
+// it runs the seeds and a few hundred generated strings (a few seconds);
+// go test -fuzz=FuzzBashAgrees explores further.
+func FuzzBashAgrees(f *testing.F) {
+	for _, s := range bashSeeds {
+		f.Add(s)
+	}
+	r := rand.New(rand.NewPCG(12, 0))
+	for range bashGenerated() {
+		f.Add(genBash(r))
+	}
+	b := newBashRunner(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		if !bashSafe(src) {
+			t.Skip() // only what the pieces can build: no writes, no functions
+		}
+		a, err := Parse(src)
+		ran, parses := b.run(t, src)
+		if m := missed(a, err, ran); len(m) > 0 {
+			t.Errorf("bash -c %q runs %v, which the analysis does not list (it lists %q and asks nothing)", src, m, a.Names())
+		}
+		if parses != (err == nil) && testing.Verbose() {
+			t.Logf("bash -n and the parser disagree on %q: bash %v, parser %v", src, parses, err)
+		}
+	})
+}
+
+// bashGenerated is how many generated strings the fuzz test adds to its
+// seeds: TOLLGATE_BASH_CASES, or 300.
+func bashGenerated() int {
+	if n, err := strconv.Atoi(os.Getenv("TOLLGATE_BASH_CASES")); err == nil && n >= 0 {
+		return n
+	}
+	return 300
+}
