@@ -40,6 +40,13 @@ func (e *Explanation) Write(w io.Writer) error {
 	if d.Reason != "" {
 		fmt.Fprintf(&b, "reason:   %s\n", d.Reason)
 	}
+	if d.Action == Allow {
+		if d.Sandbox != "" {
+			fmt.Fprintf(&b, "sandbox:  %s (required by the rule; enforced by the kernel)\n", d.Sandbox)
+		} else {
+			b.WriteString("sandbox:  the tool's profile (no rule requires one)\n")
+		}
+	}
 	if d.Action == Ask {
 		fmt.Fprintf(&b, "timeout:  %s\n", d.Timeout)
 		fmt.Fprintf(&b, "impact:   %s\n", d.Impact)
@@ -94,6 +101,7 @@ func (e *Explanation) MarshalJSON() ([]byte, error) {
 		Action         Action         `json:"action"`
 		Rule           string         `json:"rule"`
 		Reason         string         `json:"reason,omitempty"`
+		Sandbox        string         `json:"sandbox,omitempty"`
 		TimeoutSeconds float64        `json:"timeout_seconds,omitempty"`
 		Details        map[string]any `json:"details,omitempty"`
 		Matched        []Match        `json:"matched"`
@@ -110,7 +118,7 @@ func (e *Explanation) MarshalJSON() ([]byte, error) {
 		Shell    *shell.Analysis `json:"shell,omitempty"`
 	}{
 		Tool: e.Call.Tool, Args: e.Call.Args, Shell: e.Shell,
-		Decision: decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason,
+		Decision: decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason, Sandbox: d.Sandbox,
 			TimeoutSeconds: d.Timeout.Seconds(), Details: d.Details(), Matched: matched},
 	}
 	return json.Marshal(out)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 )
 
@@ -60,4 +62,48 @@ func callArgs(c *hitl.PolicyContext) (map[string]any, error) {
 		args = map[string]any{}
 	}
 	return args, nil
+}
+
+// SandboxFor returns, for the bash tool's Decide option, the sandbox
+// profile the policy requires of a call of tool about to run: the policy
+// is evaluated again on the arguments the tool got (after any edit). An
+// allowed call runs under [Decision.Sandbox] ("" when no rule requires a
+// profile: the tool's own). A call the policy does not allow runs only if
+// a person approved it (an answered approval question of the
+// [hitl.ApprovalPolicyMiddleware] for the call, read from the tool call's
+// context), under the tool's profile; otherwise, say when a reload made
+// the policy stricter between the decision and the run, it is an error and
+// the command is not run.
+func (p *Policy) SandboxFor(tool string) func(ctx context.Context, args json.RawMessage) (string, error) {
+	return sandboxFor(func() *Policy { return p }, tool)
+}
+
+// SandboxFor is [Policy.SandboxFor] with the policy in force.
+func (r *Reloadable) SandboxFor(tool string) func(ctx context.Context, args json.RawMessage) (string, error) {
+	return sandboxFor(r.Policy, tool)
+}
+
+func sandboxFor(current func() *Policy, tool string) func(ctx context.Context, args json.RawMessage) (string, error) {
+	return func(ctx context.Context, raw json.RawMessage) (string, error) {
+		var args map[string]any
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return "", fmt.Errorf("policy: the arguments of %s are not a JSON object: %w", tool, err)
+		}
+		tc := agent.ToolCallFrom(ctx)
+		call := Call{Tool: tool, Args: args}
+		if tc != nil {
+			call.ThreadID = tc.ThreadID
+		}
+		d := current().Evaluate(ctx, call)
+		if d.Action == Allow {
+			return d.Sandbox, nil
+		}
+		if tc != nil {
+			q, err := tc.Question(ctx, hitl.QuestionID(tc.Call.ID))
+			if err == nil && q.Status == checkpoint.QuestionAnswered {
+				return "", nil
+			}
+		}
+		return "", fmt.Errorf("the policy does not allow this call (%s by rule %s: %s) and no person approved it", d.Action, d.Rule, d.Reason)
+	}
 }

@@ -23,6 +23,13 @@ type Options struct {
 	// CacheSize is how many shell analyses the policy keeps. Zero means
 	// 1024; a negative value keeps none.
 	CacheSize int
+	// Sandbox says whether the kernel can enforce a sandbox profile
+	// (read-only, workspace-write) that a rule's allow requires: an error
+	// says why not, and that rule's allow becomes ask (fail closed). Nil
+	// assumes every profile is enforced (policy tests; the bash tool still
+	// refuses to run a command under a profile it cannot enforce). The
+	// command line passes bash.Check().Enforceable.
+	Sandbox func(profile string) error
 }
 
 // Error is a problem in a policy or test file, with where it is.
@@ -66,7 +73,7 @@ func Parse(name string, data []byte, opts *Options) (*Policy, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	l := &loader{file: name}
+	l := &loader{file: name, sandbox: opts.Sandbox}
 	p := l.policy(data, opts)
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)
@@ -76,8 +83,9 @@ func Parse(name string, data []byte, opts *Options) (*Policy, error) {
 
 // loader collects the errors of one file.
 type loader struct {
-	file string
-	errs []error
+	file    string
+	errs    []error
+	sandbox func(profile string) error
 }
 
 func (l *loader) errorAt(n ast.Node, rule, format string, a ...any) {
@@ -319,6 +327,7 @@ type ruleDoc struct {
 	Impact      string         `yaml:"impact"`
 	Details     map[string]any `yaml:"details"`
 	AllowWrites bool           `yaml:"allow_writes"`
+	Sandbox     string         `yaml:"sandbox"`
 }
 
 // loadedRule is a rule with what error messages need.
@@ -381,6 +390,21 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 		}
 		if !shellTool && len(r.tools) > 0 {
 			l.errorAt(field(m, "command"), label, "command applies to shell tools, and tool %s names none (shell tools: %s)", strings.Join(raws(r.tools), ", "), strings.Join(sortedKeys(p.shell), ", "))
+		}
+	}
+	if doc.Sandbox != "" {
+		switch {
+		case r.action != Allow:
+			l.errorAt(field(m, "sandbox"), label, "sandbox is for allow rules")
+		case doc.Sandbox != SandboxReadOnly && doc.Sandbox != SandboxWorkspaceWrite:
+			l.errorAt(field(m, "sandbox"), label, "unknown sandbox profile %q (want %s or %s)", doc.Sandbox, SandboxReadOnly, SandboxWorkspaceWrite)
+		default:
+			r.sandbox = doc.Sandbox
+			if l.sandbox != nil {
+				if err := l.sandbox(doc.Sandbox); err != nil {
+					r.unenforced = err.Error()
+				}
+			}
 		}
 	}
 	if doc.AllowWrites && (r.action != Allow || doc.Command == nil) {

@@ -52,6 +52,12 @@ const (
 	RuleError = "(error)"
 )
 
+// The sandbox profiles a rule's allow can require (see the bash tool).
+const (
+	SandboxReadOnly       = "read-only"
+	SandboxWorkspaceWrite = "workspace-write"
+)
+
 // DefaultTimeout is how long an ask waits when neither the rule nor the
 // file sets a timeout (the seed's AskUser(timeout_seconds=180)).
 const DefaultTimeout = 180 * time.Second
@@ -76,6 +82,10 @@ type Decision struct {
 	// Command is the shell command the deciding rule matched, if it is a
 	// rule with command.
 	Command string
+	// Sandbox is the profile an allowed call must run under: the most
+	// confined one the matching allow rules require (SandboxReadOnly,
+	// SandboxWorkspaceWrite), "" if none requires one. Allow only.
+	Sandbox string
 	// Timeout is how long to wait for a person (ask only).
 	Timeout time.Duration
 	// Impact says what the call could do, for the reviewer (ask only).
@@ -167,6 +177,8 @@ type rule struct {
 	impact      string
 	details     map[string]any
 	allowWrites bool
+	sandbox     string // the profile an allow requires, if any
+	unenforced  string // why the kernel cannot enforce sandbox, if it cannot
 }
 
 // toolRules are the rules that can apply to one tool name, in file order.
@@ -383,6 +395,12 @@ func (p *Policy) try(ev *evaluation, r *rule, call *Call, a *analysis, i int, me
 			}
 		}
 	}
+	if r.action == Allow && r.unenforced != "" {
+		// Fail closed: what the rule promised cannot be enforced here.
+		ev.add(Match{Rule: r.name, Action: Ask, Command: a.str(i),
+			Reason: fmt.Sprintf("rule %q allows only under sandbox %s, which cannot be enforced here: %s", r.name, r.sandbox, r.unenforced)}, r)
+		return true
+	}
 	if cmd == nil && r.action == Allow {
 		ev.wholeAllow = true
 	}
@@ -468,6 +486,13 @@ func (p *Policy) decide(ev *evaluation) Decision {
 	case Block:
 		if m.Command != "" {
 			d.Reason += " (" + m.Command + ")"
+		}
+	case Allow:
+		for _, m := range ev.matches {
+			if m.rule != nil && m.Action == Allow && m.rule.sandbox != "" &&
+				(d.Sandbox == "" || m.rule.sandbox == SandboxReadOnly) {
+				d.Sandbox = m.rule.sandbox
+			}
 		}
 	case Ask:
 		d.Timeout, d.Impact, d.Review = p.timeout, DefaultImpact, ev.review
