@@ -45,6 +45,11 @@ type Config struct {
 	// MaxParallelTools bounds tools executing at once within a turn.
 	// Zero: 8.
 	MaxParallelTools int
+	// MaxArgBytes bounds the size of a tool call's arguments (their
+	// JSON): a larger call gets an error result before its arguments are
+	// validated or any middleware (a policy) sees them. Zero:
+	// DefaultMaxArgBytes; negative: no bound.
+	MaxArgBytes int
 	// Clock times deadlines. Zero: the system clock.
 	Clock clock.Clock
 	// Logger receives warnings (audit failures, panics in hooks). Zero:
@@ -69,6 +74,7 @@ type Agent struct {
 	threadID    string
 	maxTurns    int
 	maxParallel int
+	maxArgBytes int
 	clock       clock.Clock
 	log         *slog.Logger
 	events      *eventHub
@@ -111,7 +117,8 @@ func New(cfg Config) (*Agent, error) {
 		provider: cfg.Provider, model: cfg.Model, system: cfg.SystemPrompt,
 		middleware: cfg.Middleware, channel: cfg.Channel, store: cfg.Checkpointer,
 		threadID: cfg.ThreadID, maxTurns: cfg.MaxTurns, maxParallel: cfg.MaxParallelTools,
-		clock: cfg.Clock, log: cfg.Logger, toolsByName: map[string]*Tool{},
+		maxArgBytes: cfg.MaxArgBytes,
+		clock:       cfg.Clock, log: cfg.Logger, toolsByName: map[string]*Tool{},
 	}
 	for _, t := range cfg.Tools {
 		if t == nil {
@@ -155,6 +162,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if a.maxTurns <= 0 {
 		a.maxTurns = 50
+	}
+	if a.maxArgBytes == 0 {
+		a.maxArgBytes = DefaultMaxArgBytes
 	}
 	if a.maxParallel <= 0 {
 		a.maxParallel = 8

@@ -183,6 +183,9 @@ func (a *Agent) decide(ctx context.Context, runID string, msgs []Message, call T
 		return ToolResult{IsError: true, Content: fmt.Sprintf("Unknown tool %q. Available tools: %s.", call.Name, strings.Join(names, ", ")),
 			Details: map[string]any{"error": "unknown_tool"}}, nil, nil
 	}
+	if r := checkArgSize(call, a.maxArgBytes); r != nil {
+		return *r, nil, nil
+	}
 	typed, err := tool.Validate(call.Arguments)
 	if err != nil {
 		return invalidResult(err), nil, nil

@@ -15,6 +15,21 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
+// DefaultMaxArgBytes is the default bound on a tool call's arguments
+// (Config.MaxArgBytes): 1 MiB of JSON.
+const DefaultMaxArgBytes = 1 << 20
+
+// checkArgSize returns the error result of a call whose arguments are
+// over max bytes (max < 0: no bound), or nil.
+func checkArgSize(call ToolCall, max int) *ToolResult {
+	if max < 0 || len(call.Arguments) <= max {
+		return nil
+	}
+	return &ToolResult{IsError: true,
+		Content: fmt.Sprintf("The arguments of this call of %q are %d bytes, over the limit of %d bytes; they were not read. Call the tool with smaller arguments.", call.Name, len(call.Arguments), max),
+		Details: map[string]any{"error": "arguments_too_large", "size": len(call.Arguments), "limit": max}}
+}
+
 // Problem is one reason arguments do not fit a tool's schema.
 type Problem struct {
 	// Path is a JSON Pointer to the offending value ("" for the whole
