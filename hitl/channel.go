@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"slices"
 	"time"
@@ -215,8 +216,14 @@ func WithReviewer(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, reviewerKey{}, name)
 }
 
-// AnswerIn checks answer and records it as the answer to the question.
-// It refuses, leaving the question as it was:
+// AnswerIn checks answer and records it as the answer to the question,
+// in canonical form (keys sorted, no spaces, numbers as written), so that
+// every reader sees the same decision. It refuses, leaving the question as
+// it was:
+//   - a question of another thread than the channel's (unless it serves
+//     every thread): ErrOtherThread;
+//   - an answer with a key twice in one object, which readers may take
+//     either way: ErrWrongKind;
 //   - an unknown question: ErrUnknownQuestion;
 //   - one already answered, timed out or aborted: ErrAlreadyAnswered,
 //     ErrExpired or ErrAborted (when two answers race, the first wins and
@@ -259,6 +266,9 @@ func (c *CheckpointedChannel) AnswerWith(ctx context.Context, threadID, question
 	var o AnswerOptions
 	if opts != nil {
 		o = *opts
+	}
+	if c.threadID != "" && threadID != c.threadID {
+		return nil, fmt.Errorf("%w: this channel serves thread %q, not %q", ErrOtherThread, c.threadID, threadID)
 	}
 	q, err := c.store.GetQuestion(ctx, threadID, questionID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
@@ -336,6 +346,12 @@ func checkAnswer(q *checkpoint.Question, answer any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: answer cannot be encoded: %v", ErrWrongKind, err)
 	}
+	if err := duplicateKeys(raw); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWrongKind, err)
+	}
+	if raw, err = canonicalJSON(raw); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWrongKind, err)
+	}
 	switch q.Kind {
 	case KindApprove:
 		a, err := parseApprove(raw)
@@ -354,7 +370,7 @@ func checkAnswer(q *checkpoint.Question, answer any) (json.RawMessage, error) {
 				}
 			}
 		}
-		return json.Marshal(a)
+		return canonicalJSON(mustJSON(a))
 	case KindConfirm:
 		if _, err := parseConfirm(raw); err != nil {
 			return nil, err
@@ -375,6 +391,78 @@ func checkAnswer(q *checkpoint.Question, answer any) (json.RawMessage, error) {
 		}
 	}
 	return raw, nil
+}
+
+// duplicateKeys reports an object, anywhere in the JSON text, with a key
+// given twice: decoders differ on which one counts.
+func duplicateKeys(raw json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	// keys holds, for each open object (nil for an array), the keys seen.
+	var keys []map[string]bool
+	expectKey := func() bool { return len(keys) > 0 && keys[len(keys)-1] != nil }
+	afterValue := true // the next string in an object is a key
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				keys = append(keys, map[string]bool{})
+				afterValue = true
+				continue
+			case '[':
+				keys = append(keys, nil)
+			default:
+				keys = keys[:len(keys)-1]
+			}
+			afterValue = true
+		case string:
+			if expectKey() && afterValue {
+				if keys[len(keys)-1][t] {
+					return fmt.Errorf("the key %q is given twice in one object", t)
+				}
+				keys[len(keys)-1][t] = true
+				afterValue = false
+				continue
+			}
+			afterValue = true
+		default:
+			afterValue = true
+		}
+	}
+}
+
+// canonicalJSON re-encodes JSON text with object keys sorted and no
+// spaces, numbers as written.
+func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // an ApproveAnswer decoded from JSON encodes again
+	}
+	return raw
 }
 
 func toJSON(v any) (json.RawMessage, error) {

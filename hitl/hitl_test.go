@@ -291,13 +291,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestRestartBetweenQuestionAndAnswer(t *testing.T) {
 	t.Parallel()
 	store := storetest.New(t)
-	f := newFixture(t, store, oneCall("rm /tmp/logs")[:1]...)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { _, err := f.agent.Prompt(ctx, "go"); done <- err }()
-	waitFor(t, func() bool { reqs, _ := f.channel.Pending(context.Background()); return len(reqs) == 1 })
-	cancel()
-	<-done
+	f := askThenStop(t, store, "rm /tmp/logs")
 	// Answered while no process runs the thread.
 	if err := f.channel.Answer(context.Background(), "hitl_call_1", hitl.ApproveAnswer{Decision: "approve"}); err != nil {
 		t.Fatal(err)

@@ -224,6 +224,17 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		// code may hold anything: fail closed.
 		return agent.Block("denied: unreadable answer", trace("human_deny", map[string]any{"reason": err.Error(), "by": q.AnsweredBy})), nil
 	}
+	if a.Digest != "" && a.Digest != q.Digest {
+		// The channel refuses such an answer, but it may have been
+		// stored by other code or another process: the person answered
+		// about other arguments than this call's, so it never runs. The
+		// block's details go to the audit log with the call's result.
+		m.log.Warn("tollgate: a stored answer's digest differs from its question's; the call is denied",
+			"thread", call.ThreadID, "call", call.Call.ID, "question", q.ID, "answer_digest", a.Digest, "question_digest", q.Digest, "by", q.AnsweredBy)
+		reason := "denied: " + ErrDigestMismatch.Error()
+		return agent.Block(reason, trace("policy_deny", map[string]any{"reason": reason, "digest_mismatch": true,
+			"answer_digest": a.Digest, "question_digest": q.Digest, "by": q.AnsweredBy})), nil
+	}
 	switch a.Decision {
 	case DecisionApprove:
 		return agent.Continue(), nil

@@ -133,4 +133,7 @@ var (
 	// arguments that fail the tool's schema, or that the policy denies);
 	// the question stays open.
 	ErrInvalidAnswer = errors.New("hitl: answer refused")
+	// ErrOtherThread: a channel bound to one thread was asked to answer a
+	// question of another.
+	ErrOtherThread = errors.New("hitl: the question is not in the channel's thread")
 )

@@ -1,0 +1,136 @@
+package hitl_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/storetest"
+	"github.com/tollgate-ai/tollgate/provider/scripted"
+)
+
+// TestChannelRefusesOtherThread: a channel bound to one thread does not
+// answer another thread's question, which stays open.
+func TestChannelRefusesOtherThread(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, oneCall("rm /tmp/logs")...)
+	done, reqs := f.start(t, 1)
+	ctx := context.Background()
+	other := hitl.NewCheckpointedChannel(f.store, "session-2", nil)
+	err := other.AnswerIn(ctx, "session-1", reqs[0].QuestionID, hitl.ApproveAnswer{Decision: "approve"})
+	if !errors.Is(err, hitl.ErrOtherThread) {
+		t.Fatalf("answer through another thread's channel: %v", err)
+	}
+	if _, err := other.AnswerWith(ctx, "session-1", reqs[0].QuestionID, hitl.ApproveAnswer{Decision: "approve"}, nil); !errors.Is(err, hitl.ErrOtherThread) {
+		t.Fatalf("AnswerWith through another thread's channel: %v", err)
+	}
+	if q, err := f.store.GetQuestion(ctx, "session-1", reqs[0].QuestionID); err != nil || q.Status != checkpoint.QuestionPending {
+		t.Fatalf("question after the refusal: %+v, %v", q, err)
+	}
+	if err := f.channel.Answer(ctx, reqs[0].QuestionID, hitl.ApproveAnswer{Decision: "deny"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ranCmds()) != 0 {
+		t.Fatal("the denied call ran")
+	}
+	// A channel for every thread answers any.
+	f2 := newFixture(t, nil, oneCall("rm /tmp/logs")...)
+	done, reqs = f2.start(t, 1)
+	all := hitl.NewCheckpointedChannel(f2.store, "", &hitl.ChannelOptions{Clock: f2.clock})
+	if err := all.AnswerIn(ctx, "session-1", reqs[0].QuestionID, hitl.ApproveAnswer{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoredDigestMismatchDenied: an answer written to the store by other
+// code, whose digest is not the question's, is denied on resume and the
+// denial is in the audit log.
+func TestStoredDigestMismatchDenied(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	f := askThenStop(t, store, "rm /tmp/logs")
+	bg := context.Background()
+	if _, err := store.ResolveQuestion(bg, "session-1", "hitl_call_1", checkpoint.Resolution{Status: checkpoint.QuestionAnswered,
+		Answer: json.RawMessage(`{"decision":"approve","digest":"sha256:00"}`), By: "elsewhere", At: f.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	f2 := newFixture(t, store, scripted.Turn{Text: "done"})
+	if _, err := f2.agent.Resume(bg); err != nil {
+		t.Fatal(err)
+	}
+	if got := f2.ranCmds(); len(got) != 0 {
+		t.Fatalf("ran %v on an answer about other arguments", got)
+	}
+	res := lastResult(t, f2.agent)
+	if h := hitlTrace(res); !res.IsError || h["decision"] != "policy_deny" || h["digest_mismatch"] != true || h["answer_digest"] != "sha256:00" {
+		t.Fatalf("result %+v", res)
+	}
+	events, err := store.ListEvents(bg, "session-1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audited := false
+	for _, e := range events {
+		audited = audited || e.Type == "tool_result" && strings.Contains(string(e.Data), `"digest_mismatch":true`)
+	}
+	if !audited {
+		t.Fatal("the denial is not in the audit log")
+	}
+}
+
+// TestAnswersDuplicateKeysAndCanonical: an answer with a key twice is
+// refused, and answers are stored in canonical form.
+func TestAnswersDuplicateKeysAndCanonical(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, oneCall("rm /tmp/logs")...)
+	done, reqs := f.start(t, 1)
+	id := reqs[0].QuestionID
+	ctx := context.Background()
+	for _, raw := range []string{
+		`{"decision":"deny","decision":"approve"}`,
+		`{"decision":"edit","edited_args":{"cmd":"ls","cmd":"rm -rf /tmp/x"}}`,
+		`{"decision":"approve","reason":"a","reason":"b"}`,
+	} {
+		if err := f.channel.Answer(ctx, id, json.RawMessage(raw)); !errors.Is(err, hitl.ErrWrongKind) || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("answer %s: %v", raw, err)
+		}
+	}
+	// Same keys in different objects are fine.
+	q, err := f.channel.AnswerWith(ctx, "session-1", id, json.RawMessage(` { "edited_args" : { "cmd" : "ls  -la" }, "decision" : "edit" } `), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"decision":"edit","edited_args":{"cmd":"ls  -la"}}`; string(q.Answer) != want {
+		t.Fatalf("stored %s, want %s", q.Answer, want)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ranCmds(); len(got) != 1 || got[0] != "ls  -la" {
+		t.Fatalf("ran %v", got)
+	}
+}
+
+// askThenStop runs a prompt whose call of cmd is asked, and stops the run
+// while the question is pending, as a crash would.
+func askThenStop(t *testing.T, store checkpoint.Store, cmd string) *fixture {
+	t.Helper()
+	f := newFixture(t, store, oneCall(cmd)[:1]...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := f.agent.Prompt(ctx, "go"); done <- err }()
+	waitFor(t, func() bool { reqs, _ := f.channel.Pending(context.Background()); return len(reqs) == 1 })
+	cancel()
+	<-done
+	return f
+}
