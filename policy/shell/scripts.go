@@ -2,6 +2,9 @@ package shell
 
 import "strings"
 
+// This file models sed, awk and jq: their options, and the scripts and
+// filters they run.
+
 // sedScript is what the analysis learns from a sed script.
 type sedScript struct {
 	risk   string   // why it needs review, or ""
@@ -423,4 +426,332 @@ func jqRisk(f string) (out jqFilter) {
 		i = j - 1
 	}
 	return out
+}
+
+func checkSed(c *check) {
+	spec := optSpec{shortVal: "efl", shortOptVal: "i", longVal: []string{"--expression", "--file", "--line-length"}}
+	opts, operands, _ := spec.parse(c.args)
+	var scripts []string
+	sandbox, given := false, false
+	for _, o := range opts {
+		switch {
+		case o.is('i', "--in-place"):
+			c.writes("edits files in place (" + o.name + ")")
+		case o.is('e', "--expression"):
+			scripts = append(scripts, o.val)
+			given = true
+		case o.is('f', "--file"):
+			given = true
+			c.review("reads its script from the file " + o.val + ", which the analysis cannot read")
+			c.file(o.value(), false)
+		case o.is(0, "--sandbox"):
+			sandbox = true
+		}
+	}
+	if !given && len(operands) > 0 {
+		scripts = append(scripts, operands[0].val)
+		operands = operands[1:]
+	}
+	for _, op := range operands {
+		c.file(op, false)
+	}
+	for _, s := range scripts {
+		r := sedRisk(s)
+		for _, f := range r.reads {
+			c.file(word{val: f, static: true}, false)
+		}
+		if sandbox || r.risk == "" {
+			continue // sed --sandbox refuses e, r and w
+		}
+		if r.writes {
+			c.cmd.Writes = true
+		}
+		c.review(r.risk)
+	}
+}
+
+// What an awk option does, for the options of gawk (long, or after -W)
+// and mawk (after -W).
+const (
+	awkFlag    = iota // changes nothing that matters here
+	awkValue          // takes a value that is neither a file nor code
+	awkSandbox        // gawk's sandbox
+	awkWrite          // writes a file, named by an optional value
+	awkDebug          // reads debugger commands
+	awkFile           // takes a file of program text, or a library
+	awkSource         // takes program text
+)
+
+var awkLongs = map[string]int{}
+
+func init() {
+	for kind, names := range map[int][]string{
+		awkValue: {"assign", "field-separator", "sprintf", "random"},
+		awkFlag: {"lint", "characters-as-bytes", "traditional", "copyright", "gen-pot", "help", "trace", "bignum",
+			"use-lc-numeric", "non-decimal-data", "optimize", "no-optimize", "posix", "re-interval", "lint-old", "version",
+			"csv", "usage", "interactive", "posix_space"},
+		awkSandbox: {"sandbox"},
+		awkWrite:   {"dump-variables", "profile", "pretty-print"},
+		awkDebug:   {"debug"},
+		awkFile:    {"file", "exec", "include", "load"},
+		awkSource:  {"source"},
+	} {
+		for _, n := range names {
+			awkLongs[n] = kind
+		}
+	}
+}
+
+// awkLong resolves a long option name, which gawk and mawk accept
+// abbreviated: an exact name, or the riskiest of the names it may
+// abbreviate. ok is false for a name the analysis does not know.
+func awkLong(name string) (kind int, full string, ok bool) {
+	if k, exact := awkLongs[name]; exact {
+		return k, name, true
+	}
+	kind = -1
+	for n, k := range awkLongs {
+		if name != "" && strings.HasPrefix(n, name) && (k > kind || k == kind && n < full) {
+			kind, full = k, n
+		}
+	}
+	if kind == awkSandbox {
+		kind = awkFlag // an abbreviation may not be what the program reads
+	}
+	return kind, full, kind >= 0
+}
+
+func checkAwk(c *check) {
+	args := c.args
+	var progs []string
+	var operands []word
+	given, sandbox := false, false
+	// long handles one long option (--name[=value], -W name[=value]);
+	// next returns its value when it is not attached.
+	long := func(spelled, name string, val word, has bool, next func() (word, bool)) {
+		kind, full, ok := awkLong(name)
+		if !ok {
+			c.review("has an awk option the analysis does not know (" + spelled + ")")
+			return
+		}
+		if !has && kind >= awkFile || !has && kind == awkValue {
+			val, has = next()
+		}
+		switch kind {
+		case awkSandbox:
+			sandbox = sandbox || c.cmd.Name == "gawk" && full == "sandbox" && name == "sandbox"
+		case awkWrite:
+			c.writes("writes a file (" + spelled + ")")
+		case awkDebug:
+			c.review("starts the debugger, which reads commands (" + spelled + ")")
+		case awkFile:
+			given = true
+			c.review("reads program text or a library from a file the analysis cannot read (" + spelled + ")")
+			if has {
+				c.file(val, false)
+			}
+		case awkSource:
+			given = true
+			if !val.static {
+				c.review("has an awk program only known at run time (" + spelled + ")")
+			}
+			progs = append(progs, val.val)
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		next := func() (word, bool) {
+			if i+1 < len(args) {
+				i++
+				return args[i], true
+			}
+			return word{}, false
+		}
+		v := a.val
+		switch {
+		case !a.static || len(v) < 2 || v[0] != '-':
+			operands = append(operands, a) // a computed one is reviewed by optionSafety
+			continue
+		case v == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+			continue
+		case strings.HasPrefix(v, "--"):
+			name, val, has := strings.Cut(v[2:], "=")
+			long(v, name, word{val: val, static: true}, has, next)
+			continue
+		}
+		for j := 1; j < len(v); j++ {
+			ch := v[j]
+			var val word
+			has := false
+			if strings.IndexByte("fFveEilW", ch) >= 0 || strings.IndexByte("dDLop", ch) >= 0 && j+1 < len(v) {
+				if j+1 < len(v) {
+					val, has = word{val: v[j+1:], static: true, glob: a.glob}, true
+				} else if strings.IndexByte("fFveEilW", ch) >= 0 {
+					val, has = next()
+				}
+				j = len(v)
+			}
+			switch ch {
+			case 'W':
+				name, wval, weq := strings.Cut(val.val, "=")
+				if !val.static {
+					c.review("has an awk -W option only known at run time")
+					continue
+				}
+				long("-W "+val.val, name, word{val: wval, static: true}, weq, next)
+			case 'f', 'E', 'i':
+				given = true
+				c.review("reads its program from a file the analysis cannot read (-" + string(ch) + ")")
+				if has {
+					c.file(val, false)
+				}
+			case 'l':
+				c.review("loads a compiled extension (-l)")
+			case 'e':
+				given = true
+				if !val.static {
+					c.review("has an awk program only known at run time (-e)")
+				}
+				progs = append(progs, val.val)
+			case 'd', 'o', 'p':
+				c.writes("writes a file (-" + string(ch) + ")")
+			case 'D':
+				c.review("starts the debugger, which reads commands (-D)")
+			case 'S':
+				sandbox = sandbox || c.cmd.Name == "gawk"
+			}
+		}
+	}
+	if !given && len(operands) > 0 {
+		progs = append(progs, operands[0].val)
+		operands = operands[1:]
+	}
+	for _, op := range operands {
+		if op.static {
+			if name, _, ok := strings.Cut(op.val, "="); ok && validName(name) {
+				continue // an assignment, not a file
+			}
+		}
+		c.file(op, false)
+	}
+	for _, p := range progs {
+		r := awkRisk(p)
+		if r.environ {
+			c.secret("the environment (awk ENVIRON)")
+		}
+		// gawk --sandbox refuses system(), pipes, redirections, and new
+		// files in ARGV. Other awks ignore or refuse the option, so only
+		// gawk by that name is trusted with it.
+		if r.risk != "" && !sandbox {
+			c.review(r.risk)
+		}
+	}
+}
+
+// jq's options: flags, and the long options that take one or two
+// values. jq matches long options exactly and accepts short flags
+// bundled (-nr); -L may have its directory attached.
+var (
+	jqShortFlags = "cnesrjaSCMRhVb"
+	jqLongFlags  = map[string]bool{
+		"--tab": true, "--unbuffered": true, "--stream": true, "--stream-errors": true, "--seq": true,
+		"--exit-status": true, "--ascii-output": true, "--join-output": true, "--raw-output": true,
+		"--raw-output0": true, "--compact-output": true, "--null-input": true, "--raw-input": true,
+		"--slurp": true, "--sort-keys": true, "--color-output": true, "--monochrome-output": true,
+		"--binary": true, "--help": true, "--version": true, "--build-configuration": true,
+		"--debug-dump-disasm": true, "--debug-trace": true, "--debug-trace=all": true,
+	}
+	// jqLongValues: how many words follow, and which of them (1-based)
+	// names a file.
+	jqLongValues = map[string][2]int{
+		"--arg": {2, 0}, "--argjson": {2, 0}, "--slurpfile": {2, 2}, "--rawfile": {2, 2}, "--argfile": {2, 2},
+		"--indent": {1, 0}, "--library-path": {1, 1},
+	}
+)
+
+// checkJqFiles reads jq's arguments: the filter, the files it reads, and
+// the options whose values are files (--slurpfile, --rawfile, --argfile,
+// -L). An option it does not know is asked: it may take values, or read
+// a program.
+func checkJqFiles(c *check) {
+	args := c.args
+	fromFile, positional := false, false
+	var operands []word
+	operand := func(a word) {
+		if positional && len(operands) > 0 {
+			return // a string for $ARGS, not a file (the filter comes first)
+		}
+		operands = append(operands, a)
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.static || a.val == "-" || !strings.HasPrefix(a.val, "-") {
+			operand(a)
+			continue
+		}
+		if n, ok := jqLongValues[a.val]; ok {
+			if f := n[1]; f > 0 && i+f < len(args) {
+				c.file(args[i+f], false)
+			}
+			i += n[0]
+			continue
+		}
+		switch {
+		case a.val == "--":
+			for _, op := range args[i+1:] {
+				operand(op)
+			}
+			i = len(args)
+		case a.val == "--from-file":
+			fromFile = true
+		case a.val == "--args" || a.val == "--jsonargs":
+			positional = true
+		case a.val == "--run-tests":
+			c.review("runs the jq programs in its test file or standard input, which the analysis cannot read (--run-tests)")
+		case jqLongFlags[a.val]:
+		case strings.HasPrefix(a.val, "--"):
+			c.review("has a jq option the analysis does not know (" + a.val + ")")
+		default:
+			for j := 1; j < len(a.val); j++ {
+				switch ch := a.val[j]; {
+				case ch == 'f':
+					fromFile = true
+				case ch == 'L':
+					if j+1 < len(a.val) {
+						c.file(word{val: a.val[j+1:], static: true, glob: a.glob}, false)
+					} else if i+1 < len(args) {
+						c.file(args[i+1], false)
+						i++
+					}
+					j = len(a.val)
+				case strings.IndexByte(jqShortFlags, ch) < 0:
+					c.review("has a jq option the analysis does not know (-" + string(ch) + ")")
+				}
+			}
+		}
+	}
+	if len(operands) == 0 {
+		return
+	}
+	filter := operands[0]
+	switch {
+	case fromFile:
+		c.file(filter, false)
+		c.secret("a jq filter read from " + filter.val + ", which may read the environment")
+	case !filter.static:
+		c.secret("a jq filter only known at run time, which may read the environment")
+	default:
+		f := jqRisk(filter.val)
+		if f.environ {
+			c.secret("the environment (jq env, $ENV)")
+		}
+		if f.modules {
+			c.outside("loads jq modules or data files from its search path (import, include)")
+		}
+	}
+	for _, op := range operands[1:] {
+		c.file(op, false)
+	}
 }
