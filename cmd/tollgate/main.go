@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
 const version = "0.1.0-dev"
@@ -40,6 +42,8 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	// Before anything else: the bash tool's sandbox helper is this binary.
+	bash.MaybeRunHelper()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

@@ -128,7 +128,9 @@ func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "tollgate policy explain: --args must be a JSON object: %v\n", err)
 		return 2
 	}
-	p, err := policy.Load(files[0], nil)
+	// As the tools would run here: a rule requiring a sandbox profile this
+	// kernel cannot enforce asks.
+	p, err := policy.Load(files[0], policyOptions())
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2

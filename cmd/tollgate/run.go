@@ -55,6 +55,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	modelSpec := fs.String("model", "demo", "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...)")
 	storeURL := fs.String("store", "memory", "where threads and questions live: memory, sqlite:PATH or postgres://...")
 	resume := fs.Bool("resume", false, "continue the thread's unfinished run instead of starting one (needs --thread and a durable --store)")
+	var sandbox sandboxFlags
+	sandbox.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -88,8 +90,9 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": "runs on this machine"}})
 	}
+	var decide func(context.Context, json.RawMessage) (string, error)
 	if *policyFile != "" {
-		rp, err := policy.NewReloadable(*policyFile, nil)
+		rp, err := policy.NewReloadable(*policyFile, policyOptions())
 		if err != nil {
 			fmt.Fprintln(stderr, "tollgate:", err)
 			return 1
@@ -102,8 +105,14 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 				fmt.Fprintf(stderr, "tollgate: policy %s reloaded\n", *policyFile)
 			}
 		})
-		approval = rp.HITL()
+		approval, decide = rp.HITL(), rp.SandboxFor("bash")
 	}
+	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout}, decide)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return 2
+	}
+	fmt.Fprintln(stderr, "tollgate:", sandbox.startupLine())
 	// The same host as the service: a run that waits parks, and resumes
 	// when its question is answered here, from another process, or by the
 	// deadline.
@@ -111,7 +120,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Provider:     provider,
 		Model:        model,
 		SystemPrompt: "You are a helpful assistant with access to a bash shell.",
-		Tools:        []*agent.Tool{bash.New(&bash.Options{Dir: *dir, Timeout: *cmdTimeout})},
+		Tools:        []*agent.Tool{bash.New(bashOpts)},
 		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), approval)},
 	}})
 	if err != nil {

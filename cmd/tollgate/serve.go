@@ -101,6 +101,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
+	log.Info("tollgate: " + af.sandbox.startupLine())
 	h, err := host.New(host.Config{Store: store, Agent: tmpl, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)

@@ -16,11 +16,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
 // TestMain lets a test start this test binary as the tollgate command, so
 // that a real `tollgate serve` process can be killed and started again.
 func TestMain(m *testing.M) {
+	bash.MaybeRunHelper()
 	if os.Getenv("TOLLGATE_TEST_AS_CLI") == "1" {
 		main()
 		return

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"log/slog"
 	"time"
@@ -23,6 +24,7 @@ type agentFlags struct {
 	policyFile string
 	dir        string
 	cmdTimeout time.Duration
+	sandbox    sandboxFlags
 }
 
 func (f *agentFlags) register(fs *flag.FlagSet, withModel bool) {
@@ -32,6 +34,7 @@ func (f *agentFlags) register(fs *flag.FlagSet, withModel bool) {
 	fs.StringVar(&f.policyFile, "policy", envDefault("TOLLGATE_POLICY", ""), "policy file, reloaded when it changes (default: the built-in sandbox policy, examples/policies/sandbox.yaml) [TOLLGATE_POLICY]")
 	fs.StringVar(&f.dir, "dir", envDefault("TOLLGATE_DIR", "."), "working directory of the bash tool [TOLLGATE_DIR]")
 	fs.DurationVar(&f.cmdTimeout, "cmd-timeout", time.Minute, "time limit of one bash command")
+	f.sandbox.register(fs)
 }
 
 // template builds the agent configuration every run uses. The policy file,
@@ -45,7 +48,11 @@ func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *
 	if err != nil {
 		return agent.Config{}, "", err
 	}
-	approval, name, err := loadPolicy(ctx, f.policyFile, log)
+	approval, decide, name, err := loadPolicy(ctx, f.policyFile, log)
+	if err != nil {
+		return agent.Config{}, "", err
+	}
+	bashOpts, err := f.sandbox.options(f.dir, bash.Options{Timeout: f.cmdTimeout}, decide)
 	if err != nil {
 		return agent.Config{}, "", err
 	}
@@ -53,25 +60,25 @@ func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *
 		Provider:     provider,
 		Model:        model,
 		SystemPrompt: "You are a helpful assistant with access to a bash shell. Every command is checked by a policy and may need a person's approval.",
-		Tools:        []*agent.Tool{bash.New(&bash.Options{Dir: f.dir, Timeout: f.cmdTimeout})},
+		Tools:        []*agent.Tool{bash.New(bashOpts)},
 		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), approval)},
 		Logger:       log,
 	}, name, nil
 }
 
 // loadPolicy loads the policy file (watched for changes) or the built-in
-// sandbox policy.
-func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, string, error) {
+// sandbox policy, and returns it with the bash tool's Decide.
+func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, func(context.Context, json.RawMessage) (string, error), string, error) {
 	if file == "" {
-		p, err := policy.Parse(policies.SandboxName, policies.Sandbox, nil)
+		p, err := policy.Parse(policies.SandboxName, policies.Sandbox, policyOptions())
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
-		return p.HITL(), policies.SandboxName, nil
+		return p.HITL(), p.SandboxFor("bash"), policies.SandboxName, nil
 	}
-	rp, err := policy.NewReloadable(file, nil)
+	rp, err := policy.NewReloadable(file, policyOptions())
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	go rp.Watch(ctx, time.Second, func(changed bool, err error) {
 		if err != nil {
@@ -80,5 +87,5 @@ func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy
 			log.Info("tollgate: policy reloaded", "file", file)
 		}
 	})
-	return rp.HITL(), file, nil
+	return rp.HITL(), rp.SandboxFor("bash"), file, nil
 }

@@ -66,7 +66,7 @@ func (r Report) Enforced() (enforced, not []string) {
 	add(ll || r.helperOK && r.NetNS, "processes: no ptrace of processes outside the sandbox (ABI 1)")
 	add(r.helperOK && r.NetNS, "network: a new network namespace (no interface but a loopback that is down)")
 	add(ll && r.ABI >= 4, "network: no TCP bind or connect (ABI 4)")
-	add(ll && r.ABI >= 10, "network: no UDP bind, connect or send (ABI 10)")
+	add(r.helperOK && r.NetNS || ll && r.ABI >= 10, "network: no UDP to the outside (the network namespace, or Landlock ABI 10)")
 	add(ll && r.ABI >= 9, "network: no connecting to pathname UNIX sockets made outside the sandbox (ABI 9)")
 	add(r.helperOK && r.UserNS, "privileges: a user namespace (capabilities mean nothing outside it; the process limit counts only the command's processes)")
 	add(r.helperOK, "privileges: no capabilities, no new privileges (setuid programs do not raise them)")

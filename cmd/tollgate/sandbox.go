@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/tools/bash"
+)
+
+func init() {
+	register("sandbox", "report what the kernel enforces on the bash tool's commands (sandbox check)", sandboxCmd)
+}
+
+const sandboxUsage = `usage:
+  tollgate sandbox check [--json]
+      Report the kernel's Landlock ABI, the namespaces the bash tool's
+      helper can enter, whether each sandbox profile is enforced, and what
+      is and is not enforced on a confined command. A policy rule that
+      requires a profile this machine cannot enforce asks instead of
+      allowing. Exit status 1 when read-only or workspace-write is not
+      enforced.
+`
+
+func sandboxCmd(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprint(stderr, sandboxUsage)
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			return 0
+		}
+		return 2
+	}
+	fs := flag.NewFlagSet("tollgate sandbox check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	r := bash.Check()
+	if *asJSON {
+		enforced, not := r.Enforced()
+		profiles := map[string]string{}
+		for _, p := range bash.Profiles {
+			profiles[string(p)] = "enforced"
+			if err := r.Enforceable(p); err != nil {
+				profiles[string(p)] = err.Error()
+			}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			bash.Report
+			Profiles    map[string]string `json:"profiles"`
+			Enforced    []string          `json:"enforced"`
+			NotEnforced []string          `json:"not_enforced"`
+		}{r, profiles, enforced, not})
+	} else if err := r.Write(stdout); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if r.Enforceable(bash.ReadOnly) != nil || r.Enforceable(bash.WorkspaceWrite) != nil {
+		return 1
+	}
+	return 0
+}
+
+// sandboxFlags are the bash tool's confinement flags of serve and run.
+type sandboxFlags struct {
+	profile string
+	env     string
+}
+
+func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.profile, "sandbox", envDefault("TOLLGATE_SANDBOX", string(bash.WorkspaceWrite)),
+		"the bash tool's sandbox profile for what a person approves and what rules allow without requiring one: read-only, workspace-write or unconfined; a rule's sandbox: can only make it stricter [TOLLGATE_SANDBOX]")
+	fs.StringVar(&f.env, "sandbox-env", envDefault("TOLLGATE_SANDBOX_ENV", ""),
+		"comma-separated environment variables a confined command keeps besides PATH, HOME, LANG and TERM [TOLLGATE_SANDBOX_ENV]")
+}
+
+// options returns the bash tool's options; decide, if not nil, gives the
+// profile the policy requires of each call.
+func (f *sandboxFlags) options(dir string, opts bash.Options, decide func(context.Context, json.RawMessage) (string, error)) (*bash.Options, error) {
+	p, err := bash.ParseProfile(f.profile)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir, opts.Profile = dir, p
+	for _, name := range strings.Split(f.env, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			opts.Env = append(opts.Env, name)
+		}
+	}
+	if decide != nil {
+		opts.Decide = func(ctx context.Context, args json.RawMessage) (bash.Profile, error) {
+			s, err := decide(ctx, args)
+			return bash.Profile(s), err
+		}
+	}
+	return &opts, nil
+}
+
+// startupLine says, once at start-up, what the kernel enforces on the bash
+// tool's commands.
+func (f *sandboxFlags) startupLine() string {
+	r := bash.Check()
+	line := fmt.Sprintf("sandbox: bash tool profile %s; %s", f.profile, r.Summary())
+	if p, err := bash.ParseProfile(f.profile); err == nil {
+		if err := r.Enforceable(p); err != nil {
+			line += "; the tool's profile cannot be enforced: its commands will not run"
+		}
+	}
+	if r.Enforceable(bash.ReadOnly) != nil {
+		line += "; rules that require read-only ask instead of allowing"
+	}
+	return line
+}
+
+// policyOptions are the options a policy that runs tools is loaded with:
+// a rule requiring a profile this kernel cannot enforce asks.
+func policyOptions() *policy.Options {
+	return &policy.Options{Sandbox: func(profile string) error {
+		return bash.Check().Enforceable(bash.Profile(profile))
+	}}
+}
