@@ -40,7 +40,7 @@ func (e *Explanation) Write(w io.Writer) error {
 	if d.Reason != "" {
 		fmt.Fprintf(&b, "reason:   %s\n", d.Reason)
 	}
-	if d.Action == Allow {
+	if d.Action == Allow && (d.Sandbox != "" || e.Shell != nil) {
 		if d.Sandbox != "" {
 			fmt.Fprintf(&b, "sandbox:  %s (required by the rule; enforced by the kernel)\n", d.Sandbox)
 		} else {

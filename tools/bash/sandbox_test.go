@@ -108,3 +108,17 @@ func TestDecideTightens(t *testing.T) {
 		t.Fatal("ran")
 	}
 }
+
+// TestConfinedTimeout: a confined command that runs past the timeout is
+// killed with its tree.
+func TestConfinedTimeout(t *testing.T) {
+	needSandbox(t)
+	start := time.Now()
+	r, err := bash.Run(context.Background(), &bash.Options{Dir: t.TempDir(), Profile: bash.ReadOnly, Timeout: 300 * time.Millisecond}, "sleep 30 & sleep 30")
+	if err == nil || !r.TimedOut {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %s", d)
+	}
+}
