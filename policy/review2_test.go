@@ -59,6 +59,7 @@ var review2 = map[string][]string{
 		"diff --frobnicate a b",
 		"column -Q x",
 		"jq --frobnicate . x.json",
+		"wc --files0-from list",
 	},
 	// 6. jq: $ ENV with white space or a comment, options with two values
 	// after --args, programs from test files.

@@ -31,9 +31,30 @@ var bashPieces = []string{
 	"'`'", `"` + "`" + `"`, "$'", `\'`, `\"`, "<<<", "$((1))",
 }
 
-// genBash builds a command string from r.
+// bashInner are the pieces of a backquoted substitution's body in the
+// strings genBash builds around one.
+var bashInner = []string{
+	"x2", "x2 ", " ", "'", `"`, "\\`", `\\`, `\`, "<<'E'\n", "<<E\n", "<<\"E\"\n", "\nE\n", "\nE", "#", ";", "\n",
+	"$(", ")", "a", "'x3'", "`", "$'", "\\\\`", "\nx2\n", "\nx2", "<<'E'", "cat <<'E'\n", "echo '", "echo \"",
+}
+
+// genBash builds a command string from r: half of them pieces in any
+// order, half a backquoted substitution with such pieces around and in
+// it, which bash ends at its first unescaped backquote.
 func genBash(r *rand.Rand) string {
 	var b strings.Builder
+	if r.IntN(2) == 0 {
+		b.WriteString([]string{"x1 ", "echo ", "x1 \"", "x1 '", "x=", "x1 <<E\n"}[r.IntN(6)])
+		b.WriteString("`")
+		for n := 1 + r.IntN(8); n > 0; n-- {
+			b.WriteString(bashInner[r.IntN(len(bashInner))])
+		}
+		b.WriteString("`")
+		for n := r.IntN(6); n > 0; n-- {
+			b.WriteString([]string{" x3", "`", "'", `"`, ";", "\n", "\nE\n", " a", "#"}[r.IntN(9)])
+		}
+		return b.String()
+	}
 	b.WriteString([]string{"x1 ", "echo ", "x2 "}[r.IntN(3)])
 	for n := 2 + r.IntN(14); n > 0; n-- {
 		b.WriteString(bashPieces[r.IntN(len(bashPieces))])

@@ -96,7 +96,7 @@ func init() {
 		"readlink": meta(""),
 		"cat":      plain(""), "tac": plain("s", "--separator"), "rev": plain(""),
 		"head": plain("nc", "--lines", "--bytes"), "tail": plain("ncs", "--lines", "--bytes", "--sleep-interval", "--pid", "--max-unchanged-stats"),
-		"wc":   fileSpec{opts: optSpec{}, namesLong: []string{"--files0-from"}}.apply,
+		"wc":   fileSpec{opts: optSpec{longVal: []string{"--files0-from"}}, namesLong: []string{"--files0-from"}}.apply,
 		"nl":   plain("bdfhilnsvw", "--body-numbering", "--section-delimiter", "--footer-numbering", "--header-numbering", "--line-increment", "--join-blank-lines", "--number-format", "--number-separator", "--starting-line-number", "--number-width"),
 		"fold": plain("w", "--width"), "paste": plain("d", "--delimiters"), "comm": plain("", "--output-delimiter"),
 		"join":   fileSpec{opts: joinModel.spec()}.apply,
