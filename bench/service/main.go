@@ -273,7 +273,7 @@ func seed(ctx context.Context, s checkpoint.Store, n int) error {
 			return err
 		}
 		payload, _ := json.Marshal(hitl.Payload{Kind: hitl.KindApprove, ToolName: "bash",
-			Args: map[string]any{"cmd": fmt.Sprintf("rm -r /tmp/scratch-%d", i)},
+			Args:    map[string]any{"cmd": fmt.Sprintf("rm -r /tmp/scratch-%d", i)},
 			Details: map[string]any{"matched_rule": "ask", "impact": "changes files"}})
 		q := &checkpoint.Question{ThreadID: th.ID, ID: hitl.QuestionID(call.ID), RunID: runID, CallID: call.ID, Tool: "bash",
 			Kind: hitl.KindApprove, Payload: payload, Digest: agent.ArgsDigest("bash", agent.CanonicalArgs(args)), CreatedAt: now}
