@@ -60,6 +60,7 @@ var review2 = map[string][]string{
 		"column -Q x",
 		"jq --frobnicate . x.json",
 		"wc --files0-from list",
+		"ls --frobnicate", "cat --frobnicate x", "head --frobnicate x", "tail -Q x", "sort --frobnicate x", "cut -Q x",
 	},
 	// 6. jq: $ ENV with white space or a comment, options with two values
 	// after --args, programs from test files.
@@ -124,7 +125,8 @@ var review2Harmless = []string{
 	"awk '{print $1/2} END {if (n > 0) print n}'", "awk '/foo/ {print}\n$3 > 10 {print $1}'",
 	"awk '{ s += $2 } END { print s / NR }'", "awk 'length($0) > 72' f", "sed 's/[[:space:]]*$//' f",
 	"sed -n '/^[a-z]*$/p' f", "sed 's/[/]/_/g' f", "find . -name '*.go' -exec grep -l TODO {} +",
-	"echo `date`", "echo \"`git rev-parse HEAD`\"", "diff <(sort a) <(sort b)", "sort f | uniq -c",
+	"ls -1", "ls -lh --color=auto", "head -5 f", "tail -n +5 f", "tail -20 f", "cat -A x", "sort -c f", "sort -C f",
+	"cut --complement -f1 x", "wc --total=never x", "echo `date`", "echo \"`git rev-parse HEAD`\"", "diff <(sort a) <(sort b)", "sort f | uniq -c",
 }
 
 func TestSandboxReview2(t *testing.T) {

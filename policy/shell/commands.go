@@ -331,9 +331,15 @@ func init() {
 		"man":    {badOpts(optSpec{shortVal: "PCMLmSsep"}, "runs a program as pager, browser or formatter", "PHX", "--pager", "--html", "--browser"), true},
 		"rg":     {badOpts(optSpec{shortVal: "efgtTAmBCEjMr", longVal: []string{"--pre", "--hostname-bin"}}, "runs a program on the files it searches", "", "--pre", "--hostname-bin"), true},
 		"date":   {modelled(dateModel, checkDate), true},
-		"join":   {modelled(joinModel, nil), true},
-		"column": {modelled(columnModel, nil), true},
-		"diff":   {modelled(diffModel, nil), true},
+		"join":   {modelled(joinModel, nil), false},
+		"column": {modelled(columnModel, nil), false},
+		"diff":   {modelled(diffModel, nil), false},
+		"cat":    {modelled(catModel, nil), false},
+		"head":   {modelled(headModel, nil), false},
+		"tail":   {modelled(tailModel, nil), false},
+		"wc":     {modelled(wcModel, nil), false},
+		"cut":    {modelled(cutModel, nil), false},
+		"ls":     {modelled(lsModel, nil), false},
 		"tree":   {checkTree, true},
 		"tac":    {checkTac, false},
 		"uniq":   {modelled(uniqModel, checkUniq), true},
@@ -543,6 +549,7 @@ func checkTac(c *check) {
 func checkSort(c *check) {
 	spec := optSpec{shortVal: "kotST", longVal: []string{"--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory", "--compress-program", "--files0-from", "--random-source", "--batch-size", "--parallel", "--sort"}}
 	opts, operands, _ := spec.parse(c.args)
+	sortModel.unknown(c, opts)
 	endless(c, operands)
 	for _, o := range opts {
 		switch {

@@ -13,6 +13,8 @@ import "strings"
 type optModel struct {
 	short string
 	long  []string
+	// digits: -NUM is an option (head -5, tail -20).
+	digits bool
 }
 
 // spec returns the optSpec that finds the model's option values.
@@ -47,6 +49,9 @@ func (m optModel) unknown(c *check, opts []opt) {
 
 func (m optModel) knows(o opt) bool {
 	if len(o.name) == 2 {
+		if m.digits && '0' <= o.name[1] && o.name[1] <= '9' {
+			return true
+		}
 		i := strings.IndexByte(m.short, o.name[1])
 		return i >= 0 && o.name[1] != ':'
 	}
@@ -96,6 +101,23 @@ var (
 		"strip-trailing-cr", "ifdef=", "old-group-format=", "new-group-format=", "unchanged-group-format=",
 		"changed-group-format=", "line-format=", "old-line-format=", "new-line-format=", "unchanged-line-format=",
 		"minimal", "horizon-lines=", "speed-large-files", "color=?", "palette=", "help", "version"}}
+	catModel  = optModel{short: "AbeEnstTuv", long: []string{"show-all", "number-nonblank", "show-ends", "number", "squeeze-blank", "show-tabs", "show-nonprinting", "help", "version"}}
+	headModel = optModel{short: "c:n:qvz", long: []string{"bytes=", "lines=", "quiet", "silent", "verbose", "zero-terminated", "help", "version"}, digits: true}
+	tailModel = optModel{short: "c:fFn:qs:vz", long: []string{"bytes=", "follow=?", "lines=", "max-unchanged-stats=", "pid=", "quiet", "silent",
+		"retry", "sleep-interval=", "verbose", "zero-terminated", "help", "version"}, digits: true}
+	wcModel  = optModel{short: "cmlLw", long: []string{"bytes", "chars", "lines", "files0-from=", "max-line-length", "words", "total=", "help", "version"}}
+	cutModel = optModel{short: "b:c:d:f:nsz", long: []string{"bytes=", "characters=", "delimiter=", "fields=", "complement", "only-delimited",
+		"output-delimiter=", "zero-terminated", "help", "version"}}
+	sortModel = optModel{short: "bdfgiMhnRrVcCk:mo:sS:t:T:uz", long: []string{"ignore-leading-blanks", "dictionary-order", "ignore-case",
+		"general-numeric-sort", "ignore-nonprinting", "month-sort", "human-numeric-sort", "numeric-sort", "random-sort", "random-source=",
+		"reverse", "sort=", "version-sort", "batch-size=", "check=?", "compress-program=", "debug", "files0-from=", "key=", "merge",
+		"output=", "stable", "buffer-size=", "field-separator=", "temporary-directory=", "parallel=", "unique", "zero-terminated", "help", "version"}}
+	lsModel = optModel{short: "aAbBcCdDfFgGhHiI:klLmnNopqQrRsStT:uUvw:xXZ1", long: []string{"all", "almost-all", "author", "escape",
+		"block-size=", "ignore-backups", "color=?", "colour=?", "directory", "dired", "classify=?", "file-type", "format=", "full-time",
+		"group-directories-first", "no-group", "human-readable", "si", "dereference-command-line",
+		"dereference-command-line-symlink-to-dir", "hide=", "hyperlink=?", "indicator-style=", "inode", "ignore=", "kibibytes",
+		"dereference", "numeric-uid-gid", "literal", "hide-control-chars", "show-control-chars", "quote-name", "quoting-style=",
+		"reverse", "recursive", "size", "sort=", "time=", "time-style=", "tabsize=", "width=", "context", "zero", "help", "version"}}
 	dateModel = optModel{short: "d:f:I::Rr:s:u", long: []string{"date=", "debug", "file=", "iso-8601=?", "resolution",
 		"rfc-email", "rfc-3339=", "reference=", "set=", "utc", "universal", "help", "version"}}
 )
