@@ -119,3 +119,24 @@ func TestSandboxFor(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSandboxInTests(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, profilePolicy+`tests:
+  - {cmd: ls, want: allow, sandbox: read-only}
+  - {cmd: echo, want: allow, sandbox: none}
+  - {cmd: make, want: allow, sandbox: read-only}
+`, nil)
+	rep := p.RunTests(context.Background(), p.Tests())
+	if rep.Passed != 2 || rep.Failed != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	var b strings.Builder
+	_ = rep.Write(&b, false)
+	if !strings.Contains(b.String(), "- want: allow, sandbox read-only") || !strings.Contains(b.String(), "+ got:  allow (rule builds), sandbox workspace-write") {
+		t.Fatalf("%s", b.String())
+	}
+	if _, err := Parse("p.yaml", []byte(profilePolicy+"tests:\n  - {cmd: rm, want: ask, sandbox: read-only}\n"), nil); err == nil || !strings.Contains(err.Error(), "sandbox is for tests that want allow") {
+		t.Fatal(err)
+	}
+}

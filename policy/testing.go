@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,9 @@ type TestCase struct {
 	Want Action
 	// Rule is the expected deciding rule; empty means any.
 	Rule string
+	// Sandbox is the expected [Decision.Sandbox] of an allow: a profile,
+	// "none" for no profile, empty for any.
+	Sandbox string
 }
 
 // testDoc is a test case as written. cmd and cmds are shorthands for a
@@ -37,6 +41,8 @@ type testDoc struct {
 	Thread string         `yaml:"thread"`
 	Want   string         `yaml:"want"`
 	Rule   string         `yaml:"rule"`
+	// Sandbox: the profile an allow must require.
+	Sandbox string `yaml:"sandbox"`
 }
 
 func (l *loader) tests(n ast.Node, p *Policy) []TestCase {
@@ -60,6 +66,16 @@ func (l *loader) tests(n ast.Node, p *Policy) []TestCase {
 			l.errorAt(start(m), label, "want must be allow, ask or block, not %q", doc.Want)
 			continue
 		}
+		switch doc.Sandbox {
+		case "", "none", SandboxReadOnly, SandboxWorkspaceWrite:
+		default:
+			l.errorAt(field(m, "sandbox"), label, "sandbox must be %s, %s or none, not %q", SandboxReadOnly, SandboxWorkspaceWrite, doc.Sandbox)
+			continue
+		}
+		if doc.Sandbox != "" && want != Allow {
+			l.errorAt(field(m, "sandbox"), label, "sandbox is for tests that want allow")
+			continue
+		}
 		line := posOf(start(m))
 		tool := doc.Tool
 		cmds := doc.Cmds
@@ -74,7 +90,7 @@ func (l *loader) tests(n ast.Node, p *Policy) []TestCase {
 			}
 			a, _ := args.(map[string]any)
 			out = append(out, TestCase{Name: testName(doc.Name, tool, a), File: l.file, Line: line,
-				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread}, Want: want, Rule: doc.Rule})
+				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
 			continue
 		}
 		if tool == "" {
@@ -104,7 +120,7 @@ func (l *loader) tests(n ast.Node, p *Policy) []TestCase {
 				name = strings.TrimSpace(doc.Name + " " + fmt.Sprintf("%q", c))
 			}
 			out = append(out, TestCase{Name: name, File: l.file, Line: line,
-				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread}, Want: want, Rule: doc.Rule})
+				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
 		}
 	}
 	return out
@@ -219,7 +235,7 @@ func (p *Policy) RunTests(ctx context.Context, cases []TestCase) *TestReport {
 	rep := &TestReport{}
 	for _, tc := range cases {
 		got := p.Evaluate(ctx, tc.Call)
-		pass := got.Action == tc.Want && (tc.Rule == "" || got.Rule == tc.Rule)
+		pass := got.Action == tc.Want && (tc.Rule == "" || got.Rule == tc.Rule) && sandboxMatches(tc.Sandbox, got.Sandbox)
 		rep.Results = append(rep.Results, TestResult{Case: tc, Got: got, Pass: pass})
 		if pass {
 			rep.Passed++
@@ -246,8 +262,12 @@ func (r *TestReport) Write(w io.Writer, verbose bool) error {
 		args, _ := json.Marshal(tc.Call.Args)
 		fmt.Fprintf(&b, "FAIL  %s %s\n", where, tc.Name)
 		fmt.Fprintf(&b, "      call: %s %s\n", tc.Call.Tool, args)
-		fmt.Fprintf(&b, "    - want: %s\n", expectation(tc.Want, tc.Rule))
-		fmt.Fprintf(&b, "    + got:  %s\n", expectation(res.Got.Action, res.Got.Rule))
+		fmt.Fprintf(&b, "    - want: %s%s\n", expectation(tc.Want, tc.Rule), sandboxNote(tc.Sandbox))
+		got := ""
+		if tc.Sandbox != "" && res.Got.Action == Allow {
+			got = sandboxNote(cmp.Or(res.Got.Sandbox, "none"))
+		}
+		fmt.Fprintf(&b, "    + got:  %s%s\n", expectation(res.Got.Action, res.Got.Rule), got)
 		if res.Got.Reason != "" {
 			fmt.Fprintf(&b, "      reason: %s\n", res.Got.Reason)
 		}
@@ -269,6 +289,17 @@ func expectation(a Action, rule string) string {
 		return string(a)
 	}
 	return fmt.Sprintf("%s (rule %s)", a, rule)
+}
+
+func sandboxMatches(want, got string) bool {
+	return want == "" || want == cmp.Or(got, "none")
+}
+
+func sandboxNote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ", sandbox " + s
 }
 
 func formatMatch(m Match) string {
