@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/interrupt"
 )
 
 // Config builds a [Host]. Store and Agent.Provider are required.
@@ -102,8 +103,11 @@ type run struct {
 	runID  string
 	again  bool // a question was resolved while it ran: resume once more
 	resume bool // counted in Host.resuming
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the host lets go of the thread
+	// aborting: Abort is closing this run; the thread stays held (no
+	// other driver may start) until both the drive and the abort are done.
+	aborting, driveDone, abortDone bool
+	cancel                         context.CancelFunc
+	done                           chan struct{} // closed when the host lets go of the thread
 }
 
 // New returns a host for cfg. Call [Host.Start] to resume and fire
@@ -391,15 +395,15 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 			h.log.Warn("tollgate: run stopped with an error; it can be resumed or aborted", "thread", threadID, "err", err)
 		}
 		h.mu.Lock()
-		if r.again && !h.closing && ctx.Err() == nil {
+		if r.again && !h.closing && ctx.Err() == nil && !r.aborting {
 			r.again = false
 			h.mu.Unlock()
 			step = r.agent.Resume
 			continue
 		}
-		delete(h.runs, threadID)
-		close(r.done)
+		r.driveDone = true
 		switch {
+		case r.aborting:
 		case parked:
 			h.parked[threadID] = struct{}{}
 		case err != nil && !noRun && ctx.Err() == nil:
@@ -408,9 +412,31 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		if r.resume {
 			h.resuming--
 		}
+		if !r.aborting || r.abortDone {
+			h.releaseLocked(threadID, r)
+		}
 		h.dispatchLocked()
 		h.mu.Unlock()
 		return
+	}
+}
+
+// releaseLocked lets go of the thread r held, resuming it once more if a
+// question was resolved meanwhile.
+func (h *Host) releaseLocked(threadID string, r *run) {
+	if h.runs[threadID] != r {
+		return
+	}
+	delete(h.runs, threadID)
+	close(r.done)
+	if r.again && !h.closing {
+		r.again = false
+		if h.resuming < h.maxRes {
+			h.startResumeLocked(threadID)
+		} else if !h.queued[threadID] {
+			h.queued[threadID] = true
+			h.queue = append(h.queue, threadID)
+		}
 	}
 }
 
@@ -623,19 +649,30 @@ func (h *Host) Resume(ctx context.Context, threadID string) error {
 // "aborted" is stored. Nothing to abort is not an error.
 func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 	h.mu.Lock()
-	if r := h.runs[threadID]; r != nil {
-		a := r.agent
+	r := h.runs[threadID]
+	if r != nil {
+		// The thread stays held until the abort is done: an answer that
+		// comes meanwhile must not start a second driver that runs a call
+		// the abort is closing.
+		r.aborting = true
 		h.mu.Unlock()
-		// AbortPending stops the run in progress and takes its place.
-		return a.AbortPending(ctx, reason)
+		err := r.agent.AbortPending(ctx, reason)
+		h.mu.Lock()
+		r.abortDone = true
+		if r.driveDone {
+			h.releaseLocked(threadID, r)
+		}
+		delete(h.parked, threadID)
+		delete(h.failed, threadID)
+		h.mu.Unlock()
+		return err
 	}
 	a, err := h.newAgent(threadID)
 	if err != nil {
 		h.mu.Unlock()
 		return err
 	}
-	// Held while aborting, so that no resume starts in between.
-	r := &run{agent: a, cancel: func() {}, done: make(chan struct{})}
+	r = &run{agent: a, cancel: func() {}, done: make(chan struct{}), aborting: true, driveDone: true}
 	h.runs[threadID] = r
 	h.mu.Unlock()
 	sub := a.Subscribe(64)
@@ -647,15 +684,11 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 	err = a.AbortPending(ctx, reason)
 	sub.Close()
 	h.mu.Lock()
-	delete(h.runs, threadID)
-	close(r.done)
+	r.abortDone = true
+	h.releaseLocked(threadID, r)
 	delete(h.parked, threadID)
 	delete(h.failed, threadID)
-	again := r.again
 	h.mu.Unlock()
-	if again {
-		h.kick(threadID)
-	}
 	return err
 }
 
@@ -762,6 +795,12 @@ func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer j
 	q, err := h.answers.AnswerWith(ctx, threadID, questionID, answer, &hitl.AnswerOptions{By: by, Check: h.checkAnswer})
 	if err != nil {
 		h.consumeSelfResolved(threadID, questionID)
+		// Whoever won may have had its notification taken for ours: make
+		// sure the run goes on (a kick of a run that has nothing to do is
+		// harmless).
+		if !errors.Is(err, hitl.ErrInvalidAnswer) && !errors.Is(err, hitl.ErrWrongKind) && !errors.Is(err, hitl.ErrDigestMismatch) {
+			h.kick(threadID)
+		}
 		return nil, err
 	}
 	h.resolved(ctx, q)
@@ -833,27 +872,22 @@ func (h *Host) checkAnswer(ctx context.Context, q *checkpoint.Question, raw json
 		}
 		_ = json.Unmarshal(q.Payload, &p)
 		edited, toolName = a.EditedArgs, p.ToolName
-	case "tool_interrupt":
-		var a struct {
-			Action    string                     `json:"action"`
-			Arguments map[string]json.RawMessage `json:"arguments"`
+	case interrupt.KindToolInterrupt:
+		var p struct {
+			ToolName  string         `json:"tool_name"`
+			Arguments map[string]any `json:"arguments"`
 		}
-		if err := json.Unmarshal(raw, &a); err != nil || a.Action != "edit" {
+		if err := json.Unmarshal(q.Payload, &p); err != nil {
+			return fmt.Errorf("the question's payload is not readable: %w", err)
+		}
+		// Read exactly as the run will read it (interrupt.Interpret), so
+		// that no spelling of an answer means "approve" here and "edit"
+		// there.
+		out := interrupt.Interpret(raw, p.Arguments)
+		if out.Action != interrupt.ActionEdit {
 			return nil
 		}
-		var p struct {
-			ToolName  string                     `json:"tool_name"`
-			Arguments map[string]json.RawMessage `json:"arguments"`
-		}
-		_ = json.Unmarshal(q.Payload, &p)
-		merged := map[string]json.RawMessage{}
-		for k, v := range p.Arguments {
-			merged[k] = v
-		}
-		for k, v := range a.Arguments {
-			merged[k] = v
-		}
-		edited, _ = json.Marshal(merged)
+		edited, _ = json.Marshal(out.Arguments)
 		toolName = p.ToolName
 	default:
 		return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storetest"
+	"github.com/tollgate-ai/tollgate/interrupt"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
 
@@ -483,5 +484,96 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	tool := (&fakeShell{}).tool()
 	if _, err := host.New(host.Config{Store: storetest.New(t), Agent: agent.Config{Provider: scripted.Demo{}, Tools: []*agent.Tool{tool, tool}}}); err == nil {
 		t.Fatal("two tools of one name accepted")
+	}
+}
+
+func TestAbortRacingAnAnswerRunsNothingItCloses(t *testing.T) {
+	t.Parallel()
+	for i := range 20 {
+		f := newFixture(t, nil, 0, nil)
+		f.shell.gate = make(chan struct{})
+		h := f.start(t)
+		thread := fmt.Sprintf("r%d", i)
+		qs := f.promptParked(t, h, thread, "$ touch a\n$ touch b", 2)
+		ans, _ := json.Marshal(hitl.ApproveAnswer{Decision: "approve"})
+		if _, err := h.Answer(context.Background(), thread, qs[0].ID, ans, "a"); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); h.Abort(context.Background(), thread, "closed") }()
+		go func() { defer wg.Done(); h.Answer(context.Background(), thread, qs[1].ID, ans, "b") }()
+		wg.Wait()
+		close(f.shell.gate)
+		eventually(t, "the thread to settle", func() bool {
+			th, err := f.store.LoadThread(context.Background(), thread)
+			st, _ := h.State(th)
+			return err == nil && th.Status == checkpoint.ThreadIdle && st == host.RunIdle && h.Stats().Active == 0
+		})
+		_, msgs := f.thread(t, thread)
+		ran := map[string]bool{}
+		for _, c := range f.shell.runs() {
+			ran[c] = true
+		}
+		for _, m := range msgs {
+			if m.Role != agent.RoleTool {
+				continue
+			}
+			var cmd string
+			for _, mm := range msgs {
+				for _, c := range mm.ToolCalls {
+					if c.ID == m.Result.CallID {
+						var a cmdArgs
+						json.Unmarshal(c.Arguments, &a)
+						cmd = a.Cmd
+					}
+				}
+			}
+			if ran[cmd] && strings.HasPrefix(m.Result.Content, "Tool call aborted") {
+				t.Fatalf("round %d: %q ran but its result says it was aborted", i, cmd)
+			}
+		}
+		if ran["touch b"] && ran["touch a"] && msgs[len(msgs)-1].StopReason == agent.StopAborted {
+			t.Fatalf("round %d: both calls ran in an aborted run: %v", i, f.shell.runs())
+		}
+	}
+}
+
+func TestToolInterruptEditIsReadAsTheRunReadsIt(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	shell := &fakeShell{}
+	noRm := hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, a cmdArgs) hitl.ApprovalDecision {
+		if strings.Contains(a.Cmd, "rm") {
+			return hitl.Deny("no rm")
+		}
+		return hitl.Approve()
+	})
+	mw, err := interrupt.New(interrupt.Rule{Tool: "bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(host.Config{Store: store, Agent: agent.Config{Provider: scripted.Demo{}, Tools: []*agent.Tool{shell.tool()},
+		Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), noRm), mw}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown(context.Background())
+	f := &fixture{store: store, shell: shell}
+	q := f.promptParked(t, h, "t1", "$ ls", 1)[0]
+	for _, answer := range []string{
+		`{"action":"edit","arguments":{"cmd":"rm -rf /"}}`,
+		`{"action":"edit","arguments":{"cmd":"rm -rf /"},"Action":"approve"}`,
+		`{"Action":"approve","action":"edit","arguments":{"cmd":"rm -rf /"}}`,
+	} {
+		if _, err := h.Answer(context.Background(), "t1", q.ID, json.RawMessage(answer), "x"); !errors.Is(err, hitl.ErrInvalidAnswer) {
+			t.Fatalf("answer %s = %v, want the policy's refusal", answer, err)
+		}
+	}
+	if got := shell.runs(); len(got) != 0 {
+		t.Fatalf("ran %v", got)
 	}
 }
