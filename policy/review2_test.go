@@ -84,6 +84,9 @@ var review2 = map[string][]string{
 		"uniq -c -- *",
 		"find . -name '*.txt' -exec uniq {} +",
 		"xxd -- *",
+		// The program is the first of them: with a file named env in the
+		// directory, jq -n * prints the environment.
+		"jq -n *", "jq -- *", "awk -- *", "sed -n -- *", "find . -exec jq {} +", "find . -exec awk {} ';'",
 	},
 	// 9. The doubtful ones, decided: asked (see policy/README.md).
 	"doubtful": {

@@ -449,6 +449,7 @@ func checkSed(c *check) {
 		}
 	}
 	if !given && len(operands) > 0 {
+		c.scriptWord(operands[0])
 		scripts = append(scripts, operands[0].val)
 		operands = operands[1:]
 	}
@@ -625,6 +626,7 @@ func checkAwk(c *check) {
 		}
 	}
 	if !given && len(operands) > 0 {
+		c.scriptWord(operands[0])
 		progs = append(progs, operands[0].val)
 		operands = operands[1:]
 	}
@@ -736,6 +738,9 @@ func checkJqFiles(c *check) {
 		return
 	}
 	filter := operands[0]
+	if !fromFile {
+		c.scriptWord(filter)
+	}
 	switch {
 	case fromFile:
 		c.file(filter, false)
@@ -753,5 +758,15 @@ func checkJqFiles(c *check) {
 	}
 	for _, op := range operands[1:] {
 		c.file(op, false)
+	}
+}
+
+// scriptWord reviews a script, program or filter given as an operand
+// that the shell or find replaces by file names at run time: a pattern,
+// or find -exec's {}. The file's name would be the program.
+func (c *check) scriptWord(w word) {
+	fromFind := len(c.cmd.Via) > 0 && strings.HasPrefix(c.cmd.Via[len(c.cmd.Via)-1], "find -")
+	if w.glob || w.multi || fromFind && strings.Contains(w.val, "{}") {
+		c.review("takes its program from a word that becomes a file name at run time (" + w.val + ")")
 	}
 }
