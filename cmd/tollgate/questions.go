@@ -79,6 +79,13 @@ func questionsCmd(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return 2
 	}
+	switch *by {
+	case "", "timeout", "abort", "dev":
+		// The runtime records these names itself: an answer given as one
+		// would be indistinguishable from a deadline or an abort.
+		fmt.Fprintf(stderr, "tollgate: --by %q is reserved; give the name of the person answering\n", *by)
+		return 2
+	}
 	raw, err := json.Marshal(answer)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)

@@ -30,7 +30,7 @@ HTTP API under /v1 for clients, and the reviewer page at / where people
 approve, deny or edit the calls the policy asks about. Runs that wait for
 a person hold no memory; they resume when answered, after a restart too.
 
-Every flag can also be set by an environment variable (in brackets).
+Flags marked [NAME] can also be set by that environment variable.
 With no tokens configured and a loopback address the service runs in dev
 mode: no authentication, said loudly at start-up and on the page.
 
@@ -73,6 +73,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
+	if _, _, err := net.SplitHostPort(*addr); err != nil {
+		fmt.Fprintf(stderr, "tollgate serve: --addr %q: want host:port, such as 127.0.0.1:8080 or :8080\n", *addr)
+		return 2
+	}
 	loopback := isLoopback(*addr)
 	if len(tokens) == 0 && !*dev {
 		if !loopback {
@@ -90,6 +94,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
+	// Bound first: a second serve started by mistake on a busy port must
+	// stop before its host resumes anything in the store.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
+	defer ln.Close()
 	store, err := storeurl.Open(ctx, *storeURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
@@ -125,15 +137,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Page:       web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
 	})
 	if err != nil {
+		h.Shutdown(context.WithoutCancel(ctx))
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{Handler: readDeadline(srv.Handler(), 30*time.Second), ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", *storeURL, "policy", policyName, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
 	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), *storeURL, policyName, af.model)
 
@@ -191,4 +200,16 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(hostPart)
 	return ip != nil && ip.IsLoopback()
+}
+
+// readDeadline bounds the time a client may take to send its request body,
+// so that slow or stalled uploads do not hold connections forever. Event
+// streams read nothing after their headers and are left alone.
+func readDeadline(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/stream") {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+		}
+		next.ServeHTTP(w, r)
+	})
 }

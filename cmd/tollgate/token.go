@@ -49,6 +49,11 @@ func tokenCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return 2
 	}
+	if *name == "" || *role == "" {
+		fmt.Fprintln(stderr, "tollgate token new: --name and --role are required")
+		fs.Usage()
+		return 2
+	}
 	secret := server.NewToken()
 	tok := server.Token{Name: *name, Role: server.Role(*role), SHA256: server.HashToken(secret)}
 	if *threads != "" {
