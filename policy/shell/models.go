@@ -118,6 +118,13 @@ var (
 		"dereference-command-line-symlink-to-dir", "hide=", "hyperlink=?", "indicator-style=", "inode", "ignore=", "kibibytes",
 		"dereference", "numeric-uid-gid", "literal", "hide-control-chars", "show-control-chars", "quote-name", "quoting-style=",
 		"reverse", "recursive", "size", "sort=", "time=", "time-style=", "tabsize=", "width=", "context", "zero", "help", "version"}}
+	grepModel = optModel{short: "EFGPe:f:iywxzsvVm:bnHhoqaId:D:rRLlcTZB:A:C:U", long: []string{"extended-regexp", "fixed-strings",
+		"basic-regexp", "perl-regexp", "regexp=", "file=", "ignore-case", "no-ignore-case", "word-regexp", "line-regexp", "null-data",
+		"no-messages", "invert-match", "version", "help", "max-count=", "byte-offset", "line-number", "line-buffered",
+		"with-filename", "no-filename", "label=", "only-matching", "quiet", "silent", "binary-files=", "text", "directories=",
+		"devices=", "recursive", "dereference-recursive", "include=", "exclude=", "exclude-from=", "exclude-dir=",
+		"files-without-match", "files-with-matches", "count", "initial-tab", "null", "before-context=", "after-context=",
+		"context=", "group-separator=", "no-group-separator", "color=?", "colour=?", "binary"}, digits: true}
 	dateModel = optModel{short: "d:f:I::Rr:s:u", long: []string{"date=", "debug", "file=", "iso-8601=?", "resolution",
 		"rfc-email", "rfc-3339=", "reference=", "set=", "utc", "universal", "help", "version"}}
 )
