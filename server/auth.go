@@ -81,6 +81,7 @@ type session struct {
 	id      *identity
 	csrf    string
 	expires time.Time
+	ended   bool // signed out or pushed out; guarded by authenticator.mu
 }
 
 // authenticator knows the tokens and the sessions.
@@ -128,6 +129,10 @@ func (a *authenticator) token(secret string) *identity {
 	return found
 }
 
+// maxSessionsPerName bounds the sessions of one token holder (browsers,
+// devices) kept at once.
+const maxSessionsPerName = 32
+
 // signIn opens a session for id and returns the cookie's value.
 func (a *authenticator) signIn(id *identity) (string, *session) {
 	key := rand.Text() + rand.Text()
@@ -135,10 +140,29 @@ func (a *authenticator) signIn(id *identity) (string, *session) {
 	now := a.clock.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// One token holder may keep at most maxSessionsPerName sessions: its
+	// own oldest goes first, so signing in again and again cannot push
+	// other people's sessions out.
+	var mine [][sha256.Size]byte
+	for k, old := range a.sessions {
+		if old.id.name == id.name && now.Before(old.expires) {
+			mine = append(mine, k)
+		}
+	}
+	for len(mine) >= maxSessionsPerName {
+		oldest := 0
+		for i, k := range mine {
+			if a.sessions[k].expires.Before(a.sessions[mine[oldest]].expires) {
+				oldest = i
+			}
+		}
+		a.dropLocked(mine[oldest])
+		mine = append(mine[:oldest], mine[oldest+1:]...)
+	}
 	if len(a.sessions) >= a.max {
 		for k, old := range a.sessions {
 			if !now.Before(old.expires) {
-				delete(a.sessions, k)
+				a.dropLocked(k)
 			}
 		}
 	}
@@ -151,7 +175,7 @@ func (a *authenticator) signIn(id *identity) (string, *session) {
 				oldest, first = k, old.expires
 			}
 		}
-		delete(a.sessions, oldest)
+		a.dropLocked(oldest)
 	}
 	a.sessions[sha256.Sum256([]byte(key))] = s
 	return key, s
@@ -167,10 +191,33 @@ func (a *authenticator) session(key string) *session {
 		return nil
 	}
 	if !a.clock.Now().Before(s.expires) {
-		delete(a.sessions, h)
+		a.dropLocked(h)
 		return nil
 	}
 	return s
+}
+
+// live reports whether a stream opened with session s may go on: true for
+// bearer tokens and dev mode (s nil), else while the session is signed in
+// and unexpired.
+func (a *authenticator) live(s *session) bool {
+	if s == nil {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.clock.Now().Before(s.expires) {
+		return false
+	}
+	return !s.ended
+}
+
+// dropLocked ends the session stored under k.
+func (a *authenticator) dropLocked(k [sha256.Size]byte) {
+	if s := a.sessions[k]; s != nil {
+		s.ended = true
+	}
+	delete(a.sessions, k)
 }
 
 func (a *authenticator) signOut(s *session) {
@@ -178,7 +225,7 @@ func (a *authenticator) signOut(s *session) {
 	defer a.mu.Unlock()
 	for k, x := range a.sessions {
 		if x == s {
-			delete(a.sessions, k)
+			a.dropLocked(k)
 		}
 	}
 }
@@ -223,6 +270,14 @@ func (s *Server) authenticate(r *http.Request) (*identity, *apiError) {
 			// A page of another site whose name resolves to 127.0.0.1
 			// (DNS rebinding) would otherwise drive this server.
 			return nil, forbidden("dev mode serves only loopback host names (localhost, 127.0.0.1, [::1]), not %q", r.Host)
+		}
+		for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"} {
+			if r.Header.Get(h) != "" {
+				// A reverse proxy on this machine would make every client
+				// of the proxy an admin: dev mode is for a browser on
+				// this machine only.
+				return nil, forbidden("dev mode refuses proxied requests (%s header): configure tokens to serve through a proxy", h)
+			}
 		}
 		if same, found := sameOrigin(r); stateChanging(r) && found && !same {
 			return nil, csrfError("cross-site request refused: the Origin is not this server")

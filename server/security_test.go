@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -249,5 +250,53 @@ func TestRequestLog(t *testing.T) {
 		if strings.Contains(logs, secret) {
 			t.Errorf("the log holds %q", secret)
 		}
+	}
+}
+
+// Found by review: a proxy on the same machine must not make its clients
+// admins of a dev-mode server.
+func TestDevModeRefusesProxiedRequests(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{dev: true})
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
+		f.do("POST", "/v1/threads", "", map[string]string{}, header{h, "1.2.3.4"}).want(t, http.StatusForbidden, "forbidden")
+	}
+}
+
+// Found by review: signing in again and again with one token pushed every
+// other reviewer's session out.
+func TestSessionsOfOneHolderAreCapped(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{cfg: func(c *server.Config) { c.MaxSessions = 40 }})
+	alice, _ := f.signIn(aliceSecret)
+	for range 100 {
+		f.signIn(adminSecret)
+	}
+	f.do("GET", "/v1/session", "", nil, alice).want(t, http.StatusOK, "")
+}
+
+// Found by review: an event stream opened with a session went on after
+// sign-out.
+func TestStreamEndsAtSignOut(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{cfg: func(c *server.Config) { c.PingInterval = 20 * time.Millisecond }})
+	cookie, csrf := f.signIn(adminSecret)
+	req, _ := http.NewRequest("GET", f.ts.URL+"/v1/stream", nil)
+	req.Header.Set("Cookie", cookie.v)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %s", resp.Status)
+	}
+	f.do("DELETE", "/v1/session", "", nil, cookie, header{"X-CSRF-Token", csrf}, header{"Origin", f.ts.URL}).want(t, http.StatusNoContent, "")
+	done := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); done <- err }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream went on after sign-out")
 	}
 }

@@ -395,6 +395,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id *identity, th
 	defer ping.Stop()
 	var retry <-chan time.Time
 	for {
+		if !s.auth.live(id.session) {
+			// Signed out or expired since the stream opened: it must not
+			// go on showing questions.
+			return nil
+		}
 		wake := s.wake.wait(thread)
 		n, err := s.sendEvents(ctx, w, rc, id, thread, &after)
 		switch {
@@ -424,6 +429,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id *identity, th
 			case <-retry:
 				break wait
 			case <-ping.C:
+				if !s.auth.live(id.session) {
+					return nil
+				}
 				_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 				if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
 					return nil

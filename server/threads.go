@@ -82,8 +82,14 @@ func checkThreadID(id string) error {
 		return badRequest("the thread id is longer than 200 bytes")
 	case !utf8.ValidString(id):
 		return badRequest("the thread id is not valid UTF-8")
-	case strings.ContainsFunc(id, func(r rune) bool { return r == '/' || unicode.IsSpace(r) || !unicode.IsPrint(r) }):
-		return badRequest("the thread id %q has a '/', a space or an invisible character", id)
+	case id == "." || id == "..":
+		// A path segment a URL resolves away: the thread could not be
+		// addressed.
+		return badRequest("the thread id %q is a path step, not a name", id)
+	case strings.ContainsFunc(id, func(r rune) bool { return r > unicode.MaxASCII || r == '/' || r == '%' || unicode.IsSpace(r) || !unicode.IsPrint(r) }):
+		// ASCII only: a lookalike letter from another script (a
+		// fullwidth 'ａ') would make two threads a person reads as one.
+		return badRequest("the thread id %q may hold visible ASCII characters only: no space, '/', '%%' or letters of other scripts", id)
 	}
 	return nil
 }
