@@ -86,7 +86,9 @@ func checkThreadID(id string) error {
 		// A path segment a URL resolves away: the thread could not be
 		// addressed.
 		return badRequest("the thread id %q is a path step, not a name", id)
-	case strings.ContainsFunc(id, func(r rune) bool { return r > unicode.MaxASCII || r == '/' || r == '%' || unicode.IsSpace(r) || !unicode.IsPrint(r) }):
+	case strings.ContainsFunc(id, func(r rune) bool {
+		return r > unicode.MaxASCII || r == '/' || r == '%' || unicode.IsSpace(r) || !unicode.IsPrint(r)
+	}):
 		// ASCII only: a lookalike letter from another script (a
 		// fullwidth 'ａ') would make two threads a person reads as one.
 		return badRequest("the thread id %q may hold visible ASCII characters only: no space, '/', '%%' or letters of other scripts", id)
