@@ -168,6 +168,34 @@ var bashSeeds = []string{
 	"echo $'\\'' x1 '",
 	"x1 <<<`x2`",
 	"echo `{ x1; }`",
+	// Here-documents and substitutions inside each other. Bash runs no
+	// program the analysis misses in any of them; bash -n rejects
+	// "x1 <<E\n$(x2\nE\n)\nE", which the parser reads (listing more).
+	"x1 $(cat <<E\n)\nE\n) x2",
+	"x1 $(cat <<E\n)\nE\n)\nx2",
+	"x1 \"$(cat <<'E'\n\"\nE\n)\" x2",
+	"x1 <<E; x2\n$(x3)\nE",
+	"x1 <<\\E\n$(x3)\nE",
+	"x1 <<'E'\nE'\n$(x3)\nE",
+	"x1 <<E\n`x3`\nE",
+	"x1 <<\"E\"\n`x3`\nE",
+	"x1 <<E\nE \n`x3`\nE",
+	"x1 <<-E\n\t`x3`\n\tE",
+	"x1 <<E x2\n`x3`\nE",
+	"x1 $(x2 <<E\n`x3`\nE\n)",
+	"x1 `x2 <<E\n\\`x3\\`\nE\n`",
+	"x1 `x2 <<'E'\n\\`x3\\`\nE\n`",
+	"x1 $(echo '$(' ) x2",
+	"x1 $(# )\nx2)",
+	"x1 `# `x2",
+	"x1 ${x:-`x2`}",
+	"x1 \"${x:-\"`x2`\"}\"",
+	"x1 '${x:-`x2`}'",
+	"x1 $'\\'' `x2` '",
+	"x1 <<E\n$(x2\nE\n)\nE",
+	"x1 <<E\n${x:-$(x2)}\nE",
+	"x1 <<<$'a\\'' x2 '",
+	"x1 <<E\naa\\\nE\n`x2`\nE",
 }
 
 // bashSafe reports whether src is made of the pieces' characters, with no
@@ -179,7 +207,7 @@ func bashSafe(src string) bool {
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		switch {
-		case strings.IndexByte("x123echotruaE \n'\"`\\;$){}|&#<-", c) >= 0:
+		case strings.IndexByte("x123echotruaE \t:\n'\"`\\;$){}|&#<-", c) >= 0:
 		case c == '(' && i > 0 && (src[i-1] == '$' || src[i-1] == '(' && i > 1 && src[i-2] == '$'):
 		default:
 			return false
