@@ -60,7 +60,7 @@ var review2 = map[string][]string{
 		"column -Q x",
 		"jq --frobnicate . x.json",
 		"wc --files0-from list",
-		"ls --frobnicate", "cat --frobnicate x", "head --frobnicate x", "tail -Q x", "sort --frobnicate x", "cut -Q x", "grep --frobnicate x f",
+		"ls --frobnicate", "cat --frobnicate x", "head --frobnicate x", "tail -Q x", "sort --frobnicate x", "cut -Q x", "grep --frobnicate x f", "sed --frobnicate p f", "sed -Q p f",
 	},
 	// 6. jq: $ ENV with white space or a comment, options with two values
 	// after --args, programs from test files.
@@ -129,7 +129,7 @@ var review2Harmless = []string{
 	"awk '{ s += $2 } END { print s / NR }'", "awk 'length($0) > 72' f", "sed 's/[[:space:]]*$//' f",
 	"sed -n '/^[a-z]*$/p' f", "sed 's/[/]/_/g' f", "find . -name '*.go' -exec grep -l TODO {} +",
 	"ls -1", "ls -lh --color=auto", "head -5 f", "tail -n +5 f", "tail -20 f", "cat -A x", "sort -c f", "sort -C f",
-	"cut --complement -f1 x", "wc --total=never x", "grep -5 x f", "grep -Hn --color=always x f", "echo `date`", "echo \"`git rev-parse HEAD`\"", "diff <(sort a) <(sort b)", "sort f | uniq -c",
+	"cut --complement -f1 x", "wc --total=never x", "grep -5 x f", "sed -nE 's/a+/b/p' f", "sed -n --posix p f", "sed --debug -n p f", "grep -Hn --color=always x f", "echo `date`", "echo \"`git rev-parse HEAD`\"", "diff <(sort a) <(sort b)", "sort f | uniq -c",
 }
 
 func TestSandboxReview2(t *testing.T) {

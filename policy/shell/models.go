@@ -125,6 +125,8 @@ var (
 		"devices=", "recursive", "dereference-recursive", "include=", "exclude=", "exclude-from=", "exclude-dir=",
 		"files-without-match", "files-with-matches", "count", "initial-tab", "null", "before-context=", "after-context=",
 		"context=", "group-separator=", "no-group-separator", "color=?", "colour=?", "binary"}, digits: true}
+	sedModel = optModel{short: "ne:f:i::l:Ersuz", long: []string{"quiet", "silent", "debug", "expression=", "file=", "follow-symlinks",
+		"in-place=?", "line-length=", "posix", "regexp-extended", "separate", "sandbox", "unbuffered", "null-data", "help", "version"}}
 	dateModel = optModel{short: "d:f:I::Rr:s:u", long: []string{"date=", "debug", "file=", "iso-8601=?", "resolution",
 		"rfc-email", "rfc-3339=", "reference=", "set=", "utc", "universal", "help", "version"}}
 )

@@ -431,6 +431,7 @@ func jqRisk(f string) (out jqFilter) {
 func checkSed(c *check) {
 	spec := optSpec{shortVal: "efl", shortOptVal: "i", longVal: []string{"--expression", "--file", "--line-length"}}
 	opts, operands, _ := spec.parse(c.args)
+	sedModel.unknown(c, opts)
 	var scripts []string
 	sandbox, given := false, false
 	for _, o := range opts {
