@@ -34,8 +34,8 @@
 // --compress-program, tar --to-command and --checkpoint-action, less +cmd,
 // man -P, rg --pre, git -p, --ext-diff and --textconv, date with a time
 // operand, and more; and options it does not know of the commands whose
-// whole option set it models (ls, cat, head, tail, wc, cut, grep, sed, sort, uniq,
-// diff, join, column, date, jq). For such commands an argument only known at
+// whole option set it models (ls, cat, head, tail, wc, cut, grep, sed,
+// sort, uniq, diff, join, column, date, jq). For such commands an argument only known at
 // run time, a glob that may expand to "-option", or arguments xargs adds
 // also need review. So do a redirection to or from a name computed at run
 // time that could be /dev/tcp/..., and input beyond the limits (nesting,
