@@ -378,6 +378,11 @@ func (tb *tab) network(up bool) {
 // no page can cancel.
 func (tb *tab) press(key string) {
 	tb.t.Helper()
+	if strings.Contains("ade", key) {
+		// The page ignores answer keys for a moment after a question comes
+		// into view (so a held key cannot answer the next one).
+		tb.wait("answer keys to be live", `document.body.dataset.keysReady !== '0'`)
+	}
 	tb.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
 			p := input.DispatchKeyEventParams{Type: typ, Key: key, Code: "Key" + strings.ToUpper(key), WindowsVirtualKeyCode: int64(strings.ToUpper(key)[0])}

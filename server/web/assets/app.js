@@ -564,6 +564,11 @@ function select(k) {
 		if (k && !gone.has(k)) fetchAndShow(k);
 		return;
 	}
+	if (sel !== k) {
+		const at = (shown.at = performance.now());
+		D.body.dataset.keysReady = '0';
+		setTimeout(() => shown.at === at && (D.body.dataset.keysReady = '1'), 700);
+	}
 	sel = k;
 	shown.q = q;
 	shown.note = null;
@@ -1381,6 +1386,10 @@ D.addEventListener('keydown', (e) => {
 			b.click();
 		}
 	};
+	// A held or doubled key must not answer a question that has only just
+	// come into view (the next one, after an answer).
+	const fresh = e.repeat || performance.now() - (shown.at || 0) < 700;
+	if (fresh && 'ade'.includes(e.key)) return e.preventDefault();
 	switch (e.key) {
 		case 'j':
 			move(1);
