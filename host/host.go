@@ -258,6 +258,7 @@ func (h *Host) reconcile(ctx context.Context) error {
 
 func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 	defer h.loops.Done()
+	var lastResub time.Time
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -270,6 +271,16 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 				// The store ended the feed: subscribe again, and read
 				// what may have been missed meanwhile.
 				h.log.Warn("tollgate: store notifications ended; subscribing again")
+				// A store that ends every feed at once (being closed) must
+				// not turn this into a busy loop.
+				if time.Since(lastResub) < time.Second {
+					select {
+					case <-h.ctx.Done():
+						return
+					case <-time.After(time.Second):
+					}
+				}
+				lastResub = time.Now()
 				notes = h.resubscribe()
 				continue
 			}
