@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,5 +121,36 @@ func TestConfinedTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("took %s", d)
+	}
+}
+
+// TestConfinedDiesWithAgent: when the agent's process dies, its confined
+// commands die with it, children included.
+func TestConfinedDiesWithAgent(t *testing.T) {
+	needSandbox(t)
+	if !bash.Check().PidNS {
+		t.Skip("no PID namespace here")
+	}
+	dir := t.TempDir()
+	agentProc := exec.Command(os.Args[0])
+	agentProc.Env = append(os.Environ(), "TOLLGATE_BASH_TEST_AGENT_DIR="+dir)
+	if err := agentProc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = agentProc.Process.Kill()
+	_ = agentProc.Wait()
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(dir, "marker")); err == nil {
+		t.Fatal("a child of the confined command outlived the agent")
 	}
 }
