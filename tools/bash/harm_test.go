@@ -253,10 +253,23 @@ func runCorpus(t *testing.T, profile bash.Profile) (harms, results []string) {
 		before := p.snapshot(t)
 		tcp0, udp0 := p.tcp.Load(), p.udp.Load()
 		r := runOne(t, tool, p.expand(h.cmd))
-		// A packet or a connection may land a moment after the command.
-		time.Sleep(20 * time.Millisecond)
+		// A connection or a packet may be counted a moment after the
+		// command (the listeners' goroutines), more so on a loaded machine.
+		wait := 20 * time.Millisecond
+		if strings.Contains(h.cmd, "PORT}") {
+			wait = 2 * time.Second
+		}
+		for end := time.Now().Add(wait); time.Now().Before(end) && p.tcp.Load() == tcp0 && p.udp.Load() == udp0; {
+			time.Sleep(10 * time.Millisecond)
+		}
 		harms = append(harms, p.harmDone(before, p.snapshot(t), r.Content, tcp0, udp0))
 		results = append(results, r.Content)
+	}
+	if profile != bash.Unconfined {
+		time.Sleep(200 * time.Millisecond)
+		if n, m := p.tcp.Load(), p.udp.Load(); n+m > 0 {
+			t.Errorf("%s: %d connections and %d packets reached the listeners", profile, n, m)
+		}
 	}
 	return harms, results
 }
