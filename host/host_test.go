@@ -456,7 +456,8 @@ func TestManyParkedRunsHoldNoGoroutines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	t.Parallel()
+	// Not parallel: it counts every goroutine of the process, and the
+	// other tests' runs would be counted too.
 	f := newFixture(t, nil, 0, nil)
 	h := f.start(t)
 	before := runtime.NumGoroutine()

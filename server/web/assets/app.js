@@ -1102,7 +1102,10 @@ function rawActions(q, dr, open) {
 const thread = { id: '', data: null, events: [], after: 0, busy: false, again: false, timer: null, compose: '', abort: '', mode: 'view', newId: '', newText: '', error: null };
 const composed = new Map(); // thread id -> message being written
 function showThread(id) {
-	if (thread.id === id && thread.mode !== 'new') return;
+	// Someone writing a new thread keeps the form: a question that comes in
+	// meanwhile is shown when they start the thread or cancel.
+	if (thread.mode === 'new') return void (thread.nextId = id);
+	if (thread.id === id) return;
 	if (thread.id) composed.set(thread.id, thread.compose);
 	Object.assign(thread, { id, data: null, events: [], after: 0, mode: 'view', error: null, composeError: null, compose: composed.get(id) || '' });
 	renderThread();
@@ -1329,8 +1332,10 @@ function renderNewThread(body) {
 	const form = el('form', { class: 'subform', novalidate: true }, el('label', { for: 'new-id' }, 'Thread id (optional)'), idIn, el('label', { for: 'new-text' }, 'First message'), ta,
 		thread.newError ? el('p', { class: 'error-text', role: 'alert' }, thread.newError) : null,
 		el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'btn primary', id: 'new-start' }, 'Start the thread'), btn('Cancel', '', () => {
-			thread.mode = 'view';
-			renderThread();
+			const back = thread.nextId || thread.id;
+			Object.assign(thread, { mode: 'view', id: '', nextId: null });
+			if (back) showThread(back);
+			else renderThread();
 		})));
 	form.addEventListener('submit', async (e) => {
 		e.preventDefault();
@@ -1346,7 +1351,7 @@ function renderNewThread(body) {
 		}
 		const id = r.data.id;
 		const text = thread.newText;
-		Object.assign(thread, { newId: '', newText: '', newError: null, mode: 'view', id: '' });
+		Object.assign(thread, { newId: '', newText: '', newError: null, mode: 'view', id: '', nextId: null });
 		showThread(id);
 		thread.compose = text;
 		await sendMessage();
