@@ -14,8 +14,9 @@ type Profile string
 const (
 	// ReadOnly: read the working directory and the system directories a
 	// shell needs; write nothing but /dev/null and a private temporary
-	// directory (TMPDIR, removed afterwards); no network; only the
-	// allow-listed environment.
+	// directory (TMPDIR, removed afterwards), and change no file's mode,
+	// owner, times or extended attributes (seccomp, amd64); no network,
+	// no UNIX sockets; only the allow-listed environment.
 	ReadOnly Profile = "read-only"
 	// WorkspaceWrite is ReadOnly that may also write inside the working
 	// directory.

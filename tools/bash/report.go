@@ -68,6 +68,7 @@ func (r Report) Enforced() (enforced, not []string) {
 	add(ll && r.ABI >= 4, "network: no TCP bind or connect (ABI 4)")
 	add(r.helperOK && r.NetNS || ll && r.ABI >= 10, "network: no UDP to the outside (the network namespace, or Landlock ABI 10)")
 	add(ll && r.ABI >= 9, "network: no connecting to pathname UNIX sockets made outside the sandbox (ABI 9)")
+	add(r.helperOK && seccompEnforced, "read-only: no chmod, chown, utimes or extended attributes anywhere, and no UNIX sockets at all (seccomp)")
 	add(r.helperOK && r.UserNS, "privileges: a user namespace (capabilities mean nothing outside it; the process limit counts only the command's processes)")
 	add(r.helperOK, "privileges: no capabilities, no new privileges (setuid programs do not raise them)")
 	add(r.helperOK && r.PidNS, "processes: a PID namespace (the whole tree dies with the shell, on timeout and with the agent)")

@@ -105,6 +105,9 @@ func runHelper() error {
 	if err := clearCaps(); err != nil {
 		return err
 	}
+	if err := applySeccomp(c.Profile); err != nil {
+		return err
+	}
 	if c.Probe {
 		return nil
 	}
