@@ -19,8 +19,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -197,7 +199,7 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 		if err != nil {
 			return Result{ExitCode: -1}, fmt.Errorf("private temporary directory: %w", err)
 		}
-		defer os.RemoveAll(tmp)
+		defer removeTree(tmp)
 		if cmd, after, err = confinedCommand(ctx, o, p, tmp, cmdline); err != nil {
 			return Result{ExitCode: -1}, err
 		}
@@ -241,4 +243,20 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 		return res, fmt.Errorf("cannot run %s: %w", o.Shell, err)
 	}
 	return res, nil
+}
+
+// removeTree removes a command's private TMPDIR, first giving back the
+// owner's rights on every directory in it: a command that made a
+// directory unwritable (chmod 500) must not leave its files behind.
+func removeTree(dir string) {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700)
+		} else if err != nil && path != dir {
+			// Unreadable until its parent is fixed: fixed on the way down.
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -111,7 +112,15 @@ func runHelper() error {
 	if c.Probe {
 		return nil
 	}
-	env := append(c.Env, "TMPDIR="+c.Tmp)
+	// HOME is not readable under a confined profile, and programs such as
+	// git treat an unreadable ~/.gitconfig as fatal: HOME is the private
+	// TMPDIR instead (found by review: every allowed git command failed).
+	env := []string{"TMPDIR=" + c.Tmp, "HOME=" + c.Tmp}
+	for _, kv := range c.Env {
+		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
 	return syscall.Exec(c.Shell, []string{c.Shell, "-c", c.Cmd}, env)
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -84,5 +85,44 @@ func TestReadOnlyKeepsMetadataAndUnixSocketsOutside(t *testing.T) {
 	case m := <-got:
 		t.Errorf("read-only reached a UNIX socket outside: %q", m)
 	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// Found by review: with a ~/.gitconfig the confined command could not read,
+// every git command failed, so the read-only git rules were useless.
+func TestConfinedGitWithAnUnreadableHome(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	home, repo := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = x\n"), 0o600)
+	t.Setenv("HOME", home)
+	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	os.WriteFile(filepath.Join(repo, "f"), []byte("x"), 0o644)
+	r, err := bash.Run(context.Background(), &bash.Options{Dir: repo, Profile: bash.ReadOnly}, "git status --short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "f") {
+		t.Fatalf("git status under read-only: %+v", r)
+	}
+}
+
+// A command that makes a directory of its TMPDIR unwritable does not leave
+// it behind.
+func TestTmpdirRemovedEvenWhenLockedUp(t *testing.T) {
+	needSandbox(t)
+	dir := t.TempDir()
+	r, err := bash.Run(context.Background(), &bash.Options{Dir: dir, Profile: bash.WorkspaceWrite},
+		"mkdir $TMPDIR/d && touch $TMPDIR/d/f && chmod 500 $TMPDIR/d && echo $TMPDIR > where")
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	where, _ := os.ReadFile(filepath.Join(dir, "where"))
+	if _, err := os.Stat(strings.TrimSpace(string(where))); err == nil {
+		t.Fatalf("TMPDIR %s is still there", where)
 	}
 }
