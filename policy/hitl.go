@@ -100,10 +100,20 @@ func sandboxFor(current func() *Policy, tool string) func(ctx context.Context, a
 		}
 		if tc != nil {
 			q, err := tc.Question(ctx, hitl.QuestionID(tc.Call.ID))
-			if err == nil && q.Status == checkpoint.QuestionAnswered {
+			if err == nil && q.Status == checkpoint.QuestionAnswered && approvedAnswer(q.Answer) {
 				return "", nil
 			}
 		}
 		return "", fmt.Errorf("the policy does not allow this call (%s by rule %s: %s) and no person approved it", d.Action, d.Rule, d.Reason)
 	}
+}
+
+// approvedAnswer reports whether a stored approve answer lets the call run
+// (approve or edit): a deny that reached the tool through other wiring must
+// not count as an approval.
+func approvedAnswer(raw json.RawMessage) bool {
+	var a struct {
+		Decision string `json:"decision"`
+	}
+	return json.Unmarshal(raw, &a) == nil && (a.Decision == hitl.DecisionApprove || a.Decision == hitl.DecisionEdit)
 }
