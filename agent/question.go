@@ -276,23 +276,38 @@ func (a *Agent) waitQuestion(ctx context.Context, q *checkpoint.Question) (*chec
 			return r.q, r.err
 		case <-deadline:
 			deadline = nil
-			at := a.clock.Now()
-			if at.Before(q.Deadline) {
-				at = q.Deadline
+			r, _, err := TimeOut(ctx, a.store, q, a.clock.Now())
+			if err != nil {
+				return nil, fmt.Errorf("%w %q: %w", ErrQuestion, q.ID, err)
 			}
-			r, err := a.store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
-				Status: checkpoint.QuestionTimedOut, By: "timeout", At: at,
-			})
-			switch {
-			case err == nil:
-				return r, nil
-			case errors.Is(err, checkpoint.ErrConflict):
-				// Someone answered (or aborted) first: theirs wins.
-				return a.store.GetQuestion(ctx, q.ThreadID, q.ID)
-			default:
-				return nil, fmt.Errorf("%w %q: recording timeout: %w", ErrQuestion, q.ID, err)
-			}
+			return r, nil
 		}
+	}
+}
+
+// TimeOut records that q's deadline has passed, by the same
+// compare-and-set as an answer, at now or the deadline if now is earlier.
+// won reports whether this call recorded it; if an answer or an abort won
+// first, the question as the winner left it is returned instead. Whoever
+// fires deadlines (a waiting run, a host) uses it, so exactly one
+// resolution wins.
+func TimeOut(ctx context.Context, store checkpoint.Store, q *checkpoint.Question, now time.Time) (resolved *checkpoint.Question, won bool, err error) {
+	at := now
+	if at.Before(q.Deadline) {
+		at = q.Deadline
+	}
+	r, err := store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
+		Status: checkpoint.QuestionTimedOut, By: "timeout", At: at,
+	})
+	switch {
+	case err == nil:
+		return r, true, nil
+	case errors.Is(err, checkpoint.ErrConflict):
+		// Someone answered (or aborted) first: theirs wins.
+		r, err = store.GetQuestion(ctx, q.ThreadID, q.ID)
+		return r, false, err
+	default:
+		return nil, false, fmt.Errorf("recording timeout: %w", err)
 	}
 }
 

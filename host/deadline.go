@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -42,25 +41,18 @@ func (c *parkChannel) Wait(ctx context.Context, threadID, questionID string) (*c
 // timeout resolves q as timed out by the same compare-and-set as an
 // answer: if an answer won, that answer is returned.
 func (h *Host) timeout(ctx context.Context, q *checkpoint.Question) (*checkpoint.Question, error) {
-	at := h.clock.Now()
-	if at.Before(q.Deadline) {
-		at = q.Deadline
-	}
 	h.markSelfResolved(q.ThreadID, q.ID) // resolved() resumes the run, once
-	r, err := h.store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
-		Status: checkpoint.QuestionTimedOut, By: "timeout", At: at})
-	if err != nil {
+	r, won, err := agent.TimeOut(ctx, h.store, q, h.clock.Now())
+	if !won {
 		h.consumeSelfResolved(q.ThreadID, q.ID)
 	}
-	switch {
-	case err == nil:
-		h.resolved(ctx, r)
-		return r, nil
-	case errors.Is(err, checkpoint.ErrConflict):
-		return h.store.GetQuestion(ctx, q.ThreadID, q.ID)
-	default:
-		return nil, fmt.Errorf("host: recording the timeout of %s: %w", q.ID, err)
+	if err != nil {
+		return nil, fmt.Errorf("host: question %s: %w", q.ID, err)
 	}
+	if won {
+		h.resolved(ctx, r)
+	}
+	return r, nil
 }
 
 // poke makes the deadline loop re-read the earliest deadline now.
