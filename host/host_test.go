@@ -578,3 +578,65 @@ func TestToolInterruptEditIsReadAsTheRunReadsIt(t *testing.T) {
 		t.Fatalf("ran %v", got)
 	}
 }
+
+// The two seeds' answer semantics hold for parked runs: an approved
+// approve question passes through with no hitl details (seed 003), and a
+// tool_interrupt edit replaces only the keys it names (seed 000).
+func TestParkedRunsKeepTheSeedsAnswerSemantics(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, 0, nil)
+	h := f.start(t)
+	q := f.promptParked(t, h, "approve", "$ touch x", 1)[0]
+	ans, _ := json.Marshal(hitl.ApproveAnswer{Decision: "approve", Digest: q.Digest})
+	if _, err := h.Answer(context.Background(), "approve", q.ID, ans, "a"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the approved run to end", f.idle(t, "approve"))
+	_, msgs := f.thread(t, "approve")
+	for _, m := range msgs {
+		if m.Role == agent.RoleTool && (m.Result.IsError || m.Result.Details["hitl"] != nil) {
+			t.Fatalf("an approved call's result %+v carries hitl details or an error", m.Result)
+		}
+	}
+
+	type twoArgs struct {
+		Cmd  string `json:"cmd"`
+		Note string `json:"note,omitempty"`
+	}
+	var ran []twoArgs
+	var mu sync.Mutex
+	tool := agent.NewTool("bash", "Run.", func(ctx context.Context, a twoArgs) (string, error) {
+		mu.Lock()
+		ran = append(ran, a)
+		mu.Unlock()
+		return "ok", nil
+	}, nil)
+	mw, err := interrupt.New(interrupt.Rule{Tool: "bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := storetest.New(t)
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "bash", twoArgs{Cmd: "ls", Note: "keep"})}}, scripted.Turn{Text: "done"})
+	h2, err := host.New(host.Config{Store: store, Agent: agent.Config{Provider: model, Tools: []*agent.Tool{tool}, Middleware: []agent.Middleware{mw}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Shutdown(context.Background())
+	f2 := &fixture{store: store}
+	iq := f2.promptParked(t, h2, "t1", "go", 1)[0]
+	if iq.ID != interrupt.ID("c1") || iq.Kind != interrupt.KindToolInterrupt {
+		t.Fatalf("question %s of kind %s", iq.ID, iq.Kind)
+	}
+	if _, err := h2.Answer(context.Background(), "t1", iq.ID, json.RawMessage(`{"action":"edit","arguments":{"cmd":"pwd"}}`), "a"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the interrupted run to end", f2.idle(t, "t1"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 || ran[0] != (twoArgs{Cmd: "pwd", Note: "keep"}) {
+		t.Fatalf("ran %+v, want the edit merged over the call's arguments", ran)
+	}
+}
