@@ -116,13 +116,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// The same host as the service: a run that waits parks, and resumes
 	// when its question is answered here, from another process, or by the
 	// deadline.
-	h, err := host.New(host.Config{Store: store, Agent: agent.Config{
-		Provider:     provider,
-		Model:        model,
-		SystemPrompt: "You are a helpful assistant with access to a bash shell.",
-		Tools:        []*agent.Tool{bash.New(bashOpts)},
-		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), approval)},
-	}})
+	h, err := host.New(host.Config{Store: store, Agent: bashAgent(store, provider, model, bashOpts, approval, nil)})
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return 1

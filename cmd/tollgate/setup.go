@@ -56,6 +56,12 @@ func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *
 	if err != nil {
 		return agent.Config{}, "", err
 	}
+	return bashAgent(store, provider, model, bashOpts, approval, log), name, nil
+}
+
+// bashAgent is the run template of serve and run: the model, the bash tool
+// and the approval middleware on the store's every-thread channel.
+func bashAgent(store checkpoint.Store, provider agent.Provider, model agent.Model, bashOpts *bash.Options, approval hitl.Policy, log *slog.Logger) agent.Config {
 	return agent.Config{
 		Provider:     provider,
 		Model:        model,
@@ -63,7 +69,7 @@ func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *
 		Tools:        []*agent.Tool{bash.New(bashOpts)},
 		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), approval)},
 		Logger:       log,
-	}, name, nil
+	}
 }
 
 // loadPolicy loads the policy file (watched for changes) or the built-in
