@@ -13,7 +13,7 @@ import (
 )
 
 // parkingChannel parks every run whose question is pending, as package
-// host does; waits counts the Wait calls that had to block instead.
+// host does; waits counts the Wait calls that were not allowed to park.
 type parkingChannel struct {
 	store checkpoint.Store
 	waits atomic.Int32
@@ -22,13 +22,15 @@ type parkingChannel struct {
 func (c *parkingChannel) Store() checkpoint.Store { return c.store }
 
 func (c *parkingChannel) Wait(ctx context.Context, threadID, id string) (*checkpoint.Question, error) {
+	if !agent.MayPark(ctx) {
+		// Counted whether or not the answer is already there: which comes
+		// first is up to the store's timing.
+		c.waits.Add(1)
+		return (&agent.StoreChannel{Store: c.store}).Wait(ctx, threadID, id)
+	}
 	q, err := c.store.GetQuestion(ctx, threadID, id)
 	if err != nil || q.Status != checkpoint.QuestionPending {
 		return q, err
-	}
-	if !agent.MayPark(ctx) {
-		c.waits.Add(1)
-		return (&agent.StoreChannel{Store: c.store}).Wait(ctx, threadID, id)
 	}
 	return nil, agent.ErrParked
 }
