@@ -1,0 +1,347 @@
+package display
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/hitl"
+)
+
+// AllowedByPolicy is what to say of a call that ran with no question and no
+// approval trace, for a caller that knows every call passes a policy
+// ([Outcome] cannot tell such a call from one under no policy, and says
+// nothing).
+const AllowedByPolicy = "allowed by the policy"
+
+// kindToolInterrupt is interrupt.KindToolInterrupt.
+const kindToolInterrupt = "tool_interrupt"
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// str is the string at m[k], "" if none.
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+// trace returns the approval trace of a result: Details["hitl"] (the
+// approval policy middleware, and abort) or Details["interrupt"] (the
+// tool_interrupt middleware).
+func trace(r agent.ToolResult) (m map[string]any, interrupt bool) {
+	if h, ok := r.Details["hitl"].(map[string]any); ok {
+		return h, false
+	}
+	if h, ok := r.Details["interrupt"].(map[string]any); ok {
+		return h, true
+	}
+	return nil, false
+}
+
+// paren is " (s)", or "" when s is empty.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// by is "by NAME", or "by the reviewer" when no name is known.
+func by(name string) string {
+	if name == "" {
+		return "by the reviewer"
+	}
+	return "by " + name
+}
+
+// answeredBy is who answered: the trace's "by", else the question's.
+func answeredBy(h map[string]any, q *checkpoint.Question) string {
+	if b := str(h, "by"); b != "" {
+		return b
+	}
+	if q != nil {
+		return q.AnsweredBy
+	}
+	return ""
+}
+
+// seconds is d as "5m0s", from a trace's timeout_seconds or the question.
+func timeout(h map[string]any, q *checkpoint.Question) time.Duration {
+	switch v := h["timeout_seconds"].(type) {
+	case float64:
+		return time.Duration(v) * time.Second
+	case int:
+		return time.Duration(v) * time.Second
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return time.Duration(n) * time.Second
+		}
+	}
+	if q != nil {
+		return q.Timeout()
+	}
+	return 0
+}
+
+func timedOut(d time.Duration) string {
+	if d <= 0 {
+		return "timed out"
+	}
+	return "timed out after " + d.String()
+}
+
+// Outcome says in words what happened to a tool call, from its result's
+// approval trace (Details["hitl"] of the approval policy middleware or of
+// an abort, Details["interrupt"] of the tool_interrupt middleware) and its
+// approval question q (nil when none was asked):
+//
+//   - "blocked by the policy (rule NAME: reason)" — the policy blocked it
+//     and no person was asked ("rule NAME: " only when the result records
+//     the rule); never "denied";
+//   - "denied by NAME (reason)" — a person denied it;
+//   - "timed out after 5m0s" — no one answered in time;
+//   - "aborted (reason)";
+//   - "edited by NAME; ran: ARGS" — what ran, not what was asked;
+//   - "approved by NAME";
+//   - "" when there is nothing to say (a call that ran with no question:
+//     see [AllowedByPolicy]).
+//
+// Other results that did not run say why ("refused: the arguments are
+// invalid", "outcome unknown: ..."). The phrase is one line.
+func Outcome(r agent.ToolResult, q *checkpoint.Question) string {
+	h, interrupt := trace(r)
+	if h != nil {
+		if s := outcomeOf(h, interrupt, q); s != "" {
+			return s
+		}
+	}
+	if q != nil && q.Status != checkpoint.QuestionPending {
+		return Resolution(q)
+	}
+	switch {
+	case r.Details["validation"] != nil:
+		return "refused: the arguments are invalid"
+	case str(r.Details, "error") == "unknown_tool":
+		return "refused: unknown tool"
+	case str(r.Details, "outcome") == "unknown":
+		return "outcome unknown: the run stopped while the call was executing"
+	}
+	return ""
+}
+
+func outcomeOf(h map[string]any, interrupt bool, q *checkpoint.Question) string {
+	reason := str(h, "reason")
+	if interrupt {
+		reason = str(h, "message")
+	}
+	switch str(h, "decision") {
+	case "policy_deny":
+		if h["digest_mismatch"] == true {
+			return Line("blocked: the answer " + by(answeredBy(h, q)) + " was given for other arguments than the call's")
+		}
+		if _, ok := h["edited_args"]; ok {
+			return Line("blocked by the policy after an edit " + by(answeredBy(h, q)) + paren(rule(h)+reason))
+		}
+		return Line("blocked by the policy" + paren(rule(h)+reason))
+	case "human_deny", "deny":
+		return Line("denied " + by(answeredBy(h, q)) + paren(reason))
+	case "invalid_edit":
+		return Line("denied: the edit " + by(answeredBy(h, q)) + " is invalid" + paren(reason))
+	case "timed_out":
+		return timedOut(timeout(h, q))
+	case "aborted":
+		return Line("aborted" + paren(reason))
+	case "edit":
+		return "edited " + Line(by(answeredBy(h, q))) + "; ran: " + ranArgs(h, interrupt)
+	}
+	return ""
+}
+
+// rule is "rule NAME: " for the rule a trace names, "" if none.
+func rule(h map[string]any) string {
+	for _, k := range []string{"matched_rule", "rule"} {
+		if s := str(h, k); s != "" {
+			return "rule " + s + ": "
+		}
+	}
+	return ""
+}
+
+// ranArgs are the arguments an edited call ran with: the approval
+// middleware records them whole in edited_args; the tool_interrupt
+// middleware records only the edited keys, merged over original_args.
+func ranArgs(h map[string]any, interrupt bool) string {
+	edited, _ := h["edited_args"].(map[string]any)
+	if interrupt {
+		orig, _ := h["original_args"].(map[string]any)
+		m := maps.Clone(orig)
+		if m == nil {
+			m = map[string]any{}
+		}
+		maps.Copy(m, edited)
+		edited = m
+	}
+	return argsLine(edited)
+}
+
+// argsLine is a call's arguments on one line: the cmd argument as plain
+// text when it is the only one, else [JSON].
+func argsLine(args map[string]any) string {
+	if len(args) == 1 {
+		if s, ok := args["cmd"].(string); ok {
+			return Line(s)
+		}
+	}
+	if args == nil {
+		return "{}"
+	}
+	return JSON(args)
+}
+
+// Resolution says how a question was resolved: "approved by alice",
+// "denied by bob (reason)", "edited by alice: {...}", "timed out",
+// "aborted (reason)", "answered by alice: ANSWER" for ask and confirm
+// (yes or no), "pending" while open. The phrase is one line.
+func Resolution(q *checkpoint.Question) string {
+	if q == nil {
+		return ""
+	}
+	switch q.Status {
+	case checkpoint.QuestionPending:
+		return "pending"
+	case checkpoint.QuestionTimedOut:
+		return "timed out"
+	case checkpoint.QuestionAborted:
+		return Line("aborted" + paren(q.Reason))
+	case checkpoint.QuestionAnswered:
+	default:
+		return Line(string(q.Status))
+	}
+	who := Line(by(q.AnsweredBy))
+	switch q.Kind {
+	case hitl.KindApprove:
+		var a hitl.ApproveAnswer
+		if decodeAnswer(q.Answer, &a) != nil {
+			return "answered " + who + ": " + JSON(q.Answer)
+		}
+		switch a.Decision {
+		case hitl.DecisionApprove:
+			return "approved " + who
+		case hitl.DecisionEdit:
+			return "edited " + who + ": " + argsLine(a.EditedArgs)
+		case hitl.DecisionDeny:
+			return "denied " + who + Line(paren(a.Reason))
+		}
+		return "answered " + who + ": " + JSON(q.Answer)
+	case kindToolInterrupt:
+		return "" + interruptAnswer(q.Answer, who)
+	case hitl.KindConfirm:
+		switch yes, ok := confirmAnswer(q.Answer); {
+		case ok && yes:
+			return "answered " + who + ": yes"
+		case ok:
+			return "answered " + who + ": no"
+		}
+	case hitl.KindAsk:
+		var s string
+		if json.Unmarshal(q.Answer, &s) == nil {
+			return "answered " + who + ": " + Line(s)
+		}
+	}
+	return "answered " + who + ": " + JSON(q.Answer)
+}
+
+func decodeAnswer(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// interruptAnswer reads a tool_interrupt answer as interrupt.Interpret
+// does: true or {"action":"approve"} approves, {"action":"edit",
+// "arguments":{...}} edits, anything else denies.
+func interruptAnswer(raw json.RawMessage, who string) string {
+	var yes bool
+	if json.Unmarshal(raw, &yes) == nil {
+		if yes {
+			return "approved " + who
+		}
+		return "denied " + who
+	}
+	var d struct {
+		Action    string         `json:"action"`
+		Arguments map[string]any `json:"arguments"`
+		Message   string         `json:"message"`
+	}
+	if decodeAnswer(raw, &d) != nil {
+		return "denied " + who
+	}
+	switch {
+	case d.Action == "approve":
+		return "approved " + who
+	case d.Action == "edit" && d.Arguments != nil:
+		return "edited " + who + ": " + argsLine(d.Arguments)
+	}
+	return "denied " + who + Line(paren(d.Message))
+}
+
+// confirmAnswer reads a confirm answer: true, false or {"yes": bool}.
+func confirmAnswer(raw json.RawMessage) (yes, ok bool) {
+	if json.Unmarshal(raw, &yes) == nil {
+		return yes, true
+	}
+	var a hitl.ConfirmAnswer
+	if json.Unmarshal(raw, &a) == nil {
+		return a.Yes, true
+	}
+	return false, false
+}
+
+// Summary is one line saying what a question asks: for an approval the
+// tool and its arguments ("bash: rm -r /tmp/x", the cmd argument as plain
+// text when it is the only one, else the arguments as [JSON]), for ask the
+// question, for confirm the message; for another kind, the kind and its
+// payload.
+func Summary(q *checkpoint.Question) string {
+	if q == nil {
+		return ""
+	}
+	switch q.Kind {
+	case hitl.KindApprove, hitl.KindAsk, hitl.KindConfirm:
+		req, err := hitl.RequestOf(q)
+		if err != nil {
+			break
+		}
+		p := req.Payload
+		switch q.Kind {
+		case hitl.KindAsk:
+			return Line(p.Question)
+		case hitl.KindConfirm:
+			return Line(p.Message)
+		}
+		tool := p.ToolName
+		if tool == "" {
+			tool = q.Tool
+		}
+		return Line(tool) + ": " + argsLine(p.Args)
+	case kindToolInterrupt:
+		var p struct {
+			ToolName  string         `json:"tool_name"`
+			Arguments map[string]any `json:"arguments"`
+		}
+		if decodeAnswer(q.Payload, &p) != nil {
+			break
+		}
+		tool := p.ToolName
+		if tool == "" {
+			tool = q.Tool
+		}
+		return Line(tool) + ": " + argsLine(p.Arguments)
+	}
+	return Line(fmt.Sprintf("%s: ", q.Kind)) + JSON(q.Payload)
+}
