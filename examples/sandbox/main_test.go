@@ -30,6 +30,6 @@ func Example() {
 	// tool result call_rm: is_error=false {"exit_code":0,"stdout":"","stderr":""}
 	//     hitl trace: decision=edit edited_args=map[cmd:rm tmp-logs/old.log] original_args=map[cmd:rm -r tmp-logs]
 	// model: `ls`: ran, exit 0
-	//        `rm -r tmp-logs`: ran, exit 0 (arguments edited by the reviewer)
+	//        `rm tmp-logs/old.log` (edited from `rm -r tmp-logs`): ran, exit 0
 	// tmp-logs now holds: [new.log]
 }

@@ -79,26 +79,32 @@ func summarize(msgs []agent.Message) string {
 		if r == nil {
 			continue
 		}
-		label := cmdOf[r.CallID]
-		if label == "" {
+		label := "`" + cmdOf[r.CallID] + "`"
+		if cmdOf[r.CallID] == "" {
 			label = r.ToolName
 		}
-		lines = append(lines, fmt.Sprintf("`%s`: %s", label, Outcome(r)))
+		// After an edit, what ran is the edited command: name it first.
+		if ran := editedCmd(r); ran != "" {
+			label = "`" + ran + "` (edited from " + label + ")"
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s", label, Outcome(r)))
 	}
 	return strings.Join(lines, "\n")
 }
 
 // Outcome describes a tool result in a few words: "ran, exit 0",
-// "denied: reason", "timed out waiting for approval", "failed: ...".
+// "denied: reason" (by a person), "blocked by the policy: reason",
+// "timed out waiting for approval", "aborted: reason", "failed: ...".
 func Outcome(r *agent.ToolResult) string {
-	decision := ""
-	if h, ok := r.Details["hitl"].(map[string]any); ok {
-		decision, _ = h["decision"].(string)
-	}
+	decision := hitlDecision(r)
 	switch {
 	case decision == "timed_out":
 		return "timed out waiting for approval"
-	case r.IsError && (strings.Contains(decision, "deny") || decision == "aborted" || r.Details["denied"] == true):
+	case r.IsError && decision == "policy_deny":
+		return "blocked by the policy: " + r.Content
+	case r.IsError && decision == "aborted":
+		return "aborted: " + r.Content
+	case r.IsError && (strings.Contains(decision, "deny") || r.Details["denied"] == true):
 		return "denied: " + r.Content
 	case r.IsError:
 		return "failed: " + firstLine(r.Content)
@@ -107,13 +113,27 @@ func Outcome(r *agent.ToolResult) string {
 		ExitCode *int `json:"exit_code"`
 	}
 	if json.Unmarshal([]byte(r.Content), &out) == nil && out.ExitCode != nil {
-		s := fmt.Sprintf("ran, exit %d", *out.ExitCode)
-		if decision == "edit" {
-			s += " (arguments edited by the reviewer)"
-		}
-		return s
+		return fmt.Sprintf("ran, exit %d", *out.ExitCode)
 	}
 	return "ran"
+}
+
+func hitlDecision(r *agent.ToolResult) string {
+	h, _ := r.Details["hitl"].(map[string]any)
+	d, _ := h["decision"].(string)
+	return d
+}
+
+// editedCmd is the command that ran after a reviewer's edit ("" when
+// there was none).
+func editedCmd(r *agent.ToolResult) string {
+	h, _ := r.Details["hitl"].(map[string]any)
+	if d, _ := h["decision"].(string); d != "edit" {
+		return ""
+	}
+	args, _ := h["edited_args"].(map[string]any)
+	cmd, _ := args["cmd"].(string)
+	return cmd
 }
 
 func firstLine(s string) string {
