@@ -70,22 +70,25 @@ func answeredBy(h map[string]any, q *checkpoint.Question) string {
 	return ""
 }
 
-// seconds is d as "5m0s", from a trace's timeout_seconds or the question.
+// timeout is the time a question was given to be answered, from a trace's
+// timeout_seconds or the question (zero if unknown).
 func timeout(h map[string]any, q *checkpoint.Question) time.Duration {
+	var d time.Duration
 	switch v := h["timeout_seconds"].(type) {
 	case float64:
-		return time.Duration(v) * time.Second
+		d = time.Duration(v * float64(time.Second))
 	case int:
-		return time.Duration(v) * time.Second
+		d = time.Duration(v) * time.Second
 	case json.Number:
-		if n, err := v.Int64(); err == nil {
-			return time.Duration(n) * time.Second
+		if f, err := v.Float64(); err == nil {
+			d = time.Duration(f * float64(time.Second))
 		}
 	}
-	if q != nil {
-		return q.Timeout()
+	if d <= 0 && q != nil {
+		// Whole seconds in the trace: a shorter time is 0 there.
+		d = q.Timeout()
 	}
-	return 0
+	return d
 }
 
 func timedOut(d time.Duration) string {
@@ -111,8 +114,13 @@ func timedOut(d time.Duration) string {
 //   - "" when there is nothing to say (a call that ran with no question:
 //     see [AllowedByPolicy]).
 //
-// Other results that did not run say why ("refused: the arguments are
-// invalid", "outcome unknown: ..."). The phrase is one line.
+// Calls that did not run for other reasons say why: "blocked: the edit by
+// NAME was refused (reason)" (the edited arguments failed the tool's
+// schema or the policy), "blocked: the answer by NAME was given for other
+// arguments than the call's", "denied: the edit by NAME is invalid
+// (reason)" (tool_interrupt), "refused: the arguments are invalid",
+// "refused: unknown tool", "outcome unknown: ...". Without a trace, a
+// resolved q says what [Resolution] says. The phrase is one line.
 func Outcome(r agent.ToolResult, q *checkpoint.Question) string {
 	h, interrupt := trace(r)
 	if h != nil {
@@ -145,7 +153,9 @@ func outcomeOf(h map[string]any, interrupt bool, q *checkpoint.Question) string 
 			return Line("blocked: the answer " + by(answeredBy(h, q)) + " was given for other arguments than the call's")
 		}
 		if _, ok := h["edited_args"]; ok {
-			return Line("blocked by the policy after an edit " + by(answeredBy(h, q)) + paren(rule(h)+reason))
+			// The approval middleware traces an edit refused by the
+			// tool's schema or by the policy alike.
+			return Line("blocked: the edit " + by(answeredBy(h, q)) + " was refused" + paren(reason))
 		}
 		return Line("blocked by the policy" + paren(rule(h)+reason))
 	case "human_deny", "deny":
@@ -239,7 +249,7 @@ func Resolution(q *checkpoint.Question) string {
 		}
 		return "answered " + who + ": " + JSON(q.Answer)
 	case kindToolInterrupt:
-		return "" + interruptAnswer(q.Answer, who)
+		return interruptAnswer(q.Answer, who)
 	case hitl.KindConfirm:
 		switch yes, ok := confirmAnswer(q.Answer); {
 		case ok && yes:
