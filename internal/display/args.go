@@ -106,7 +106,10 @@ func Result(r agent.ToolResult) string {
 		b.WriteString(JSONIndent(c))
 		return b.String()
 	}
-	if r.Content == "" && !r.IsError {
+	if r.Content == "" {
+		if r.IsError {
+			return "error"
+		}
 		return "(no output)"
 	}
 	b.WriteString(Text(r.Content))

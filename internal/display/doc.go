@@ -12,7 +12,9 @@
 //     that a caller can print a warning.
 //   - JSON is shown without HTML escaping: `>>` reads as `>>`, never as
 //     `\u003e\u003e`, also when the stored JSON has such escapes ([JSON],
-//     [JSONIndent]).
+//     [JSONIndent]); JSON given to a person to edit keeps the hidden
+//     characters as \u escapes, so that they show and round-trip
+//     ([EditJSON]).
 //   - A call's arguments are shown as their text ([Args], [Summary]), a bash
 //     result as its exit code, stdout and stderr ([Result]).
 //   - What happened is said in words that keep the cases apart ([Outcome],

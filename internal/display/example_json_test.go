@@ -29,3 +29,14 @@ func ExampleJSONIndent() {
 	//   "path": "/tmp/<x>"
 	// }
 }
+
+// The arguments a reviewer edits in $EDITOR: >> as it is, the hidden
+// characters as escapes the editor shows.
+func ExampleEditJSON() {
+	s, _ := display.EditJSON(map[string]any{"cmd": "echo hi >> notes\u200b"})
+	fmt.Println(s)
+	// Output:
+	// {
+	//   "cmd": "echo hi >> notes\u200b"
+	// }
+}

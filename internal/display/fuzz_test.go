@@ -92,6 +92,14 @@ func FuzzJSON(f *testing.F) {
 		if !strings.Contains(s, "⟨") && strings.Count(out, "⟨") != HiddenJSON(s) {
 			t.Fatalf("JSON(%q) = %q shows %d characters, HiddenJSON counts %d", s, out, strings.Count(out, "⟨"), HiddenJSON(s))
 		}
+		edit, ok := EditJSON(s)
+		visible(t, "EditJSON", edit)
+		if !ok || !json.Valid([]byte(edit)) {
+			t.Fatalf("EditJSON(%q) = %q, %v: not JSON", s, edit, ok)
+		}
+		if a, b := decodeAny(t, s), decodeAny(t, edit); !reflect.DeepEqual(a, b) {
+			t.Fatalf("EditJSON(%q) = %q reads as %#v, not %#v", s, edit, b, a)
+		}
 		if HiddenJSON(s) == 0 {
 			// Nothing to mark: the same value, only shown without
 			// escapes.

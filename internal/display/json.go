@@ -3,6 +3,7 @@ package display
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -35,6 +36,28 @@ func JSONIndent(v any) string {
 	return out.String()
 }
 
+// EditJSON is v as JSON for a person to edit (in $EDITOR, say), indented
+// by two spaces: nothing HTML-escaped, strings as they are, except that
+// each character [Text] would mark is written as a \u escape (the way the
+// reviewer page fills its edit box), so the editor shows it and the edited
+// text, if left alone, decodes to the same value. Numbers are kept digit
+// for digit; a byte of invalid UTF-8, which JSON cannot hold, becomes
+// \ufffd. The result is valid JSON, or "" with ok false when v is not
+// JSON.
+func EditJSON(v any) (s string, ok bool) {
+	raw, ok := rawJSON(v)
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	walkJSON(raw, &b, nil, true)
+	var out bytes.Buffer
+	if err := json.Indent(&out, []byte(b.String()), "", "  "); err != nil {
+		return "", false
+	}
+	return out.String(), true
+}
+
 // compact is [JSON] of v, and whether v is JSON (else it is [Text] of it).
 func compact(v any) (string, bool) {
 	raw, ok := rawJSON(v)
@@ -42,7 +65,7 @@ func compact(v any) (string, bool) {
 		return Text(string(raw)), false
 	}
 	var b strings.Builder
-	walkJSON(raw, &b, nil)
+	walkJSON(raw, &b, nil, false)
 	return b.String(), true
 }
 
@@ -56,7 +79,7 @@ func HiddenJSON(v any) int {
 		return Hidden(string(raw))
 	}
 	n := 0
-	walkJSON(raw, nil, &n)
+	walkJSON(raw, nil, &n, false)
 	return n
 }
 
@@ -88,15 +111,16 @@ func rawJSON(v any) ([]byte, bool) {
 
 // walkJSON copies valid JSON without its white space, strings shown by
 // showString, to b (when not nil), counting the characters it marks in n
-// (when not nil).
-func walkJSON(raw []byte, b *strings.Builder, n *int) {
+// (when not nil). With edit, marked characters are written as \u escapes
+// instead of ⟨U+XXXX⟩, so that the text decodes to the same value.
+func walkJSON(raw []byte, b *strings.Builder, n *int, edit bool) {
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		switch c {
 		case ' ', '\t', '\n', '\r':
 			i++
 		case '"':
-			i = showString(raw, i, b, n)
+			i = showString(raw, i, b, n, edit)
 		default:
 			if b != nil {
 				b.WriteByte(c)
@@ -108,7 +132,7 @@ func walkJSON(raw []byte, b *strings.Builder, n *int) {
 
 // showString shows the JSON string starting at raw[i] (its opening quote)
 // and returns the index after its closing quote. raw is valid JSON.
-func showString(raw []byte, i int, b *strings.Builder, n *int) int {
+func showString(raw []byte, i int, b *strings.Builder, n *int, edit bool) int {
 	put := func(s string) {
 		if b != nil {
 			b.WriteString(s)
@@ -119,6 +143,10 @@ func showString(raw []byte, i int, b *strings.Builder, n *int) int {
 		if n != nil {
 			*n++
 		}
+	}
+	showRune, showByte := badge, byteBadge
+	if edit {
+		showRune, showByte = escapeRune, func(byte) string { return `\ufffd` } // JSON cannot hold the byte
 	}
 	putRune := func(r rune) {
 		switch {
@@ -131,7 +159,7 @@ func showString(raw []byte, i int, b *strings.Builder, n *int) int {
 		case r == '\t':
 			put(`\t`)
 		case Special(r):
-			mark(badge(r))
+			mark(showRune(r))
 		default:
 			if b != nil {
 				b.WriteRune(r)
@@ -179,7 +207,7 @@ func showString(raw []byte, i int, b *strings.Builder, n *int) int {
 		default:
 			r, size := utf8.DecodeRune(raw[i:])
 			if r == utf8.RuneError && size == 1 {
-				mark(byteBadge(c))
+				mark(showByte(c))
 			} else {
 				putRune(r)
 			}
@@ -187,6 +215,15 @@ func showString(raw []byte, i int, b *strings.Builder, n *int) int {
 		}
 	}
 	return i
+}
+
+// escapeRune is r as a JSON \u escape (a surrogate pair beyond U+FFFF).
+func escapeRune(r rune) string {
+	if r > 0xffff {
+		r1, r2 := utf16.EncodeRune(r)
+		return fmt.Sprintf(`\u%04x\u%04x`, r1, r2)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
 }
 
 func hex4(b []byte) rune {

@@ -75,3 +75,31 @@ func TestJSONIndent(t *testing.T) {
 		})
 	}
 }
+
+func TestEditJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   any
+		want string
+		ok   bool
+	}{
+		{"hostile command", map[string]any{"cmd": hostile},
+			"{\n  \"cmd\": \"echo \\\"<script>\\\" >> /etc/passwd # \\u202eevil\\u202c \\u200b \\u001b[31m\"\n}", true},
+		{"stored escapes undone", json.RawMessage(`{"cmd":"a \u003e b \u0026 c","n":1.50}`), "{\n  \"cmd\": \"a > b & c\",\n  \"n\": 1.50\n}", true},
+		{"beyond U+FFFF as a pair", json.RawMessage(`"\udb40\udc41😀"`), `"\udb40\udc41😀"`, true},
+		{"lone surrogate kept", json.RawMessage(`"\ud800"`), `"\ud800"`, true},
+		{"controls", json.RawMessage(`"a\r\nb\u0000"`), `"a\u000d\nb\u0000"`, true},
+		{"invalid UTF-8", []byte("\"a\xffb\""), `"a\ufffdb"`, true},
+		{"not JSON", "{", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := EditJSON(tt.in)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("EditJSON(%v) = %s, %v; want %s, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
