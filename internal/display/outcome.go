@@ -157,7 +157,7 @@ func outcomeOf(h map[string]any, interrupt bool, q *checkpoint.Question) string 
 			// tool's schema or by the policy alike.
 			return Line("blocked: the edit " + by(answeredBy(h, q)) + " was refused" + paren(reason))
 		}
-		return Line("blocked by the policy" + paren(rule(h)+reason))
+		return Line("blocked by the policy" + paren(ruleAnd(h, reason)))
 	case "human_deny", "deny":
 		return Line("denied " + by(answeredBy(h, q)) + paren(reason))
 	case "invalid_edit":
@@ -172,14 +172,18 @@ func outcomeOf(h map[string]any, interrupt bool, q *checkpoint.Question) string 
 	return ""
 }
 
-// rule is "rule NAME: " for the rule a trace names, "" if none.
-func rule(h map[string]any) string {
+// ruleAnd is "rule NAME: reason" for the rule a trace names ("rule NAME"
+// with no reason), reason alone if it names none.
+func ruleAnd(h map[string]any, reason string) string {
 	for _, k := range []string{"matched_rule", "rule"} {
 		if s := str(h, k); s != "" {
-			return "rule " + s + ": "
+			if reason == "" {
+				return "rule " + s
+			}
+			return "rule " + s + ": " + reason
 		}
 	}
-	return ""
+	return reason
 }
 
 // ranArgs are the arguments an edited call ran with: the approval
