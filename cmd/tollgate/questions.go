@@ -1,189 +1,718 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
+	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
-	"github.com/tollgate-ai/tollgate/host"
-	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/internal/display"
+	"github.com/tollgate-ai/tollgate/interrupt"
 )
 
 func init() {
-	register("questions", "list or answer pending questions in a store", questionsCmd)
+	register("questions", "list, show or answer the questions runs ask, on a store or a server", questionsCmd)
 }
 
 const questionsHelp = `usage:
-  tollgate questions list   --store URL [--thread ID] [--all]
-  tollgate questions answer --store URL --thread ID QUESTION approve
-  tollgate questions answer --store URL --thread ID QUESTION deny "reason"
-  tollgate questions answer --store URL --thread ID QUESTION edit '{"cmd": "..."}'
-  tollgate questions answer --store URL --thread ID QUESTION json '<any JSON answer>'
+  tollgate questions list   [--thread ID] [--all] [--json]
+  tollgate questions show   THREAD QUESTION [--json]
+  tollgate questions answer THREAD QUESTION approve | deny "reason" | edit '{"cmd": "..."}'
+                                            | yes | no | text ... | json '<any JSON answer>'
 
-Answers are checked as the service checks them (kind, deadline, an
-edit's arguments against the tool's schema and the policy given with
---policy, the built-in sandbox policy by default) and recorded with a
-compare-and-set: the first answer wins. The run, parked or waiting in
-another process, sees the answer and goes on.
-
-flags:
+Each works on a store (--store) or against a running tollgate serve
+(--server and --token), with the same output. Run
+'tollgate questions VERB --help' for a verb's flags.
 `
 
+// cliNow is the time the commands measure deadlines from (tests fix it).
+var cliNow = time.Now
+
 func questionsCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "answer") {
-		fmt.Fprint(stderr, questionsHelp)
-		return 2
-	}
-	verb := args[0]
-	fs := flag.NewFlagSet("questions "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, questionsHelp); fs.PrintDefaults() }
-	storeURL := fs.String("store", "", "the store: sqlite:PATH or postgres://...")
-	thread := fs.String("thread", "", "thread id (list: all threads when empty)")
-	all := fs.Bool("all", false, "list: include answered, timed out and aborted questions")
-	by := fs.String("by", "cli", "answer: who answers, recorded with the answer")
-	var af agentFlags
-	af.register(fs, false)
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
-	if *storeURL == "" {
-		fmt.Fprintln(stderr, "tollgate: --store is required")
-		return 2
-	}
-	store, err := storeurl.Open(ctx, *storeURL)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return 1
-	}
-	defer store.Close()
-	if verb == "list" {
-		return listQuestions(ctx, store, *thread, *all, stdout, stderr)
-	}
-	rest := fs.Args()
-	if *thread == "" || len(rest) < 2 {
-		fs.Usage()
-		return 2
-	}
-	answer, err := parseAnswer(rest[1], rest[2:])
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return 2
-	}
-	switch *by {
-	case "", "timeout", "abort", "dev":
-		// The runtime records these names itself: an answer given as one
-		// would be indistinguishable from a deadline or an abort.
-		fmt.Fprintf(stderr, "tollgate: --by %q is reserved; give the name of the person answering\n", *by)
-		return 2
-	}
-	raw, err := json.Marshal(answer)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return 2
-	}
-	// A host that is never started: it checks the answer with the same
-	// tools and policy as the run, records it, and leaves resuming to the
-	// process that drives the run.
-	tmpl, _, err := af.template(ctx, store, slog.New(slog.NewTextHandler(stderr, nil)))
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return 2
-	}
-	h, err := host.New(host.Config{Store: store, Agent: tmpl})
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return 1
-	}
-	if _, err := h.Answer(ctx, *thread, rest[0], raw, *by); err != nil {
-		fmt.Fprintln(stderr, "tollgate: answer refused:", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "answered %s\n", rest[0])
-	return 0
+	return runVerb(ctx, "questions", questionsHelp, []verb{{"list", questionsList}, {"show", questionsShow}, {"answer", questionsAnswer}},
+		args, stdin, stdout, stderr)
 }
 
-func parseAnswer(verb string, rest []string) (any, error) {
-	arg := strings.Join(rest, " ")
-	switch verb {
-	case "approve":
-		return hitl.ApproveAnswer{Decision: hitl.DecisionApprove}, nil
-	case "deny":
-		return hitl.ApproveAnswer{Decision: hitl.DecisionDeny, Reason: arg}, nil
-	case "edit":
-		var m map[string]any
-		if err := json.Unmarshal([]byte(arg), &m); err != nil {
-			return nil, fmt.Errorf("edit takes the new arguments as a JSON object: %v", err)
-		}
-		return hitl.ApproveAnswer{Decision: hitl.DecisionEdit, EditedArgs: m}, nil
-	case "yes":
-		return true, nil
-	case "no":
-		return false, nil
-	case "json":
-		if !json.Valid([]byte(arg)) {
-			return nil, errors.New("json takes a JSON value")
-		}
-		return json.RawMessage(arg), nil
-	case "text":
-		return arg, nil
-	}
-	return nil, fmt.Errorf("unknown answer %q: want approve, deny, edit, yes, no, text or json", verb)
+// verb is one verb of a command group (questions list, threads abort).
+type verb struct {
+	name string
+	run  func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
-func listQuestions(ctx context.Context, store checkpoint.Store, thread string, all bool, stdout, stderr io.Writer) int {
-	f := checkpoint.QuestionFilter{ThreadID: thread}
-	if !all {
-		f.Status = checkpoint.QuestionPending
+// runVerb runs the verb args[0] of the group with the rest of args; with
+// none, or help, it prints the group's help.
+func runVerb(ctx context.Context, group, help string, verbs []verb, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, help)
+		return 2
 	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, help)
+		return 0
+	}
+	names := make([]string, len(verbs))
+	for i, v := range verbs {
+		if v.name == args[0] {
+			return v.run(ctx, args[1:], stdin, stdout, stderr)
+		}
+		names[i] = v.name
+	}
+	fmt.Fprintf(stderr, "tollgate %s: unknown verb %q: want %s\n\n%s", group, args[0], strings.Join(names, ", "), help)
+	return 2
+}
+
+// fail prints a command's error on stderr and returns exit status 1.
+func fail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "tollgate %s: %v\n", cmd, err)
+	return 1
+}
+
+// usageError prints a usage mistake on stderr and returns exit status 2.
+func usageError(stderr io.Writer, cmd, format string, a ...any) int {
+	fmt.Fprintf(stderr, "tollgate %s: %s\n", cmd, fmt.Sprintf(format, a...))
+	return 2
+}
+
+const questionsListHelp = `usage: tollgate questions list [--thread ID] [--all] [--json]
+
+Lists the questions waiting for an answer in the order they were asked
+(oldest first; those of one turn in the order of its tool calls): the
+thread, the question id, the tool, the time left to answer and what it
+asks. With --all, also the answered, timed out and aborted ones, with who
+answered and how.
+
+examples:
+  tollgate questions list
+  tollgate questions list --thread t1       only the questions of thread t1
+  tollgate questions list --all             with the answered, timed out and aborted ones
+  tollgate questions list --json | jq .id   one JSON object a line, as the API's Question
+` + sourceFlagsHelp
+
+func questionsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	const name = "questions list"
+	fs, sf := sourceCommand(name, questionsListHelp, stderr)
+	thread := fs.String("thread", "", "only the questions of this thread")
+	all := fs.Bool("all", false, "include answered, timed out and aborted questions")
+	asJSON := fs.Bool("json", false, "print each question as one line of JSON (the API's Question)")
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
+	}
+	src, code := sf.openFor(ctx, fs, name, stderr, 0)
+	if src == nil {
+		return code
+	}
+	defer src.close()
+	status := checkpoint.QuestionPending
+	if *all {
+		status = ""
+	}
+	qs, err := src.questions(ctx, *thread, status)
+	if err != nil {
+		return fail(stderr, name, err)
+	}
+	inCallOrder(ctx, src, qs)
+	if *asJSON {
+		return printJSONLines(stdout, stderr, name, qs, func(q *checkpoint.Question) any { return wireOfQuestion(q) })
+	}
+	if len(qs) == 0 {
+		what := "no pending questions"
+		if *all {
+			what = "no questions"
+		}
+		if *thread != "" {
+			what += " in thread " + display.Line(*thread)
+		}
+		fmt.Fprintln(stdout, what)
+		return 0
+	}
+	now := cliNow()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "THREAD\tQUESTION\tKIND\tSTATUS\tLEFT\tWHAT")
-	for {
-		qs, next, err := store.ListQuestions(ctx, f)
-		if err != nil {
-			fmt.Fprintln(stderr, "tollgate:", err)
-			return 1
+	if *all {
+		fmt.Fprintln(tw, "THREAD\tQUESTION\tTOOL\tSTATUS\tASKS")
+	} else {
+		fmt.Fprintln(tw, "THREAD\tQUESTION\tTOOL\tLEFT\tASKS")
+	}
+	for _, q := range qs {
+		state := timeLeft(q, now)
+		if *all && q.Status != checkpoint.QuestionPending {
+			state = clipRunes(display.Resolution(q), 60, "…")
+		} else if *all {
+			state = "pending, " + state
 		}
-		for _, q := range qs {
-			req, err := hitl.RequestOf(q)
-			what := string(q.Payload)
-			if err == nil {
-				what = describe(req)
-			}
-			left := "-"
-			if !q.Deadline.IsZero() && q.Status == checkpoint.QuestionPending {
-				left = req.Remaining(time.Now()).Round(time.Second).String()
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q.ThreadID, q.ID, q.Kind, q.Status, left, clip(what, 80))
-		}
-		if next == "" {
-			break
-		}
-		f.After = next
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", display.Line(q.ThreadID), display.Line(q.ID), toolOf(q), state, clipRunes(asks(q), 120, "… (cut: questions show prints it all)"))
 	}
 	tw.Flush()
 	return 0
 }
 
-func describe(r *hitl.Request) string {
-	p := r.Payload
-	switch p.Kind {
-	case hitl.KindApprove:
-		args, _ := json.Marshal(p.Args)
-		return p.ToolName + " " + string(args)
-	case hitl.KindAsk:
-		return p.Question
-	case hitl.KindConfirm:
-		return p.Message
+// toolOf is the tool a question is about, "-" when none.
+func toolOf(q *checkpoint.Question) string {
+	if q.Tool == "" {
+		return "-"
 	}
-	return string(p.Raw)
+	return display.Line(q.Tool)
+}
+
+// asks is what a question asks, without the tool's name the TOOL column
+// shows.
+func asks(q *checkpoint.Question) string {
+	s := display.Summary(q)
+	if q.Tool != "" {
+		s = strings.TrimPrefix(s, display.Line(q.Tool)+": ")
+	}
+	return s
+}
+
+// clipRunes cuts s to n characters, followed by more when it did.
+func clipRunes(s string, n int, more string) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	cut := string([]rune(s)[:n])
+	// Never half of a ⟨U+XXXX⟩ mark.
+	if i := strings.LastIndex(cut, "⟨"); i >= 0 && !strings.Contains(cut[i:], "⟩") {
+		cut = cut[:i]
+	}
+	return cut + more
+}
+
+// timeLeft is the time left to answer q at now, rounded to the second.
+func timeLeft(q *checkpoint.Question, now time.Time) string {
+	switch {
+	case q.Deadline.IsZero():
+		return "no deadline"
+	case !now.Before(q.Deadline):
+		return "deadline passed"
+	}
+	return q.Deadline.Sub(now).Round(time.Second).String()
+}
+
+// inCallOrder puts the questions of one run in the order of its tool
+// calls: the calls of one turn ask at the same time, so the order in
+// which their questions were stored is not theirs. The questions of
+// other runs keep their places.
+func inCallOrder(ctx context.Context, src source, qs []*checkpoint.Question) {
+	type key struct{ thread, run string }
+	slots := map[key][]int{}
+	for i, q := range qs {
+		k := key{q.ThreadID, q.RunID}
+		slots[k] = append(slots[k], i)
+	}
+	for k, idx := range slots {
+		if len(idx) < 2 {
+			continue
+		}
+		th, err := src.thread(ctx, k.thread)
+		if err != nil {
+			continue // the order they were stored in, then
+		}
+		pos := callPositions(th.Messages)
+		group := make([]*checkpoint.Question, len(idx))
+		for j, i := range idx {
+			group[j] = qs[i]
+		}
+		slices.SortStableFunc(group, func(a, b *checkpoint.Question) int {
+			pa, oka := pos[a.CallID]
+			pb, okb := pos[b.CallID]
+			if !oka || !okb {
+				return 0
+			}
+			return pa - pb
+		})
+		for j, i := range idx {
+			qs[i] = group[j]
+		}
+	}
+}
+
+// callPositions numbers the tool calls of a thread's messages in order.
+func callPositions(messages json.RawMessage) map[string]int {
+	var msgs []agent.Message
+	_ = json.Unmarshal(messages, &msgs)
+	pos := map[string]int{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if _, ok := pos[c.ID]; !ok {
+				pos[c.ID] = len(pos)
+			}
+		}
+	}
+	return pos
+}
+
+const questionsShowHelp = `usage: tollgate questions show THREAD QUESTION [--json]
+       tollgate questions show --thread THREAD QUESTION
+
+Prints what a reviewer needs to answer a question: the tool, every
+argument in full (invisible characters shown as ⟨U+XXXX⟩, with a warning),
+the rule that asked and its impact, the digest an answer is bound to, the
+deadline and the status.
+
+examples:
+  tollgate questions show t1 hitl_call_1
+  tollgate questions show --thread t1 hitl_call_1
+  tollgate questions show --json t1 hitl_call_1   the API's Question, one line
+` + sourceFlagsHelp
+
+func questionsShow(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	const name = "questions show"
+	fs, sf := sourceCommand(name, questionsShowHelp, stderr)
+	threadFlag := fs.String("thread", "", "the question's thread (or give it before the question id)")
+	asJSON := fs.Bool("json", false, "print the question as one line of JSON (the API's Question)")
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
+	}
+	thread, rest, ok := threadAndRest(*threadFlag, fs.Args())
+	if !ok || len(rest) != 1 {
+		return usageError(stderr, name, "want THREAD QUESTION (see --help)")
+	}
+	src, code := sf.openFor(ctx, fs, name, stderr, -1)
+	if src == nil {
+		return code
+	}
+	defer src.close()
+	q, err := findQuestion(ctx, src, thread, rest[0])
+	if err != nil {
+		return fail(stderr, name, err)
+	}
+	if *asJSON {
+		return printJSONLines(stdout, stderr, name, []*checkpoint.Question{q}, func(q *checkpoint.Question) any { return wireOfQuestion(q) })
+	}
+	showQuestion(stdout, q, cliNow())
+	return 0
+}
+
+// threadAndRest reads the thread from --thread or from the first
+// argument.
+func threadAndRest(flagThread string, args []string) (string, []string, bool) {
+	if flagThread != "" {
+		return flagThread, args, true
+	}
+	if len(args) == 0 {
+		return "", nil, false
+	}
+	return args[0], args[1:], true
+}
+
+// findQuestion reads a question, saying in words when there is none:
+// no such thread, or no such question in it.
+func findQuestion(ctx context.Context, src source, thread, id string) (*checkpoint.Question, error) {
+	q, err := src.question(ctx, thread, id)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, noQuestion(ctx, src, thread, id)
+	}
+	return q, err
+}
+
+func noQuestion(ctx context.Context, src source, thread, id string) error {
+	if _, err := src.thread(ctx, thread); errors.Is(err, checkpoint.ErrNotFound) {
+		return fmt.Errorf("no thread %s in %s (tollgate threads list lists them)", display.Line(thread), src.where())
+	}
+	return fmt.Errorf("no question %s in thread %s (tollgate questions list --all --thread %s lists its questions)",
+		display.Line(id), display.Line(thread), shellWord(thread))
+}
+
+// shellWord quotes s for a shell command line when it needs it.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:@+=,/%", r))
+	}) {
+		return s
+	}
+	return display.Line("'" + strings.ReplaceAll(s, "'", `'\''`) + "'")
+}
+
+// when is a time as the commands print it: local, to the second.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// field prints one "name: value" line of a detail view.
+func field(w io.Writer, name, value string) {
+	fmt.Fprintf(w, "%-10s %s\n", name+":", value)
+}
+
+// showQuestion prints everything a reviewer needs to answer q.
+func showQuestion(w io.Writer, q *checkpoint.Question, now time.Time) {
+	fmt.Fprintf(w, "question %s in thread %s\n", display.Line(q.ID), display.Line(q.ThreadID))
+	field(w, "kind", display.Line(q.Kind)+" ("+kindWords(q.Kind)+")")
+	if q.RunID != "" || q.CallID != "" {
+		field(w, "run", display.Line(q.RunID)+", call "+display.Line(q.CallID))
+	}
+	req, reqErr := hitl.RequestOf(q)
+	switch {
+	case reqErr != nil:
+		field(w, "payload", display.JSON(q.Payload)+" (not readable: "+display.Line(reqErr.Error())+")")
+	case q.Kind == hitl.KindApprove:
+		p := req.Payload
+		field(w, "tool", display.Line(p.ToolName))
+		showArgs(w, p.Args)
+		details := maps.Clone(p.Details)
+		if r, ok := details["matched_rule"]; ok {
+			field(w, "rule", detailText(r))
+			delete(details, "matched_rule")
+		}
+		if r, ok := details["impact"]; ok {
+			field(w, "impact", detailText(r))
+			delete(details, "impact")
+		}
+		if len(details) > 0 {
+			fmt.Fprintln(w, "details:")
+			for _, l := range display.Args(details) {
+				fmt.Fprintln(w, "  "+l)
+			}
+		}
+	case q.Kind == interrupt.KindToolInterrupt:
+		var p struct {
+			ToolName  string         `json:"tool_name"`
+			Arguments map[string]any `json:"arguments"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(q.Payload))
+		dec.UseNumber()
+		_ = dec.Decode(&p)
+		field(w, "tool", display.Line(p.ToolName))
+		showArgs(w, p.Arguments)
+	case q.Kind == hitl.KindAsk:
+		field(w, "asks", display.Text(req.Payload.Question))
+		if len(req.Payload.Choices) > 0 {
+			fmt.Fprintln(w, "choices:")
+			for _, c := range req.Payload.Choices {
+				fmt.Fprintln(w, "  "+display.Line(c))
+			}
+		}
+		if len(req.Payload.Schema) > 0 {
+			fmt.Fprintln(w, "form (JSON Schema):")
+			fmt.Fprintln(w, indentLines(display.JSONIndent(req.Payload.Schema), "  "))
+		}
+	case q.Kind == hitl.KindConfirm:
+		field(w, "confirm", display.Text(req.Payload.Message))
+	default:
+		fmt.Fprintln(w, "payload:")
+		fmt.Fprintln(w, indentLines(display.JSONIndent(q.Payload), "  "))
+	}
+	if n := display.HiddenJSON(q.Payload); n > 0 {
+		fmt.Fprintf(w, "warning:   %s in what is shown, marked ⟨U+XXXX⟩: read them before you answer\n", plural(n, "invisible or control character"))
+	}
+	if q.Digest != "" {
+		field(w, "digest", q.Digest)
+	}
+	field(w, "asked", when(q.CreatedAt))
+	if q.Deadline.IsZero() {
+		field(w, "deadline", "none")
+	} else {
+		left := timeLeft(q, now)
+		if q.Status == checkpoint.QuestionPending && !q.Deadline.After(now) {
+			left = "passed"
+		} else if q.Status == checkpoint.QuestionPending {
+			left += " left"
+		}
+		if q.Status != checkpoint.QuestionPending {
+			left = fmt.Sprintf("%s to answer", q.Timeout().Round(time.Second))
+		}
+		field(w, "deadline", when(q.Deadline)+" ("+left+")")
+	}
+	field(w, "status", display.Resolution(q))
+	if q.Status != checkpoint.QuestionPending {
+		field(w, "resolved", when(q.ResolvedAt))
+		return
+	}
+	fmt.Fprintf(w, "answer:    tollgate questions answer %s %s %s\n", shellWord(q.ThreadID), shellWord(q.ID),
+		strings.ReplaceAll(strings.ReplaceAll(answerForms(q.Kind), ", ", " | "), " or ", " | "))
+}
+
+func showArgs(w io.Writer, args map[string]any) {
+	fmt.Fprintln(w, "arguments:")
+	if len(args) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	for _, l := range display.Args(args) {
+		fmt.Fprintln(w, "  "+l)
+	}
+}
+
+// detailText shows a detail value: a string as its text, else JSON.
+func detailText(v any) string {
+	if s, ok := v.(string); ok {
+		return display.Line(s)
+	}
+	return display.JSON(v)
+}
+
+func indentLines(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// kindWords says what a question of the kind asks for.
+func kindWords(kind string) string {
+	switch kind {
+	case hitl.KindApprove, interrupt.KindToolInterrupt:
+		return "asks for approval"
+	case hitl.KindConfirm:
+		return "asks yes or no"
+	case hitl.KindAsk:
+		return "asks for an answer in words"
+	}
+	return "takes a JSON answer"
+}
+
+// answerForms lists the answers a question of the kind takes.
+func answerForms(kind string) string {
+	switch kind {
+	case hitl.KindApprove, interrupt.KindToolInterrupt:
+		return `approve, deny "reason" or edit '{...}'`
+	case hitl.KindConfirm:
+		return "yes or no"
+	case hitl.KindAsk:
+		return "text ... or json '...'"
+	}
+	return "json '...'"
+}
+
+const questionsAnswerHelp = `usage: tollgate questions answer [flags] THREAD QUESTION ANSWER...
+       tollgate questions answer [flags] --thread THREAD QUESTION ANSWER...
+
+Flags come before the thread. ANSWER is, by the question's kind:
+  approval   approve | deny "reason" | edit '{"cmd": "ls -l"}' (edit - reads the JSON from stdin)
+  confirm    yes | no
+  ask        text the answer in words | json '{"field": "value"}'
+  any kind   json '<the answer as the API takes it>'
+
+The answer is checked as the server checks it — its kind, the deadline,
+the digest of the call (the question's as read now, or --digest), and for
+an edit the tool's schema and the policy (--policy on a store) — and
+recorded with a compare-and-set: the first answer wins. The run, parked or
+waiting in another process, goes on.
+
+Who answered is recorded: on a store, --by (default: you, $TOLLGATE_USER
+or your login name); against a server, the name of the token (--by is
+refused there).
+
+examples:
+  tollgate questions answer t1 hitl_call_1 approve
+  tollgate questions answer t1 hitl_call_1 deny "not on a Friday"
+  tollgate questions answer t1 hitl_call_1 edit '{"cmd": "rm -r /tmp/scratch/old"}'
+  tollgate questions answer --thread t1 hitl_call_2 yes
+  tollgate questions answer --by alice t1 hitl_call_1 approve
+  tollgate questions answer --digest sha256:3f7a... t1 hitl_call_1 approve   only if the call is still the one shown
+  tollgate questions answer --policy policy.yaml t1 hitl_call_1 edit '{"cmd": "ls"}'   check an edit against this policy
+` + sourceFlagsHelp
+
+func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	const name = "questions answer"
+	fs, sf := sourceCommand(name, questionsAnswerHelp, stderr)
+	threadFlag := fs.String("thread", "", "the question's thread (or give it before the question id)")
+	by := fs.String("by", "", "store only: who answers, recorded with the answer (default: $TOLLGATE_USER, else your login name)")
+	digest := fs.String("digest", "", "answer only if the call's digest is this one (as questions show prints it)")
+	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "store only: the policy an edit is checked against (default: the built-in sandbox policy) [TOLLGATE_POLICY]")
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
+	}
+	thread, rest, ok := threadAndRest(*threadFlag, fs.Args())
+	if !ok || len(rest) < 2 {
+		return usageError(stderr, name, "want THREAD QUESTION ANSWER (see --help)")
+	}
+	id, verb, words := rest[0], rest[1], rest[2:]
+	onServer, err := sf.onServer(fs)
+	if err != nil {
+		return usageError(stderr, name, "%v", err)
+	}
+	byGiven := false
+	fs.Visit(func(f *flag.Flag) { byGiven = byGiven || f.Name == "by" })
+	if onServer && byGiven {
+		return usageError(stderr, name, "--by works on a store only: a server records the name of the token")
+	}
+	if *by == "" {
+		*by = currentUser()
+	}
+	switch *by {
+	case "", "timeout", "abort", "dev":
+		// The runtime records these names itself: an answer given as one
+		// would be indistinguishable from a deadline, an abort or dev mode.
+		return usageError(stderr, name, "--by %q is reserved; give the name of the person answering", *by)
+	}
+	if verb == "edit" && len(words) == 1 && words[0] == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return fail(stderr, name, err)
+		}
+		words = []string{string(b)}
+	}
+	src, code := sf.openFor(ctx, fs, name, stderr, -1)
+	if src == nil {
+		return code
+	}
+	defer src.close()
+	if s, ok := src.(*storeSource); ok {
+		s.policyFile = *policyFile
+	}
+	q, err := findQuestion(ctx, src, thread, id)
+	if err != nil {
+		return fail(stderr, name, err)
+	}
+	if q.Status != checkpoint.QuestionPending {
+		return fail(stderr, name, errors.New(resolvedWords(q)))
+	}
+	if *digest != "" && *digest != q.Digest {
+		return fail(stderr, name, digestWords(q, *digest))
+	}
+	raw, err := buildAnswer(q, verb, words, *digest)
+	if err != nil {
+		return usageError(stderr, name, "%v", err)
+	}
+	resolved, err := src.answer(ctx, thread, id, raw, *by)
+	if err != nil {
+		var r *refusal
+		if errors.As(err, &r) {
+			err = refusalWords(ctx, src, thread, id, r, *digest)
+		}
+		return fail(stderr, name, err)
+	}
+	fmt.Fprintf(stdout, "question %s in thread %s: %s\n", display.Line(id), display.Line(thread), display.Resolution(resolved))
+	return 0
+}
+
+// buildAnswer turns the answer words into the JSON the question's kind
+// takes, or says, in the terms of the command line, which answers it
+// takes. digest binds an approval to the call it is about: the one given,
+// else the question's as read.
+func buildAnswer(q *checkpoint.Question, verb string, words []string, digest string) (json.RawMessage, error) {
+	arg := strings.Join(words, " ")
+	if digest == "" {
+		digest = q.Digest
+	}
+	wrongKind := fmt.Errorf("question %s %s: answer %s", display.Line(q.ID), kindWords(q.Kind), answerForms(q.Kind))
+	switch verb {
+	case "json":
+		if !json.Valid([]byte(arg)) {
+			return nil, fmt.Errorf("json takes the answer as JSON, such as json '{\"decision\": \"approve\"}'; %q is not JSON", arg)
+		}
+		return json.RawMessage(arg), nil
+	case "approve", "deny", "edit":
+		var edited map[string]any
+		if verb == "edit" {
+			dec := json.NewDecoder(strings.NewReader(arg))
+			dec.UseNumber() // numbers as written
+			if err := dec.Decode(&edited); err != nil || edited == nil || dec.More() {
+				return nil, fmt.Errorf("edit takes the new arguments as one JSON object, such as edit '{\"cmd\": \"ls -l\"}'; %s", jsonWords(arg, err))
+			}
+		}
+		switch q.Kind {
+		case hitl.KindApprove:
+			a := hitl.ApproveAnswer{Decision: verb, Digest: digest}
+			if verb == "deny" {
+				a.Reason = arg
+			}
+			a.EditedArgs = edited
+			return marshalJSON(a)
+		case interrupt.KindToolInterrupt:
+			d := interrupt.Approve()
+			switch verb {
+			case "deny":
+				d = interrupt.Deny(arg)
+			case "edit":
+				d = interrupt.Edit(edited)
+			}
+			return marshalJSON(d)
+		}
+		return nil, wrongKind
+	case "yes", "no":
+		if q.Kind != hitl.KindConfirm {
+			return nil, wrongKind
+		}
+		return marshalJSON(verb == "yes")
+	case "text":
+		if q.Kind != hitl.KindAsk {
+			return nil, wrongKind
+		}
+		if req, err := hitl.RequestOf(q); err == nil && len(req.Payload.Choices) > 0 && !slices.Contains(req.Payload.Choices, arg) {
+			return nil, fmt.Errorf("question %s takes one of the choices %s, not %q", display.Line(q.ID), display.Line(strings.Join(quoteAll(req.Payload.Choices), ", ")), arg)
+		}
+		return marshalJSON(arg)
+	}
+	return nil, fmt.Errorf("unknown answer %q: question %s %s: answer %s", verb, display.Line(q.ID), kindWords(q.Kind), answerForms(q.Kind))
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// jsonWords says what is wrong with text that should be a JSON object.
+func jsonWords(arg string, err error) string {
+	switch {
+	case strings.TrimSpace(arg) == "":
+		return "none was given"
+	case err != nil:
+		return fmt.Sprintf("%q is not JSON: %v", arg, err)
+	}
+	return fmt.Sprintf("%q is not one JSON object", arg)
+}
+
+// resolvedWords says that q was answered, timed out or aborted already,
+// by whom and how.
+func resolvedWords(q *checkpoint.Question) string {
+	id := display.Line(q.ID)
+	switch q.Status {
+	case checkpoint.QuestionTimedOut:
+		return fmt.Sprintf("question %s timed out at %s: no answer is taken after the deadline", id, when(q.Deadline))
+	case checkpoint.QuestionAborted:
+		return fmt.Sprintf("question %s was aborted at %s (%s): its run is closed", id, when(q.ResolvedAt), display.Line(q.Reason))
+	}
+	return fmt.Sprintf("question %s was already answered at %s: %s (the first answer wins)", id, when(q.ResolvedAt), display.Resolution(q))
+}
+
+func digestWords(q *checkpoint.Question, given string) error {
+	return fmt.Errorf("question %s is about another call than the one you were shown: its digest is %s, not %s (look again: tollgate questions show %s %s)",
+		display.Line(q.ID), q.Digest, display.Line(given), shellWord(q.ThreadID), shellWord(q.ID))
+}
+
+// refusalWords says why the store or the server refused an answer, the
+// same for both.
+func refusalWords(ctx context.Context, src source, thread, id string, r *refusal, digest string) error {
+	q := r.question
+	switch r.code {
+	case "not_found":
+		return noQuestion(ctx, src, thread, id)
+	case "already_answered", "aborted", "expired":
+		if q != nil && q.Status != checkpoint.QuestionPending {
+			return errors.New(resolvedWords(q))
+		}
+		if r.code == "expired" && q != nil {
+			return fmt.Errorf("question %s had to be answered by %s: it is too late", display.Line(id), when(q.Deadline))
+		}
+	case "digest_mismatch":
+		if q != nil {
+			return digestWords(q, digest)
+		}
+	case "invalid_answer":
+		var b strings.Builder
+		fmt.Fprintf(&b, "the answer is refused; question %s stays open for another:", display.Line(id))
+		for _, p := range r.problems {
+			if p.Path == "" {
+				fmt.Fprintf(&b, "\n  %s", display.Line(p.Message))
+				continue
+			}
+			fmt.Fprintf(&b, "\n  %s: %s", display.Line(p.Path), display.Line(p.Message))
+		}
+		return errors.New(b.String())
+	}
+	return errors.New(display.Line(r.message))
 }
