@@ -22,14 +22,14 @@ func TestRunAnswersAtTheTerminal(t *testing.T) {
 	cases := []struct{ stdin, want string }{
 		{"a\n", "`echo one`: ran, exit 0"},
 		{"d\nnot now\n", "`echo one`: denied: not now"},
-		{"e\n{\"cmd\": 5}\ne\n{\"cmd\":\"echo edited\"}\n", "`echo one`: ran, exit 0 (arguments edited by the reviewer)"},
+		{"e\n{\"cmd\": 5}\ne\n{\"cmd\":\"echo edited\"}\n", "`echo edited` (edited from `echo one`): ran, exit 0"},
 	}
 	for _, c := range cases {
 		code, out, errOut := runCLI(t, c.stdin, "run", "--dir", t.TempDir(), "tidy\n$ echo one")
 		if code != 0 || !strings.Contains(out, c.want) {
 			t.Errorf("answers %q: exit %d, output lacks %q:\n%s\n%s", c.stdin, code, c.want, out, errOut)
 		}
-		if strings.Contains(c.stdin, "5") && !strings.Contains(out, `refused: hitl: answer refused: invalid arguments for tool "bash": 1 problem: /cmd: want string, got integer`) {
+		if strings.Contains(c.stdin, "5") && !strings.Contains(out, `refused: invalid arguments for tool "bash": 1 problem: /cmd: want string, got integer`) {
 			t.Errorf("the invalid edit was not refused:\n%s", out)
 		}
 	}
@@ -55,13 +55,13 @@ func TestQuestionsAcrossProcessesViaSQLite(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if code, _, errOut := runCLI(t, "", "questions", "answer", "--store", db, "--thread", "t1", "nope", "approve"); code != 1 || !strings.Contains(errOut, "unknown question") {
+	if code, _, errOut := runCLI(t, "", "questions", "answer", "--store", db, "--thread", "t1", "nope", "approve"); code != 1 || !strings.Contains(errOut, "no question nope in thread t1") {
 		t.Fatalf("unknown question: %d %s", code, errOut)
 	}
 	if code, out, errOut := runCLI(t, "", "questions", "answer", "--store", db, "--thread", "t1", "hitl_call_1_1", "deny", "not", "today"); code != 0 {
 		t.Fatalf("answer: %d %s %s", code, out, errOut)
 	}
-	if code, _, errOut := runCLI(t, "", "questions", "answer", "--store", db, "--thread", "t1", "hitl_call_1_1", "approve"); code != 1 || !strings.Contains(errOut, "already resolved") {
+	if code, _, errOut := runCLI(t, "", "questions", "answer", "--store", db, "--thread", "t1", "hitl_call_1_1", "approve"); code != 1 || !strings.Contains(errOut, "was already answered") {
 		t.Fatalf("second answer: %d %s", code, errOut)
 	}
 	select {

@@ -1,21 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"sort"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/agent"
-	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
@@ -27,46 +22,94 @@ func init() {
 	register("run", "run a task; tool calls are approved in the terminal", runCmd)
 }
 
+// Exit codes of tollgate run.
+const (
+	exitFinished = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	// exitWaiting: --no-wait, and the run waits for answers (parked in
+	// the store; it goes on when they come, driven by a tollgate serve or
+	// a tollgate run --resume on the same store).
+	exitWaiting = 3
+	// exitInterrupted: Ctrl-C; the pending questions were aborted.
+	exitInterrupted = 130
+	// exitTerminated: SIGTERM or SIGHUP; the run was stopped resumable.
+	exitTerminated = 143
+)
+
 const runHelp = `usage: tollgate run [flags] "task"
 
-Runs the task with the bash tool. Every tool call is shown to you for
-approval unless --allow-all is given. Without a model configured, the
-offline demo model runs each line of the task that starts with "$ " as a
-bash command, so this works with no network:
+Runs the task with the bash tool and asks you, here, to approve the tool
+calls the policy does not allow by itself. Without a model configured,
+the offline demo model runs each line of the task that starts with "$ "
+as a bash command, so this works with no network:
 
   tollgate run $'list files\n$ ls\n$ rm -r /tmp/scratch'
 
-Answers at the prompt: a (approve), d (deny; you are asked for a reason),
-e (edit the arguments: $EDITOR if set, else one line of JSON).
+At the prompt: a (approve), d (deny; you are asked for a reason), e (edit
+the arguments: in $EDITOR if set, else as one line of JSON). The prompt
+counts down to the question's deadline, and closes by itself when the
+question is answered elsewhere (tollgate questions answer, the reviewer
+page, the API) or times out.
 
-flags:
+Ctrl-C aborts the run: every pending call gets a deny and the thread ends
+with an "aborted" message (a second Ctrl-C exits at once). SIGTERM stops
+the run so that it can go on later with --resume (on a durable --store).
+
+When stdin is not a terminal (a pipe, CI), answers are read from it one
+per line; once it ends, the pending questions are printed with their ids
+and the run waits for answers from elsewhere, or, with --no-wait, exits.
+
+exit codes: 0 finished, 1 failed, 2 usage, 3 waiting for answers
+(--no-wait), 130 interrupted (Ctrl-C), 143 stopped (SIGTERM).
+
+examples:
+  tollgate run --dir /tmp/work '$ ls -la'
+  tollgate run --policy examples/policies/sandbox.yaml --sandbox workspace-write '$ touch made-here'
+  tollgate run --store sqlite:/tmp/t.db --thread t1 --approval-timeout 10m --cmd-timeout 30s '$ make test'
+  tollgate run --store sqlite:/tmp/t.db --thread t1 --resume
+  tollgate run --store sqlite:/tmp/t.db --no-wait --by ci-bot '$ git status' < /dev/null
+  tollgate run --model anthropic:claude-sonnet-4-6 --allow-all 'what is in this directory?'
 `
 
 func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, runHelp); fs.PrintDefaults() }
-	dir := fs.String("dir", ".", "working directory of the bash tool")
-	timeout := fs.Duration("approval-timeout", 5*time.Minute, "time to answer each approval (0: no deadline)")
-	cmdTimeout := fs.Duration("cmd-timeout", time.Minute, "time limit of one bash command")
-	allowAll := fs.Bool("allow-all", false, "run every tool call without asking (dangerous)")
-	policyFile := fs.String("policy", "", "a policy file (see policy/README.md); without one every call is asked. The file is reloaded when it changes")
-	thread := fs.String("thread", "", "thread id (default: a new one)")
-	modelSpec := fs.String("model", "demo", "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...)")
-	storeURL := fs.String("store", "memory", "where threads and questions live: memory, sqlite:PATH or postgres://...")
-	resume := fs.Bool("resume", false, "continue the thread's unfinished run instead of starting one (needs --thread and a durable --store)")
+	fs := newFlagSet("run", runHelp, stderr)
+	dir := fs.String("dir", ".", "working directory of the bash tool (e.g. --dir /tmp/work)")
+	timeout := fs.Duration("approval-timeout", 5*time.Minute, "time to answer each approval; 0: no deadline (e.g. --approval-timeout 10m)")
+	cmdTimeout := fs.Duration("cmd-timeout", time.Minute, "time limit of one bash command (e.g. --cmd-timeout 30s)")
+	allowAll := fs.Bool("allow-all", false, "run every tool call without asking (dangerous; e.g. --allow-all)")
+	policyFile := fs.String("policy", "", "a policy file (see policy/README.md), reloaded when it changes; without one every call is asked (e.g. --policy examples/policies/sandbox.yaml)")
+	thread := fs.String("thread", "", "thread id (default: a new one; e.g. --thread t1)")
+	modelSpec := fs.String("model", envDefault("TOLLGATE_MODEL", "demo"), "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...) [TOLLGATE_MODEL] (e.g. --model openai:gpt-4.1)")
+	storeURL := fs.String("store", envDefault("TOLLGATE_STORE", "memory"), "where threads and questions live: memory, sqlite:PATH or postgres://... [TOLLGATE_STORE] (e.g. --store sqlite:/tmp/t.db)")
+	resume := fs.Bool("resume", false, "continue the thread's unfinished run instead of starting one; needs --thread and a durable --store (e.g. --resume)")
+	noWait := fs.Bool("no-wait", false, "exit with code 3 instead of waiting when the run waits for answers that are not typed here; needs a durable --store (e.g. --no-wait)")
+	by := fs.String("by", currentUser(), "who answers at this terminal, recorded with each answer (e.g. --by alice)")
 	var sandbox sandboxFlags
-	sandbox.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	sandbox.register(fs.FlagSet)
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
 	}
 	if fs.NArg() == 0 && !*resume {
-		fs.Usage()
-		return 2
+		fmt.Fprint(stderr, "tollgate run: give the task, or --resume\n\n")
+		printHelp(fs, stderr)
+		return exitUsage
 	}
-	if *resume && *thread == "" {
+	durable := *storeURL != "memory"
+	switch {
+	case *resume && *thread == "":
 		fmt.Fprintln(stderr, "tollgate: --resume needs --thread")
-		return 2
+		return exitUsage
+	case *resume && !durable:
+		fmt.Fprintln(stderr, "tollgate: --resume needs a durable --store (sqlite:PATH or postgres://...): a memory store forgets the run when the process ends")
+		return exitUsage
+	case *noWait && !durable:
+		fmt.Fprintln(stderr, "tollgate: --no-wait needs a durable --store (sqlite:PATH or postgres://...): with memory the waiting run would be lost on exit")
+		return exitUsage
+	}
+	if reserved(*by) {
+		fmt.Fprintf(stderr, "tollgate: --by %q is reserved; give the name of the person answering\n", *by)
+		return exitUsage
 	}
 	task := strings.Join(fs.Args(), " ")
 	if *thread == "" {
@@ -76,12 +119,17 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	provider, model, err := providerFor(*modelSpec)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
-		return 2
+		return exitUsage
 	}
-	store, err := storeurl.Open(ctx, *storeURL)
+	// The run outlives ctx's cancellation: a signal is handled below (an
+	// abort needs the store after Ctrl-C), and ctx ending otherwise stops
+	// the run resumable, as SIGTERM does.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	store, err := storeurl.Open(runCtx, *storeURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
-		return 1
+		return exitFailed
 	}
 	defer store.Close()
 	var approval hitl.Policy = func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
@@ -95,10 +143,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		rp, err := policy.NewReloadable(*policyFile, policyOptions())
 		if err != nil {
 			fmt.Fprintln(stderr, "tollgate:", err)
-			return 1
+			return exitFailed
 		}
 		// A broken edit keeps the policy in force and says why.
-		go rp.Watch(ctx, time.Second, func(changed bool, err error) {
+		go rp.Watch(runCtx, time.Second, func(changed bool, err error) {
 			if err != nil {
 				fmt.Fprintf(stderr, "tollgate: policy %s not reloaded, keeping the previous one: %v\n", *policyFile, err)
 			} else if changed {
@@ -110,294 +158,54 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout}, decide)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
-		return 2
+		return exitUsage
 	}
 	fmt.Fprintln(stderr, "tollgate:", sandbox.startupLine())
+
+	// Signals are taken before the run starts: a Ctrl-C at any point
+	// aborts, never kills the process between two writes.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
 	// The same host as the service: a run that waits parks, and resumes
 	// when its question is answered here, from another process, or by the
 	// deadline.
 	h, err := host.New(host.Config{Store: store, Agent: bashAgent(store, provider, model, bashOpts, approval, nil)})
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
-		return 1
+		return exitFailed
 	}
 	events, unsubscribe := h.Subscribe(4096)
 	defer unsubscribe()
-	if err := h.Start(ctx); err != nil {
+	if err := h.Start(runCtx); err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
-		return 1
+		return exitFailed
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		h.Shutdown(sctx)
-	}()
+	t := newTerminal(h, *thread, *storeURL, *by, stdin, stdout, stderr)
+	t.noWait, t.resumed = *noWait, *resume
+	defer t.close()
 	fmt.Fprintf(stdout, "thread %s\n", *thread)
-	term := &terminal{in: bufio.NewReader(stdin), out: stdout, channel: hitl.NewCheckpointedChannel(store, *thread, nil), host: h}
 	if *resume {
-		if err := h.Resume(ctx, *thread); err != nil {
+		if err := h.Resume(runCtx, *thread); err != nil {
 			fmt.Fprintln(stderr, "tollgate:", err)
-			return 1
+			t.shutdown(runCtx)
+			return exitFailed
 		}
-	} else if _, _, err := h.Prompt(ctx, *thread, task, nil); err != nil {
+	} else if _, _, err := h.Prompt(runCtx, *thread, task, nil); err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
-		return 1
+		t.shutdown(runCtx)
+		return exitFailed
 	}
-	return term.drive(ctx, *thread, events, stderr)
+	return t.drive(runCtx, ctx.Done(), events, sigs)
 }
 
-// terminal prints a run's progress and asks its questions at the prompt.
-type terminal struct {
-	in      *bufio.Reader
-	out     io.Writer
-	channel *hitl.CheckpointedChannel
-	host    *host.Host
-}
-
-// drive shows the thread's events and asks its questions until its run
-// ends.
-func (t *terminal) drive(ctx context.Context, threadID string, events <-chan agent.Event, stderr io.Writer) int {
-	// Questions are answered one at a time, in the order they are asked.
-	hostCtx, stopHost := context.WithCancel(ctx)
-	defer stopHost()
-	requests := make(chan *hitl.Request)
-	go func() {
-		defer close(requests)
-		for req, err := range t.channel.Subscribe(hostCtx) {
-			if err != nil {
-				fmt.Fprintln(stderr, "tollgate: reading questions:", err)
-				continue
-			}
-			select {
-			case requests <- req:
-			case <-hostCtx.Done():
-				return
-			}
-		}
-	}()
-	// A safety check in case an event was dropped: the thread's status in
-	// the store is the truth.
-	check := time.NewTicker(time.Second)
-	defer check.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(stderr, "tollgate: stopped; the run can be resumed with --resume")
-			return 1
-		case e, ok := <-events:
-			if !ok {
-				return 1
-			}
-			if e.Meta().ThreadID != threadID {
-				continue
-			}
-			t.show(e)
-			switch e := e.(type) {
-			case *agent.RunFinishedEvent:
-				if e.Err != nil {
-					fmt.Fprintln(stderr, "tollgate:", e.Err)
-					return 1
-				}
-				return 0
-			case *agent.AgentAbortedEvent:
-				return 1
-			}
-		case req, ok := <-requests:
-			if ok {
-				t.answer(hostCtx, req)
-			}
-		case <-check.C:
-			th, err := t.host.Store().LoadThread(ctx, threadID)
-			if err == nil && th.Status == checkpoint.ThreadIdle {
-				return 0
-			}
-			if err == nil {
-				if st, runErr := t.host.State(th); st == host.RunFailed {
-					fmt.Fprintln(stderr, "tollgate:", runErr)
-					return 1
-				}
-			}
-		}
+// reserved names are recorded by the runtime itself: an answer given as
+// one would be indistinguishable from a deadline or an abort.
+func reserved(by string) bool {
+	switch by {
+	case "", "timeout", "abort", "dev":
+		return true
 	}
-}
-
-func (t *terminal) show(e agent.Event) {
-	switch e := e.(type) {
-	case *agent.MessageEvent:
-		if e.Message.Text != "" {
-			fmt.Fprintf(t.out, "assistant: %s\n", e.Message.Text)
-		}
-	case *agent.ToolCallStartedEvent:
-		fmt.Fprintf(t.out, "→ %s %s\n", e.Call.Name, e.Args)
-	case *agent.ToolCallFinishedEvent:
-		status := "ok"
-		if e.Result.IsError {
-			status = "error"
-		}
-		fmt.Fprintf(t.out, "← %s [%s] %s\n", e.Call.ID, status, clip(e.Result.Content, 400))
-	case *agent.HitlResolvedEvent:
-		if e.Question.Status != "answered" {
-			fmt.Fprintf(t.out, "question %s %s\n", e.Question.ID, e.Question.Status)
-		}
-	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-func (t *terminal) prompt(label string) (string, error) {
-	fmt.Fprint(t.out, label)
-	line, err := t.in.ReadString('\n')
-	if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
-		return "", err
-	}
-	return strings.TrimSpace(line), nil
-}
-
-// answer asks the person at the terminal until the channel accepts an
-// answer or the question is no longer open.
-func (t *terminal) answer(ctx context.Context, req *hitl.Request) {
-	p := req.Payload
-	switch p.Kind {
-	case hitl.KindApprove:
-		fmt.Fprintf(t.out, "\n── approval needed: %s ──\n", p.ToolName)
-		keys := make([]string, 0, len(p.Args))
-		for k := range p.Args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			v, _ := json.Marshal(p.Args[k])
-			fmt.Fprintf(t.out, "   %s: %s\n", k, v)
-		}
-		if len(p.Details) > 0 {
-			fmt.Fprintf(t.out, "   rule: %v   impact: %v\n", p.Details["matched_rule"], p.Details["impact"])
-		}
-		if req.TimeoutSeconds > 0 {
-			fmt.Fprintf(t.out, "   answer within %s\n", req.Remaining(time.Now()).Round(time.Second))
-		}
-	case hitl.KindAsk:
-		fmt.Fprintf(t.out, "\n── question ──\n   %s\n", p.Question)
-		if len(p.Choices) > 0 {
-			fmt.Fprintf(t.out, "   choices: %s\n", strings.Join(p.Choices, ", "))
-		}
-	case hitl.KindConfirm:
-		fmt.Fprintf(t.out, "\n── confirm ──\n   %s\n", p.Message)
-	default:
-		fmt.Fprintf(t.out, "\n── %s ──\n   %s\n", p.Kind, p.Raw)
-	}
-	for {
-		ans, err := t.read(req)
-		if err != nil {
-			fmt.Fprintf(t.out, "no answer (%v); the question stays open until its deadline\n", err)
-			return
-		}
-		raw, err := json.Marshal(ans)
-		if err == nil {
-			_, err = t.host.Answer(ctx, req.ThreadID, req.QuestionID, raw, "terminal")
-		}
-		if err == nil {
-			return
-		}
-		fmt.Fprintf(t.out, "refused: %v\n", err)
-		if errors.Is(err, hitl.ErrAlreadyAnswered) || errors.Is(err, hitl.ErrExpired) || errors.Is(err, hitl.ErrAborted) || errors.Is(err, hitl.ErrUnknownQuestion) {
-			return
-		}
-	}
-}
-
-func (t *terminal) read(req *hitl.Request) (any, error) {
-	switch req.Payload.Kind {
-	case hitl.KindApprove:
-		for {
-			choice, err := t.prompt("[a]pprove, [d]eny, [e]dit? ")
-			if err != nil {
-				return nil, err
-			}
-			switch strings.ToLower(choice) {
-			case "a", "approve", "y", "yes":
-				return hitl.ApproveAnswer{Decision: hitl.DecisionApprove, Digest: req.Digest}, nil
-			case "d", "deny", "n", "no":
-				reason, err := t.prompt("reason: ")
-				if err != nil {
-					return nil, err
-				}
-				return hitl.ApproveAnswer{Decision: hitl.DecisionDeny, Reason: reason, Digest: req.Digest}, nil
-			case "e", "edit":
-				edited, err := t.edit(req.Payload.Args)
-				if err != nil {
-					fmt.Fprintf(t.out, "edit failed: %v\n", err)
-					continue
-				}
-				return hitl.ApproveAnswer{Decision: hitl.DecisionEdit, EditedArgs: edited, Digest: req.Digest}, nil
-			}
-		}
-	case hitl.KindConfirm:
-		for {
-			yn, err := t.prompt("[y]es or [n]o? ")
-			if err != nil {
-				return nil, err
-			}
-			switch strings.ToLower(yn) {
-			case "y", "yes":
-				return true, nil
-			case "n", "no":
-				return false, nil
-			}
-		}
-	case hitl.KindAsk:
-		return t.prompt("answer: ")
-	}
-	line, err := t.prompt("answer (JSON): ")
-	if err != nil {
-		return nil, err
-	}
-	return json.RawMessage(line), nil
-}
-
-// edit lets the person change the arguments: in $EDITOR when set, else as
-// one line of JSON.
-func (t *terminal) edit(args map[string]any) (map[string]any, error) {
-	current, _ := json.MarshalIndent(args, "", "  ")
-	var edited []byte
-	if editor := os.Getenv("EDITOR"); editor != "" {
-		f, err := os.CreateTemp("", "tollgate-args-*.json")
-		if err != nil {
-			return nil, err
-		}
-		defer os.Remove(f.Name())
-		if _, err := f.Write(current); err != nil {
-			return nil, err
-		}
-		f.Close()
-		cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", f.Name())
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("%s: %w", editor, err)
-		}
-		if edited, err = os.ReadFile(f.Name()); err != nil {
-			return nil, err
-		}
-	} else {
-		fmt.Fprintf(t.out, "current: %s\n", mustCompact(args))
-		line, err := t.prompt("new arguments (JSON): ")
-		if err != nil {
-			return nil, err
-		}
-		edited = []byte(line)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(edited, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	return m, nil
-}
-
-func mustCompact(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
+	return false
 }

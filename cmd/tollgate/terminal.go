@@ -1,0 +1,887 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/display"
+)
+
+// terminal shows one thread's run and asks its questions, one at a time
+// and in the order of the calls. It never waits on the keyboard alone:
+// the prompt is one of several things it watches (the run's events, the
+// store, the clock, signals), so an answer given elsewhere or a deadline
+// closes the prompt at once.
+type terminal struct {
+	host    *host.Host
+	store   checkpoint.Store
+	thread  string
+	storeID string // the --store value, for the commands it suggests
+	by      string
+	out     io.Writer
+	errOut  io.Writer
+	noWait  bool
+	resumed bool
+
+	// tty: a person at a terminal (stdin and stdout are one): keys are
+	// read one by one, the prompt redraws its countdown.
+	tty     bool
+	ttyIn   *os.File
+	restore func()
+	keys    *keyboard
+
+	// pending are the thread's open questions in call order; cur is the
+	// one at the prompt.
+	pending []*checkpoint.Question
+	cur     *asking
+	// mine are the questions answered at this terminal (their closing is
+	// not news); told are those whose closing was already reported.
+	mine, told map[string]bool
+	// settled: the run has asked what it asks this turn (it parked, or
+	// asked nothing new for a while): questions are shown only then, so
+	// that the first shown is the first call's.
+	settled bool
+	// turn: the questions of the current turn, in call order.
+	turn []string
+	// listed: the waiting questions were printed for answering elsewhere.
+	listed     bool
+	aborting   bool
+	interrupts int
+}
+
+// asking is the question at the prompt and where its answer is.
+type asking struct {
+	q     *checkpoint.Question
+	req   *hitl.Request
+	stage stage
+	// label is the prompt text of the stage.
+	label string
+	// printed: the prompt was printed (not on a terminal, where it is
+	// printed once rather than redrawn).
+	printed bool
+}
+
+type stage int
+
+const (
+	choosing   stage = iota // [a]pprove, [d]eny, [e]dit?
+	reasoning               // the deny reason
+	editing                 // new arguments as one line of JSON
+	confirming              // [y]es or [n]o?
+	answering               // free text, or JSON for unknown kinds
+)
+
+func newTerminal(h *host.Host, thread, storeID, by string, stdin io.Reader, stdout, stderr io.Writer) *terminal {
+	t := &terminal{host: h, store: h.Store(), thread: thread, storeID: storeID, by: by,
+		out: stdout, errOut: stderr, mine: map[string]bool{}, told: map[string]bool{}}
+	in, inOK := stdin.(*os.File)
+	outF, outOK := stdout.(*os.File)
+	if inOK && outOK && isTerminal(in) && isTerminal(outF) {
+		if restore, err := keysMode(in); err == nil {
+			t.tty, t.ttyIn, t.restore = true, in, restore
+		}
+	}
+	t.keys = newKeyboard(stdin, t.tty)
+	return t
+}
+
+// close puts the terminal back as it was.
+func (t *terminal) close() {
+	if t.restore != nil {
+		t.restore()
+		t.restore = nil
+	}
+}
+
+// shutdown stops the host, giving runs in progress a moment to finish or
+// park; what is cut off is left resumable.
+func (t *terminal) shutdown(ctx context.Context) host.Stats {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	st, _ := t.host.Shutdown(sctx)
+	return st
+}
+
+// drive shows the run until it ends and returns the exit code. stop is
+// closed when the caller's context ends (treated as SIGTERM).
+func (t *terminal) drive(ctx context.Context, stop <-chan struct{}, events <-chan agent.Event, sigs <-chan os.Signal) int {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	aborted := make(chan error, 1)
+	// Questions stored before this process started (--resume) are all
+	// there is to show; a new run's are shown once it has asked them.
+	t.settled = t.resumed
+	t.refresh(ctx)
+	for {
+		if t.cur == nil && !t.aborting {
+			t.next(ctx)
+		}
+		if t.cur != nil && !t.aborting {
+			t.keys.ask()
+		}
+		select {
+		case e, ok := <-events:
+			if !ok {
+				fmt.Fprintln(t.errOut, "tollgate: lost the run's events")
+				return exitFailed
+			}
+			if e.Meta().ThreadID != t.thread {
+				continue
+			}
+			if code, done := t.event(ctx, e); done {
+				t.shutdown(ctx)
+				return code
+			}
+		case c := <-t.keys.got:
+			t.keys.asked = false
+			t.input(ctx, c)
+		case <-tick.C:
+			if code, done := t.poll(ctx); done {
+				if code == exitFinished {
+					t.drain(ctx, events)
+				}
+				t.shutdown(ctx)
+				return code
+			}
+		case err := <-aborted:
+			t.clearPrompt()
+			if err != nil {
+				fmt.Fprintln(t.errOut, "tollgate: abort:", err)
+				t.shutdown(ctx)
+				return exitFailed
+			}
+			t.showEnd(ctx, "aborted")
+			t.shutdown(ctx)
+			return exitInterrupted
+		case <-stop:
+			// The caller's context ends on a signal too (main's
+			// NotifyContext): that signal, if any, says what to do.
+			stop = nil
+			if t.aborting {
+				// The Ctrl-C that ended it is being handled.
+				continue
+			}
+			select {
+			case sig := <-sigs:
+				if code, done := t.signal(ctx, sig, aborted); done {
+					return code
+				}
+			case <-time.After(200 * time.Millisecond):
+				return t.terminate(ctx, "stopped")
+			}
+		case sig := <-sigs:
+			if code, done := t.signal(ctx, sig, aborted); done {
+				return code
+			}
+		}
+	}
+}
+
+// signal handles a signal: the first Ctrl-C aborts the run (the result
+// comes on aborted), a second exits at once; SIGTERM and SIGHUP stop the
+// run resumable.
+func (t *terminal) signal(ctx context.Context, sig os.Signal, aborted chan<- error) (code int, done bool) {
+	if sig != os.Interrupt {
+		return t.terminate(ctx, "stopped by "+signalName(sig)), true
+	}
+	t.interrupts++
+	t.clearPrompt()
+	if t.interrupts > 1 || t.aborting {
+		fmt.Fprintln(t.errOut, "tollgate: interrupted again; exiting now (the abort may be unfinished: see tollgate threads show)")
+		return exitInterrupted, true
+	}
+	fmt.Fprintln(t.out, "^C aborting the run: pending calls are denied (Ctrl-C again to exit at once)")
+	t.aborting = true
+	t.cur = nil
+	go func() {
+		aborted <- t.host.Abort(ctx, t.thread, "interrupted at the terminal (Ctrl-C) by "+t.by)
+	}()
+	return 0, false
+}
+
+// drain shows the events still on their way when the store says the run
+// has ended (its last message comes after the status changes).
+func (t *terminal) drain(ctx context.Context, events <-chan agent.Event) {
+	quiet := time.NewTimer(500 * time.Millisecond)
+	defer quiet.Stop()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if e.Meta().ThreadID != t.thread {
+				continue
+			}
+			if _, done := t.event(ctx, e); done {
+				return
+			}
+		case <-quiet.C:
+			return
+		}
+	}
+}
+
+// terminate stops the run so that it can go on later, and says how.
+func (t *terminal) terminate(ctx context.Context, why string) int {
+	t.clearPrompt()
+	st := t.shutdown(ctx)
+	msg := fmt.Sprintf("tollgate: %s; the run is left unfinished", why)
+	if t.storeID != "memory" {
+		msg += fmt.Sprintf(": go on with\n  tollgate run --store %s --thread %s --resume", t.storeID, t.thread)
+	} else {
+		msg += " (the memory store forgets it: use --store sqlite:PATH to be able to resume)"
+	}
+	if st.Active > 0 {
+		msg += fmt.Sprintf("\n(%d run(s) were cut off; a tool cut off mid-way is reported as of unknown outcome, never run twice)", st.Active)
+	}
+	fmt.Fprintln(t.errOut, msg)
+	return exitTerminated
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return s.String()
+}
+
+// event shows one of the run's events; done reports the run's end.
+func (t *terminal) event(ctx context.Context, e agent.Event) (code int, done bool) {
+	switch e := e.(type) {
+	case *agent.MessageEvent:
+		if e.Message.Text != "" && e.Message.StopReason != "aborted" {
+			t.println("assistant: " + display.Text(e.Message.Text))
+		}
+	case *agent.ToolCallStartedEvent:
+		var args map[string]any
+		_ = json.Unmarshal(e.Args, &args)
+		t.println("→ " + e.Call.Name + " " + strings.Join(display.Args(args), "; "))
+	case *agent.ToolCallFinishedEvent:
+		var q *checkpoint.Question
+		if got, err := t.store.GetQuestion(ctx, t.thread, hitl.QuestionID(e.Call.ID)); err == nil {
+			q = got
+		}
+		head := "← " + e.Call.Name
+		if o := display.Outcome(e.Result, q); o != "" {
+			head += ": " + o
+		}
+		t.println(head)
+		// A call the policy or a person stopped has the reason in its
+		// outcome: its result is that reason again.
+		if body := display.Result(e.Result); body != "" && !stoppedByHITL(e.Result) {
+			t.println(indent(body, "   "))
+		}
+	case *agent.HitlRequestEvent, *agent.HitlResolvedEvent, *agent.RunParkedEvent, *host.ResolvedEvent:
+		switch e := e.(type) {
+		case *agent.HitlRequestEvent:
+			t.settled = e.Existing
+		case *agent.RunParkedEvent:
+			t.settled = true
+		}
+		t.refresh(ctx)
+		if _, ok := e.(*agent.RunParkedEvent); ok {
+			return t.parked()
+		}
+	case *agent.RunFinishedEvent:
+		if e.Err != nil {
+			t.clearPrompt()
+			fmt.Fprintln(t.errOut, "tollgate: the run stopped:", e.Err)
+			if t.storeID != "memory" {
+				fmt.Fprintf(t.errOut, "  retry with: tollgate run --store %s --thread %s --resume\n", t.storeID, t.thread)
+			}
+			return exitFailed, true
+		}
+		return exitFinished, true
+	case *agent.AgentAbortedEvent:
+		if !t.aborting {
+			// Aborted elsewhere (tollgate threads abort, the page).
+			t.clearPrompt()
+			t.println("the run was aborted elsewhere: " + display.Text(e.Reason))
+			return exitFailed, true
+		}
+	}
+	return 0, false
+}
+
+// parked: the run waits for answers. With --no-wait, or when nothing can
+// be typed here any more, the questions are listed for answering
+// elsewhere.
+func (t *terminal) parked() (int, bool) {
+	if len(t.pending) == 0 {
+		return 0, false
+	}
+	if t.noWait {
+		t.clearPrompt()
+		t.listWaiting()
+		fmt.Fprintln(t.errOut, "tollgate: the run waits for answers (exit 3); it goes on when they come, under tollgate serve or tollgate run --resume on this store")
+		return exitWaiting, true
+	}
+	if t.keys.eof && !t.listed {
+		t.listWaiting()
+	}
+	return 0, false
+}
+
+// listWaiting prints the pending questions with their ids and the
+// command that answers them.
+func (t *terminal) listWaiting() {
+	t.listed = true
+	for _, q := range t.pending {
+		t.println(fmt.Sprintf("waiting: %s  %s%s", q.ID, display.Summary(q), deadlineNote(q)))
+	}
+	if len(t.pending) > 0 {
+		if t.storeID == "memory" {
+			t.println("nobody else can answer a question in a memory store: it stays open until its deadline (use --store sqlite:PATH)")
+			return
+		}
+		t.println(fmt.Sprintf("answer with: tollgate questions answer --store %s --thread %s %s approve|deny \"reason\"|edit '{...}'", t.storeID, t.thread, t.pending[0].ID))
+	}
+}
+
+func deadlineNote(q *checkpoint.Question) string {
+	if q.Deadline.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("  (%s left)", left(q.Deadline))
+}
+
+func left(deadline time.Time) string {
+	d := time.Until(deadline)
+	if d < 0 {
+		d = 0
+	}
+	return d.Truncate(time.Second).String()
+}
+
+// poll is the once-a-second check: the countdown, and the store as the
+// truth in case an event was missed.
+func (t *terminal) poll(ctx context.Context) (int, bool) {
+	t.refresh(ctx)
+	// A run that waits in process (a question asked inside a tool) does
+	// not park: a question asked more than a second ago is shown anyway.
+	for _, q := range t.pending {
+		if time.Since(q.CreatedAt) > time.Second {
+			t.settled = true
+		}
+	}
+	if t.cur != nil {
+		t.redraw()
+	}
+	th, err := t.store.LoadThread(ctx, t.thread)
+	if err != nil {
+		return 0, false
+	}
+	if th.Status == checkpoint.ThreadIdle && !t.aborting {
+		return exitFinished, true
+	}
+	if st, runErr := t.host.State(th); st == host.RunFailed {
+		t.clearPrompt()
+		fmt.Fprintln(t.errOut, "tollgate: the run stopped:", runErr)
+		return exitFailed, true
+	}
+	return 0, false
+}
+
+// refresh reads the thread's open questions and says what happened to
+// those that closed without an answer typed here, closing the prompt of
+// the one it was asking.
+func (t *terminal) refresh(ctx context.Context) {
+	qs, err := t.openQuestions(ctx)
+	if err != nil {
+		return
+	}
+	open := func(id string) bool {
+		return slices.ContainsFunc(qs, func(q *checkpoint.Question) bool { return q.ID == id })
+	}
+	var closed []string
+	for _, q := range t.pending {
+		if !open(q.ID) {
+			closed = append(closed, q.ID)
+		}
+	}
+	if t.cur != nil && !open(t.cur.q.ID) && !slices.Contains(closed, t.cur.q.ID) {
+		closed = append(closed, t.cur.q.ID)
+	}
+	t.pending = qs
+	t.noteTurn(qs)
+	for _, id := range closed {
+		if t.cur != nil && t.cur.q.ID == id {
+			t.clearPrompt()
+			t.cur = nil
+			t.dropTyped()
+		}
+		if t.mine[id] || t.told[id] {
+			continue
+		}
+		q, err := t.store.GetQuestion(ctx, t.thread, id)
+		if err != nil {
+			continue
+		}
+		t.told[id] = true
+		t.println("   " + closedHow(q))
+	}
+}
+
+// noteTurn keeps the questions of the current turn in call order, for
+// "(2 of 3)": a new turn starts when every question known is closed.
+func (t *terminal) noteTurn(open []*checkpoint.Question) {
+	if len(open) == 0 {
+		return
+	}
+	stillOpen := false
+	for _, id := range t.turn {
+		if slices.ContainsFunc(open, func(q *checkpoint.Question) bool { return q.ID == id }) {
+			stillOpen = true
+		}
+	}
+	if !stillOpen {
+		t.turn = nil
+	}
+	for _, q := range open {
+		if !slices.Contains(t.turn, q.ID) {
+			t.turn = append(t.turn, q.ID)
+		}
+	}
+}
+
+// closedHow says how a question closed without an answer typed here.
+func closedHow(q *checkpoint.Question) string {
+	switch q.Status {
+	case checkpoint.QuestionTimedOut:
+		d := q.Deadline.Sub(q.CreatedAt).Round(time.Second)
+		return fmt.Sprintf("⏱ %s: timed out, no answer within %s", q.ID, d)
+	case checkpoint.QuestionAborted:
+		return fmt.Sprintf("✗ %s: %s", q.ID, display.Resolution(q))
+	}
+	return fmt.Sprintf("✓ %s was answered elsewhere: %s", q.ID, display.Resolution(q))
+}
+
+// openQuestions returns the thread's pending questions in the order of
+// the calls they are about (then as asked).
+func (t *terminal) openQuestions(ctx context.Context) ([]*checkpoint.Question, error) {
+	var all []*checkpoint.Question
+	f := checkpoint.QuestionFilter{ThreadID: t.thread, Status: checkpoint.QuestionPending, Order: checkpoint.OldestFirst}
+	for {
+		qs, next, err := t.store.ListQuestions(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, qs...)
+		if next == "" {
+			break
+		}
+		f.After = next
+	}
+	if len(all) < 2 {
+		return all, nil
+	}
+	th, err := t.store.LoadThread(ctx, t.thread)
+	if err != nil {
+		return all, nil
+	}
+	var msgs []agent.Message
+	_ = json.Unmarshal(th.Messages, &msgs)
+	order := map[string]int{}
+	for _, msg := range msgs {
+		for _, c := range msg.ToolCalls {
+			if _, ok := order[c.ID]; !ok {
+				order[c.ID] = len(order)
+			}
+		}
+	}
+	pos := func(q *checkpoint.Question) int {
+		if i, ok := order[q.CallID]; ok {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(all, func(a, b *checkpoint.Question) int { return pos(a) - pos(b) })
+	return all, nil
+}
+
+// next puts the first pending question at the prompt.
+func (t *terminal) next(ctx context.Context) {
+	if !t.settled {
+		return
+	}
+	for _, q := range t.pending {
+		if t.mine[q.ID] {
+			continue
+		}
+		req, err := hitl.RequestOf(q)
+		if err != nil {
+			continue
+		}
+		if t.keys.eof {
+			// Nothing more can be typed here: the question waits for an
+			// answer from elsewhere (listed by parked).
+			return
+		}
+		t.show(q, req)
+		t.cur = &asking{q: q, req: req}
+		t.setStage(req.Payload.Kind)
+		return
+	}
+}
+
+func (t *terminal) setStage(kind string) {
+	switch kind {
+	case hitl.KindApprove:
+		t.cur.stage, t.cur.label = choosing, "[a]pprove, [d]eny, [e]dit?"
+	case hitl.KindConfirm:
+		t.cur.stage, t.cur.label = confirming, "[y]es or [n]o?"
+	case hitl.KindAsk:
+		t.cur.stage, t.cur.label = answering, "answer:"
+	default:
+		t.cur.stage, t.cur.label = answering, "answer (JSON):"
+	}
+	t.redraw()
+}
+
+// show prints a question as the reviewer must see it: every argument as
+// the text it is, invisible characters made visible.
+func (t *terminal) show(q *checkpoint.Question, req *hitl.Request) {
+	p := req.Payload
+	of := ""
+	if n := len(t.turn); n > 1 {
+		if i := slices.Index(t.turn, q.ID); i >= 0 {
+			of = fmt.Sprintf(" (%d of %d)", i+1, n)
+		}
+	}
+	hidden := 0
+	switch p.Kind {
+	case hitl.KindApprove:
+		t.println(fmt.Sprintf("\n── approval needed: %s%s ── %s", display.Line(p.ToolName), of, q.ID))
+		for _, l := range display.Args(p.Args) {
+			t.println("   " + l)
+		}
+		hidden = display.HiddenJSON(p.Args)
+		if rule, ok := p.Details["matched_rule"]; ok {
+			t.println("   rule: " + display.Line(fmt.Sprint(rule)))
+		}
+		if impact, ok := p.Details["impact"]; ok {
+			t.println("   impact: " + display.Line(fmt.Sprint(impact)))
+		}
+	case hitl.KindAsk:
+		t.println(fmt.Sprintf("\n── question%s ── %s", of, q.ID))
+		t.println("   " + display.Text(p.Question))
+		hidden = display.Hidden(p.Question)
+		if len(p.Choices) > 0 {
+			t.println("   choices: " + display.Line(strings.Join(p.Choices, ", ")))
+		}
+	case hitl.KindConfirm:
+		t.println(fmt.Sprintf("\n── confirm%s ── %s", of, q.ID))
+		t.println("   " + display.Text(p.Message))
+		hidden = display.Hidden(p.Message)
+	default:
+		t.println(fmt.Sprintf("\n── %s%s ── %s", display.Line(p.Kind), of, q.ID))
+		t.println("   " + display.JSON(p.Raw))
+	}
+	if hidden > 0 {
+		t.println(fmt.Sprintf("   ⚠ %d invisible or direction-changing character(s), shown as ⟨U+…⟩: what you see may not be what runs", hidden))
+	}
+	if !q.Deadline.IsZero() && !t.tty {
+		t.println("   answer within " + left(q.Deadline))
+	}
+}
+
+// redraw draws the prompt line: the label, the time left, what is typed.
+func (t *terminal) redraw() {
+	if t.cur == nil {
+		return
+	}
+	label := t.cur.label
+	if !t.cur.q.Deadline.IsZero() && t.cur.stage != editing {
+		label = fmt.Sprintf("(%s left) %s", left(t.cur.q.Deadline), label)
+	}
+	if !t.tty {
+		if !t.cur.printed {
+			fmt.Fprint(t.out, t.cur.label+" ")
+			t.cur.printed = true
+		}
+		return
+	}
+	typed := display.Line(string(t.keys.line))
+	width := termWidth(t.ttyIn) - 1
+	room := width - len([]rune(label)) - 1
+	if r := []rune(typed); room > 8 && len(r) > room {
+		typed = "…" + string(r[len(r)-room+1:])
+	}
+	fmt.Fprintf(t.out, "\r\x1b[2K%s %s", label, typed)
+}
+
+// clearPrompt ends the prompt line so that other output starts on a line
+// of its own.
+func (t *terminal) clearPrompt() {
+	if t.cur == nil {
+		return
+	}
+	if t.tty {
+		fmt.Fprint(t.out, "\r\x1b[2K")
+	} else if t.cur.printed {
+		fmt.Fprintln(t.out)
+		t.cur.printed = false
+	}
+}
+
+// println prints a line of output, keeping the prompt, if any, below it.
+func (t *terminal) println(s string) {
+	if t.cur != nil && t.tty {
+		fmt.Fprint(t.out, "\r\x1b[2K")
+		fmt.Fprintln(t.out, s)
+		t.redraw()
+		return
+	}
+	if t.cur != nil && t.cur.printed {
+		fmt.Fprintln(t.out)
+		t.cur.printed = false
+	}
+	fmt.Fprintln(t.out, s)
+	if t.cur != nil {
+		t.redraw()
+	}
+}
+
+// dropTyped forgets keys typed for a prompt that closed.
+func (t *terminal) dropTyped() {
+	if t.tty {
+		t.keys.reset()
+		flushInput(t.ttyIn)
+	}
+}
+
+// input takes what was typed.
+func (t *terminal) input(ctx context.Context, c chunk) {
+	if c.err != nil {
+		t.keys.eof = true
+	}
+	if t.cur == nil {
+		// Typed while no question was asked: not an answer to the next.
+		return
+	}
+	var line string
+	if t.tty {
+		var done bool
+		if line, done = t.keys.take(c.data); !done {
+			t.redraw()
+			if c.err != nil {
+				t.noMoreInput()
+			}
+			return
+		}
+		fmt.Fprint(t.out, "\r\x1b[2K"+t.cur.label+" "+display.Line(line)+"\n")
+	} else {
+		if len(c.data) == 0 && c.err != nil {
+			t.noMoreInput()
+			return
+		}
+		line = strings.TrimRight(string(c.data), "\r\n")
+		t.cur.printed = false
+		if c.err != nil {
+			// The last line had no newline.
+			fmt.Fprintln(t.out)
+		}
+	}
+	t.submit(ctx, strings.TrimSpace(line))
+	if c.err != nil && t.cur != nil {
+		t.noMoreInput()
+	}
+}
+
+// noMoreInput: stdin ended; the open questions wait for answers from
+// elsewhere or their deadlines.
+func (t *terminal) noMoreInput() {
+	t.clearPrompt()
+	t.cur = nil
+	if !t.listed {
+		t.println("(no more input here)")
+		t.listWaiting()
+	}
+}
+
+// submit takes one line typed at the prompt.
+func (t *terminal) submit(ctx context.Context, line string) {
+	a := t.cur
+	digest := a.req.Digest
+	switch a.stage {
+	case choosing:
+		switch strings.ToLower(line) {
+		case "a", "approve", "y", "yes":
+			t.send(ctx, hitl.ApproveAnswer{Decision: hitl.DecisionApprove, Digest: digest})
+		case "d", "deny", "n", "no":
+			a.stage, a.label = reasoning, "reason:"
+			t.redraw()
+		case "e", "edit":
+			if editor := os.Getenv("EDITOR"); editor != "" && t.tty {
+				t.editInEditor(ctx, editor)
+				return
+			}
+			t.println("   current: " + display.JSON(a.req.Payload.Args))
+			a.stage, a.label = editing, "new arguments (JSON):"
+			t.redraw()
+		default:
+			t.redraw()
+		}
+	case reasoning:
+		t.send(ctx, hitl.ApproveAnswer{Decision: hitl.DecisionDeny, Reason: line, Digest: digest})
+	case editing:
+		t.sendEdit(ctx, []byte(line))
+	case confirming:
+		switch strings.ToLower(line) {
+		case "y", "yes":
+			t.send(ctx, true)
+		case "n", "no":
+			t.send(ctx, false)
+		default:
+			t.redraw()
+		}
+	case answering:
+		if a.req.Payload.Kind == hitl.KindAsk {
+			t.send(ctx, line)
+		} else if json.Valid([]byte(line)) {
+			t.send(ctx, json.RawMessage(line))
+		} else {
+			t.println("   not JSON; try again")
+		}
+	}
+}
+
+// editInEditor opens the arguments in $EDITOR; the terminal is the
+// editor's until it exits (nothing reads the keyboard meanwhile).
+func (t *terminal) editInEditor(ctx context.Context, editor string) {
+	// As the text it is (>> stays >>), invisible characters as \u
+	// escapes the person can see and keep.
+	current, _ := display.EditJSON(t.cur.req.Payload.Args)
+	f, err := os.CreateTemp("", "tollgate-args-*.json")
+	if err != nil {
+		t.println("   edit failed: " + err.Error())
+		return
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(current)
+	f.Close()
+	if err == nil {
+		if t.restore != nil {
+			t.restore()
+		}
+		cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", f.Name())
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = t.ttyIn, os.Stdout, os.Stderr
+		err = cmd.Run()
+		if restore, kerr := keysMode(t.ttyIn); kerr == nil {
+			t.restore = restore
+		}
+	}
+	if err != nil {
+		t.println(fmt.Sprintf("   edit failed: %s: %v", editor, err))
+		t.redraw()
+		return
+	}
+	edited, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.println("   edit failed: " + err.Error())
+		return
+	}
+	// The question may have closed while the editor was open.
+	t.refresh(ctx)
+	if t.cur != nil {
+		t.sendEdit(ctx, edited)
+	}
+}
+
+func (t *terminal) sendEdit(ctx context.Context, text []byte) {
+	var m map[string]any
+	if err := json.Unmarshal(text, &m); err != nil || m == nil {
+		t.println("   the new arguments must be a JSON object, like " + display.JSON(t.cur.req.Payload.Args) + "; try again")
+		t.cur.stage, t.cur.label = choosing, "[a]pprove, [d]eny, [e]dit?"
+		t.redraw()
+		return
+	}
+	t.send(ctx, hitl.ApproveAnswer{Decision: hitl.DecisionEdit, EditedArgs: m, Digest: t.cur.req.Digest})
+}
+
+// send records the answer through the host (checked as the service
+// checks it). A refused answer says why and asks again; a question
+// closed meanwhile says how.
+func (t *terminal) send(ctx context.Context, answer any) {
+	a := t.cur
+	raw, err := json.Marshal(answer)
+	if err == nil {
+		_, err = t.host.Answer(ctx, t.thread, a.q.ID, raw, t.by)
+	}
+	if err == nil {
+		t.mine[a.q.ID] = true
+		t.cur = nil
+		return
+	}
+	switch {
+	case errors.Is(err, hitl.ErrAlreadyAnswered), errors.Is(err, hitl.ErrExpired), errors.Is(err, hitl.ErrAborted), errors.Is(err, hitl.ErrUnknownQuestion):
+		t.cur = nil
+		if q, gerr := t.store.GetQuestion(ctx, t.thread, a.q.ID); gerr == nil && q.Status != checkpoint.QuestionPending {
+			t.told[q.ID] = true
+			t.println("   too late: " + closedHow(q))
+			return
+		}
+		t.println("   too late: " + answerRefusal(err))
+	default:
+		t.println("   refused: " + answerRefusal(err))
+		a.stage = choosing
+		t.setStage(a.req.Payload.Kind)
+	}
+}
+
+// answerRefusal words a refused answer in the user's terms.
+func answerRefusal(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"hitl: answer refused: ", "hitl: "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
+}
+
+// showEnd prints the thread's last message (the abort's terminal
+// message).
+func (t *terminal) showEnd(ctx context.Context, what string) {
+	th, err := t.store.LoadThread(ctx, t.thread)
+	var msgs []agent.Message
+	if err == nil && json.Unmarshal(th.Messages, &msgs) == nil && len(msgs) > 0 {
+		if m := msgs[len(msgs)-1]; m.StopReason != "" {
+			t.println(fmt.Sprintf("assistant (%s): %s", m.StopReason, display.Text(m.Text)))
+			return
+		}
+	}
+	t.println(what)
+}
+
+// stoppedByHITL: the policy or a person kept the call from running (its
+// content is the reason, told by the outcome).
+func stoppedByHITL(r agent.ToolResult) bool {
+	for _, key := range []string{"hitl", "interrupt"} {
+		if h, ok := r.Details[key].(map[string]any); ok {
+			if d, _ := h["decision"].(string); d != "" && d != "edit" && d != "approve" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
