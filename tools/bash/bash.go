@@ -11,6 +11,36 @@
 // applies a Landlock ruleset and then execs the shell with an allow-listed
 // environment. [Check] says what this kernel enforces. The calling process
 // is never confined.
+//
+// # Nothing a command starts outlives it
+//
+// When the shell ends, when the command times out or its context is
+// cancelled, and when the agent's process dies, SIGKILL included, every
+// process of the command is killed: the ones it left in the background,
+// in another process group or in another session (nohup, setsid, a daemon
+// that forks twice) too. A server started with `cmd > log 2>&1 &` stops
+// when the call ends.
+//
+// On Linux, a confined command in a PID namespace ([Report].PidNS) is its
+// namespace's init: the kernel kills every process in it when the shell
+// dies, and the shell gets SIGKILL when the agent's process dies (a
+// parent-death signal). Every other command, unconfined ones included,
+// runs under a supervisor, the binary re-executed like the sandbox helper:
+// its parent-death signal is one it catches, it is a child subreaper (what
+// is orphaned below it stays its descendant, whatever group or session it
+// is in), and it kills the shell's process group and then every descendant
+// it finds in /proc. Both need [MaybeRunHelper] in main; without it an
+// unconfined shell is the process's own child with a parent-death signal:
+// the shell dies with the process and its process group on timeout, but
+// what it leaves behind may outlive both. Neither stops a command set on
+// escaping: an unconfined one may kill its supervisor or ask another
+// service (cron, systemd-run) to start a process, and the supervisor
+// cannot kill a process that became another user through a setuid program.
+//
+// On other systems there is no sandbox (a confined profile is not run), no
+// parent-death signal and no supervisor: the shell runs in its own process
+// group, killed on timeout and cancellation; nothing is killed when the
+// agent's process dies, nor what leaves the group.
 package bash
 
 import (
@@ -50,8 +80,8 @@ type Options struct {
 	Name string
 	// Dir is the working directory. Zero: the process's.
 	Dir string
-	// Timeout bounds one command; the whole process group is killed when
-	// it passes. Zero: 60s.
+	// Timeout bounds one command; every process of the command is killed
+	// when it passes (see the package documentation). Zero: 60s.
 	Timeout time.Duration
 	// MaxOutput caps the bytes kept of stdout and of stderr each. Zero:
 	// 64 KiB.
@@ -204,12 +234,15 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 			return Result{ExitCode: -1}, err
 		}
 	} else {
-		cmd = exec.CommandContext(ctx, o.Shell, "-c", cmdline)
-		cmd.Dir = o.Dir
-		cmd.SysProcAttr = unconfinedAttr()
+		var err error
+		if cmd, after, err = unconfinedCommand(ctx, o, cmdline); err != nil {
+			return Result{ExitCode: -1}, fmt.Errorf("cannot run %s: %w", o.Shell, err)
+		}
 	}
-	// Kill the whole group: a command's children must not outlive it.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// cmd.Cancel, set by each way of starting, kills the whole tree (the
+	// process group, or the supervisor's walk): a command's children must
+	// not outlive it. WaitDelay bounds the wait for a tree that does not
+	// die.
 	cmd.WaitDelay = 2 * time.Second
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -217,7 +250,7 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 	if after != nil {
 		if aerr := after(err); aerr != nil {
 			if err == nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				_ = cmd.Cancel()
 				_ = cmd.Wait()
 			}
 			return Result{ExitCode: -1}, aerr
@@ -243,6 +276,21 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 		return res, fmt.Errorf("cannot run %s: %w", o.Shell, err)
 	}
 	return res, nil
+}
+
+// directCommand runs the shell as the agent's own child, in its own
+// process group (attr sets Setpgid), which Cancel kills.
+func directCommand(ctx context.Context, o Options, cmdline string, attr *syscall.SysProcAttr) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, o.Shell, "-c", cmdline)
+	cmd.Dir = o.Dir
+	cmd.SysProcAttr = attr
+	cmd.Cancel = killGroup(cmd)
+	return cmd
+}
+
+// killGroup kills cmd's process group, which it leads.
+func killGroup(cmd *exec.Cmd) func() error {
+	return func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
 
 // removeTree removes a command's private TMPDIR, first giving back the

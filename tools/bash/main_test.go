@@ -1,7 +1,6 @@
 package bash_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -10,8 +9,16 @@ import (
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
-// TestMain lets the test binary be the sandbox helper of the tools it
-// builds, and an agent process that TestConfinedDiesWithAgent kills.
+// agentEnv, set, makes the test binary an agent process that runs one
+// command (agentMain, see TestTreeDies), with this configuration.
+const agentEnv = "TOLLGATE_BASH_TEST_AGENT"
+
+// agentMain is the agent process; it does not return. Nil where the tests
+// have none.
+var agentMain func(config string)
+
+// TestMain lets the test binary be the sandbox helper (and the supervisor)
+// of the tools it builds, and an agent process that tests kill.
 func TestMain(m *testing.M) {
 	bash.MaybeRunHelper()
 	if len(os.Args) == 3 && os.Args[1] == "tollgate-unix-client" {
@@ -25,11 +32,8 @@ func TestMain(m *testing.M) {
 		c.Close()
 		os.Exit(0)
 	}
-	if dir := os.Getenv("TOLLGATE_BASH_TEST_AGENT_DIR"); dir != "" {
-		_, err := bash.Run(context.Background(), &bash.Options{Dir: dir, Profile: bash.WorkspaceWrite},
-			"touch started; (sleep 2; touch marker) & wait")
-		fmt.Println(err)
-		os.Exit(0)
+	if cfg := os.Getenv(agentEnv); cfg != "" && agentMain != nil {
+		agentMain(cfg)
 	}
 	os.Exit(m.Run())
 }

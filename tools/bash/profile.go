@@ -23,7 +23,9 @@ const (
 	WorkspaceWrite Profile = "workspace-write"
 	// Unconfined runs the shell directly, as the process itself could:
 	// every file, the network, the whole environment, no resource limits.
-	// It still dies with the agent (Pdeathsig) and on timeout.
+	// It still dies, with everything it started, with the agent, on
+	// timeout and when its shell ends (a supervisor, see the package
+	// documentation).
 	Unconfined Profile = "unconfined"
 )
 

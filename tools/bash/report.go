@@ -71,7 +71,7 @@ func (r Report) Enforced() (enforced, not []string) {
 	add(r.helperOK && seccompEnforced, "read-only: no chmod, chown, utimes or extended attributes anywhere, and no UNIX sockets at all (seccomp)")
 	add(r.helperOK && r.UserNS, "privileges: a user namespace (capabilities mean nothing outside it; the process limit counts only the command's processes)")
 	add(r.helperOK, "privileges: no capabilities, no new privileges (setuid programs do not raise them)")
-	add(r.helperOK && r.PidNS, "processes: a PID namespace (the whole tree dies with the shell, on timeout and with the agent)")
+	add(r.helperOK && r.PidNS, "processes: a PID namespace (the kernel kills the whole tree with the shell, on timeout and with the agent; without one the tool's supervisor does)")
 	add(r.helperOK, "environment: only PATH, HOME, LANG, TERM and the listed variables; a private TMPDIR, removed afterwards")
 	add(r.helperOK, "resources: CPU time, file size and process count limits")
 	return enforced, not

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,30 +44,54 @@ type helperConfig struct {
 // records that the binary can be its own helper. Call it first thing in
 // main, and in TestMain of packages whose tests run the tool confined:
 // confined profiles re-execute os.Executable() and need it there.
+//
+// The same binary is the supervisor of unconfined commands and of
+// confined ones without a PID namespace (see the package documentation):
+// without MaybeRunHelper, an unconfined command runs as the process's
+// direct child, and what it leaves in the background, or moves to another
+// process group, may outlive the process.
 func MaybeRunHelper() {
-	if os.Getenv(helperEnv) == "" {
+	mode := os.Getenv(helperEnv)
+	if mode == "" {
 		helperWired.Store(true)
 		return
 	}
 	status := os.NewFile(4, "status")
-	if err := runHelper(); err != nil {
+	var err error
+	if mode == superviseMode {
+		err = runSupervisor(status) // returns only if nothing was started
+	} else {
+		err = runHelper()
+	}
+	if err != nil {
 		fmt.Fprintf(status, "%v", err)
 		os.Exit(125)
 	}
 	os.Exit(0) // a probe
 }
 
-func runHelper() error {
+// readConfig reads a helper's configuration, the whole of fd 3 (which it
+// closes), into v, and keeps the status pipe (fd 4) from what the helper
+// execs or starts. Until the tool has sent it all, the helper starts
+// nothing: a tool that dies first sends none.
+func readConfig(v any) error {
 	unix.CloseOnExec(4)
 	cfgFile := os.NewFile(3, "config")
 	data, err := io.ReadAll(cfgFile)
 	cfgFile.Close()
+	if err == nil {
+		err = json.Unmarshal(data, v)
+	}
 	if err != nil {
 		return fmt.Errorf("reading the configuration: %w", err)
 	}
+	return nil
+}
+
+func runHelper() error {
 	var c helperConfig
-	if err := json.Unmarshal(data, &c); err != nil {
-		return fmt.Errorf("reading the configuration: %w", err)
+	if err := readConfig(&c); err != nil {
+		return err
 	}
 	for _, l := range []struct {
 		res int
@@ -220,11 +245,43 @@ func (n namespaces) apply(a *syscall.SysProcAttr) {
 
 // helperCommand prepares the helper for c; the caller starts it and calls
 // the returned function after Start to send the configuration and learn
-// whether the helper confined the command.
+// whether the helper confined the command. It is started in its own
+// process group, killed by cmd.Cancel, with Pdeathsig: with a PID
+// namespace, where the helper (then the shell) is the namespace's init,
+// the kernel kills every process in it when the shell dies, whatever
+// killed the shell (the timeout, the agent's death through Pdeathsig), so
+// the whole tree dies with it.
+//
+// The race of the agent dying between the fork and PR_SET_PDEATHSIG is
+// closed by the order of things, not by Go's check of getppid (which in a
+// new PID namespace is 0 whatever happens, and the SIGKILL it then sends
+// itself is ignored, as by any init): the configuration is sent only after
+// Start returns, which is after the child set its death signal, and
+// without a configuration the helper starts nothing.
 func helperCommand(ctx context.Context, c helperConfig, ns namespaces) (*exec.Cmd, func(start error) error, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	ns.apply(attr)
+	cmd, after, err := selfCommand(ctx, "1", data, c.Dir, attr, "sandbox helper")
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Cancel = killGroup(cmd)
+	return cmd, after, nil
+}
+
+// selfCommand prepares the binary re-executed as a helper in mode (the
+// value of helperEnv), in dir, with attr. The returned function, called
+// after Start, sends data on the helper's fd 3 and waits for its fd 4 to
+// close: a message there is a failure before the command started (failed
+// names the step in the error).
+func selfCommand(ctx context.Context, mode string, data []byte, dir string, attr *syscall.SysProcAttr, failed string) (*exec.Cmd, func(start error) error, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, nil, fmt.Errorf("finding the binary to run the sandbox helper: %w", err)
+		return nil, nil, fmt.Errorf("finding the binary to run the %s: %w", failed, err)
 	}
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
@@ -238,15 +295,10 @@ func helperCommand(ctx context.Context, c helperConfig, ns namespaces) (*exec.Cm
 	}
 	cmd := exec.CommandContext(ctx, exe)
 	cmd.Args = []string{"tollgate-sandbox-helper"}
-	cmd.Dir = c.Dir
-	cmd.Env = []string{helperEnv + "=1"}
+	cmd.Dir = dir
+	cmd.Env = []string{helperEnv + "=" + mode}
 	cmd.ExtraFiles = []*os.File{cfgR, stW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	ns.apply(cmd.SysProcAttr)
-	data, err := json.Marshal(c)
-	if err != nil {
-		return nil, nil, err
-	}
+	cmd.SysProcAttr = attr
 	after := func(start error) error {
 		cfgR.Close()
 		stW.Close()
@@ -261,10 +313,10 @@ func helperCommand(ctx context.Context, c helperConfig, ns namespaces) (*exec.Cm
 		cfgW.Close()
 		msg, _ := io.ReadAll(stR)
 		if len(msg) > 0 {
-			return fmt.Errorf("sandbox helper: %s", msg)
+			return fmt.Errorf("%s: %s", failed, msg)
 		}
 		if werr != nil {
-			return fmt.Errorf("sandbox helper: sending the configuration: %w", werr)
+			return fmt.Errorf("%s: sending the configuration: %w", failed, werr)
 		}
 		return nil
 	}
@@ -352,13 +404,42 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline str
 		return nil, nil, err
 	}
 	r := Check()
-	return helperCommand(ctx, helperConfig{Profile: p, Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
+	c := helperConfig{Profile: p, Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
 		Env: confinedEnv(o.Env), CPU: uint64((o.Limits.CPUTime + time.Second - 1) / time.Second),
-		FileSize: uint64(o.Limits.FileSize), Procs: uint64(o.Limits.Procs)}, r.ns)
+		FileSize: uint64(o.Limits.FileSize), Procs: uint64(o.Limits.Procs)}
+	if r.PidNS {
+		return helperCommand(ctx, c, r.ns) // the namespace takes the tree with the shell
+	}
+	return supervisedCommand(ctx, superviseConfig{Confined: &c, Cloneflags: r.ns.flags, UserNS: r.ns.user}, dir, "sandbox helper")
 }
 
-// unconfinedAttr starts an unconfined shell in its own process group,
-// killed when the agent's process dies.
-func unconfinedAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+// unconfinedCommand runs an unconfined shell under the supervisor, or,
+// when the binary cannot be its own helper, as a direct child in its own
+// process group with Pdeathsig: then the shell dies with the agent's
+// process and its group on timeout, but what it leaves behind does not
+// die with the agent.
+func unconfinedCommand(ctx context.Context, o Options, cmdline string) (*exec.Cmd, func(error) error, error) {
+	if !helperWired.Load() {
+		return directCommand(ctx, o, cmdline, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}), nil, nil
+	}
+	shell, err := absShell(o.Shell)
+	if err != nil {
+		return nil, nil, err
+	}
+	return supervisedCommand(ctx, superviseConfig{Shell: shell, Cmd: cmdline, Env: shellEnv(o.Dir)}, o.Dir, "supervisor")
+}
+
+// shellEnv is the environment of an unconfined shell: the process's, with
+// PWD naming dir, as os/exec would give it.
+func shellEnv(dir string) []string {
+	env := os.Environ()
+	if dir == "" {
+		return env
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return env
+	}
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") })
+	return append(env, "PWD="+abs)
 }

@@ -16,6 +16,9 @@ func MaybeRunHelper() { helperWired.Store(true) }
 
 type namespaces struct{}
 
+// seccompEnforced: no seccomp off Linux.
+const seccompEnforced = false
+
 func check() Report {
 	return Report{OS: runtime.GOOS, LandlockErr: "Landlock is Linux only"}
 }
@@ -24,4 +27,9 @@ func confinedCommand(context.Context, Options, Profile, string, string) (*exec.C
 	return nil, nil, errors.New("the sandbox is Linux only")
 }
 
-func unconfinedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// unconfinedCommand runs the shell in its own process group, killed on
+// timeout and cancellation. There is no parent-death signal here, and no
+// supervisor: nothing kills the command when the agent's process dies.
+func unconfinedCommand(ctx context.Context, o Options, cmdline string) (*exec.Cmd, func(error) error, error) {
+	return directCommand(ctx, o, cmdline, &syscall.SysProcAttr{Setpgid: true}), nil, nil
+}
