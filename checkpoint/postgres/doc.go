@@ -10,12 +10,16 @@
 //	}
 //	defer store.Close()
 //
-// [Open] waits for a database that is not up yet (with backoff, up to
-// [Options].ConnectTimeout) and creates or upgrades the schema (default
+// [Open] waits, quietly, for a database that is there but not ready yet
+// (starting up, out of connection slots; with backoff, up to
+// [Options].ConnectTimeout), and fails at once, with one line naming the
+// server, when nothing listens there or its host name does not resolve
+// ([ErrUnavailable]). It creates or upgrades the schema (default
 // "tollgate") with migrations embedded in the binary, in one transaction
 // under an advisory lock, so replicas starting together take turns. It
 // refuses a schema migrated by a newer tollgate ([ErrNewerSchema]) and a
-// schema holding someone else's tables ([ErrNotTollgate]).
+// schema holding someone else's tables ([ErrNotTollgate]); with
+// [Options].MustExist, a schema it did not make ([ErrNoStore]).
 //
 // Every write is a single statement or one transaction: a connection that
 // drops halfway leaves nothing half-written. Answers are a compare-and-set

@@ -31,7 +31,7 @@ func oldSchema(t *testing.T, n int) (dsn, schema string, pool *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := (&Store{pool: pool, schema: schema}).migrate(t.Context(), migs[:n]); err != nil {
+	if err := (&Store{pool: pool, schema: schema}).migrate(t.Context(), migs[:n], false); err != nil {
 		t.Fatal(err)
 	}
 	return dsn, schema, pool

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
@@ -29,27 +33,45 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Nothing listens: Open retries for ConnectTimeout, then says so.
-func TestDatabaseDownAtStart(t *testing.T) {
+// Nothing listens, or the host name does not resolve: waiting would not
+// mend it, so Open fails at once, in one line that names the server and
+// not the password.
+func TestUnreachableFailsAtOnce(t *testing.T) {
 	t.Parallel()
-	dsn := fmt.Sprintf("postgres://tollgate@127.0.0.1:%d/tollgate?sslmode=disable", freePort(t))
-	_, err := postgres.Open(t.Context(), dsn, &postgres.Options{ConnectTimeout: 400 * time.Millisecond})
-	if !errors.Is(err, postgres.ErrUnavailable) {
-		t.Fatalf("Open(nothing listening) = %v, want ErrUnavailable", err)
-	}
-	if !strings.Contains(err.Error(), "attempts") {
-		t.Errorf("error does not say it retried: %v", err)
-	}
-	t.Log(err)
-
-	_, err = postgres.Open(t.Context(), dsn, &postgres.Options{ConnectTimeout: -1})
-	if !errors.Is(err, postgres.ErrUnavailable) {
-		t.Fatalf("Open(nothing listening, no retry) = %v, want ErrUnavailable", err)
+	port := freePort(t)
+	for name, c := range map[string]struct{ dsn, want string }{
+		"refused": {fmt.Sprintf("postgres://tollgate:s3cret@127.0.0.1:%d/tollgate?sslmode=disable", port),
+			fmt.Sprintf("postgres: cannot connect to 127.0.0.1:%d: connection refused", port)},
+		"refused, TLS then plain": {fmt.Sprintf("postgres://tollgate:s3cret@localhost:%d/tollgate", port),
+			fmt.Sprintf("postgres: cannot connect to localhost:%d: connection refused", port)},
+		"no such host": {"postgres://tollgate:s3cret@nohost.invalid:5432/tollgate",
+			"postgres: cannot connect to nohost.invalid:5432: the host name nohost.invalid does not resolve"},
+		"no such socket": {"postgres://tollgate:s3cret@/tollgate?host=" + t.TempDir(),
+			"postgres: cannot connect to socket "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			_, err := postgres.Open(t.Context(), c.dsn, &postgres.Options{ConnectTimeout: time.Minute})
+			elapsed := time.Since(start)
+			if !errors.Is(err, postgres.ErrUnavailable) {
+				t.Fatalf("Open = %v, want ErrUnavailable", err)
+			}
+			if elapsed > 2*time.Second {
+				t.Errorf("Open took %v to fail, want < 2s: %v", elapsed, err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, c.want) || strings.Contains(msg, "\n") || strings.Contains(msg, "s3cret") {
+				t.Errorf("error %q: want one line starting %q, without the password", msg, c.want)
+			}
+			t.Logf("%v (after %v)", err, elapsed.Round(time.Millisecond))
+		})
 	}
 }
 
-// The server comes up while Open waits for it.
-func TestWaitsForDatabase(t *testing.T) {
+// A server that is starting up (SQLSTATE 57P03) is waited for, quietly:
+// no log line per attempt.
+func TestWaitsForDatabaseStartingUp(t *testing.T) {
 	t.Parallel()
 	real := pgtest.Start(t)
 	u, err := url.Parse(real)
@@ -57,47 +79,102 @@ func TestWaitsForDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := u.Host
-	port := freePort(t)
-	u.Host = fmt.Sprintf("127.0.0.1:%d", port)
-
-	done := make(chan error, 1)
-	go func() {
-		s, err := postgres.Open(t.Context(), u.String(), &postgres.Options{Schema: pgtest.Schema(t, real), ConnectTimeout: time.Minute})
-		if err == nil {
-			s.Close()
-		}
-		done <- err
-	}()
-	time.Sleep(300 * time.Millisecond) // let it fail a few times first
-	l, err := net.Listen("tcp", u.Host)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	go proxy(l, target)
-	if err := <-done; err != nil {
-		t.Fatalf("Open while the server came up: %v", err)
+	u.Host = l.Addr().String()
+	var refused atomic.Int32
+	go startingUp(l, target, 3, &refused)
+
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	s, err := postgres.Open(t.Context(), u.String(), &postgres.Options{Schema: pgtest.Schema(t, real), ConnectTimeout: time.Minute, Logger: log})
+	if err != nil {
+		t.Fatalf("Open while the server started up: %v", err)
 	}
+	s.Close()
+	if n := refused.Load(); n < 3 {
+		t.Errorf("the server said it was starting up %d times, want 3", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(logs.String(), "\n"); n > 1 {
+		t.Errorf("%d log lines while waiting, want at most 1:\n%s", n, logs.String())
+	}
+
+	// Never ready: Open gives up after ConnectTimeout and says why.
+	never, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer never.Close()
+	go startingUp(never, target, 1<<30, new(atomic.Int32))
+	u.Host = never.Addr().String()
+	start := time.Now()
+	_, err = postgres.Open(t.Context(), u.String(), &postgres.Options{ConnectTimeout: 700 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, postgres.ErrUnavailable) || !strings.Contains(err.Error(), "not ready after") || !strings.Contains(err.Error(), "57P03") {
+		t.Fatalf("Open(never ready) = %v, want ErrUnavailable saying it was not ready", err)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("Open(never ready, ConnectTimeout 700ms) took %v", elapsed)
+	}
+	t.Log(err)
 }
 
-// proxy forwards connections from l to target until l is closed.
-func proxy(l net.Listener, target string) {
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// startingUp answers the first n connections on l as a PostgreSQL server
+// that is starting up does, and forwards the others to target.
+func startingUp(l net.Listener, target string, n int32, refused *atomic.Int32) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
+		if refused.Load() >= n {
+			go forward(c, target)
+			continue
+		}
+		refused.Add(1)
 		go func() {
 			defer c.Close()
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				return
+			be := pgproto3.NewBackend(c, c)
+			for {
+				msg, err := be.ReceiveStartupMessage()
+				if err != nil {
+					return
+				}
+				if _, ok := msg.(*pgproto3.SSLRequest); ok {
+					c.Write([]byte("N"))
+					continue
+				}
+				break
 			}
-			defer s.Close()
-			go io.Copy(s, c)
-			io.Copy(c, s)
+			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "57P03", Message: "the database system is starting up"})
+			be.Flush()
 		}()
 	}
+}
+
+// forward copies c to a new connection to target and back.
+func forward(c net.Conn, target string) {
+	defer c.Close()
+	s, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	go io.Copy(s, c)
+	io.Copy(c, s)
 }
 
 // A server that says no is not waited for.
@@ -319,4 +396,50 @@ func TestMixedCaseSchema(t *testing.T) {
 	if q, err := again.GetQuestion(t.Context(), "t", "q"); err != nil || q.Status != checkpoint.QuestionAborted {
 		t.Errorf("reopened: %+v, %v", q, err)
 	}
+}
+
+// MustExist opens a store tollgate made, and creates nothing when there is
+// none: no schema, no tables.
+func TestMustExist(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	schemaExists := func(schema string) bool {
+		t.Helper()
+		conn, err := pgx.Connect(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(t.Context())
+		var n int
+		if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_namespace WHERE nspname = $1", schema).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+
+	missing := pgtest.Schema(t, dsn)
+	_, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: missing, MustExist: true})
+	if !errors.Is(err, postgres.ErrNoStore) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("Open(MustExist, no schema) = %v, want ErrNoStore naming the schema", err)
+	}
+	t.Log(err)
+	if schemaExists(missing) {
+		t.Error("Open(MustExist) created the schema")
+	}
+
+	empty := pgtest.Schema(t, dsn)
+	if err := pgtest.Exec(t.Context(), dsn, "CREATE SCHEMA "+empty); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: empty, MustExist: true}); !errors.Is(err, postgres.ErrNoStore) {
+		t.Fatalf("Open(MustExist, empty schema) = %v, want ErrNoStore", err)
+	}
+
+	made := pgtest.Schema(t, dsn)
+	open(t, dsn, made, nil).Close()
+	s, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: made, MustExist: true})
+	if err != nil {
+		t.Fatalf("Open(MustExist) of a store tollgate made: %v", err)
+	}
+	s.Close()
 }

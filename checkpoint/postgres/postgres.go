@@ -8,11 +8,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,9 +29,14 @@ var _ checkpoint.Store = (*Store)(nil)
 
 // Errors of Open, for [errors.Is].
 var (
-	// ErrUnavailable: the server could not be reached before
-	// [Options].ConnectTimeout; the error also wraps the last failure.
+	// ErrUnavailable: the server could not be reached: nothing listens
+	// at the address, its host name does not resolve, or it was not
+	// ready before [Options].ConnectTimeout. The error also wraps the
+	// last failure.
 	ErrUnavailable = errors.New("postgres: database unavailable")
+	// ErrNoStore: [Options].MustExist was set and the database has no
+	// tollgate schema. It wraps [fs.ErrNotExist].
+	ErrNoStore error = noStore{}
 	// ErrNewerSchema: the schema was migrated by a newer tollgate than
 	// this binary. Upgrade tollgate to open it.
 	ErrNewerSchema = errors.New("postgres: schema is newer than this tollgate")
@@ -37,6 +44,13 @@ var (
 	// Open changes nothing in it.
 	ErrNotTollgate = errors.New("postgres: not a tollgate schema")
 )
+
+// noStore is [ErrNoStore]: [errors.Is] fs.ErrNotExist, without saying
+// "file does not exist".
+type noStore struct{}
+
+func (noStore) Error() string        { return "postgres: no tollgate store" }
+func (noStore) Is(target error) bool { return target == fs.ErrNotExist }
 
 // lockClass is the first key of every advisory lock tollgate takes
 // (0x546F6C6C, "Toll"); the second is a hash of the schema and purpose.
@@ -57,11 +71,20 @@ type Options struct {
 	// (the larger of 4 and the number of CPUs). Subscribing uses one more
 	// connection, outside the pool.
 	MaxConns int32
-	// ConnectTimeout is how long Open keeps retrying, with backoff, while
-	// the server is unreachable or starting up; zero means 30s, negative
-	// means a single attempt. A wrong password or a missing database fails
-	// at once. The context passed to Open bounds it too.
+	// ConnectTimeout is how long Open keeps retrying, quietly and with
+	// backoff, while the server is there but not ready: starting up or
+	// shutting down, out of connection slots, a connection broken or
+	// unanswered midway. Zero means 30s, negative means a single attempt.
+	// What waiting would not mend fails at once: nothing listening at the
+	// address (connection refused, no such socket), a host name that does
+	// not resolve, a wrong password, a missing database. The context
+	// passed to Open bounds it too.
 	ConnectTimeout time.Duration
+	// MustExist opens only a schema tollgate has made, for a program that
+	// reads or answers what another one wrote: a missing schema, or an
+	// empty one, is [ErrNoStore] and Open creates nothing. A schema of an
+	// older version is still brought up to date.
+	MustExist bool
 	// PollInterval is how often the listener connection, while subscribers
 	// exist, also polls for changes (a safety net under LISTEN/NOTIFY and a
 	// liveness check of the connection: a poll that gets no answer within
@@ -185,7 +208,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := s.migrate(ctx, migs); err != nil {
+	if err := s.migrate(ctx, migs, o.MustExist); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -193,8 +216,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// waitReady pings the server until it answers, with exponential backoff
-// and jitter, for at most timeout.
+// waitReady pings the server until it answers. Only a server that is
+// there but not ready is waited for (see [Options].ConnectTimeout): with
+// exponential backoff and jitter, for at most timeout, and with one log
+// line when the wait starts, not one per attempt.
 func (s *Store) waitReady(ctx context.Context, timeout time.Duration) error {
 	start := time.Now()
 	var deadline time.Time
@@ -203,26 +228,30 @@ func (s *Store) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		limit := 10 * time.Second // one attempt: a server that never answers
+		if !deadline.IsZero() {
+			limit = max(min(limit, time.Until(deadline)), 100*time.Millisecond)
+		}
+		actx, cancel := context.WithTimeout(ctx, limit)
 		err := s.pool.Ping(actx)
 		cancel()
 		if err == nil {
 			return nil
 		}
-		if !retryable(err) || ctx.Err() != nil || deadline.IsZero() || time.Now().Add(backoff).After(deadline) {
-			host := fmt.Sprintf("%s:%d", s.cfg.Host, s.cfg.Port)
-			if !retryable(err) {
-				return fmt.Errorf("postgres: connect to %s: %w", host, err)
-			}
-			return fmt.Errorf("%w: cannot connect to %s (%d attempts over %v): %w",
-				ErrUnavailable, host, attempt, time.Since(start).Round(time.Millisecond), err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("postgres: connect to %s: %w", s.address(), ctx.Err())
 		}
-		s.logf(slog.LevelInfo, "checkpoint/postgres: waiting for the database", "attempt", attempt, "err", err)
+		if !transient(err) || deadline.IsZero() || time.Now().Add(backoff).After(deadline) {
+			return s.connectError(err, attempt, time.Since(start))
+		}
+		if attempt == 1 {
+			s.logf(slog.LevelInfo, "checkpoint/postgres: the database is not ready; waiting for it", "address", s.address(), "up_to", timeout, "reason", reason(err))
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff/2 + rand.N(backoff/2+1)):
 		}
-		backoff = min(backoff*2, 3*time.Second)
+		backoff = min(backoff*2, 2*time.Second)
 	}
 }
 
@@ -230,26 +259,142 @@ func (s *Store) logf(level slog.Level, msg string, args ...any) {
 	s.log.Log(context.Background(), level, msg, args...)
 }
 
-// retryable tells a server that is not there yet (refused, unreachable,
-// starting up, out of connections) from one that said no (authentication,
-// no such database, a bad parameter): only the first is worth waiting for.
-func retryable(err error) bool {
+// address names the server as the user wrote it, never with the password:
+// host:port, or the UNIX socket; then the fallback hosts.
+func (s *Store) address() string {
+	one := func(host string, port uint16) string {
+		if strings.HasPrefix(host, "/") {
+			_, sock := pgconn.NetworkAddress(host, port)
+			return "socket " + sock
+		}
+		return net.JoinHostPort(host, strconv.Itoa(int(port)))
+	}
+	addr := one(s.cfg.Host, s.cfg.Port)
+	for _, fb := range s.cfg.Fallbacks {
+		if fb.Host != s.cfg.Host || fb.Port != s.cfg.Port { // TLS then plain text: the same server
+			addr += ", " + one(fb.Host, fb.Port)
+		}
+	}
+	return addr
+}
+
+// connectError is the error of a connection that failed for good: one
+// line, in the user's terms, naming the server.
+func (s *Store) connectError(err error, attempts int, waited time.Duration) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
-		case pgErr.Code == "57P03", // cannot_connect_now: starting up or shutting down
-			pgErr.Code == "53300",               // too_many_connections
-			strings.HasPrefix(pgErr.Code, "08"): // connection exceptions
+	switch {
+	case transient(err):
+		msg := fmt.Sprintf("postgres: cannot connect to %s: %s", s.address(), reason(err))
+		if attempts > 1 {
+			msg = fmt.Sprintf("postgres: the database at %s was not ready after %v (%d attempts): %s",
+				s.address(), waited.Round(100*time.Millisecond), attempts, reason(err))
+		}
+		return &connectError{msg: msg, errs: []error{ErrUnavailable, err}}
+	case errors.As(err, &pgErr):
+		return &connectError{msg: fmt.Sprintf("postgres: connect to %s as user %q, database %q: %s",
+			s.address(), s.cfg.User, s.cfg.Database, reason(err)), errs: []error{err}}
+	case unreachable(err):
+		return &connectError{msg: fmt.Sprintf("postgres: cannot connect to %s: %s", s.address(), reason(err)),
+			errs: []error{ErrUnavailable, err}}
+	}
+	return &connectError{msg: fmt.Sprintf("postgres: connect to %s: %s", s.address(), reason(err)), errs: []error{err}}
+}
+
+// connectError says why Open could not connect; it wraps [ErrUnavailable]
+// when the server could not be reached, and the failure itself.
+type connectError struct {
+	msg  string
+	errs []error
+}
+
+func (e *connectError) Error() string   { return e.msg }
+func (e *connectError) Unwrap() []error { return e.errs }
+
+// reason is why a connection attempt failed, in a few words.
+func reason(err error) string {
+	var dnsErr *net.DNSError
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return fmt.Sprintf("%s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return fmt.Sprintf("the host name %s does not resolve", dnsErr.Name)
+		}
+		return fmt.Sprintf("the host name %s could not be resolved: %s", dnsErr.Name, dnsErr.Err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused: nothing listens there (is PostgreSQL running, on that port?)"
+	case errors.Is(err, syscall.ENOENT):
+		return "no such socket (is PostgreSQL running?)"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer in time"
+	}
+	// A dial or TLS failure: pgconn's text, on one line.
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// unreachable reports whether every address failed in a way waiting would
+// not mend: refused, no such socket, no route, a name that does not
+// resolve.
+func unreachable(err error) bool {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	for _, errno := range permanentErrnos {
+		if errors.Is(err, errno) {
 			return true
 		}
+	}
+	return false
+}
+
+// permanentErrnos are the dial errors of an address where nothing will
+// answer however long one waits: nothing listens, no such socket, no
+// route, no such address here.
+var permanentErrnos = []syscall.Errno{syscall.ECONNREFUSED, syscall.ENOENT, syscall.EADDRNOTAVAIL,
+	syscall.ENETUNREACH, syscall.EHOSTUNREACH, syscall.EACCES, syscall.EAFNOSUPPORT}
+
+// transient reports whether a failed connection attempt is worth
+// repeating: the server is there but not ready (starting up or shutting
+// down, out of connection slots, a connection broken or unanswered
+// midway). Not: nothing listening at the address, a host name that does
+// not resolve, a server that said no (authentication, no such database,
+// a bad parameter). When several addresses were tried (a name with several
+// addresses, fallback hosts, TLS then plain text), one transient failure
+// is enough.
+func transient(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case interface{ Unwrap() []error }:
+		for _, x := range e.Unwrap() {
+			if transient(x) {
+				return true
+			}
+		}
+		return false
+	case *pgconn.PgError:
+		return e.Code == "57P03" || // cannot_connect_now: starting up or shutting down
+			e.Code == "53300" || // too_many_connections
+			strings.HasPrefix(e.Code, "08") // connection exceptions
+	case *net.DNSError:
+		return false
+	case syscall.Errno:
+		return !slices.Contains(permanentErrnos, e)
+	}
+	if errors.Is(err, context.Canceled) {
 		return false
 	}
-	return !errors.Is(err, context.Canceled)
+	if u := errors.Unwrap(err); u != nil {
+		return transient(u)
+	}
+	return true // io.EOF, a reset, a timeout: the connection broke midway
 }
 
 // migrate creates the schema if missing and applies the migrations it
 // lacks, in one transaction under an advisory lock.
-func (s *Store) migrate(ctx context.Context, migs []migration) error {
+func (s *Store) migrate(ctx context.Context, migs []migration, mustExist bool) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
@@ -262,6 +407,10 @@ func (s *Store) migrate(ctx context.Context, migs []migration) error {
 	var exists bool
 	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", s.schema).Scan(&exists); err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	if !exists && mustExist {
+		return fmt.Errorf("%w: database %q at %s has no schema %s (tollgate serve creates it when it first starts on the database)",
+			ErrNoStore, s.cfg.Database, s.address(), s.schema)
 	}
 	if !exists {
 		// Only when missing: a role without CREATE on the database can use
@@ -302,6 +451,10 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relna
 			shown = append(shown[:5:5], "...")
 		}
 		return fmt.Errorf("%w: schema %s holds other tables (%s); choose another schema", ErrNotTollgate, s.schema, strings.Join(shown, ", "))
+	}
+	if version == 0 && mustExist {
+		return fmt.Errorf("%w: schema %s of database %q at %s is empty (tollgate serve creates its tables when it first starts on the database)",
+			ErrNoStore, s.schema, s.cfg.Database, s.address())
 	}
 	if version > len(migs) {
 		return fmt.Errorf("%w: schema %s is at version %d, this binary knows up to %d; upgrade tollgate", ErrNewerSchema, s.schema, version, len(migs))

@@ -86,6 +86,14 @@ type Options struct {
 	// Logger receives background errors (a failed poll); nil means
 	// [slog.Default].
 	Logger *slog.Logger
+	// MustExist opens only a tollgate database that is already there, for
+	// a program that reads or answers what another one wrote: Open then
+	// creates nothing (no file, no -wal or -shm), fails with an error
+	// that [errors.Is] [fs.ErrNotExist] when the file does not exist, and
+	// with [ErrNotTollgate] for an empty file or an SQLite database
+	// without tollgate's tables. A database of an older schema is still
+	// brought up to date.
+	MustExist bool
 }
 
 // Store is a [checkpoint.Store] in one SQLite file. All writes go through
@@ -181,6 +189,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 
 	s := &Store{clk: o.Clock, log: o.Logger}
+	if path == ":memory:" && o.MustExist {
+		return nil, errors.New("sqlite: MustExist: an in-memory database never exists before Open")
+	}
 	if path == ":memory:" {
 		s.memory = true
 		// One connection that never closes: an in-memory database lives
@@ -204,17 +215,26 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		}
 		// Look before touching: switching a file to WAL, or a migration,
 		// would write to someone else's database.
-		if err := inspect(ctx, abs, len(migs), o.BusyTimeout); err != nil {
+		if err := inspect(ctx, abs, len(migs), o.BusyTimeout, o.MustExist); err != nil {
 			return nil, err
 		}
 		busy := strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
 		// No journal_mode here: switching to WAL is done once, by
 		// enableWAL (SQLite does not wait for a lock there), and is
 		// persistent in the file.
-		w, err := sql.Open("sqlite", fileURI(abs, url.Values{
+		wParams := url.Values{
 			"_pragma": {"busy_timeout(" + busy + ")", "synchronous(" + o.Synchronous + ")"},
 			"_txlock": {"immediate"},
-		}))
+		}
+		rParams := url.Values{
+			"_pragma": {"busy_timeout(" + busy + ")", "query_only(1)"},
+		}
+		if o.MustExist {
+			// A file removed since inspect is not created again.
+			wParams.Set("mode", "rw")
+			rParams.Set("mode", "rw")
+		}
+		w, err := sql.Open("sqlite", fileURI(abs, wParams))
 		if err != nil {
 			return nil, err
 		}
@@ -222,9 +242,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		w.SetMaxIdleConns(1)
 		w.SetConnMaxLifetime(0)
 		w.SetConnMaxIdleTime(0)
-		r, err := sql.Open("sqlite", fileURI(abs, url.Values{
-			"_pragma": {"busy_timeout(" + busy + ")", "query_only(1)"},
-		}))
+		r, err := sql.Open("sqlite", fileURI(abs, rParams))
 		if err != nil {
 			w.Close()
 			return nil, err
@@ -269,10 +287,14 @@ func fileURI(abs string, params url.Values) string {
 var sqliteHeader = []byte("SQLite format 3\x00")
 
 // inspect refuses a file that exists and is not a tollgate database, or
-// whose schema is newer than known, without writing to it.
-func inspect(ctx context.Context, abs string, known int, busy time.Duration) error {
+// whose schema is newer than known, without writing to it; with
+// mustExist, also a file that is not there or holds no tollgate database.
+func inspect(ctx context.Context, abs string, known int, busy time.Duration, mustExist bool) error {
 	f, err := os.Open(abs)
 	if errors.Is(err, fs.ErrNotExist) {
+		if mustExist {
+			return fmt.Errorf("sqlite: no database at %s: %w", abs, fs.ErrNotExist)
+		}
 		return nil // created on open
 	}
 	if err != nil {
@@ -282,6 +304,9 @@ func inspect(ctx context.Context, abs string, known int, busy time.Duration) err
 	n, err := io.ReadFull(f, head)
 	f.Close()
 	if n == 0 && (err == io.EOF) {
+		if mustExist {
+			return fmt.Errorf("%w: %s is an empty file", ErrNotTollgate, abs)
+		}
 		return nil // an empty file is an empty database
 	}
 	if err != nil && err != io.ErrUnexpectedEOF || !bytes.Equal(head[:n], sqliteHeader) {
@@ -314,6 +339,9 @@ func inspect(ctx context.Context, abs string, known int, busy time.Duration) err
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: inspect %s: %w", abs, err)
+	}
+	if mustExist && st.appID == 0 && len(st.tables) == 0 {
+		return fmt.Errorf("%w: %s is an empty SQLite database", ErrNotTollgate, abs)
 	}
 	return st.check(abs, known)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -13,74 +12,35 @@ import (
 )
 
 func init() {
-	register("policy", "test a policy file, or explain its decision on a call", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-		return runPolicy(ctx, args, stdout, stderr)
-	})
+	register("policy", "test a policy file, or explain its decision on a call", nil,
+		subcommand{name: "test", summary: "run the tests of policy files", run: policyTest},
+		subcommand{name: "explain", summary: "print the decision a policy reaches on a call, and the rules that matched", run: policyExplain},
+		subcommand{name: "schema", summary: "print the JSON Schema of policy and test files, for editors", run: policySchema})
 }
 
-const policyUsage = `usage:
-  tollgate policy test [-v] FILE...
-      Run the tests of each policy file: those under tests: in it and those
-      in the test file beside it (NAME_test.yaml); FILE may also be a test
-      file naming its policy with policy:. Exit status 1 when a test fails,
-      2 when a file does not load.
-  tollgate policy explain FILE --tool NAME [--args JSON] [--thread ID] [--json]
-      Print the decision FILE reaches on a call, the commands a shell call
-      would run, and every rule that matched.
-  tollgate policy schema
-      Print the JSON Schema of policy and test files, for editors.
+const policyTestHelp = `usage: tollgate policy test [-v] FILE...
+
+Runs the tests of each policy file: those under tests: in it and those in
+the test file beside it (NAME_test.yaml); FILE may also be a test file
+naming its policy with policy:. Exit status 1 when a test fails, 2 when a
+file does not load.
+
+examples:
+  tollgate policy test policy.yaml
+  tollgate policy test -v policy.yaml policy_test.yaml
+  tollgate policy test examples/policies/*.yaml
 `
 
-// runPolicy implements "tollgate policy".
-func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, policyUsage)
-		return 0
-	}
-	switch args[0] {
-	case "test":
-		return policyTest(ctx, args[1:], stdout, stderr)
-	case "explain":
-		return policyExplain(ctx, args[1:], stdout, stderr)
-	case "schema":
-		_, _ = stdout.Write(policy.Schema())
-		return 0
-	}
-	fmt.Fprintf(stderr, "tollgate policy: unknown subcommand %q\n\n%s", args[0], policyUsage)
-	return 2
-}
-
-// parseInterspersed parses flags that may come after positional arguments
-// (tollgate policy explain FILE --tool bash) and returns the positionals.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-func policyTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tollgate policy test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func policyTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("policy test", policyTestHelp, stderr)
+	fs.interspersed = true
 	verbose := fs.Bool("v", false, "print every test, not only failures")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
 	}
+	files := fs.Args()
 	if len(files) == 0 {
-		fmt.Fprint(stderr, "tollgate policy test: no files\n\n"+policyUsage)
-		return 2
+		return fs.usageError("no policy files: give at least one FILE")
 	}
 	status := 0
 	for _, file := range files {
@@ -104,20 +64,37 @@ func policyTest(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return status
 }
 
-func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tollgate policy explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	tool := fs.String("tool", "", "the tool called")
-	argsJSON := fs.String("args", "{}", "the call's arguments, a JSON object")
-	thread := fs.String("thread", "", "the thread id")
+const policyExplainHelp = `usage: tollgate policy explain FILE --tool NAME [--args JSON] [--thread ID] [--json]
+
+Prints the decision FILE reaches on a call (allow, ask or block), the
+commands a shell call would run, and every rule that matched. The policy
+is loaded as tollgate serve loads it: a rule requiring a sandbox profile
+this kernel cannot enforce asks.
+
+examples:
+  tollgate policy explain policy.yaml --tool bash --args '{"cmd": "ls; rm -rf ~"}'
+  tollgate policy explain policy.yaml --tool bash --args '{"cmd": "git push"}' --thread team-a-42
+  tollgate policy explain policy.yaml --tool http_get --args '{"url": "https://example.com"}' --json
+`
+
+func policyExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("policy explain", policyExplainHelp, stderr)
+	fs.interspersed = true
+	tool := fs.String("tool", "", "the `name` of the tool called")
+	argsJSON := fs.String("args", "{}", "the call's arguments, a JSON `object`")
+	thread := fs.String("thread", "", "the thread `id`, for rules that match threads")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
 	}
-	if len(files) != 1 || *tool == "" {
-		fmt.Fprint(stderr, "tollgate policy explain: want one FILE and --tool\n\n"+policyUsage)
-		return 2
+	files := fs.Args()
+	switch {
+	case len(files) == 0:
+		return fs.usageError("no policy file: give one FILE")
+	case len(files) > 1:
+		return fs.usageError("one policy file at a time, not %d (%s)", len(files), strings.Join(files, " "))
+	case *tool == "":
+		return fs.usageError("--tool is required: the tool called, such as --tool bash")
 	}
 	var callArgs map[string]any
 	dec := json.NewDecoder(strings.NewReader(*argsJSON))
@@ -148,6 +125,29 @@ func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := e.Write(stdout); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	return 0
+}
+
+const policySchemaHelp = `usage: tollgate policy schema
+
+Prints the JSON Schema of policy and test files, for editors that check
+and complete YAML (a yaml-language-server comment, or the editor's schema
+settings).
+
+examples:
+  tollgate policy schema > policy.schema.json
+  tollgate policy schema | jq '.properties | keys'
+`
+
+func policySchema(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("policy schema", policySchemaHelp, stderr)
+	if code, done := parseFlagsOnly(fs, args, stdout); done {
+		return code
+	}
+	if _, err := stdout.Write(policy.Schema()); err != nil {
+		fmt.Fprintln(stderr, "tollgate policy schema:", err)
+		return 1
 	}
 	return 0
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -13,32 +12,28 @@ import (
 )
 
 func init() {
-	register("sandbox", "report what the kernel enforces on the bash tool's commands (sandbox check)", sandboxCmd)
+	register("sandbox", "report what the kernel enforces on the bash tool's commands", nil,
+		subcommand{name: "check", summary: "report the Landlock ABI, the namespaces and each profile's enforcement", run: sandboxCheck})
 }
 
-const sandboxUsage = `usage:
-  tollgate sandbox check [--json]
-      Report the kernel's Landlock ABI, the namespaces the bash tool's
-      helper can enter, whether each sandbox profile is enforced, and what
-      is and is not enforced on a confined command. A policy rule that
-      requires a profile this machine cannot enforce asks instead of
-      allowing. Exit status 1 when read-only or workspace-write is not
-      enforced.
+const sandboxCheckHelp = `usage: tollgate sandbox check [--json]
+
+Reports the kernel's Landlock ABI, the namespaces the bash tool's helper
+can enter, whether each sandbox profile is enforced, and what is and is
+not enforced on a confined command. A policy rule that requires a profile
+this machine cannot enforce asks instead of allowing. Exit status 1 when
+read-only or workspace-write is not enforced.
+
+examples:
+  tollgate sandbox check
+  tollgate sandbox check --json | jq .profiles
 `
 
-func sandboxCmd(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprint(stderr, sandboxUsage)
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-			return 0
-		}
-		return 2
-	}
-	fs := flag.NewFlagSet("tollgate sandbox check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func sandboxCheck(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("sandbox check", sandboxCheckHelp, stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, done := parseFlagsOnly(fs, args, stdout); done {
+		return code
 	}
 	r := bash.Check()
 	if *asJSON {
@@ -74,11 +69,13 @@ type sandboxFlags struct {
 	env     string
 }
 
-func (f *sandboxFlags) register(fs *flag.FlagSet) {
+// register adds the flags to fs (a *flagSet or a *flag.FlagSet), each
+// with an example.
+func (f *sandboxFlags) register(fs flagDefiner) {
 	fs.StringVar(&f.profile, "sandbox", envDefault("TOLLGATE_SANDBOX", string(bash.WorkspaceWrite)),
-		"the bash tool's sandbox profile for what a person approves and what rules allow without requiring one: read-only, workspace-write or unconfined; a rule's sandbox: can only make it stricter [TOLLGATE_SANDBOX]")
+		"the bash tool's sandbox `profile` for what a person approves and what rules allow without requiring one: read-only, workspace-write or unconfined; a rule's sandbox: can only make it stricter, e.g. --sandbox read-only [TOLLGATE_SANDBOX]")
 	fs.StringVar(&f.env, "sandbox-env", envDefault("TOLLGATE_SANDBOX_ENV", ""),
-		"comma-separated environment variables a confined command keeps besides PATH, HOME, LANG and TERM [TOLLGATE_SANDBOX_ENV]")
+		"comma-separated environment `variables` a confined command keeps besides PATH, HOME, LANG and TERM, e.g. --sandbox-env GOPATH,GOFLAGS [TOLLGATE_SANDBOX_ENV]")
 }
 
 // options returns the bash tool's options; decide, if not nil, gives the

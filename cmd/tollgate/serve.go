@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,41 +28,30 @@ HTTP API under /v1 for clients, and the reviewer page at / where people
 approve, deny or edit the calls the policy asks about. Runs that wait for
 a person hold no memory; they resume when answered, after a restart too.
 
-Flags marked [NAME] can also be set by that environment variable.
 With no tokens configured and a loopback address the service runs in dev
-mode: no authentication, said loudly at start-up and on the page.
+mode: no authentication, said loudly at start-up and on the page. Flags
+marked [NAME] can also be set by that environment variable.
 
-flags:
+examples:
+  tollgate serve
+      dev mode on http://127.0.0.1:8080/, the store in ./tollgate.db
+  tollgate serve --addr 127.0.0.1:9090 --dev --store sqlite:/var/lib/tollgate/t.db
+  tollgate token new --name alice --role reviewer >> tokens.yaml
+  tollgate serve --addr :8080 --tokens tokens.yaml --store postgres://tollgate@db.internal/tollgate
+  tollgate serve --model anthropic:claude-sonnet-4-6 --policy policy.yaml --dir ~/project --shutdown-grace 30s
 `
 
-// envDefault returns the environment variable's value, or def.
-func envDefault(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, serveHelp); fs.PrintDefaults() }
-	addr := fs.String("addr", envDefault("TOLLGATE_ADDR", "127.0.0.1:8080"), "listen address [TOLLGATE_ADDR]")
-	storeURL := fs.String("store", envDefault("TOLLGATE_STORE", "sqlite:tollgate.db"), "where threads and questions live: sqlite:PATH or postgres://... [TOLLGATE_STORE]")
-	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "tokens file (YAML: tokens: [{name, role, token_sha256, threads}]); TOLLGATE_TOKENS=name:role:token,... adds more [TOLLGATE_TOKENS_FILE]")
+	fs := newFlagSet("serve", serveHelp, stderr)
+	addr := fs.String("addr", envDefault("TOLLGATE_ADDR", "127.0.0.1:8080"), "the `host:port` to listen on [TOLLGATE_ADDR]")
+	storeURL := storeFlag(fs, defaultStore)
+	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "tokens `file` (YAML: tokens: [{name, role, token_sha256, threads}], made with tollgate token new); TOLLGATE_TOKENS=name:role:token,... adds more [TOLLGATE_TOKENS_FILE]")
 	dev := fs.Bool("dev", envDefault("TOLLGATE_DEV", "") == "1", "dev mode: no authentication (loopback addresses only) [TOLLGATE_DEV=1]")
 	var af agentFlags
 	af.register(fs, true)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tollgate serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, done := parseFlagsOnly(fs, args, stdout); done {
+		return code
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
@@ -143,8 +130,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	hs := &http.Server{Handler: readDeadline(srv.Handler(), 30*time.Second), ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", *storeURL, "policy", policyName, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
-	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), *storeURL, policyName, af.model)
+	shownStore := storeurl.Redacted(*storeURL)
+	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", policyName, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
+	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), shownStore, policyName, af.model)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"log/slog"
 	"time"
 
@@ -27,13 +26,16 @@ type agentFlags struct {
 	sandbox    sandboxFlags
 }
 
-func (f *agentFlags) register(fs *flag.FlagSet, withModel bool) {
+// register adds the flags to fs (a *flagSet or a *flag.FlagSet); withModel
+// adds --model too. Each usage has an example, so a command's help need
+// not give these flags one of its own.
+func (f *agentFlags) register(fs flagDefiner, withModel bool) {
 	if withModel {
-		fs.StringVar(&f.model, "model", envDefault("TOLLGATE_MODEL", "demo"), "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...) [TOLLGATE_MODEL]")
+		fs.StringVar(&f.model, "model", envDefault("TOLLGATE_MODEL", "demo"), "the `model`: demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...), e.g. --model anthropic:claude-sonnet-4-6 [TOLLGATE_MODEL]")
 	}
-	fs.StringVar(&f.policyFile, "policy", envDefault("TOLLGATE_POLICY", ""), "policy file, reloaded when it changes (default: the built-in sandbox policy, examples/policies/sandbox.yaml) [TOLLGATE_POLICY]")
-	fs.StringVar(&f.dir, "dir", envDefault("TOLLGATE_DIR", "."), "working directory of the bash tool [TOLLGATE_DIR]")
-	fs.DurationVar(&f.cmdTimeout, "cmd-timeout", time.Minute, "time limit of one bash command")
+	fs.StringVar(&f.policyFile, "policy", envDefault("TOLLGATE_POLICY", ""), "policy `file`, reloaded when it changes (default: the built-in sandbox policy, examples/policies/sandbox.yaml), e.g. --policy policy.yaml [TOLLGATE_POLICY]")
+	fs.StringVar(&f.dir, "dir", envDefault("TOLLGATE_DIR", "."), "working `directory` of the bash tool, e.g. --dir ~/project [TOLLGATE_DIR]")
+	fs.DurationVar(&f.cmdTimeout, "cmd-timeout", time.Minute, "time limit of one bash command, e.g. --cmd-timeout 5m")
 	f.sandbox.register(fs)
 }
 

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,46 +11,40 @@ import (
 )
 
 func init() {
-	register("token", "make an API token for tollgate serve", tokenCmd)
+	register("token", "make an API token for tollgate serve", nil,
+		subcommand{name: "new", summary: "make a token: its secret, and the entry of a tokens file", run: tokenNew})
 }
 
-const tokenHelp = `usage: tollgate token new --name NAME --role client|reviewer|admin [--threads 'glob,glob']
+const tokenNewHelp = `usage: tollgate token new --name NAME --role client|reviewer|admin [--threads 'GLOB,...']
 
 Prints a new token's secret on stderr (give it to its holder: it is shown
 once) and, on stdout, the entry for a tokens file, which keeps only the
-secret's SHA-256:
+secret's SHA-256. Roles: client (starts and drives runs: threads,
+messages, aborts), reviewer (answers questions), admin (everything).
 
+examples:
   echo 'tokens:' > tokens.yaml
   tollgate token new --name alice --role reviewer >> tokens.yaml
+  tollgate token new --name team-a --role reviewer --threads 'team-a-*,shared' >> tokens.yaml
+  tollgate token new --name ci --role client >> tokens.yaml
   tollgate serve --tokens tokens.yaml
-
-flags:
 `
 
-func tokenCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "new" {
-		fmt.Fprint(stderr, tokenHelp)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return 0
-		}
-		return 2
-	}
-	fs := flag.NewFlagSet("token new", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, tokenHelp); fs.PrintDefaults() }
+func tokenNew(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("token new", tokenNewHelp, stderr)
 	name := fs.String("name", "", "who holds the token; recorded with every answer given with it")
 	role := fs.String("role", "", "client (threads and messages), reviewer (questions and answers) or admin")
-	threads := fs.String("threads", "", "reviewer only: comma-separated thread id patterns it may see (default: all)")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	threads := fs.String("threads", "", "reviewer only: comma-separated thread id `patterns` it may see (default: all)")
+	if code, done := parseFlagsOnly(fs, args, stdout); done {
+		return code
 	}
 	if *name == "" || *role == "" {
-		fmt.Fprintln(stderr, "tollgate token new: --name and --role are required")
-		fs.Usage()
-		return 2
+		return fs.usageError("--name and --role are required")
+	}
+	switch server.Role(*role) {
+	case server.RoleClient, server.RoleReviewer, server.RoleAdmin:
+	default:
+		return fs.usageError("--role %q: want client, reviewer or admin", *role)
 	}
 	secret := server.NewToken()
 	tok := server.Token{Name: *name, Role: server.Role(*role), SHA256: server.HashToken(secret)}
@@ -72,7 +64,12 @@ func tokenCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	entry += "}\n"
 	if _, err := server.ParseTokensFileData("token new", []byte("tokens:\n"+entry)); err != nil {
-		fmt.Fprintln(stderr, "tollgate token:", err)
+		// "token new:2: entry 1 (NAME): why": only why is about the flags.
+		msg := err.Error()
+		if _, why, ok := strings.Cut(msg, "): "); ok {
+			msg = why
+		}
+		fmt.Fprintln(stderr, "tollgate token new:", msg)
 		return 2
 	}
 	fmt.Fprintf(stderr, "token for %s (%s), shown once: %s\n", tok.Name, tok.Role, secret)
