@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -147,11 +148,15 @@ func resultOf(out any) (ToolResult, error) {
 	case []byte:
 		return ToolResult{Content: string(v)}, nil
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
+	// The model and people read this text: "a > b" stays "a > b", not
+	// json.Marshal's "a \u003e b".
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
 		return ToolResult{}, fmt.Errorf("cannot encode the tool's output: %w", err)
 	}
-	return ToolResult{Content: string(b)}, nil
+	return ToolResult{Content: string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))}, nil
 }
 
 // Name is the tool's name as the model calls it.
