@@ -40,6 +40,18 @@ func Approve() ApprovalDecision { return ApprovalDecision{kind: approve} }
 // Deny blocks the call without asking anyone; the model sees reason.
 func Deny(reason string) ApprovalDecision { return ApprovalDecision{kind: deny, reason: reason} }
 
+// DenyWith is [Deny] with details for the people who read the block
+// later (the audit log, the reviewer page): they are added to the
+// "policy_deny" trace. They cannot set the fields the middleware writes
+// itself ("decision", "reason", "by", "edited_args", "original_args",
+// "digest_mismatch" and the digests), so a block cannot pass for a
+// person's answer. Name the deciding rule "matched_rule", as
+// [AskOptions.Details] does, so that the block reads "blocked by the
+// policy (rule NAME: reason)".
+func DenyWith(reason string, details map[string]any) ApprovalDecision {
+	return ApprovalDecision{kind: deny, reason: reason, details: details}
+}
+
 // AskOptions say how to ask.
 type AskOptions struct {
 	// Timeout is the time to answer. Zero: no deadline.
@@ -73,6 +85,10 @@ func (d ApprovalDecision) Action() string {
 
 // Reason is the deny reason.
 func (d ApprovalDecision) Reason() string { return d.reason }
+
+// Details are an ask's details for the reviewer, or a deny's details for
+// its trace ([DenyWith]). Shared: do not modify.
+func (d ApprovalDecision) Details() map[string]any { return d.details }
 
 // PolicyContext is what a policy sees of a tool call.
 type PolicyContext struct {
@@ -127,7 +143,8 @@ func ByTool(policies map[string]Policy, fallback Policy) Policy {
 //   - approved by the policy or a person: nothing (pass-through);
 //   - denied by a person: "decision": "human_deny", the reason;
 //   - edited by a person: "decision": "edit", "original_args", "edited_args";
-//   - denied by the policy: "decision": "policy_deny", the reason;
+//   - denied by the policy: "decision": "policy_deny", the reason, and
+//     the details of a [DenyWith] (such as "matched_rule");
 //   - no answer in time: "decision": "timed_out", reason "approval_timeout";
 //   - aborted: "decision": "aborted".
 type ApprovalPolicyMiddleware struct {
@@ -166,6 +183,31 @@ func trace(decision string, extra map[string]any) map[string]any {
 	return map[string]any{"hitl": h}
 }
 
+// traceFields are the fields of a trace the middleware writes itself.
+var traceFields = []string{"decision", "reason", "by", "edited_args", "original_args", "digest_mismatch", "answer_digest", "question_digest"}
+
+// denyTrace is the trace of a policy's deny: its details but for
+// traceFields, then the trace's own fields.
+func denyTrace(d ApprovalDecision, own map[string]any) map[string]any {
+	extra := maps.Clone(d.details)
+	if extra == nil {
+		extra = map[string]any{}
+	}
+	for _, k := range traceFields {
+		delete(extra, k)
+	}
+	maps.Copy(extra, own)
+	return trace("policy_deny", extra)
+}
+
+// editDeniedError is the policy's deny of edited arguments; it keeps the
+// decision for the trace of the blocked call.
+type editDeniedError struct{ d ApprovalDecision }
+
+func (e *editDeniedError) Error() string {
+	return "the policy denies the edited call: " + e.d.reason
+}
+
 // BeforeTool implements agent.BeforeToolHook.
 //
 // A policy Deny always blocks. Otherwise an approval question already
@@ -180,7 +222,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		Args: call.Args, RawArgs: call.RawArgs, Messages: call.Messages}
 	d := m.evaluate(ctx, pc)
 	if d.kind == deny {
-		return agent.Block(d.reason, trace("policy_deny", map[string]any{"reason": d.reason})), nil
+		return agent.Block(d.reason, denyTrace(d, map[string]any{"reason": d.reason})), nil
 	}
 	qid := QuestionID(call.Call.ID)
 	existing, err := call.Question(ctx, qid)
@@ -241,7 +283,12 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 	case DecisionEdit:
 		edited, err := m.checkEdit(ctx, call, a.EditedArgs)
 		if err != nil {
-			return agent.Block(err.Error(), trace("policy_deny", map[string]any{"reason": err.Error(), "edited_args": a.EditedArgs})), nil
+			own := map[string]any{"reason": err.Error(), "edited_args": a.EditedArgs}
+			var denied *editDeniedError
+			if errors.As(err, &denied) {
+				return agent.Block(err.Error(), denyTrace(denied.d, own)), nil
+			}
+			return agent.Block(err.Error(), trace("policy_deny", own)), nil
 		}
 		return agent.ReplaceArgs(edited).WithDetails(trace("edit", map[string]any{
 			"original_args": args, "edited_args": a.EditedArgs, "by": q.AnsweredBy})), nil
@@ -310,7 +357,7 @@ func (m *ApprovalPolicyMiddleware) CheckEdit(ctx context.Context, c *agent.EditC
 	d := m.evaluate(ctx, &PolicyContext{ThreadID: c.ThreadID, CallID: c.CallID, Tool: c.Tool.Name(),
 		Args: typed, RawArgs: agent.CanonicalArgs(c.Args), Messages: c.Messages})
 	if d.kind == deny {
-		return fmt.Errorf("the policy denies the edited call: %s", d.reason)
+		return &editDeniedError{d}
 	}
 	return nil
 }

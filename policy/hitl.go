@@ -12,8 +12,9 @@ import (
 
 // HITL returns the policy as a [hitl.Policy] for
 // [hitl.NewApprovalPolicyMiddleware]: allow becomes [hitl.Approve], block
-// [hitl.Deny] with the reason, ask [hitl.AskUser] with the decision's
-// timeout and [Decision.Details]. The call's arguments are read from their JSON form.
+// [hitl.DenyWith] the reason and the rule ("matched_rule"), ask
+// [hitl.AskUser] with the decision's timeout and [Decision.Details]. The
+// call's arguments are read from their JSON form.
 func (p *Policy) HITL() hitl.Policy {
 	return hitlPolicy(func() *Policy { return p })
 }
@@ -36,7 +37,9 @@ func hitlPolicy(current func() *Policy) hitl.Policy {
 		case Allow:
 			return hitl.Approve()
 		case Block:
-			return hitl.Deny(d.Reason)
+			// The rule goes with the block, under the key an ask's details
+			// use: people read "blocked by the policy (rule NAME: reason)".
+			return hitl.DenyWith(d.Reason, map[string]any{"matched_rule": d.Rule})
 		}
 		return hitl.AskUser(hitl.AskOptions{Timeout: d.Timeout, Details: d.Details()})
 	}
