@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,7 +96,8 @@ func (e *Explanation) Write(w io.Writer) error {
 	return err
 }
 
-// MarshalJSON encodes the explanation for programs.
+// MarshalJSON encodes the explanation for programs, and for people who
+// read it: <, > and & are not escaped.
 func (e *Explanation) MarshalJSON() ([]byte, error) {
 	type decision struct {
 		Action         Action         `json:"action"`
@@ -121,5 +123,14 @@ func (e *Explanation) MarshalJSON() ([]byte, error) {
 		Decision: decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason, Sandbox: d.Sandbox,
 			TimeoutSeconds: d.Timeout.Seconds(), Details: d.Details(), Matched: matched},
 	}
-	return json.Marshal(out)
+	// Commands are full of '>' and '&': written as they are, not as
+	// json.Marshal's \u003e and \u0026. (An encoder that escapes HTML
+	// escapes this output again: encode with SetEscapeHTML(false).)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

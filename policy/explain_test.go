@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -51,6 +52,34 @@ func TestExplain(t *testing.T) {
 	_ = e.Write(&b)
 	if out := b.String(); !strings.Contains(out, "decision: ask (rule (default))") || !strings.Contains(out, "timeout:  3m0s") || strings.Contains(out, "commands:") {
 		t.Errorf("non-shell explanation:\n%s", out)
+	}
+}
+
+// TestExplainJSONNotEscaped: commands in the JSON explanation read as
+// they were written, through MarshalJSON and through an encoder that does
+// not escape HTML (as `tollgate policy explain --json` should use).
+func TestExplainJSONNotEscaped(t *testing.T) {
+	t.Parallel()
+	p := loadSandbox(t)
+	e := p.Explain(context.Background(), bash("echo a >> notes.txt && cat <notes.txt"))
+	js, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(e); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"MarshalJSON": string(js), "an encoder": b.String()} {
+		if strings.Contains(out, `\u00`) || !strings.Contains(out, `"cmd": "echo a >> notes.txt && cat <notes.txt"`) && !strings.Contains(out, `"cmd":"echo a >> notes.txt && cat <notes.txt"`) {
+			t.Errorf("%s: %s", name, out)
+		}
+	}
+	if bytes.HasSuffix(js, []byte("\n")) || !json.Valid(js) {
+		t.Errorf("MarshalJSON: %q", js)
 	}
 }
 
