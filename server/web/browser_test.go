@@ -53,14 +53,14 @@ type bashArgs struct {
 	Cwd string `json:"cwd,omitempty"`
 }
 
-// policy: "ls" runs, "dd" is refused, a command with "quick" is asked
-// with a 3 s deadline, everything else with 5 minutes.
+// policy: "ls" runs, "dd" is refused by the rule "no-dd", a command with
+// "quick" is asked with a 3 s deadline, everything else with 5 minutes.
 var bashPolicy = hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, a bashArgs) hitl.ApprovalDecision {
 	switch {
 	case strings.HasPrefix(a.Cmd, "ls"):
 		return hitl.Approve()
 	case strings.HasPrefix(a.Cmd, "dd"):
-		return hitl.Deny("destructive I/O")
+		return hitl.DenyWith("destructive I/O", map[string]any{"matched_rule": "no-dd"})
 	case strings.Contains(a.Cmd, "quick"):
 		return hitl.AskUser(hitl.AskOptions{Timeout: 3 * time.Second, Details: map[string]any{"matched_rule": "quick", "impact": "a short deadline"}})
 	}
@@ -89,6 +89,26 @@ func (m model) Complete(ctx context.Context, req *agent.Request, onText func(str
 	return m.Demo.Complete(ctx, req, onText)
 }
 
+// shellResult is shaped like the bash tool's result (tools/bash.Result).
+type shellResult struct {
+	ExitCode  int    `json:"exit_code"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	TimedOut  bool   `json:"timed_out,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// shellOut pretends to run "printf TEXT": TEXT is stdout; with " 2> ERR"
+// ERR is stderr too, and the exit code 1.
+func shellOut(text string) shellResult {
+	out, errText, failed := strings.Cut(text, " 2> ")
+	r := shellResult{Stdout: out + "\n"}
+	if failed {
+		r.ExitCode, r.Stderr = 1, errText+"\n"
+	}
+	return r
+}
+
 type env struct {
 	t    *testing.T
 	ts   *httptest.Server
@@ -99,7 +119,10 @@ func newEnv(t *testing.T, dev bool) *env {
 	t.Helper()
 	store := memory.New()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bash := agent.NewTool("bash", "Run a shell command (pretend).", func(ctx context.Context, a bashArgs) (string, error) {
+	bash := agent.NewTool("bash", "Run a shell command (pretend).", func(ctx context.Context, a bashArgs) (any, error) {
+		if text, ok := strings.CutPrefix(a.Cmd, "printf "); ok {
+			return shellOut(text), nil
+		}
 		return "ran: " + a.Cmd, nil
 	}, nil)
 	policy := hitl.ByTool(map[string]hitl.Policy{"bash": bashPolicy}, func(context.Context, *hitl.PolicyContext) hitl.ApprovalDecision { return hitl.Approve() })
@@ -727,6 +750,68 @@ func TestBrowser(t *testing.T) {
 		dark.show(qs[1])
 		dark.waitConversation("the conversation", "Running 2 command(s).")
 		dark.shot("dark")
+	})
+
+	t.Run("Outcomes", func(t *testing.T) {
+		// A server of its own: nothing else waits in its queue, so the
+		// page opens the thread of the question in its address.
+		e := newEnv(t, false)
+		qs := e.prompt("outcomes-1", "$ printf a >> b.txt && echo <done> 2> careful\u200b & slow\n"+
+			"$ dd if=/dev/zero of=/dev/sda\n$ rm -rf /srv/data\n$ git push origin main", 3)
+		answers := []map[string]any{
+			{"decision": "approve", "digest": qs[0]["digest"]},
+			{"decision": "deny", "reason": "keep the data"},
+			{"decision": "edit", "edited_args": map[string]any{"cmd": "git push --dry-run origin main"}},
+		}
+		for i, q := range qs {
+			if code, body := e.api("POST", "/v1/questions/outcomes-1/"+q["id"].(string)+"/answer", otherSecret, answers[i]); code != http.StatusOK {
+				t.Fatalf("answering %s: %d %v", q["id"], code, body)
+			}
+		}
+		e.waitThread("outcomes-1", "ran, exit 1", "blocked by the policy: destructive I/O")
+		check := func(tb *tab) {
+			t.Helper()
+			tb.waitConversation("the model's summary", "blocked by the policy: destructive I/O")
+			got := js[string](tb, `JSON.stringify([...document.querySelectorAll('#thread-body .msg.tool')].map((m) => [
+				m.querySelector('.rmeta .muted').textContent, (m.querySelector('.rmeta .tag') || {}).textContent || '',
+				(m.querySelector('.exit') || {}).textContent || '', [...m.querySelectorAll('.olabel')].map((l) => l.textContent).join(','),
+				[...m.querySelectorAll('pre.out')].map((p) => p.textContent).join('|')]).sort())`)
+			want := [][]string{
+				{"call_1_1", "approved by otto", "exit 1", "stdout,stderr", "a >> b.txt && echo <done>\n|careful⟨U+200B⟩ & slow\n"},
+				{"call_1_2", "blocked by the policy (rule no-dd: destructive I/O)", "", "", "destructive I/O"},
+				{"call_1_3", "denied by otto (keep the data)", "", "", "keep the data"},
+				{"call_1_4", "edited by otto; ran: git push --dry-run origin main", "", "", "ran: git push --dry-run origin main"},
+			}
+			var rows [][]string
+			if err := json.Unmarshal([]byte(got), &rows); err != nil || !slices.EqualFunc(rows, want, slices.Equal) {
+				t.Errorf("the results read\n%q\nwant\n%q", rows, want)
+			}
+			if strings.Contains(js[string](tb, `document.getElementById('thread-body').textContent`), `\u003e`) {
+				t.Error("the conversation shows \\u003e")
+			}
+			tb.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#thread-body .msg.tool').scrollIntoView({block: 'start'})`))
+		}
+		url := e.ts.URL + "/#q=outcomes-1/" + qs[0]["id"].(string)
+		tb := b.open(t, url)
+		tb.signIn()
+		check(tb)
+		tb.shot("outcomes")
+		ph := b.open(t, url, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile, chromedp.EmulateTouch))
+		ph.signIn()
+		check(ph)
+		if got := js[string](ph, `JSON.stringify([document.documentElement.scrollWidth, window.innerWidth])`); got != "[390,390]" {
+			t.Errorf("the page is wider than the phone: [scrollWidth, innerWidth] = %s", got)
+		}
+		ph.shot("outcomes-phone")
+		dark := b.open(t, url, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+			return err
+		}))
+		dark.signIn()
+		check(dark)
+		dark.shot("outcomes-dark")
+		tb.noScriptRan()
 	})
 }
 

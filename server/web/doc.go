@@ -28,6 +28,12 @@
 //   - Nothing typed is lost to an error: a conflict, a timeout, a network
 //     failure or an expired session is explained in the reviewer's terms
 //     and what was typed stays on the page.
+//   - In the conversation each tool result says what happened to the
+//     call in the words of the command line (internal/display.Outcome):
+//     "blocked by the policy (rule NAME: reason)", never "denied", apart
+//     from "denied by NAME (reason)", "timed out", "aborted (reason)",
+//     "edited by NAME; ran: ..." and "approved by NAME". A bash result
+//     reads as its exit code, then stdout and stderr, not as JSON.
 //   - The page works with the keyboard (j/k, a, d, e, Esc, ?), on a phone
 //     (one column, large targets) and in light or dark mode.
 //

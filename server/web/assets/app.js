@@ -143,15 +143,16 @@ function badge(ch) {
 	const code = cpCode(cp);
 	return el('span', { class: 'cc', title: charName(cp) + ' ' + code }, '⟨' + code + '⟩');
 }
-// txt: s as text nodes, with every special character as a visible
-// badge. count.n counts them.
-function txt(s, count) {
+// txt: s as text nodes, with every special character (of re) as a
+// visible badge. count.n counts them. LINE: newlines and tabs too.
+const LINE = new RegExp('[\\t\\n]|' + SPECIAL.source, 'g');
+function txt(s, count, re = SPECIAL) {
 	s = String(s);
 	const f = D.createDocumentFragment();
 	let last = 0;
 	let m;
-	SPECIAL.lastIndex = 0;
-	while ((m = SPECIAL.exec(s))) {
+	re.lastIndex = 0;
+	while ((m = re.exec(s))) {
 		if (m.index > last) f.append(s.slice(last, m.index));
 		f.append(badge(m[0]));
 		if (count) count.n++;
@@ -1150,21 +1151,52 @@ async function refreshThread() {
 	}
 }
 
-function decisionText(h) {
-	switch (h && h.decision) {
-		case 'human_deny':
-			return 'denied by the reviewer';
-		case 'policy_deny':
-			return 'blocked by the policy';
-		case 'timed_out':
-			return 'nobody answered in time';
-		case 'edit':
-			return 'ran with arguments edited by the reviewer';
-		case 'aborted':
-			return 'aborted';
-		default:
-			return h && h.decision ? String(h.decision) : '';
+// outcome: what happened to a call, in the words of the CLI
+// (internal/display Outcome), from its result's trace; q: how its
+// question was resolved. A policy block is never "denied".
+function outcome(r, q) {
+	const d = r.details || {};
+	const it = !d.hitl && d.interrupt;
+	const h = d.hitl || it;
+	const p = (s) => (s ? ' (' + s + ')' : '');
+	if (h) {
+		const why = (it ? h.message : h.reason) || '';
+		const by = 'by ' + (h.by || (q && q.by) || 'the reviewer');
+		const rule = h.matched_rule || h.rule;
+		const a = Object.assign({}, it && h.original_args, h.edited_args);
+		const t = h.timeout_seconds;
+		switch (h.decision) {
+			case 'policy_deny':
+				if (h.digest_mismatch === true) return 'blocked: the answer ' + by + " was given for other arguments than the call's";
+				if ('edited_args' in h) return 'blocked: the edit ' + by + ' was refused' + p(why);
+				return 'blocked by the policy' + p(rule ? 'rule ' + rule + (why ? ': ' + why : '') : why);
+			case 'human_deny':
+			case 'deny':
+				return 'denied ' + by + p(why);
+			case 'invalid_edit':
+				return 'denied: the edit ' + by + ' is invalid' + p(why);
+			case 'timed_out': // after Go's 1h0m5s
+				return 'timed out' + (t > 0 ? ' after ' + (t < 3600 ? '' : ((t / 3600) | 0) + 'h') + (t < 60 ? '' : (((t % 3600) / 60) | 0) + 'm') + (t % 60) + 's' : '');
+			case 'aborted':
+				return 'aborted' + p(why);
+			case 'edit':
+				return 'edited ' + by + '; ran: ' + (Object.keys(a) + '' === 'cmd' && typeof a.cmd === 'string' ? a.cmd : JSON.stringify(a));
+		}
 	}
+	if (q && q.status === 'answered') return (q.decision === 'approve' ? 'approved' : 'answered') + ' by ' + (q.by || 'the reviewer');
+	return d.validation ? 'refused: the arguments are invalid' : d.error === 'unknown_tool' ? 'refused: unknown tool' : d.outcome === 'unknown' ? 'outcome unknown: the run stopped while the call was executing' : '';
+}
+// shellView: a bash result ({exit_code, stdout, stderr, ...}) as its exit
+// code, then stdout and stderr when not empty; null for other content.
+function shellView(c) {
+	let o;
+	try {
+		o = JSON.parse(c);
+	} catch (e) {}
+	if (!o || typeof o.exit_code !== 'number' || typeof o.stdout + typeof o.stderr !== 'stringstring') return null;
+	const out = (name) => o[name] && [el('div', { class: 'olabel' }, name), block(o[name], 'code out ' + name)];
+	return el('div', null, el('div', { class: 'exit' + (o.exit_code || o.timed_out ? ' bad' : '') }, o.timed_out ? 'timed out' : 'exit ' + o.exit_code, o.truncated ? ' · output truncated' : ''),
+		out('stdout'), out('stderr'), o.stdout || o.stderr ? null : el('div', { class: 'muted' }, 'no output'));
 }
 
 function entry(cls, who, at, ...kids) {
@@ -1183,10 +1215,11 @@ function messageView(m) {
 	}
 	if (m.role === 'tool' && m.result) {
 		const r = m.result;
-		const h = r.details && r.details.hitl;
+		const said = outcome(r, byCall.get(r.call_id));
+		const kind = /^(blocked|denied|timed|aborted|refused|outcome)/.test(said) ? 'stop' : /^edited/.test(said) ? 'edit' : 'ok';
 		return entry('tool' + (r.is_error ? ' error' : ''), 'result of ' + (r.tool_name || 'tool'), m.created_at,
-			el('div', { class: 'rmeta' }, r.is_error ? el('span', { class: 'tag error' }, 'error') : null, h ? el('span', { class: 'tag' }, decisionText(h)) : null, el('span', { class: 'muted' }, txt(r.call_id || ''))),
-			block(r.content || '', 'code out'));
+			el('div', { class: 'rmeta' }, said ? el('span', { class: 'tag ' + kind }, txt(said, null, LINE)) : r.is_error ? el('span', { class: 'tag error' }, 'error') : null, el('span', { class: 'muted' }, txt(r.call_id || ''))),
+			(!r.is_error && shellView(r.content)) || block(r.content || '', 'code out'));
 	}
 	return entry('other', m.role || '?', m.created_at, valueView(m, false));
 }
@@ -1205,6 +1238,7 @@ function eventView(ev) {
 	return el('li', { class: 'msg event' + (ev.type === 'question_resolved' && d.status === 'answered' ? '' : ' ev-stop') }, el('span', null, txt(text)), el('time', null, when(ev.at)));
 }
 // resolutions: one per question; the host's entry (with decision) wins.
+let byCall = new Map(); // call id -> how its question was resolved
 function timeline() {
 	const res = new Map();
 	const other = [];
@@ -1218,6 +1252,7 @@ function timeline() {
 			else if (prev.data) prev.data = Object.assign({}, d, prev.data);
 		} else if (ev.type === 'aborted' || ev.type === 'run_finished') other.push(ev);
 	}
+	byCall = new Map([...res.values()].map((ev) => [(ev.data || {}).call_id, ev.data]));
 	const items = (thread.data.messages || []).map((m, i) => ({ t: ms(m.created_at) || 0, i, node: () => messageView(m) }));
 	let i = items.length;
 	for (const ev of [...res.values(), ...other]) items.push({ t: ms(ev.at) || 0, i: i++, node: () => eventView(ev) });
