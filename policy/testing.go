@@ -3,7 +3,6 @@ package policy
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/tollgate-ai/tollgate/internal/display"
 )
 
 // TestCase is a call and the decision a policy must reach for it, written
@@ -130,8 +131,8 @@ func testName(name, tool string, args map[string]any) string {
 	if name != "" {
 		return name
 	}
-	b, _ := json.Marshal(args)
-	return tool + " " + string(b)
+	// As people read it: >> stays >>, invisible characters show.
+	return tool + " " + display.JSON(args)
 }
 
 // normalize makes YAML values look like decoded JSON: float64 numbers and
@@ -259,7 +260,7 @@ func (r *TestReport) Write(w io.Writer, verbose bool) error {
 			}
 			continue
 		}
-		args, _ := json.Marshal(tc.Call.Args)
+		args := display.JSON(tc.Call.Args)
 		fmt.Fprintf(&b, "FAIL  %s %s\n", where, tc.Name)
 		fmt.Fprintf(&b, "      call: %s %s\n", tc.Call.Tool, args)
 		fmt.Fprintf(&b, "    - want: %s%s\n", expectation(tc.Want, tc.Rule), sandboxNote(tc.Sandbox))

@@ -115,6 +115,7 @@ func policyExplain(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	e := p.Explain(ctx, policy.Call{Tool: *tool, Args: callArgs, ThreadID: *thread})
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(e); err != nil {
 			fmt.Fprintln(stderr, err)

@@ -42,7 +42,7 @@ func TestRunWithThePolicyFile(t *testing.T) {
 	}
 	for _, want := range []string{
 		"`ls`: ran, exit 0",
-		"`ls; rm -rf ~`: denied:",
+		"`ls; rm -rf ~`: blocked by the policy:",
 		"`touch notes.txt`: denied: not now", // asked, and the person said no
 	} {
 		if !strings.Contains(out, want) {

@@ -46,6 +46,7 @@ func sandboxCheck(_ context.Context, args []string, _ io.Reader, stdout, stderr 
 			}
 		}
 		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(struct {
 			bash.Report

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -278,10 +279,9 @@ func (t *terminal) event(ctx context.Context, e agent.Event) (code int, done boo
 		if got, err := t.store.GetQuestion(ctx, t.thread, hitl.QuestionID(e.Call.ID)); err == nil {
 			q = got
 		}
-		head := "← " + e.Call.Name
-		if o := display.Outcome(e.Result, q); o != "" {
-			head += ": " + o
-		}
+		// A call with no trace and no question was let through by the
+		// policy (or --allow-all).
+		head := "← " + e.Call.Name + ": " + cmp.Or(display.Outcome(e.Result, q), display.AllowedByPolicy)
 		t.println(head)
 		// A call the policy or a person stopped has the reason in its
 		// outcome: its result is that reason again.
@@ -693,10 +693,10 @@ func (t *terminal) input(ctx context.Context, c chunk) {
 			return
 		}
 		line = strings.TrimRight(string(c.data), "\r\n")
-		t.cur.printed = false
-		if c.err != nil {
-			// The last line had no newline.
-			fmt.Fprintln(t.out)
+		if t.cur.printed {
+			// A transcript: the answer read after its prompt.
+			fmt.Fprintln(t.out, display.Line(line))
+			t.cur.printed = false
 		}
 	}
 	t.submit(ctx, strings.TrimSpace(line))
