@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // Config builds an [Agent]. Provider is required; every other field has a
@@ -318,7 +319,7 @@ func (a *Agent) Resume(ctx context.Context) (*Message, error) {
 }
 
 func (a *Agent) saveThread(ctx context.Context, th *checkpoint.Thread, msgs []Message) error {
-	raw, err := json.Marshal(msgs)
+	raw, err := jsontext.Marshal(msgs)
 	if err != nil {
 		return fmt.Errorf("agent: encoding messages: %w", err)
 	}
@@ -526,7 +527,7 @@ func (a *Agent) emit(e Event) {
 // audit appends an entry to the store's event log. A failure is logged,
 // never fatal: the log is a record, not a decision.
 func (a *Agent) audit(ctx context.Context, runID, typ string, data map[string]any) {
-	raw, err := json.Marshal(data)
+	raw, err := jsontext.Marshal(data)
 	if err != nil {
 		a.log.Warn("tollgate: cannot encode audit event", "type", typ, "err", err)
 		return

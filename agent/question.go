@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // QuestionRequest describes a question for a person.
@@ -172,7 +173,7 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 	if req.ID == "" {
 		return nil, fmt.Errorf("%w: empty question id", ErrQuestion)
 	}
-	payload, err := json.Marshal(req.Payload)
+	payload, err := jsontext.Marshal(req.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: cannot encode payload: %v", ErrQuestion, req.ID, err)
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // Tool is a function the model can call. Build one with [NewTool] (typed
@@ -150,13 +151,11 @@ func resultOf(out any) (ToolResult, error) {
 	}
 	// The model and people read this text: "a > b" stays "a > b", not
 	// json.Marshal's "a \u003e b".
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
+	b, err := jsontext.Marshal(out)
+	if err != nil {
 		return ToolResult{}, fmt.Errorf("cannot encode the tool's output: %w", err)
 	}
-	return ToolResult{Content: string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))}, nil
+	return ToolResult{Content: string(b)}, nil
 }
 
 // Name is the tool's name as the model calls it.

@@ -54,3 +54,43 @@ func TestToolResultNotHTMLEscaped(t *testing.T) {
 		t.Errorf("content %q", rs[0].Content)
 	}
 }
+
+// What the store keeps for people to read — the thread's messages and the
+// audit log — is written with <, > and & as they are, so that even a
+// person reading the database directly sees the command reviewed.
+func TestStoredTextNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("sh", "Run a command.", func(ctx context.Context, a echoArgs) (shellOut, error) {
+		return shellOut{Stdout: a.Text}, nil
+	}, nil)
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "sh", echoArgs{"a >> b && <c>"})}},
+		scripted.Turn{Text: "ran a >> b"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{tool}})
+	ctx := context.Background()
+	if _, err := a.Prompt(ctx, "run a >> b"); err != nil {
+		t.Fatal(err)
+	}
+	th, err := a.Store().LoadThread(ctx, a.ThreadID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(th.Messages); strings.Contains(s, `\u003e`) || !strings.Contains(s, `a >> b`) {
+		t.Errorf("stored messages are escaped: %s", s)
+	}
+	events, err := a.Store().ListEvents(ctx, a.ThreadID(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range events {
+		if strings.Contains(string(e.Data), `\u003e`) || strings.Contains(string(e.Data), `\u0026`) {
+			t.Errorf("audit event %s is escaped: %s", e.Type, e.Data)
+		}
+		found = found || strings.Contains(string(e.Data), ">>")
+	}
+	if !found {
+		t.Error("no audit event carries the command")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // runTurn gives every tool call of the last assistant message a result.
@@ -143,7 +144,7 @@ func unknownOutcome(tool string) ToolResult {
 }
 
 func (a *Agent) recordDone(ctx context.Context, runID string, call ToolCall, args json.RawMessage, res ToolResult) error {
-	raw, err := json.Marshal(res)
+	raw, err := jsontext.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
 	}

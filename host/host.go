@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 	"github.com/tollgate-ai/tollgate/interrupt"
 )
 
@@ -842,7 +843,7 @@ func (h *Host) resolved(ctx context.Context, q *checkpoint.Question) {
 			}
 		}
 	}
-	raw, _ := json.Marshal(entry)
+	raw, _ := jsontext.Marshal(entry)
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if _, err := h.store.AppendEvent(actx, &checkpoint.Event{ThreadID: q.ThreadID, RunID: q.RunID,

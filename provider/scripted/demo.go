@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // Demo is the offline demo model. Each line of the latest user message that
@@ -45,7 +46,7 @@ func (Demo) Complete(ctx context.Context, req *agent.Request, onText func(string
 				continue
 			}
 			n++
-			args, _ := json.Marshal(map[string]string{"cmd": cmd})
+			args, _ := jsontext.Marshal(map[string]string{"cmd": cmd})
 			calls = append(calls, agent.ToolCall{ID: fmt.Sprintf("call_%d_%d", len(msgs), n), Name: "bash", Arguments: args})
 		}
 	}

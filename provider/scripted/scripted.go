@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // Turn is one scripted model reply.
@@ -55,7 +56,7 @@ func Call(id, name string, args any) agent.ToolCall {
 	case json.RawMessage:
 		raw = v
 	default:
-		b, err := json.Marshal(args)
+		b, err := jsontext.Marshal(args)
 		if err != nil {
 			panic(fmt.Sprintf("scripted.Call: %v", err))
 		}
