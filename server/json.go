@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // writeJSON writes v with status, never escaping <, > and & (people read
@@ -28,15 +30,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // encodeJSON is json.Marshal without HTML escaping.
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func encodeJSON(v any) ([]byte, error) { return jsontext.Marshal(v) }
 
 // rawJSON is stored JSON (payloads, arguments, answers, messages, event
 // data) on its way out. Stored JSON was often written by json.Marshal,
