@@ -13,9 +13,9 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/internal/jsontext"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // Channel carries questions between runs and the people who answer them.
