@@ -52,15 +52,15 @@ examples:
 func auditCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "audit"
 	fs, sf := sourceCommand(name, auditHelp, stderr)
-	thread := fs.String("thread", "", "only the events of this thread")
-	after := fs.Int64("after", 0, "only the events after this sequence number")
-	limit := fs.Int("limit", 0, "at most this many events (0: all)")
+	thread := fs.String("thread", "", "only the events of this thread `ID`")
+	after := fs.Int64("after", 0, "only the events after this sequence number `SEQ`")
+	limit := fs.Int("limit", 0, "at most `N` events (0: all)")
 	asJSON := fs.Bool("json", false, "print each event as one line of JSON (the API's Event)")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
 	if *after < 0 || *limit < 0 {
-		return usageError(stderr, name, "--after and --limit take a number, 0 or more")
+		return fs.usageError("--after and --limit take a number, 0 or more")
 	}
 	src, code := sf.openFor(ctx, fs, name, stderr, 0)
 	if src == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 	"github.com/tollgate-ai/tollgate/tools/bash"
@@ -87,7 +88,8 @@ func (r *refusal) Error() string { return r.message }
 
 // sourceFlags choose the source: --store or --server with --token.
 type sourceFlags struct {
-	store, server, token string
+	store         *string
+	server, token string
 }
 
 // sourceFlagsHelp is the examples block of the source flags, for every
@@ -98,9 +100,9 @@ const sourceFlagsHelp = `  --store sqlite:/var/lib/tollgate/tollgate.db   read t
 `
 
 func (f *sourceFlags) register(fs *flagSet) {
-	fs.StringVar(&f.store, "store", envDefault("TOLLGATE_STORE", "sqlite:tollgate.db"), "the store to read: sqlite:PATH or postgres://...; never created by these commands [TOLLGATE_STORE]")
-	fs.StringVar(&f.server, "server", os.Getenv("TOLLGATE_SERVER"), "a running tollgate serve to ask instead of a store: http://HOST:PORT [TOLLGATE_SERVER]")
-	fs.StringVar(&f.token, "token", os.Getenv("TOLLGATE_TOKEN"), "the API token for --server (prefer the variable: a flag shows in ps) [TOLLGATE_TOKEN]")
+	f.store = storeFlag(fs, defaultStore)
+	fs.StringVar(&f.server, "server", os.Getenv("TOLLGATE_SERVER"), "the `URL` of a running tollgate serve to ask instead of a store: http://HOST:PORT [TOLLGATE_SERVER]")
+	fs.StringVar(&f.token, "token", os.Getenv("TOLLGATE_TOKEN"), "the API `token` for --server (prefer the variable: a flag shows in ps) [TOLLGATE_TOKEN]")
 }
 
 // onServer reports whether the commands go to a server: --server given,
@@ -121,6 +123,7 @@ func (f *sourceFlags) onServer(fs *flagSet) (bool, error) {
 // the source flags.
 func sourceCommand(name, help string, stderr io.Writer) (*flagSet, *sourceFlags) {
 	fs := newFlagSet(name, help, stderr)
+	fs.interspersed = true
 	sf := &sourceFlags{}
 	sf.register(fs)
 	return fs, sf
@@ -132,9 +135,9 @@ func sourceCommand(name, help string, stderr io.Writer) (*flagSet, *sourceFlags)
 func (f *sourceFlags) openFor(ctx context.Context, fs *flagSet, name string, stderr io.Writer, n int) (src source, code int) {
 	switch {
 	case n == 0 && fs.NArg() > 0:
-		return nil, usageError(stderr, name, "unexpected argument %q (see --help)", fs.Arg(0))
+		return nil, fs.usageError("unexpected argument %q", fs.Arg(0))
 	case n == 1 && fs.NArg() != 1:
-		return nil, usageError(stderr, name, "want one THREAD (see --help)")
+		return nil, fs.usageError("want one THREAD")
 	}
 	src, err := f.open(ctx, fs)
 	if err != nil {
@@ -156,7 +159,7 @@ func (f *sourceFlags) open(ctx context.Context, fs *flagSet) (source, error) {
 		}
 		return c, nil
 	}
-	return openStoreSource(ctx, f.store)
+	return openStoreSource(ctx, *f.store)
 }
 
 // apiClient is a client of a tollgate server's HTTP API.
@@ -336,7 +339,7 @@ func (w wireJSON) MarshalJSON() ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return json.Marshal(string(w))
 	}
-	return marshalJSON(v)
+	return jsontext.Marshal(v)
 }
 
 func (w *wireJSON) UnmarshalJSON(b []byte) error {
@@ -348,22 +351,11 @@ func (w *wireJSON) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// marshalJSON is json.Marshal without HTML escaping.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // printJSONLines prints each item, as conv makes it, as one line of
 // JSON, unescaped, and returns the command's exit status.
 func printJSONLines[T any](stdout, stderr io.Writer, name string, items []T, conv func(T) any) int {
 	for _, it := range items {
-		b, err := marshalJSON(conv(it))
+		b, err := jsontext.Marshal(conv(it))
 		if err == nil {
 			_, err = stdout.Write(append(b, '\n'))
 		}
@@ -559,7 +551,7 @@ func (c *apiClient) thread(ctx context.Context, id string) (*threadInfo, error) 
 func (c *apiClient) abort(ctx context.Context, id, reason string) error {
 	var body []byte
 	if reason != "" {
-		body, _ = marshalJSON(map[string]string{"reason": reason})
+		body, _ = jsontext.Marshal(map[string]string{"reason": reason})
 	}
 	err := c.do(ctx, "POST", "/v1/threads/"+url.PathEscape(id)+"/abort", nil, body, nil)
 	return notFound(err, fmt.Sprintf("thread %q", id))
@@ -631,39 +623,17 @@ type storeSource struct {
 
 var _ source = (*storeSource)(nil)
 
-// openStoreSource opens an existing store: a SQLite file that does not
-// exist is an error, never a new empty database.
+// openStoreSource opens an existing store: one that is not there is an
+// error, never a new empty database.
 func openStoreSource(ctx context.Context, storeURL string) (*storeSource, error) {
-	if storeURL == "memory" {
-		return nil, errors.New("--store memory is a new empty store: name the store tollgate serve or run uses, such as sqlite:tollgate.db")
-	}
-	if path, ok := sqlitePath(storeURL); ok {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no store at %s: give --store (sqlite:PATH or postgres://...) or set TOLLGATE_STORE to the store tollgate serve or run uses", path)
-		}
-	}
-	st, err := storeurl.Open(ctx, storeURL)
+	st, err := storeurl.OpenExisting(ctx, storeURL)
 	if err != nil {
 		return nil, err
 	}
 	return &storeSource{store: st, url: storeURL, log: slog.New(slog.DiscardHandler)}, nil
 }
 
-// sqlitePath is the file a sqlite store URL names, as storeurl reads it.
-func sqlitePath(u string) (string, bool) {
-	switch {
-	case strings.HasPrefix(u, "sqlite:"):
-		p := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//")
-		return p, p != "" && p != ":memory:"
-	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
-		return "", false
-	case strings.HasSuffix(u, ".db"), strings.HasSuffix(u, ".sqlite"):
-		return u, true
-	}
-	return "", false
-}
-
-func (s *storeSource) where() string { return "the store " + s.url }
+func (s *storeSource) where() string { return "the store " + storeurl.Redacted(s.url) }
 func (s *storeSource) close()        { s.store.Close() }
 
 func (s *storeSource) questions(ctx context.Context, thread string, status checkpoint.QuestionStatus) ([]*checkpoint.Question, error) {

@@ -19,59 +19,19 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/display"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 	"github.com/tollgate-ai/tollgate/interrupt"
 )
 
 func init() {
-	register("questions", "list, show or answer the questions runs ask, on a store or a server", questionsCmd)
+	register("questions", "list, show or answer the questions runs ask, on a store or against a server", nil,
+		subcommand{name: "list", summary: "list the questions waiting for an answer (--all: every one)", run: questionsList},
+		subcommand{name: "show", summary: "show everything a reviewer needs to answer a question", run: questionsShow},
+		subcommand{name: "answer", summary: "approve, deny or edit a call, or answer a question", run: questionsAnswer})
 }
-
-const questionsHelp = `usage:
-  tollgate questions list   [--thread ID] [--all] [--json]
-  tollgate questions show   THREAD QUESTION [--json]
-  tollgate questions answer THREAD QUESTION approve | deny "reason" | edit '{"cmd": "..."}'
-                                            | yes | no | text ... | json '<any JSON answer>'
-
-Each works on a store (--store) or against a running tollgate serve
-(--server and --token), with the same output. Run
-'tollgate questions VERB --help' for a verb's flags.
-`
 
 // cliNow is the time the commands measure deadlines from (tests fix it).
 var cliNow = time.Now
-
-func questionsCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runVerb(ctx, "questions", questionsHelp, []verb{{"list", questionsList}, {"show", questionsShow}, {"answer", questionsAnswer}},
-		args, stdin, stdout, stderr)
-}
-
-// verb is one verb of a command group (questions list, threads abort).
-type verb struct {
-	name string
-	run  func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
-}
-
-// runVerb runs the verb args[0] of the group with the rest of args; with
-// none, or help, it prints the group's help.
-func runVerb(ctx context.Context, group, help string, verbs []verb, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, help)
-		return 2
-	}
-	if isHelp(args[0]) {
-		fmt.Fprint(stdout, help)
-		return 0
-	}
-	names := make([]string, len(verbs))
-	for i, v := range verbs {
-		if v.name == args[0] {
-			return v.run(ctx, args[1:], stdin, stdout, stderr)
-		}
-		names[i] = v.name
-	}
-	fmt.Fprintf(stderr, "tollgate %s: unknown verb %q: want %s\n\n%s", group, args[0], strings.Join(names, ", "), help)
-	return 2
-}
 
 // fail prints a command's error on stderr and returns exit status 1.
 func fail(stderr io.Writer, cmd string, err error) int {
@@ -79,9 +39,11 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	return 1
 }
 
-// usageError prints a usage mistake on stderr and returns exit status 2.
-func usageError(stderr io.Writer, cmd, format string, a ...any) int {
-	fmt.Fprintf(stderr, "tollgate %s: %s\n", cmd, fmt.Sprintf(format, a...))
+// answerError says what is wrong with the answer given, on stderr, and
+// returns exit status 2 (a mistake of the command line, without the
+// whole help after it).
+func answerError(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "tollgate %s: %v\n", cmd, err)
 	return 2
 }
 
@@ -103,7 +65,7 @@ examples:
 func questionsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	const name = "questions list"
 	fs, sf := sourceCommand(name, questionsListHelp, stderr)
-	thread := fs.String("thread", "", "only the questions of this thread")
+	thread := fs.String("thread", "", "only the questions of this thread `ID`")
 	all := fs.Bool("all", false, "include answered, timed out and aborted questions")
 	asJSON := fs.Bool("json", false, "print each question as one line of JSON (the API's Question)")
 	if code, done := parseFlags(fs, args, stdout); done {
@@ -218,23 +180,29 @@ func inCallOrder(ctx context.Context, src source, qs []*checkpoint.Question) {
 		if err != nil {
 			continue // the order they were stored in, then
 		}
-		pos := callPositions(th.Messages)
 		group := make([]*checkpoint.Question, len(idx))
 		for j, i := range idx {
 			group[j] = qs[i]
 		}
-		slices.SortStableFunc(group, func(a, b *checkpoint.Question) int {
-			pa, oka := pos[a.CallID]
-			pb, okb := pos[b.CallID]
-			if !oka || !okb {
-				return 0
-			}
-			return pa - pb
-		})
+		sortByCall(group, th.Messages)
 		for j, i := range idx {
 			qs[i] = group[j]
 		}
 	}
+}
+
+// sortByCall puts questions in the order of their calls in the thread's
+// messages; those whose call is not there keep their places.
+func sortByCall(qs []*checkpoint.Question, messages json.RawMessage) {
+	pos := callPositions(messages)
+	slices.SortStableFunc(qs, func(a, b *checkpoint.Question) int {
+		pa, oka := pos[a.CallID]
+		pb, okb := pos[b.CallID]
+		if !oka || !okb {
+			return 0
+		}
+		return pa - pb
+	})
 }
 
 // callPositions numbers the tool calls of a thread's messages in order.
@@ -269,14 +237,14 @@ examples:
 func questionsShow(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	const name = "questions show"
 	fs, sf := sourceCommand(name, questionsShowHelp, stderr)
-	threadFlag := fs.String("thread", "", "the question's thread (or give it before the question id)")
+	threadFlag := fs.String("thread", "", "the question's thread `ID` (or give it before the question id)")
 	asJSON := fs.Bool("json", false, "print the question as one line of JSON (the API's Question)")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
 	thread, rest, ok := threadAndRest(*threadFlag, fs.Args())
 	if !ok || len(rest) != 1 {
-		return usageError(stderr, name, "want THREAD QUESTION (see --help)")
+		return fs.usageError("want THREAD QUESTION")
 	}
 	src, code := sf.openFor(ctx, fs, name, stderr, -1)
 	if src == nil {
@@ -483,10 +451,11 @@ func answerForms(kind string) string {
 	return "json '...'"
 }
 
-const questionsAnswerHelp = `usage: tollgate questions answer [flags] THREAD QUESTION ANSWER...
-       tollgate questions answer [flags] --thread THREAD QUESTION ANSWER...
+const questionsAnswerHelp = `usage: tollgate questions answer THREAD QUESTION ANSWER... [flags]
+       tollgate questions answer --thread THREAD QUESTION ANSWER... [flags]
 
-Flags come before the thread. ANSWER is, by the question's kind:
+Flags may come anywhere; after -- nothing is a flag (deny -- "-f is not
+allowed here"). ANSWER is, by the question's kind:
   approval   approve | deny "reason" | edit '{"cmd": "ls -l"}' (edit - reads the JSON from stdin)
   confirm    yes | no
   ask        text the answer in words | json '{"field": "value"}'
@@ -515,26 +484,26 @@ examples:
 func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "questions answer"
 	fs, sf := sourceCommand(name, questionsAnswerHelp, stderr)
-	threadFlag := fs.String("thread", "", "the question's thread (or give it before the question id)")
-	by := fs.String("by", "", "store only: who answers, recorded with the answer (default: $TOLLGATE_USER, else your login name)")
-	digest := fs.String("digest", "", "answer only if the call's digest is this one (as questions show prints it)")
-	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "store only: the policy an edit is checked against (default: the built-in sandbox policy) [TOLLGATE_POLICY]")
+	threadFlag := fs.String("thread", "", "the question's thread `ID` (or give it before the question id)")
+	by := fs.String("by", "", "store only: the `name` of who answers, recorded with the answer (default: $TOLLGATE_USER, else your login name)")
+	digest := fs.String("digest", "", "answer only if the call's `digest` is this one (as questions show prints it)")
+	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "store only: the policy `file` an edit is checked against (default: the built-in sandbox policy) [TOLLGATE_POLICY]")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
 	thread, rest, ok := threadAndRest(*threadFlag, fs.Args())
 	if !ok || len(rest) < 2 {
-		return usageError(stderr, name, "want THREAD QUESTION ANSWER (see --help)")
+		return fs.usageError("want THREAD QUESTION ANSWER")
 	}
 	id, verb, words := rest[0], rest[1], rest[2:]
 	onServer, err := sf.onServer(fs)
 	if err != nil {
-		return usageError(stderr, name, "%v", err)
+		return fs.usageError("%v", err)
 	}
 	byGiven := false
 	fs.Visit(func(f *flag.Flag) { byGiven = byGiven || f.Name == "by" })
 	if onServer && byGiven {
-		return usageError(stderr, name, "--by works on a store only: a server records the name of the token")
+		return fs.usageError("--by works on a store only: a server records the name of the token")
 	}
 	if *by == "" {
 		*by = currentUser()
@@ -543,7 +512,7 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 	case "", "timeout", "abort", "dev":
 		// The runtime records these names itself: an answer given as one
 		// would be indistinguishable from a deadline, an abort or dev mode.
-		return usageError(stderr, name, "--by %q is reserved; give the name of the person answering", *by)
+		return fs.usageError("--by %q is reserved; give the name of the person answering", *by)
 	}
 	if verb == "edit" && len(words) == 1 && words[0] == "-" {
 		b, err := io.ReadAll(stdin)
@@ -572,7 +541,7 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	raw, err := buildAnswer(q, verb, words, *digest)
 	if err != nil {
-		return usageError(stderr, name, "%v", err)
+		return answerError(stderr, name, err)
 	}
 	resolved, err := src.answer(ctx, thread, id, raw, *by)
 	if err != nil {
@@ -618,7 +587,7 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 				a.Reason = arg
 			}
 			a.EditedArgs = edited
-			return marshalJSON(a)
+			return jsontext.Marshal(a)
 		case interrupt.KindToolInterrupt:
 			d := interrupt.Approve()
 			switch verb {
@@ -627,14 +596,14 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 			case "edit":
 				d = interrupt.Edit(edited)
 			}
-			return marshalJSON(d)
+			return jsontext.Marshal(d)
 		}
 		return nil, wrongKind
 	case "yes", "no":
 		if q.Kind != hitl.KindConfirm {
 			return nil, wrongKind
 		}
-		return marshalJSON(verb == "yes")
+		return jsontext.Marshal(verb == "yes")
 	case "text":
 		if q.Kind != hitl.KindAsk {
 			return nil, wrongKind
@@ -642,7 +611,7 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 		if req, err := hitl.RequestOf(q); err == nil && len(req.Payload.Choices) > 0 && !slices.Contains(req.Payload.Choices, arg) {
 			return nil, fmt.Errorf("question %s takes one of the choices %s, not %q", display.Line(q.ID), display.Line(strings.Join(quoteAll(req.Payload.Choices), ", ")), arg)
 		}
-		return marshalJSON(arg)
+		return jsontext.Marshal(arg)
 	}
 	return nil, fmt.Errorf("unknown answer %q: question %s %s: answer %s", verb, display.Line(q.ID), kindWords(q.Kind), answerForms(q.Kind))
 }

@@ -279,8 +279,9 @@ func TestQuestionsAnswerErrors(t *testing.T) {
 		t.Errorf("unknown thread on the server: %d %s", code, errOut)
 	}
 
-	// Answered on the store, by --by or the user; then refused on both.
-	code, out, errOut := f.store("questions answer", "--by", "dave", "t1", "hitl_call_1_1", "deny", "not", "today")
+	// Answered on the store, by --by (flags may follow the answer); then
+	// refused on both.
+	code, out, errOut := f.store("questions answer", "t1", "hitl_call_1_1", "deny", "not", "today", "--by", "dave")
 	if code != 0 || out != "question hitl_call_1_1 in thread t1: denied by dave (not today)\n" {
 		t.Fatalf("deny: %d %q %s", code, out, errOut)
 	}

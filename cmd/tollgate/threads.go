@@ -16,22 +16,10 @@ import (
 )
 
 func init() {
-	register("threads", "list threads, show a conversation, or abort a run, on a store or a server", threadsCmd)
-}
-
-const threadsHelp = `usage:
-  tollgate threads list  [--status running|idle] [--json]
-  tollgate threads show  THREAD [--json]
-  tollgate threads abort THREAD [--reason "why"]
-
-Each works on a store (--store) or against a running tollgate serve
-(--server and --token), with the same output. Run
-'tollgate threads VERB --help' for a verb's flags.
-`
-
-func threadsCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runVerb(ctx, "threads", threadsHelp, []verb{{"list", threadsList}, {"show", threadsShow}, {"abort", threadsAbort}},
-		args, stdin, stdout, stderr)
+	register("threads", "list threads, show a conversation or abort a run, on a store or against a server", nil,
+		subcommand{name: "list", summary: "list the threads, their runs and pending questions", run: threadsList},
+		subcommand{name: "show", summary: "show a thread's conversation and what happened to each call", run: threadsShow},
+		subcommand{name: "abort", summary: "close a thread's unfinished run", run: threadsAbort})
 }
 
 const threadsListHelp = `usage: tollgate threads list [--status running|idle] [--json]
@@ -60,7 +48,7 @@ type threadLine struct {
 func threadsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	const name = "threads list"
 	fs, sf := sourceCommand(name, threadsListHelp, stderr)
-	status := fs.String("status", "", "only threads with this status: running or idle")
+	status := fs.String("status", "", "only threads with this `status`: running or idle")
 	asJSON := fs.Bool("json", false, "print each thread as one line of JSON")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
@@ -68,7 +56,7 @@ func threadsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	switch *status {
 	case "", string(checkpoint.ThreadRunning), string(checkpoint.ThreadIdle):
 	default:
-		return usageError(stderr, name, "--status %q: want running or idle", *status)
+		return fs.usageError("--status %q: want running or idle", *status)
 	}
 	src, code := sf.openFor(ctx, fs, name, stderr, 0)
 	if src == nil {
@@ -243,6 +231,7 @@ func showThread(w io.Writer, th *threadInfo, msgs []agent.Message, byCall map[st
 		}
 	}
 	if len(th.Pending) > 0 {
+		sortByCall(th.Pending, th.Messages)
 		fmt.Fprintf(w, "\nwaiting for an answer:\n")
 		now := cliNow()
 		for _, q := range th.Pending {
@@ -312,7 +301,7 @@ examples:
 func threadsAbort(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	const name = "threads abort"
 	fs, sf := sourceCommand(name, threadsAbortHelp, stderr)
-	reason := fs.String("reason", "", `why, recorded and given to the model (default "aborted by NAME")`)
+	reason := fs.String("reason", "", "`why`, recorded and given to the model (default \"aborted by NAME\")")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
