@@ -88,3 +88,20 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatalf("help: %d %s", code, out)
 	}
 }
+
+// --policy builtin is serve's built-in sandbox policy: ls runs at once,
+// rm is asked.
+func TestRunWithTheBuiltinPolicy(t *testing.T) {
+	code, out, errOut := runCLI(t, "d\nkeep it\n", "run", "--policy", "builtin", "--dir", t.TempDir(), "$ ls\n$ rm -r /tmp/scratch-tollgate-test")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	for _, want := range []string{"`ls`: ran, exit 0", "cmd: rm -r /tmp/scratch-tollgate-test", "`rm -r /tmp/scratch-tollgate-test`: denied: keep it"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "approval needed") != 1 {
+		t.Errorf("want one question (rm), got:\n%s", out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
-	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -78,7 +78,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	timeout := fs.Duration("approval-timeout", 5*time.Minute, "time to answer each approval; 0: no deadline (e.g. --approval-timeout 10m)")
 	cmdTimeout := fs.Duration("cmd-timeout", time.Minute, "time limit of one bash command (e.g. --cmd-timeout 30s)")
 	allowAll := fs.Bool("allow-all", false, "run every tool call without asking (dangerous; e.g. --allow-all)")
-	policyFile := fs.String("policy", "", "a policy file (see policy/README.md), reloaded when it changes; without one every call is asked (e.g. --policy examples/policies/sandbox.yaml)")
+	policyFile := fs.String("policy", "", "a policy file (see policy/README.md), reloaded when it changes, or builtin for the built-in sandbox policy that serve uses; without one every call is asked (e.g. --policy builtin, --policy policy.yaml)")
 	thread := fs.String("thread", "", "thread id (default: a new one; e.g. --thread t1)")
 	modelSpec := fs.String("model", envDefault("TOLLGATE_MODEL", "demo"), "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...) [TOLLGATE_MODEL] (e.g. --model openai:gpt-4.1)")
 	storeURL := fs.String("store", envDefault("TOLLGATE_STORE", "memory"), "where threads and questions live: memory, sqlite:PATH or postgres://... [TOLLGATE_STORE] (e.g. --store sqlite:/tmp/t.db)")
@@ -140,20 +140,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	var decide func(context.Context, json.RawMessage) (string, error)
 	if *policyFile != "" {
-		rp, err := policy.NewReloadable(*policyFile, policyOptions())
-		if err != nil {
+		// A broken edit of the file keeps the policy in force and says why.
+		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		var err error
+		if approval, decide, _, err = loadPolicy(runCtx, *policyFile, log); err != nil {
 			fmt.Fprintln(stderr, "tollgate:", err)
 			return exitFailed
 		}
-		// A broken edit keeps the policy in force and says why.
-		go rp.Watch(runCtx, time.Second, func(changed bool, err error) {
-			if err != nil {
-				fmt.Fprintf(stderr, "tollgate: policy %s not reloaded, keeping the previous one: %v\n", *policyFile, err)
-			} else if changed {
-				fmt.Fprintf(stderr, "tollgate: policy %s reloaded\n", *policyFile)
-			}
-		})
-		approval, decide = rp.HITL(), rp.SandboxFor("bash")
 	}
 	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout}, decide)
 	if err != nil {

@@ -33,7 +33,7 @@ func (f *agentFlags) register(fs flagDefiner, withModel bool) {
 	if withModel {
 		fs.StringVar(&f.model, "model", envDefault("TOLLGATE_MODEL", "demo"), "the `model`: demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...), e.g. --model anthropic:claude-sonnet-4-6 [TOLLGATE_MODEL]")
 	}
-	fs.StringVar(&f.policyFile, "policy", envDefault("TOLLGATE_POLICY", ""), "policy `file`, reloaded when it changes (default: the built-in sandbox policy, examples/policies/sandbox.yaml), e.g. --policy policy.yaml [TOLLGATE_POLICY]")
+	fs.StringVar(&f.policyFile, "policy", envDefault("TOLLGATE_POLICY", ""), "policy `file`, reloaded when it changes (default, or builtin: the built-in sandbox policy, examples/policies/sandbox.yaml), e.g. --policy policy.yaml [TOLLGATE_POLICY]")
 	fs.StringVar(&f.dir, "dir", envDefault("TOLLGATE_DIR", "."), "working `directory` of the bash tool, e.g. --dir ~/project [TOLLGATE_DIR]")
 	fs.DurationVar(&f.cmdTimeout, "cmd-timeout", time.Minute, "time limit of one bash command, e.g. --cmd-timeout 5m")
 	f.sandbox.register(fs)
@@ -74,10 +74,14 @@ func bashAgent(store checkpoint.Store, provider agent.Provider, model agent.Mode
 	}
 }
 
+// builtinPolicy names the built-in sandbox policy where a --policy file
+// is expected (run asks every call without --policy).
+const builtinPolicy = "builtin"
+
 // loadPolicy loads the policy file (watched for changes) or the built-in
 // sandbox policy, and returns it with the bash tool's Decide.
 func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, func(context.Context, json.RawMessage) (string, error), string, error) {
-	if file == "" {
+	if file == "" || file == builtinPolicy {
 		p, err := policy.Parse(policies.SandboxName, policies.Sandbox, policyOptions())
 		if err != nil {
 			return nil, nil, "", err

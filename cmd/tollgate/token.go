@@ -72,7 +72,9 @@ func tokenNew(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate token new:", msg)
 		return 2
 	}
-	fmt.Fprintf(stderr, "token for %s (%s), shown once: %s\n", tok.Name, tok.Role, secret)
+	// The secret alone on the last line, for a script to take:
+	// tollgate token new ... 2>&1 >>tokens.yaml | tail -1
+	fmt.Fprintf(stderr, "token for %s (%s), shown once:\n%s\n", tok.Name, tok.Role, secret)
 	fmt.Fprint(stdout, entry)
 	return 0
 }
