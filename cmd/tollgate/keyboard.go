@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -26,6 +27,9 @@ type keyboard struct {
 type chunk struct {
 	data []byte
 	err  error
+	// at is when the read returned: keys read before a prompt was shown
+	// were not typed for it.
+	at time.Time
 }
 
 // newKeyboard reads r. On a terminal it reads what is there (one key or a
@@ -39,10 +43,10 @@ func newKeyboard(r io.Reader, tty bool) *keyboard {
 			var c chunk
 			if tty {
 				n, err := r.Read(buf)
-				c = chunk{data: append([]byte(nil), buf[:n]...), err: err}
+				c = chunk{data: append([]byte(nil), buf[:n]...), err: err, at: time.Now()}
 			} else {
 				line, err := br.ReadString('\n')
-				c = chunk{data: []byte(line), err: err}
+				c = chunk{data: []byte(line), err: err, at: time.Now()}
 			}
 			k.got <- c
 			if c.err != nil {

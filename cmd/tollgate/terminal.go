@@ -73,6 +73,8 @@ type asking struct {
 	// printed: the prompt was printed (not on a terminal, where it is
 	// printed once rather than redrawn).
 	printed bool
+	// shown is when the question was put on the screen.
+	shown time.Time
 }
 
 type stage int
@@ -535,7 +537,14 @@ func (t *terminal) next(ctx context.Context) {
 			return
 		}
 		t.show(q, req)
-		t.cur = &asking{q: q, req: req}
+		// Keys pressed before the question was on the screen are not an
+		// answer to it: on a terminal they are dropped (a script's piped
+		// answers are meant for the questions in turn, and kept).
+		if t.tty {
+			t.keys.reset()
+			flushInput(t.ttyIn)
+		}
+		t.cur = &asking{q: q, req: req, shown: time.Now()}
 		t.setStage(req.Payload.Kind)
 		return
 	}
@@ -677,6 +686,13 @@ func (t *terminal) input(ctx context.Context, c chunk) {
 		return
 	}
 	var line string
+	if t.tty && c.at.Before(t.cur.shown) {
+		t.keys.reset()
+		if c.err != nil {
+			t.noMoreInput()
+		}
+		return
+	}
 	if t.tty {
 		var done bool
 		if line, done = t.keys.take(c.data); !done {

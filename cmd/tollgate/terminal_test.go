@@ -196,6 +196,29 @@ func TestRunInATerminal(t *testing.T) {
 		}
 	})
 
+	t.Run("KeysTypedBeforeTheQuestionAreNotAnAnswer", func(t *testing.T) {
+		dir, db := newRun(t)
+		p := startPTY(t, nil, "--store", "sqlite:"+db, "--thread", "t1", "--dir", dir, "$ echo typed-ahead >> out.txt")
+		// Typed at once, before the question can be on the screen.
+		p.send("a\r")
+		p.expect(`cmd: echo typed-ahead >> out.txt`)
+		p.expect(`\[a\]pprove`)
+		time.Sleep(1500 * time.Millisecond)
+		if strings.Contains(p.screen(), "approved by") {
+			t.Fatalf("keys typed before the question approved it:\n%s", p.screen())
+		}
+		p.send("d\r")
+		p.expect(`reason:`)
+		p.send("not seen\r")
+		p.expect("denied: not seen")
+		if code := p.exit(); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, p.screen())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out.txt")); err == nil {
+			t.Fatal("the command ran")
+		}
+	})
+
 	t.Run("DenyWithReason", func(t *testing.T) {
 		dir, db := newRun(t)
 		p := startPTY(t, nil, "--store", "sqlite:"+db, "--thread", "t1", "--dir", dir, "$ rm -r /tmp/scratch")
