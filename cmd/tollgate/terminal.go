@@ -58,7 +58,9 @@ type terminal struct {
 	// turn: the questions of the current turn, in call order.
 	turn []string
 	// listed: the waiting questions were printed for answering elsewhere.
-	listed     bool
+	listed bool
+	// drawn is the prompt text last drawn.
+	drawn      string
 	aborting   bool
 	interrupts int
 }
@@ -123,6 +125,10 @@ func (t *terminal) shutdown(ctx context.Context) host.Stats {
 func (t *terminal) drive(ctx context.Context, stop <-chan struct{}, events <-chan agent.Event, sigs <-chan os.Signal) int {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// The countdown is checked four times a second and redrawn when the
+	// second shown changes, so that it never skips one under load.
+	countdown := time.NewTicker(250 * time.Millisecond)
+	defer countdown.Stop()
 	aborted := make(chan error, 1)
 	// Questions stored before this process started (--resume) are all
 	// there is to show; a new run's are shown once it has asked them.
@@ -151,6 +157,10 @@ func (t *terminal) drive(ctx context.Context, stop <-chan struct{}, events <-cha
 		case c := <-t.keys.got:
 			t.keys.asked = false
 			t.input(ctx, c)
+		case <-countdown.C:
+			if t.tty && t.cur != nil && !t.cur.q.Deadline.IsZero() && t.promptText() != t.drawn {
+				t.redraw()
+			}
 		case <-tick.C:
 			if code, done := t.poll(ctx); done {
 				if code == exitFinished {
@@ -611,15 +621,21 @@ func (t *terminal) show(q *checkpoint.Question, req *hitl.Request) {
 	}
 }
 
+// promptText is the prompt's label with the time left.
+func (t *terminal) promptText() string {
+	if !t.cur.q.Deadline.IsZero() && t.cur.stage != editing {
+		return fmt.Sprintf("(%s left) %s", left(t.cur.q.Deadline), t.cur.label)
+	}
+	return t.cur.label
+}
+
 // redraw draws the prompt line: the label, the time left, what is typed.
 func (t *terminal) redraw() {
 	if t.cur == nil {
 		return
 	}
-	label := t.cur.label
-	if !t.cur.q.Deadline.IsZero() && t.cur.stage != editing {
-		label = fmt.Sprintf("(%s left) %s", left(t.cur.q.Deadline), label)
-	}
+	label := t.promptText()
+	t.drawn = label
 	if !t.tty {
 		if !t.cur.printed {
 			fmt.Fprint(t.out, t.cur.label+" ")

@@ -287,8 +287,9 @@ if [ $n = 1 ]; then echo '{"cmd": 5}' > "$1"; else echo '{"cmd": "echo edited >>
 	t.Run("DeadlineOnScreen", func(t *testing.T) {
 		dir, db := newRun(t)
 		p := startPTY(t, nil, "--store", "sqlite:"+db, "--thread", "t1", "--dir", dir, "--approval-timeout", "3s", "$ echo late")
+		// The countdown goes down second by second.
 		p.expect(`\(2s left\) \[a\]pprove`)
-		p.expect(`\(1s left\) \[a\]pprove`)
+		p.expect(`\([01]s left\) \[a\]pprove`)
 		p.expect(`hitl_call_1_1: timed out, no answer within 3s`)
 		p.expect(`← bash: timed out`)
 		p.expect("`echo late`: timed out waiting for approval")
