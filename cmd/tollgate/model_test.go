@@ -27,7 +27,7 @@ func TestRunWithAnOpenAICompatibleServer(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 
 	code, out, errOut := runCLI(t, "d\nnot on my machine\n", "run", "--model", "openai:llama3.1", "--dir", t.TempDir(), "clean up")
-	if code != 0 || !strings.Contains(out, "assistant: Understood, I left it.") {
+	if code != 0 || !strings.Contains(out, "assistant:\n  │ Understood, I left it.") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	second := srv.Request(1).JSON(t)

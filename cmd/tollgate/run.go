@@ -83,7 +83,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	modelSpec := fs.String("model", envDefault("TOLLGATE_MODEL", "demo"), "demo (offline), anthropic:MODEL or openai:MODEL (OPENAI_BASE_URL for Ollama, vLLM...) [TOLLGATE_MODEL] (e.g. --model openai:gpt-4.1)")
 	storeURL := fs.String("store", envDefault("TOLLGATE_STORE", "memory"), "where threads and questions live: memory, sqlite:PATH or postgres://... [TOLLGATE_STORE] (e.g. --store sqlite:/tmp/t.db)")
 	resume := fs.Bool("resume", false, "continue the thread's unfinished run instead of starting one; needs --thread and a durable --store (e.g. --resume)")
-	noWait := fs.Bool("no-wait", false, "exit with code 3 instead of waiting when the run waits for answers that are not typed here; needs a durable --store (e.g. --no-wait)")
+	noWait := fs.Bool("no-wait", false, "exit with code 3 as soon as the run waits for answers, without asking here (at a terminal too); they can be given with tollgate questions answer, and the run goes on under tollgate serve or run --resume; needs a durable --store (e.g. --no-wait)")
 	by := fs.String("by", currentUser(), "who answers at this terminal, recorded with each answer (e.g. --by alice)")
 	var sandbox sandboxFlags
 	sandbox.register(fs.FlagSet)
@@ -158,7 +158,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// Signals are taken before the run starts: a Ctrl-C at any point
 	// aborts, never kills the process between two writes.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// SIGQUIT (Ctrl-\\) stops as SIGTERM does, rather than dumping
+	// goroutines with the terminal left without echo; Ctrl-Z suspends
+	// with the terminal restored.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP)
 	defer signal.Stop(sigs)
 
 	// The same host as the service: a run that waits parks, and resumes

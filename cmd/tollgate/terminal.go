@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,7 +20,14 @@ import (
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/display"
+	"github.com/tollgate-ai/tollgate/internal/storeurl"
 )
+
+// closedPromptGrace is how long keys are not taken after a prompt that
+// follows one closed under the person's fingers (answered elsewhere,
+// timed out): an Enter meant for the old question must not answer the
+// new one, which nobody has read yet.
+const closedPromptGrace = 750 * time.Millisecond
 
 // terminal shows one thread's run and asks its questions, one at a time
 // and in the order of the calls. It never waits on the keyboard alone:
@@ -36,6 +44,10 @@ type terminal struct {
 	errOut  io.Writer
 	noWait  bool
 	resumed bool
+	// sigs are the signals drive takes; stopSignal is one that came while
+	// $EDITOR had the terminal and stops the run when it is back.
+	sigs       <-chan os.Signal
+	stopSignal os.Signal
 
 	// tty: a person at a terminal (stdin and stdout are one): keys are
 	// read one by one, the prompt redraws its countdown.
@@ -57,6 +69,14 @@ type terminal struct {
 	settled bool
 	// turn: the questions of the current turn, in call order.
 	turn []string
+	// callOrder is each question's call position in the thread.
+	callOrder map[string]int
+	// closedAt is when a prompt last closed by something other than an
+	// answer typed here.
+	closedAt time.Time
+	// hopeless: a question nobody can ever answer (no more input, a
+	// memory store, no deadline): the run cannot go on.
+	hopeless bool
 	// listed: the waiting questions were printed for answering elsewhere.
 	listed bool
 	// drawn is the prompt text last drawn.
@@ -75,8 +95,11 @@ type asking struct {
 	// printed: the prompt was printed (not on a terminal, where it is
 	// printed once rather than redrawn).
 	printed bool
-	// shown is when the question was put on the screen.
+	// shown is when the question was put on the screen; keys read before
+	// shown+grace are not taken (grace follows a prompt that closed while
+	// the person may have been typing for it).
 	shown time.Time
+	grace time.Duration
 }
 
 type stage int
@@ -91,7 +114,7 @@ const (
 
 func newTerminal(h *host.Host, thread, storeID, by string, stdin io.Reader, stdout, stderr io.Writer) *terminal {
 	t := &terminal{host: h, store: h.Store(), thread: thread, storeID: storeID, by: by,
-		out: stdout, errOut: stderr, mine: map[string]bool{}, told: map[string]bool{}}
+		out: stdout, errOut: stderr, mine: map[string]bool{}, told: map[string]bool{}, callOrder: map[string]int{}}
 	in, inOK := stdin.(*os.File)
 	outF, outOK := stdout.(*os.File)
 	if inOK && outOK && isTerminal(in) && isTerminal(outF) {
@@ -130,6 +153,7 @@ func (t *terminal) drive(ctx context.Context, stop <-chan struct{}, events <-cha
 	countdown := time.NewTicker(250 * time.Millisecond)
 	defer countdown.Stop()
 	aborted := make(chan error, 1)
+	t.sigs = sigs
 	// Questions stored before this process started (--resume) are all
 	// there is to show; a new run's are shown once it has asked them.
 	t.settled = t.resumed
@@ -157,6 +181,12 @@ func (t *terminal) drive(ctx context.Context, stop <-chan struct{}, events <-cha
 		case c := <-t.keys.got:
 			t.keys.asked = false
 			t.input(ctx, c)
+			if t.stopSignal != nil {
+				return t.terminate(ctx, "stopped by "+signalName(t.stopSignal))
+			}
+			if t.hopeless {
+				return exitFailed
+			}
 		case <-countdown.C:
 			if t.tty && t.cur != nil && !t.cur.q.Deadline.IsZero() && t.promptText() != t.drawn {
 				t.redraw()
@@ -172,7 +202,7 @@ func (t *terminal) drive(ctx context.Context, stop <-chan struct{}, events <-cha
 		case err := <-aborted:
 			t.clearPrompt()
 			if err != nil {
-				fmt.Fprintln(t.errOut, "tollgate: abort:", err)
+				fmt.Fprintln(t.errOut, "tollgate: abort:", display.Line(err.Error()))
 				t.shutdown(ctx)
 				return exitFailed
 			}
@@ -207,6 +237,21 @@ func (t *terminal) drive(ctx context.Context, stop <-chan struct{}, events <-cha
 // comes on aborted), a second exits at once; SIGTERM and SIGHUP stop the
 // run resumable.
 func (t *terminal) signal(ctx context.Context, sig os.Signal, aborted chan<- error) (code int, done bool) {
+	if sig == syscall.SIGTSTP {
+		// Ctrl-Z: give the terminal back as it was, stop, and take it
+		// again on fg.
+		t.clearPrompt()
+		t.close()
+		suspend()
+		if t.tty {
+			if restore, err := keysMode(t.ttyIn); err == nil {
+				t.restore = restore
+			}
+		}
+		t.drawn = ""
+		t.redraw()
+		return 0, false
+	}
 	if sig != os.Interrupt {
 		return t.terminate(ctx, "stopped by "+signalName(sig)), true
 	}
@@ -248,13 +293,44 @@ func (t *terminal) drain(ctx context.Context, events <-chan agent.Event) {
 	}
 }
 
+// storeArg is the --store flag of a suggested command ("" when the store
+// came from $TOLLGATE_STORE, which the next command reads too), never
+// with a password.
+func (t *terminal) storeArg() string {
+	if os.Getenv("TOLLGATE_STORE") == t.storeID {
+		return ""
+	}
+	return "--store " + shellQuote(storeurl.Redacted(t.storeID)) + " "
+}
+
+// resumeCommand is the command that goes on with the run.
+func (t *terminal) resumeCommand() string {
+	return "tollgate run " + t.storeArg() + "--thread " + shellQuote(t.thread) + " --resume"
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@=+,%") == "" {
+		return display.Line(s)
+	}
+	return display.Line("'" + strings.ReplaceAll(s, "'", `'\''`) + "'")
+}
+
+// modelText prints what the model wrote with every line marked, so that
+// model text can never pass for tollgate's own lines (a question, an
+// outcome).
+func modelText(text string) string {
+	lines := strings.Split(strings.TrimRight(display.Text(text), "\n"), "\n")
+	return "assistant:\n  │ " + strings.Join(lines, "\n  │ ")
+}
+
 // terminate stops the run so that it can go on later, and says how.
 func (t *terminal) terminate(ctx context.Context, why string) int {
 	t.clearPrompt()
 	st := t.shutdown(ctx)
 	msg := fmt.Sprintf("tollgate: %s; the run is left unfinished", why)
 	if t.storeID != "memory" {
-		msg += fmt.Sprintf(": go on with\n  tollgate run --store %s --thread %s --resume", t.storeID, t.thread)
+		msg += ": go on with\n  " + t.resumeCommand()
 	} else {
 		msg += " (the memory store forgets it: use --store sqlite:PATH to be able to resume)"
 	}
@@ -271,6 +347,8 @@ func signalName(s os.Signal) string {
 		return "SIGTERM"
 	case syscall.SIGHUP:
 		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
 	}
 	return s.String()
 }
@@ -280,12 +358,15 @@ func (t *terminal) event(ctx context.Context, e agent.Event) (code int, done boo
 	switch e := e.(type) {
 	case *agent.MessageEvent:
 		if e.Message.Text != "" && e.Message.StopReason != "aborted" {
-			t.println("assistant: " + display.Text(e.Message.Text))
+			t.println(modelText(e.Message.Text))
 		}
 	case *agent.ToolCallStartedEvent:
 		var args map[string]any
 		_ = json.Unmarshal(e.Args, &args)
-		t.println("→ " + e.Call.Name + " " + strings.Join(display.Args(args), "; "))
+		t.println("→ " + display.Line(e.Call.Name) + " (call " + display.Line(e.Call.ID) + ")")
+		for _, l := range display.Args(args) {
+			t.println(indent(l, "     "))
+		}
 	case *agent.ToolCallFinishedEvent:
 		var q *checkpoint.Question
 		if got, err := t.store.GetQuestion(ctx, t.thread, hitl.QuestionID(e.Call.ID)); err == nil {
@@ -293,7 +374,7 @@ func (t *terminal) event(ctx context.Context, e agent.Event) (code int, done boo
 		}
 		// A call with no trace and no question was let through by the
 		// policy (or --allow-all).
-		head := "← " + e.Call.Name + ": " + cmp.Or(display.Outcome(e.Result, q), display.AllowedByPolicy)
+		head := "← " + display.Line(e.Call.Name) + " (call " + display.Line(e.Call.ID) + "): " + cmp.Or(display.Outcome(e.Result, q), display.AllowedByPolicy)
 		t.println(head)
 		// A call the policy or a person stopped has the reason in its
 		// outcome: its result is that reason again.
@@ -312,11 +393,15 @@ func (t *terminal) event(ctx context.Context, e agent.Event) (code int, done boo
 			return t.parked()
 		}
 	case *agent.RunFinishedEvent:
+		if t.aborting {
+			// Stopped by the abort (Ctrl-C): its result says how it ended.
+			return 0, false
+		}
 		if e.Err != nil {
 			t.clearPrompt()
-			fmt.Fprintln(t.errOut, "tollgate: the run stopped:", e.Err)
+			fmt.Fprintln(t.errOut, "tollgate: the run stopped:", display.Line(e.Err.Error()))
 			if t.storeID != "memory" {
-				fmt.Fprintf(t.errOut, "  retry with: tollgate run --store %s --thread %s --resume\n", t.storeID, t.thread)
+				fmt.Fprintf(t.errOut, "  retry with: %s\n", t.resumeCommand())
 			}
 			return exitFailed, true
 		}
@@ -348,6 +433,9 @@ func (t *terminal) parked() (int, bool) {
 	if t.keys.eof && !t.listed {
 		t.listWaiting()
 	}
+	if t.hopeless {
+		return exitFailed, true
+	}
 	return 0, false
 }
 
@@ -360,10 +448,17 @@ func (t *terminal) listWaiting() {
 	}
 	if len(t.pending) > 0 {
 		if t.storeID == "memory" {
+			for _, q := range t.pending {
+				if q.Deadline.IsZero() {
+					t.hopeless = true
+					fmt.Fprintf(t.errOut, "tollgate: nobody can answer %s: no more input here, the memory store is seen by no other process, and it has no deadline; stopping (use --store sqlite:PATH to answer from elsewhere)\n", display.Line(q.ID))
+					return
+				}
+			}
 			t.println("nobody else can answer a question in a memory store: it stays open until its deadline (use --store sqlite:PATH)")
 			return
 		}
-		t.println(fmt.Sprintf("answer with: tollgate questions answer --store %s --thread %s %s approve|deny \"reason\"|edit '{...}'", t.storeID, t.thread, t.pending[0].ID))
+		t.println(fmt.Sprintf("answer with: tollgate questions answer %s--thread %s %s approve|deny \"reason\"|edit '{...}'", t.storeArg(), shellQuote(t.thread), shellQuote(t.pending[0].ID)))
 	}
 }
 
@@ -403,9 +498,9 @@ func (t *terminal) poll(ctx context.Context) (int, bool) {
 	if th.Status == checkpoint.ThreadIdle && !t.aborting {
 		return exitFinished, true
 	}
-	if st, runErr := t.host.State(th); st == host.RunFailed {
+	if st, runErr := t.host.State(th); st == host.RunFailed && !t.aborting {
 		t.clearPrompt()
-		fmt.Fprintln(t.errOut, "tollgate: the run stopped:", runErr)
+		fmt.Fprintln(t.errOut, "tollgate: the run stopped:", display.Line(fmt.Sprint(runErr)))
 		return exitFailed, true
 	}
 	return 0, false
@@ -438,6 +533,7 @@ func (t *terminal) refresh(ctx context.Context) {
 			t.clearPrompt()
 			t.cur = nil
 			t.dropTyped()
+			t.closedAt = time.Now()
 		}
 		if t.mine[id] || t.told[id] {
 			continue
@@ -471,6 +567,18 @@ func (t *terminal) noteTurn(open []*checkpoint.Question) {
 			t.turn = append(t.turn, q.ID)
 		}
 	}
+	// In call order, whatever order the questions were stored in (the
+	// calls of a turn are asked concurrently).
+	slices.SortStableFunc(t.turn, func(a, b string) int { return t.callPos(a) - t.callPos(b) })
+}
+
+// callPos is the position of a question's call in the thread, as last
+// read (questions of unknown calls last).
+func (t *terminal) callPos(questionID string) int {
+	if i, ok := t.callOrder[questionID]; ok {
+		return i
+	}
+	return len(t.callOrder)
 }
 
 // closedHow says how a question closed without an answer typed here.
@@ -524,6 +632,11 @@ func (t *terminal) openQuestions(ctx context.Context) ([]*checkpoint.Question, e
 		}
 		return len(order)
 	}
+	for _, q := range all {
+		if i, ok := order[q.CallID]; ok {
+			t.callOrder[q.ID] = i
+		}
+	}
 	slices.SortStableFunc(all, func(a, b *checkpoint.Question) int { return pos(a) - pos(b) })
 	return all, nil
 }
@@ -555,6 +668,9 @@ func (t *terminal) next(ctx context.Context) {
 			flushInput(t.ttyIn)
 		}
 		t.cur = &asking{q: q, req: req, shown: time.Now()}
+		if time.Since(t.closedAt) < time.Second {
+			t.cur.grace = closedPromptGrace
+		}
 		t.setStage(req.Payload.Kind)
 		return
 	}
@@ -592,11 +708,8 @@ func (t *terminal) show(q *checkpoint.Question, req *hitl.Request) {
 			t.println("   " + l)
 		}
 		hidden = display.HiddenJSON(p.Args)
-		if rule, ok := p.Details["matched_rule"]; ok {
-			t.println("   rule: " + display.Line(fmt.Sprint(rule)))
-		}
-		if impact, ok := p.Details["impact"]; ok {
-			t.println("   impact: " + display.Line(fmt.Sprint(impact)))
+		for _, l := range detailLines(p.Details) {
+			t.println("   " + l)
 		}
 	case hitl.KindAsk:
 		t.println(fmt.Sprintf("\n── question%s ── %s", of, q.ID))
@@ -627,6 +740,30 @@ func (t *terminal) promptText() string {
 		return fmt.Sprintf("(%s left) %s", left(t.cur.q.Deadline), t.cur.label)
 	}
 	return t.cur.label
+}
+
+// detailLines are the policy's details of a question, rule and impact
+// first, then every other one: what the policy found is part of what the
+// reviewer must see.
+func detailLines(details map[string]any) []string {
+	var lines []string
+	for _, k := range []string{"matched_rule", "impact"} {
+		if v, ok := details[k]; ok {
+			name := map[string]string{"matched_rule": "rule"}[k]
+			lines = append(lines, cmp.Or(name, k)+": "+detailText(v))
+		}
+	}
+	keys := make([]string, 0, len(details))
+	for k := range details {
+		if k != "matched_rule" && k != "impact" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		lines = append(lines, display.Line(k)+": "+detailText(details[k]))
+	}
+	return lines
 }
 
 // redraw draws the prompt line: the label, the time left, what is typed.
@@ -702,7 +839,7 @@ func (t *terminal) input(ctx context.Context, c chunk) {
 		return
 	}
 	var line string
-	if t.tty && c.at.Before(t.cur.shown) {
+	if t.tty && c.at.Before(t.cur.shown.Add(t.cur.grace)) {
 		t.keys.reset()
 		if c.err != nil {
 			t.noMoreInput()
@@ -813,11 +950,19 @@ func (t *terminal) editInEditor(ctx context.Context, editor string) {
 		if t.restore != nil {
 			t.restore()
 		}
-		cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", f.Name())
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = t.ttyIn, os.Stdout, os.Stderr
-		err = cmd.Run()
+		var cancelled bool
+		cancelled, err = t.runEditor(editor, f.Name())
 		if restore, kerr := keysMode(t.ttyIn); kerr == nil {
 			t.restore = restore
+		}
+		if t.stopSignal != nil {
+			// SIGTERM while editing: nothing is sent; drive stops.
+			return
+		}
+		if cancelled {
+			t.println("   edit cancelled (Ctrl-C): nothing sent")
+			t.backToChoice()
+			return
 		}
 	}
 	if err != nil {
@@ -837,12 +982,51 @@ func (t *terminal) editInEditor(ctx context.Context, editor string) {
 	}
 }
 
+// runEditor runs $EDITOR on file and waits for it, still taking
+// signals: SIGTERM (and SIGHUP, SIGQUIT) kills the editor and is kept in
+// stopSignal for drive; Ctrl-C, which the editor gets too, cancels the
+// edit instead of aborting the run.
+func (t *terminal) runEditor(editor, file string) (cancelled bool, err error) {
+	cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", file)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.ttyIn, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return false, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			return cancelled, err
+		case sig := <-t.sigs:
+			if sig == os.Interrupt {
+				cancelled = true
+				continue
+			}
+			t.stopSignal = sig
+			_ = cmd.Process.Kill()
+			<-done
+			return true, nil
+		}
+	}
+}
+
+// backToChoice puts the question back at its first prompt.
+func (t *terminal) backToChoice() {
+	t.setStage(t.cur.req.Payload.Kind)
+}
+
 func (t *terminal) sendEdit(ctx context.Context, text []byte) {
 	var m map[string]any
 	if err := json.Unmarshal(text, &m); err != nil || m == nil {
 		t.println("   the new arguments must be a JSON object, like " + display.JSON(t.cur.req.Payload.Args) + "; try again")
-		t.cur.stage, t.cur.label = choosing, "[a]pprove, [d]eny, [e]dit?"
-		t.redraw()
+		t.backToChoice()
+		return
+	}
+	// Leaving the editor without a change is not an approval.
+	if reflect.DeepEqual(normalJSON(m), normalJSON(t.cur.req.Payload.Args)) {
+		t.println("   no change: nothing sent")
+		t.backToChoice()
 		return
 	}
 	t.send(ctx, hitl.ApproveAnswer{Decision: hitl.DecisionEdit, EditedArgs: m, Digest: t.cur.req.Digest})
@@ -876,6 +1060,17 @@ func (t *terminal) send(ctx context.Context, answer any) {
 		a.stage = choosing
 		t.setStage(a.req.Payload.Kind)
 	}
+}
+
+// normalJSON is v as JSON decodes it (numbers as float64), for comparing.
+func normalJSON(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
 }
 
 // answerRefusal words a refused answer in the user's terms.

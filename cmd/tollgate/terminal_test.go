@@ -185,7 +185,7 @@ func TestRunInATerminal(t *testing.T) {
 		p.expect(`cmd: echo hello >> out.txt`)
 		p.expect(`\(4m5\ds left\) \[a\]pprove, \[d\]eny, \[e\]dit\?`)
 		p.send("a\r")
-		p.expect(`← bash: approved by kim`)
+		p.expect(`← bash \(call call_\d+_\d+\): approved by kim`)
 		p.expect(`exit 0`)
 		p.expect("`echo hello >> out.txt`: ran, exit 0")
 		if code := p.exit(); code != 0 {
@@ -227,7 +227,7 @@ func TestRunInATerminal(t *testing.T) {
 		p.send("x\x7fd\r")
 		p.expect(`reason:`)
 		p.send("not today\r")
-		p.expect(`← bash: denied by kim \(not today\)`)
+		p.expect(`← bash \(call call_\d+_\d+\): denied by kim \(not today\)`)
 		p.expect("`rm -r /tmp/scratch`: denied: not today")
 		if code := p.exit(); code != 0 {
 			t.Fatalf("exit %d:\n%s", code, p.screen())
@@ -252,13 +252,57 @@ if [ $n = 1 ]; then echo '{"cmd": 5}' > "$1"; else echo '{"cmd": "echo edited >>
 		p.expect(`refused: .*/cmd: want string, got integer`)
 		p.expect(`\[a\]pprove`)
 		p.send("e\r")
-		p.expect(`← bash: edited by kim; ran: .*echo edited >> out.txt`)
+		p.expect(`← bash \(call call_\d+_\d+\): edited by kim; ran: .*echo edited >> out.txt`)
 		p.expect("`echo edited >> out.txt` \\(edited from `echo original >> out.txt`\\): ran, exit 0")
 		if code := p.exit(); code != 0 {
 			t.Fatalf("exit %d:\n%s", code, p.screen())
 		}
 		if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "edited\n" {
 			t.Fatalf("out.txt holds %q", b)
+		}
+	})
+
+	t.Run("EditorQuitWithoutChangeSendsNothing", func(t *testing.T) {
+		dir, db := newRun(t)
+		p := startPTY(t, []string{"EDITOR=true"}, "--store", "sqlite:"+db, "--thread", "t1", "--dir", dir, "$ echo kept >> out.txt")
+		p.expect(`\[a\]pprove`)
+		p.send("e\r")
+		p.expect(`no change: nothing sent`)
+		p.expect(`\[a\]pprove`)
+		p.send("d\r")
+		p.expect(`reason:`)
+		p.send("changed my mind\r")
+		p.expect("denied: changed my mind")
+		if code := p.exit(); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, p.screen())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out.txt")); err == nil {
+			t.Fatal("quitting the editor ran the command")
+		}
+	})
+
+	t.Run("CtrlCWhileAToolRuns", func(t *testing.T) {
+		dir, db := newRun(t)
+		p := startPTY(t, nil, "--store", "sqlite:"+db, "--thread", "t1", "--dir", dir, "--allow-all", "$ sleep 20; echo late >> out.txt")
+		p.expect(`→ bash`)
+		p.send("\x03")
+		p.expect(`aborting the run`)
+		if code := p.exit(); code != 130 {
+			t.Fatalf("exit %d, want 130:\n%s", code, p.screen())
+		}
+		if m := lastMessage(t, db, "t1"); m.StopReason != agent.StopAborted {
+			t.Fatalf("the thread's last message is %+v, want stop_reason aborted", m)
+		}
+	})
+
+	t.Run("CtrlBackslashStopsResumable", func(t *testing.T) {
+		dir, db := newRun(t)
+		p := startPTY(t, nil, "--store", "sqlite:"+db, "--thread", "t1", "--dir", dir, "$ echo x")
+		p.expect(`\[a\]pprove`)
+		p.send("\x1c") // Ctrl-\: SIGQUIT
+		p.expect(`stopped by SIGQUIT`)
+		if code := p.exit(); code != 143 {
+			t.Fatalf("exit %d, want 143:\n%s", code, p.screen())
 		}
 	})
 
@@ -277,6 +321,12 @@ if [ $n = 1 ]; then echo '{"cmd": 5}' > "$1"; else echo '{"cmd": "echo edited >>
 		// for the closed prompt does not carry over.
 		p.expect(`approval needed: bash \(2 of 2\)`)
 		p.expect(`cmd: echo two`)
+		// Keys pressed at once were meant for the closed prompt: not taken.
+		p.send("a\r")
+		time.Sleep(1200 * time.Millisecond)
+		if strings.Contains(p.screen(), "approved by") {
+			t.Fatalf("an Enter right after the prompt changed answered the new question:\n%s", p.screen())
+		}
 		p.send("a\r")
 		p.expect("`echo one`: denied: from the page")
 		if code := p.exit(); code != 0 {
@@ -291,7 +341,7 @@ if [ $n = 1 ]; then echo '{"cmd": 5}' > "$1"; else echo '{"cmd": "echo edited >>
 		p.expect(`\(2s left\) \[a\]pprove`)
 		p.expect(`\([01]s left\) \[a\]pprove`)
 		p.expect(`hitl_call_1_1: timed out, no answer within 3s`)
-		p.expect(`← bash: timed out`)
+		p.expect(`← bash \(call call_\d+_\d+\): timed out`)
 		p.expect("`echo late`: timed out waiting for approval")
 		if code := p.exit(); code != 0 {
 			t.Fatalf("exit %d:\n%s", code, p.screen())
@@ -340,6 +390,15 @@ if [ $n = 1 ]; then echo '{"cmd": 5}' > "$1"; else echo '{"cmd": "echo edited >>
 			t.Fatalf("out.txt holds %q", b)
 		}
 	})
+}
+
+// A question nobody can answer — no more input, a memory store no other
+// process sees, no deadline — stops the run instead of waiting forever.
+func TestRunNobodyCanAnswer(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "run", "--approval-timeout", "0", "--dir", t.TempDir(), "$ echo x")
+	if code != 1 || !strings.Contains(errOut, "nobody can answer hitl_call_1_1") {
+		t.Fatalf("exit %d, want 1:\n%s\n%s", code, out, errOut)
+	}
 }
 
 // TestRunWithoutATerminal: stdin is not a terminal (CI). The questions

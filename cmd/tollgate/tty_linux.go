@@ -63,3 +63,9 @@ func dieWithParentGoRun() {
 		os.Exit(143)
 	}
 }
+
+// suspend stops the process group, as Ctrl-Z would have without a
+// handler; it returns when the shell continues it (fg).
+func suspend() {
+	_ = unix.Kill(0, unix.SIGSTOP)
+}
