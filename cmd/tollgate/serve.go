@@ -153,7 +153,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stats, _ := h.Shutdown(shutCtx)
 	log.Info("tollgate: stopped; every unfinished run resumes at the next start",
 		"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
-	fmt.Fprintf(stdout, "tollgate: stopped: %d runs parked waiting for answers, %d cut off mid-way (they resume at the next start)\n", stats.Parked, stats.Active)
+	fmt.Fprintf(stdout, "tollgate: stopped: %s parked waiting for answers, %s cut off mid-way (they resume at the next start)\n", plural(stats.Parked, "run"), plural(stats.Active, "run"))
 	return 0
 }
 
