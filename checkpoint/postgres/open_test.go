@@ -147,21 +147,30 @@ func startingUp(l net.Listener, target string, n int32, refused *atomic.Int32) {
 		refused.Add(1)
 		go func() {
 			defer c.Close()
-			be := pgproto3.NewBackend(c, c)
-			for {
-				msg, err := be.ReceiveStartupMessage()
-				if err != nil {
-					return
-				}
-				if _, ok := msg.(*pgproto3.SSLRequest); ok {
-					c.Write([]byte("N"))
-					continue
-				}
-				break
+			be := startup(c)
+			if be == nil {
+				return
 			}
 			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "57P03", Message: "the database system is starting up"})
 			be.Flush()
 		}()
+	}
+}
+
+// startup reads a client's startup message on c as a server without TLS
+// does; nil when the client went away.
+func startup(c net.Conn) *pgproto3.Backend {
+	be := pgproto3.NewBackend(c, c)
+	for {
+		msg, err := be.ReceiveStartupMessage()
+		if err != nil {
+			return nil
+		}
+		if _, ok := msg.(*pgproto3.SSLRequest); ok {
+			c.Write([]byte("N"))
+			continue
+		}
+		return be
 	}
 }
 
@@ -442,4 +451,216 @@ func TestMustExist(t *testing.T) {
 		t.Fatalf("Open(MustExist) of a store tollgate made: %v", err)
 	}
 	s.Close()
+}
+
+// refusing answers every connection on l as a server that says no does:
+// it refuses TLS, asks for a password when password is set, and sends a
+// FATAL error with the code.
+func refusing(l net.Listener, code, message string, password bool, conns *atomic.Int32) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		conns.Add(1)
+		go func() {
+			defer c.Close()
+			be := startup(c)
+			if be == nil {
+				return
+			}
+			if password {
+				be.Send(&pgproto3.AuthenticationCleartextPassword{})
+				if err := be.Flush(); err != nil {
+					return
+				}
+				be.SetAuthType(pgproto3.AuthTypeCleartextPassword)
+				if _, err := be.Receive(); err != nil {
+					return
+				}
+			}
+			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: code, Message: message})
+			be.Flush()
+		}()
+	}
+}
+
+// A server that says no for good (a wrong password, a role it does not
+// let in, no such database) is not waited for, even when TLS was tried
+// first (sslmode=prefer, the default): Open fails at once, in one line
+// that says what to check and does not show the password.
+func TestOpenRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		code, message string
+		password      bool
+		want          string
+	}{
+		{"28P01", `password authentication failed for user "tollgate"`, true, "check the user name and password in the connection URL"},
+		{"28000", `no pg_hba.conf entry for host "127.0.0.1", user "tollgate", database "tollgate", no encryption`, false, "pg_hba.conf"},
+		{"3D000", `database "tollgate" does not exist`, false, "check the database name in the connection URL"},
+		{"42501", `permission denied for database "tollgate"`, false, "GRANT CONNECT"},
+	} {
+		t.Run(c.code, func(t *testing.T) {
+			t.Parallel()
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			var conns atomic.Int32
+			go refusing(l, c.code, c.message, c.password, &conns)
+			for _, dsn := range []string{
+				fmt.Sprintf("postgres://tollgate:s3cretPW@%s/tollgate", l.Addr()),
+				fmt.Sprintf("postgres://tollgate:s3cretPW@%s/tollgate?sslmode=disable", l.Addr()),
+			} {
+				start := time.Now()
+				_, err := postgres.Open(t.Context(), dsn, &postgres.Options{ConnectTimeout: time.Minute, MustExist: true})
+				elapsed := time.Since(start)
+				if err == nil || errors.Is(err, postgres.ErrUnavailable) {
+					t.Fatalf("Open = %v, want a refusal", err)
+				}
+				msg := err.Error()
+				if !strings.Contains(msg, "(SQLSTATE "+c.code+")") || !strings.Contains(msg, c.want) ||
+					strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") {
+					t.Errorf("%q: want one line with SQLSTATE %s and %q, without the password", msg, c.code, c.want)
+				}
+				if elapsed > 2*time.Second {
+					t.Errorf("Open took %v to fail, want < 2s: %v", elapsed, err)
+				}
+				t.Logf("%v (after %v)", err, elapsed.Round(time.Millisecond))
+			}
+			if n := conns.Load(); n > 3 {
+				t.Errorf("%d connections for 2 Opens, want at most 3 (TLS refused, then plain text; plain text)", n)
+			}
+		})
+	}
+}
+
+// The same against a real server, with the default sslmode (prefer: TLS
+// first, which the test server refuses).
+func TestOpenNoSuchDatabaseAtOnce(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/no_such_database"
+	q := u.Query()
+	q.Del("sslmode")
+	u.RawQuery = q.Encode()
+	start := time.Now()
+	_, err = postgres.Open(t.Context(), u.String(), &postgres.Options{ConnectTimeout: time.Minute})
+	if err == nil || errors.Is(err, postgres.ErrUnavailable) || !strings.Contains(err.Error(), "3D000") {
+		t.Fatalf("Open(no such database) = %v, want a refusal with SQLSTATE 3D000", err)
+	}
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("Open took %v to fail, want < 2s: %v", elapsed, err)
+	}
+	t.Log(err)
+}
+
+// A password with characters a URL reserves, not percent-encoded: no part
+// of it is in the error, whichever way the URL is misread.
+func TestOpenPasswordInURLNeverShown(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	for _, pw := range []string{"s3cr@tPW", "s3cr@t@PW", "s3cr/tPW", "s3cr#tPW", "s3cr?tPW", "s3cr%zztPW", "s3cr tPW", "s3cr:tPW"} {
+		dsn := fmt.Sprintf("postgres://tollgate:%s@127.0.0.1:%d/tollgate", pw, port)
+		_, err := postgres.Open(t.Context(), dsn, &postgres.Options{ConnectTimeout: time.Minute})
+		if err == nil {
+			t.Fatalf("%s: opened", dsn)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "s3cr") || strings.Contains(msg, "tPW") || strings.Contains(msg, "\n") {
+			t.Errorf("password %q: %q shows part of it", pw, msg)
+		}
+		t.Logf("password %q: %v", pw, err)
+	}
+}
+
+// ReadOnly reads a store, writing nothing and taking no lock, as a role
+// that may only read it; it refuses what MustExist refuses, and a schema
+// that needs a migration. MustExist refuses a role that may not write.
+func TestOpenReadOnly(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	schema := pgtest.Schema(t, dsn)
+	if _, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: schema, ReadOnly: true}); !errors.Is(err, postgres.ErrNoStore) {
+		t.Fatalf("Open(ReadOnly, no schema) = %v, want ErrNoStore", err)
+	}
+	s := open(t, dsn, schema, nil)
+	if err := s.CreateThread(t.Context(), &checkpoint.Thread{ID: "t", Status: checkpoint.ThreadIdle, Messages: []byte("[]")}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	r, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: schema, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("Open(ReadOnly): %v", err)
+	}
+	if _, err := r.LoadThread(t.Context(), "t"); err != nil {
+		t.Errorf("LoadThread: %v", err)
+	}
+	if err := r.CreateThread(t.Context(), &checkpoint.Thread{ID: "u", Status: checkpoint.ThreadIdle, Messages: []byte("[]")}); err == nil || !strings.Contains(err.Error(), "25006") {
+		t.Errorf("CreateThread on a ReadOnly store: %v, want a read-only transaction's refusal", err)
+	}
+	r.Close()
+
+	// A role that may read the tables and not write them.
+	role := "tg_reader_" + strings.TrimPrefix(schema, "tg_")
+	if err := pgtest.Exec(t.Context(), dsn, fmt.Sprintf(`CREATE ROLE %[1]s LOGIN; GRANT USAGE ON SCHEMA %[2]s TO %[1]s; GRANT SELECT ON ALL TABLES IN SCHEMA %[2]s TO %[1]s`, role, schema)); err != nil {
+		t.Logf("no role of its own (%v): the reader's privileges are not tested", err)
+	} else {
+		t.Cleanup(func() {
+			pgtest.Exec(context.Background(), dsn, fmt.Sprintf(`REVOKE ALL ON ALL TABLES IN SCHEMA %[2]s FROM %[1]s; REVOKE ALL ON SCHEMA %[2]s FROM %[1]s; DROP ROLE %[1]s`, role, schema))
+		})
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.User(role)
+		_, err = postgres.Open(t.Context(), u.String(), &postgres.Options{Schema: schema, MustExist: true})
+		if !errors.Is(err, postgres.ErrReadOnly) || !strings.Contains(err.Error(), role) {
+			t.Errorf("Open(MustExist) as a reader: %v, want ErrReadOnly naming the role", err)
+		}
+		t.Log(err)
+		r, err := postgres.Open(t.Context(), u.String(), &postgres.Options{Schema: schema, ReadOnly: true})
+		if err != nil {
+			t.Fatalf("Open(ReadOnly) as a reader: %v", err)
+		}
+		if _, err := r.LoadThread(t.Context(), "t"); err != nil {
+			t.Errorf("LoadThread as a reader: %v", err)
+		}
+		r.Close()
+	}
+
+	// An older schema: neither migrates it.
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	versions := func() int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(t.Context(), fmt.Sprintf("SELECT count(*) FROM %s.schema_version", schema)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := versions()
+	if _, err := conn.Exec(t.Context(), fmt.Sprintf(`DELETE FROM %s.schema_version WHERE version = (SELECT max(version) FROM %[1]s.schema_version)`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []postgres.Options{{Schema: schema, MustExist: true}, {Schema: schema, ReadOnly: true}} {
+		_, err := postgres.Open(t.Context(), dsn, &o)
+		if !errors.Is(err, postgres.ErrOlderSchema) {
+			t.Errorf("Open(MustExist %v, ReadOnly %v) of an older schema: %v, want ErrOlderSchema", o.MustExist, o.ReadOnly, err)
+		}
+		t.Log(err)
+	}
+	if n := versions(); n != before-1 {
+		t.Errorf("schema_version has %d rows after the refused Opens, want %d", n, before-1)
+	}
 }

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"embed"
 	"errors"
 	"fmt"
@@ -43,6 +45,14 @@ var (
 	// ErrNotTollgate: the schema holds tables that are not tollgate's.
 	// Open changes nothing in it.
 	ErrNotTollgate = errors.New("postgres: not a tollgate schema")
+	// ErrOlderSchema: [Options].MustExist or [Options].ReadOnly was set
+	// and the schema was made by an older tollgate: it needs a migration,
+	// which only an Open without them does. Open changes nothing in it.
+	ErrOlderSchema = errors.New("postgres: schema is older than this tollgate")
+	// ErrReadOnly: [Options].MustExist was set and the role may not
+	// write tollgate's tables (no privilege, or a read-only server or
+	// session).
+	ErrReadOnly = errors.New("postgres: store is read-only")
 )
 
 // noStore is [ErrNoStore]: [errors.Is] fs.ErrNotExist, without saying
@@ -81,10 +91,19 @@ type Options struct {
 	// passed to Open bounds it too.
 	ConnectTimeout time.Duration
 	// MustExist opens only a schema tollgate has made, for a program that
-	// reads or answers what another one wrote: a missing schema, or an
-	// empty one, is [ErrNoStore] and Open creates nothing. A schema of an
-	// older version is still brought up to date.
+	// answers what another one wrote: a missing schema, or an empty one,
+	// is [ErrNoStore] and Open creates nothing; a schema of an older
+	// version is [ErrOlderSchema] and is not migrated (that is for the
+	// program that keeps the store); a role that may not write the
+	// tables is [ErrReadOnly].
 	MustExist bool
+	// ReadOnly opens a schema tollgate has made only to read it, for a
+	// program that shows what another one wrote; it implies MustExist,
+	// but a role that may only read the tables is enough. Open writes
+	// nothing and takes no lock; every session is read-only
+	// (default_transaction_read_only), so a write of the store fails
+	// (SQLSTATE 25006).
+	ReadOnly bool
 	// PollInterval is how often the listener connection, while subscribers
 	// exist, also polls for changes (a safety net under LISTEN/NOTIFY and a
 	// liveness check of the connection: a poll that gets no answer within
@@ -186,9 +205,18 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ReadOnly {
+		o.MustExist = true
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, parseError(err)
+	}
+	if err := checkHosts(cfg.ConnConfig); err != nil {
+		return nil, err
+	}
+	if o.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	// Quoted, as in every statement: unquoted, PostgreSQL would fold a
 	// name with capital letters to lowercase, another schema.
@@ -208,7 +236,12 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := s.migrate(ctx, migs, o.MustExist); err != nil {
+	if o.ReadOnly {
+		err = s.check(ctx, len(migs))
+	} else {
+		err = s.migrate(ctx, migs, o.MustExist)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -255,33 +288,84 @@ func (s *Store) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// parseError is pgx's error for a connection string it cannot parse,
+// without the string: pgx hides the passwords it recognizes in it, but
+// cannot know where a password is in a string that does not parse.
+func parseError(err error) error {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	msg := pe.Error()
+	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
+		if i := strings.LastIndex(rest, "`: "); i >= 0 {
+			msg = rest[i+len("`: "):]
+		}
+	}
+	if pe.ConnString != "" && strings.Contains(msg, pe.ConnString) {
+		msg = "invalid connection string"
+	}
+	return &connectError{msg: "postgres: cannot parse the connection string: " + msg, errs: []error{err}}
+}
+
+// checkHosts refuses a host name with an @ in it. No host name has one:
+// it comes from a password (or user name) with an @ not written as %40,
+// where the URL's user information ends at the first @ and the rest of
+// the password is taken for the host, to be shown in every error.
+func checkHosts(cfg *pgx.ConnConfig) error {
+	hosts := []string{cfg.Host}
+	for _, fb := range cfg.Fallbacks {
+		hosts = append(hosts, fb.Host)
+	}
+	for _, h := range hosts {
+		if !strings.HasPrefix(h, "/") && strings.Contains(h, "@") {
+			return errors.New("postgres: the connection URL has an @ after its user information: write an @ in the user name or the password as %40")
+		}
+	}
+	return nil
+}
+
 func (s *Store) logf(level slog.Level, msg string, args ...any) {
 	s.log.Log(context.Background(), level, msg, args...)
 }
 
 // address names the server as the user wrote it, never with the password:
-// host:port, or the UNIX socket; then the fallback hosts.
+// host:port, or the UNIX socket; then the fallback hosts, each once.
 func (s *Store) address() string {
 	one := func(host string, port uint16) string {
 		if strings.HasPrefix(host, "/") {
 			_, sock := pgconn.NetworkAddress(host, port)
 			return "socket " + sock
 		}
+		// Never more than a host: what is before an @ would be part of
+		// a password (checkHosts refuses it before connecting).
+		if at := strings.LastIndex(host, "@"); at >= 0 {
+			host = host[at+1:]
+		}
 		return net.JoinHostPort(host, strconv.Itoa(int(port)))
 	}
-	addr := one(s.cfg.Host, s.cfg.Port)
-	for _, fb := range s.cfg.Fallbacks {
-		if fb.Host != s.cfg.Host || fb.Port != s.cfg.Port { // TLS then plain text: the same server
-			addr += ", " + one(fb.Host, fb.Port)
+	addrs := []string{one(s.cfg.Host, s.cfg.Port)}
+	for _, fb := range s.cfg.Fallbacks { // TLS then plain text: the same server
+		if a := one(fb.Host, fb.Port); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
 		}
 	}
-	return addr
+	return strings.Join(addrs, ", ")
+}
+
+// scrub hides the password in a message, should it be there.
+func (s *Store) scrub(msg string) string {
+	if pw := s.cfg.Password; len(pw) >= 4 {
+		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	}
+	return msg
 }
 
 // connectError is the error of a connection that failed for good: one
 // line, in the user's terms, naming the server.
 func (s *Store) connectError(err error, attempts int, waited time.Duration) error {
 	var pgErr *pgconn.PgError
+	var e *connectError
 	switch {
 	case transient(err):
 		msg := fmt.Sprintf("postgres: cannot connect to %s: %s", s.address(), reason(err))
@@ -289,15 +373,37 @@ func (s *Store) connectError(err error, attempts int, waited time.Duration) erro
 			msg = fmt.Sprintf("postgres: the database at %s was not ready after %v (%d attempts): %s",
 				s.address(), waited.Round(100*time.Millisecond), attempts, reason(err))
 		}
-		return &connectError{msg: msg, errs: []error{ErrUnavailable, err}}
+		e = &connectError{msg: msg, errs: []error{ErrUnavailable, err}}
 	case errors.As(err, &pgErr):
-		return &connectError{msg: fmt.Sprintf("postgres: connect to %s as user %q, database %q: %s",
-			s.address(), s.cfg.User, s.cfg.Database, reason(err)), errs: []error{err}}
+		msg := fmt.Sprintf("postgres: connect to %s as user %q, database %q: %s", s.address(), s.cfg.User, s.cfg.Database, reason(err))
+		if hint := refusalHint(pgErr.Code); hint != "" {
+			msg += "; " + hint
+		}
+		e = &connectError{msg: msg, errs: []error{err}}
 	case unreachable(err):
-		return &connectError{msg: fmt.Sprintf("postgres: cannot connect to %s: %s", s.address(), reason(err)),
+		e = &connectError{msg: fmt.Sprintf("postgres: cannot connect to %s: %s", s.address(), reason(err)),
 			errs: []error{ErrUnavailable, err}}
+	default:
+		e = &connectError{msg: fmt.Sprintf("postgres: connect to %s: %s", s.address(), reason(err)), errs: []error{err}}
 	}
-	return &connectError{msg: fmt.Sprintf("postgres: connect to %s: %s", s.address(), reason(err)), errs: []error{err}}
+	e.msg = s.scrub(e.msg)
+	return e
+}
+
+// refusalHint says what to check when the server refused the connection
+// for good.
+func refusalHint(code string) string {
+	switch {
+	case code == "28P01":
+		return "check the user name and password in the connection URL"
+	case code == "3D000":
+		return "check the database name in the connection URL (or create the database)"
+	case code == "42501":
+		return "the role may not connect to that database (GRANT CONNECT)"
+	case strings.HasPrefix(code, "28"):
+		return "the server does not let this user in from here (pg_hba.conf, the role's name)"
+	}
+	return ""
 }
 
 // connectError says why Open could not connect; it wraps [ErrUnavailable]
@@ -310,12 +416,16 @@ type connectError struct {
 func (e *connectError) Error() string   { return e.msg }
 func (e *connectError) Unwrap() []error { return e.errs }
 
-// reason is why a connection attempt failed, in a few words.
+// reason is why a connection attempt failed, in a few words: the server's
+// own refusal first, when it gave one.
 func reason(err error) string {
 	var dnsErr *net.DNSError
 	var pgErr *pgconn.PgError
+	if p := permanentPgError(err); p != nil {
+		pgErr = p
+	}
 	switch {
-	case errors.As(err, &pgErr):
+	case pgErr != nil || errors.As(err, &pgErr):
 		return fmt.Sprintf("%s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsNotFound {
@@ -360,24 +470,81 @@ var permanentErrnos = []syscall.Errno{syscall.ECONNREFUSED, syscall.ENOENT, sysc
 // down, out of connection slots, a connection broken or unanswered
 // midway). Not: nothing listening at the address, a host name that does
 // not resolve, a server that said no (authentication, no such database,
-// a bad parameter). When several addresses were tried (a name with several
-// addresses, fallback hosts, TLS then plain text), one transient failure
-// is enough.
+// a bad parameter), a TLS handshake that cannot succeed (no TLS there, a
+// certificate not trusted). When several addresses were tried (a name with
+// several addresses, fallback hosts, TLS then plain text), a server that
+// said no is final, and otherwise one transient failure is enough.
 func transient(err error) bool {
+	if permanentPgError(err) != nil {
+		return false
+	}
+	return transientAttempt(err)
+}
+
+// transientPgCode reports whether a server's refusal is one of a server
+// not ready yet.
+func transientPgCode(code string) bool {
+	return code == "57P01" || // admin_shutdown: the server is shutting down
+		code == "57P02" || // crash_shutdown
+		code == "57P03" || // cannot_connect_now: starting up or shutting down
+		strings.HasPrefix(code, "53") || // insufficient resources: too many connections, out of memory
+		(strings.HasPrefix(code, "08") && code != "08P01") // connection exceptions, but a protocol violation
+}
+
+// permanentPgError is the first refusal of the server in err that waiting
+// would not mend: a wrong password (28P01), a role not let in (28000), no
+// such database (3D000), no CONNECT privilege (42501), a bad parameter.
+func permanentPgError(err error) *pgconn.PgError {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *pgconn.PgError:
+		if transientPgCode(e.Code) {
+			return nil
+		}
+		return e
+	case interface{ Unwrap() []error }:
+		for _, x := range e.Unwrap() {
+			if p := permanentPgError(x); p != nil {
+				return p
+			}
+		}
+		return nil
+	}
+	return permanentPgError(errors.Unwrap(err))
+}
+
+// tlsFailure reports whether err is a TLS handshake that cannot succeed
+// by waiting: the server does not speak TLS, or its certificate is not
+// trusted.
+func tlsFailure(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var header tls.RecordHeaderError
+	var alert tls.AlertError
+	return errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &header) || errors.As(err, &alert)
+}
+
+// transientAttempt is [transient] without the search for a refusal.
+func transientAttempt(err error) bool {
+	if err != nil && (err.Error() == "server refused TLS connection" || tlsFailure(err)) {
+		return false
+	}
 	switch e := err.(type) {
 	case nil:
 		return false
 	case interface{ Unwrap() []error }:
 		for _, x := range e.Unwrap() {
-			if transient(x) {
+			if transientAttempt(x) {
 				return true
 			}
 		}
 		return false
 	case *pgconn.PgError:
-		return e.Code == "57P03" || // cannot_connect_now: starting up or shutting down
-			e.Code == "53300" || // too_many_connections
-			strings.HasPrefix(e.Code, "08") // connection exceptions
+		return transientPgCode(e.Code)
 	case *net.DNSError:
 		return false
 	case syscall.Errno:
@@ -387,7 +554,7 @@ func transient(err error) bool {
 		return false
 	}
 	if u := errors.Unwrap(err); u != nil {
-		return transient(u)
+		return transientAttempt(u)
 	}
 	return true // io.EOF, a reset, a timeout: the connection broke midway
 }
@@ -459,6 +626,14 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relna
 	if version > len(migs) {
 		return fmt.Errorf("%w: schema %s is at version %d, this binary knows up to %d; upgrade tollgate", ErrNewerSchema, s.schema, version, len(migs))
 	}
+	if mustExist {
+		if version < len(migs) {
+			return s.olderSchema(version, len(migs))
+		}
+		if err := s.checkWritable(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if version == len(migs) {
 		return tx.Commit(ctx)
 	}
@@ -487,6 +662,103 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relna
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: migrate: commit: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) olderSchema(version, known int) error {
+	return fmt.Errorf("%w: schema %s of database %q at %s is at version %d, this tollgate needs %d; a program that keeps the store (tollgate serve) upgrades it when it opens it",
+		ErrOlderSchema, s.schema, s.cfg.Database, s.address(), version, known)
+}
+
+// writtenTables are the tables a store writes, and how.
+var writtenTables = []struct{ table, privilege string }{
+	{"threads", "INSERT"}, {"threads", "UPDATE"}, {"tool_calls", "INSERT"}, {"tool_calls", "UPDATE"},
+	{"questions", "INSERT"}, {"questions", "UPDATE"}, {"events", "INSERT"},
+}
+
+// checkWritable refuses a session that cannot write the store: a
+// read-only server (a standby) or session, or a role without the
+// privileges.
+func (s *Store) checkWritable(ctx context.Context, tx pgx.Tx) error {
+	var ro string
+	if err := tx.QueryRow(ctx, "SELECT current_setting('transaction_read_only')").Scan(&ro); err != nil {
+		return fmt.Errorf("postgres: open: %w", err)
+	}
+	if ro == "on" {
+		return fmt.Errorf("%w: the session of user %q on database %q at %s is read-only (a standby, or default_transaction_read_only)",
+			ErrReadOnly, s.cfg.User, s.cfg.Database, s.address())
+	}
+	for _, t := range writtenTables {
+		var ok bool
+		// The privilege check of the current role: also when it has the
+		// privileges through membership of another.
+		if err := tx.QueryRow(ctx, "SELECT has_table_privilege(to_regclass($1), $2)", pgx.Identifier{s.schema, t.table}.Sanitize(), t.privilege).Scan(&ok); err != nil {
+			return fmt.Errorf("postgres: open: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: user %q may not write table %s of schema %s (%s) in database %q at %s",
+				ErrReadOnly, s.cfg.User, t.table, s.schema, t.privilege, s.cfg.Database, s.address())
+		}
+	}
+	return nil
+}
+
+// check is what migrate does for a store opened ReadOnly, without a
+// write or a lock: the schema is tollgate's, and at this binary's
+// version. One read-only snapshot: a migration elsewhere is seen whole
+// or not at all.
+func (s *Store) check(ctx context.Context, known int) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("postgres: open: %w", err)
+	}
+	defer tx.Rollback(context.Background())
+	var tables []string
+	rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relname`, s.schema)
+	if err == nil {
+		tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: open: %w", err)
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", s.schema).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: open: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("%w: database %q at %s has no schema %s (tollgate serve creates it when it first starts on the database)",
+			ErrNoStore, s.cfg.Database, s.address(), s.schema)
+	}
+	if !slices.Contains(tables, "schema_version") {
+		if len(tables) > 0 {
+			shown := tables
+			if len(shown) > 5 {
+				shown = append(shown[:5:5], "...")
+			}
+			return fmt.Errorf("%w: schema %s holds other tables (%s); choose another schema", ErrNotTollgate, s.schema, strings.Join(shown, ", "))
+		}
+		return fmt.Errorf("%w: schema %s of database %q at %s is empty (tollgate serve creates its tables when it first starts on the database)",
+			ErrNoStore, s.schema, s.cfg.Database, s.address())
+	}
+	versionTable := pgx.Identifier{s.schema, "schema_version"}.Sanitize()
+	var comment *string
+	if err := tx.QueryRow(ctx, "SELECT obj_description(to_regclass($1), 'pg_class')", versionTable).Scan(&comment); err != nil {
+		return fmt.Errorf("postgres: open: %w", err)
+	}
+	if comment == nil || *comment != marker {
+		return fmt.Errorf("%w: schema %s has a schema_version table that is not tollgate's", ErrNotTollgate, s.schema)
+	}
+	var version int
+	if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+versionTable).Scan(&version); err != nil {
+		return fmt.Errorf("postgres: open: %w", err)
+	}
+	switch {
+	case version > known:
+		return fmt.Errorf("%w: schema %s is at version %d, this binary knows up to %d; upgrade tollgate", ErrNewerSchema, s.schema, version, known)
+	case version < known:
+		return s.olderSchema(version, known)
 	}
 	return nil
 }

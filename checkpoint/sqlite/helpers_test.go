@@ -2,8 +2,40 @@ package sqlite_test
 
 import (
 	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
+
+// migrationSQL is the text of the named migrations, one after the other:
+// the schema an older tollgate made.
+func migrationSQL(t *testing.T, names ...string) string {
+	t.Helper()
+	var schema strings.Builder
+	for _, name := range names {
+		b, err := os.ReadFile("migrations/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema.Write(b)
+	}
+	return schema.String()
+}
+
+// readOnlyFile makes the file at path, and its directory, read-only
+// until the test ends (for a user who is not root).
+func readOnlyFile(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+}
 
 // execSQL runs statements on a file with a plain connection, as another
 // program (or a future tollgate) would.

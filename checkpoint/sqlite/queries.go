@@ -55,6 +55,9 @@ type statements struct {
 func (s *Store) prepare(ctx context.Context) error {
 	s.stmts = statements{w: map[string]*sql.Stmt{}, r: map[string]*sql.Stmt{}}
 	for _, q := range writeQueries {
+		if s.readOnly {
+			break // never used: every write fails first
+		}
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("sqlite: prepare: %w", err)

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	msqlite "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
@@ -42,7 +43,24 @@ var (
 	// ErrCorrupt: the file starts like an SQLite database but SQLite
 	// cannot read it (damaged or truncated). Open leaves it untouched.
 	ErrCorrupt = errors.New("sqlite: database file is corrupt")
+	// ErrOlderSchema: [Options].MustExist or [Options].ReadOnly was set
+	// and the database was written by an older tollgate: its schema needs
+	// a migration, which only an Open without them does. Open leaves the
+	// file untouched.
+	ErrOlderSchema = errors.New("sqlite: database schema is older than this tollgate")
+	// ErrReadOnly: the database may not be written: Open found the file
+	// (or its directory, where SQLite keeps its -wal and -shm files)
+	// read-only for this process, or a write was attempted on a store
+	// opened with [Options].ReadOnly.
+	ErrReadOnly = errors.New("sqlite: database is read-only")
 )
+
+// isReadOnly reports whether err is SQLite saying it may not write
+// (SQLITE_READONLY, any extended code: the file, its directory, ...).
+func isReadOnly(err error) bool {
+	var e *msqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 8
+}
 
 // corrupt reports whether err is SQLite saying the file is damaged.
 func corrupt(err error) bool {
@@ -87,13 +105,27 @@ type Options struct {
 	// [slog.Default].
 	Logger *slog.Logger
 	// MustExist opens only a tollgate database that is already there, for
-	// a program that reads or answers what another one wrote: Open then
-	// creates nothing (no file, no -wal or -shm), fails with an error
-	// that [errors.Is] [fs.ErrNotExist] when the file does not exist, and
-	// with [ErrNotTollgate] for an empty file or an SQLite database
-	// without tollgate's tables. A database of an older schema is still
-	// brought up to date.
+	// a program that answers what another one wrote: Open then creates
+	// nothing (no file; no -wal or -shm but those SQLite keeps while the
+	// store is open), fails with an error that [errors.Is]
+	// [fs.ErrNotExist] when the file does not exist, with
+	// [ErrNotTollgate] for an empty file or an SQLite database without
+	// tollgate's tables, with [ErrOlderSchema] for a database whose
+	// schema needs a migration (it is not migrated: that is for the
+	// program that keeps the store), and with [ErrReadOnly] when this
+	// process may not write it.
 	MustExist bool
+	// ReadOnly opens a tollgate database that is already there only to
+	// read it, for a program that shows what another one wrote; it
+	// implies MustExist. Nothing is written, not even by SQLite: the
+	// connections are read-only (mode=ro, query_only), there is no
+	// migration and no switch to WAL, and no -wal or -shm file is
+	// created. A database that no process has open (no -wal file beside
+	// it) is read as it is on disk (SQLite's immutable=1), so that a user
+	// who may only read the file and its directory can read it; one that
+	// is open elsewhere is read through its -wal and -shm, seeing every
+	// commit. Every write of the store fails with [ErrReadOnly].
+	ReadOnly bool
 }
 
 // Store is a [checkpoint.Store] in one SQLite file. All writes go through
@@ -106,7 +138,10 @@ type Store struct {
 	log    *slog.Logger
 	hub    *hub
 	memory bool
-	stmts  statements
+	// readOnly: opened with [Options].ReadOnly; w is r, and every
+	// write fails with ErrReadOnly.
+	readOnly bool
+	stmts    statements
 
 	closeOnce sync.Once
 	closeErr  error
@@ -154,7 +189,8 @@ func migrations() ([]migration, error) {
 // private in-memory database for ":memory:", and brings its schema up to
 // date. It refuses, leaving the file untouched, a file that is not a
 // tollgate database ([ErrNotTollgate]) or one written by a newer tollgate
-// ([ErrNewerSchema]).
+// ([ErrNewerSchema]). [Options].MustExist and [Options].ReadOnly open only
+// a database that is there and up to date, and change nothing in it.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -188,7 +224,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 
-	s := &Store{clk: o.Clock, log: o.Logger}
+	if o.ReadOnly {
+		o.MustExist = true
+	}
+	s := &Store{clk: o.Clock, log: o.Logger, readOnly: o.ReadOnly}
 	if path == ":memory:" && o.MustExist {
 		return nil, errors.New("sqlite: MustExist: an in-memory database never exists before Open")
 	}
@@ -215,10 +254,30 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		}
 		// Look before touching: switching a file to WAL, or a migration,
 		// would write to someone else's database.
-		if err := inspect(ctx, abs, len(migs), o.BusyTimeout, o.MustExist); err != nil {
+		if err := inspect(ctx, abs, len(migs), o.BusyTimeout, o.MustExist, o.ReadOnly); err != nil {
 			return nil, err
 		}
 		busy := strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
+		if o.ReadOnly {
+			params, err := readOnlyParams(abs)
+			if err != nil {
+				return nil, err
+			}
+			params["_pragma"] = []string{"busy_timeout(" + busy + ")", "query_only(1)"}
+			r, err := sql.Open("sqlite", fileURI(abs, params))
+			if err != nil {
+				return nil, err
+			}
+			r.SetMaxOpenConns(o.Readers)
+			r.SetMaxIdleConns(o.Readers)
+			s.w, s.r = r, r
+			if err := s.prepare(ctx); err != nil {
+				s.closeDBs()
+				return nil, openError(abs, err)
+			}
+			s.hub = newHub(s, o.PollInterval)
+			return s, nil
+		}
 		// No journal_mode here: switching to WAL is done once, by
 		// enableWAL (SQLite does not wait for a lock there), and is
 		// persistent in the file.
@@ -252,16 +311,16 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.w, s.r = w, r
 		if err := enableWAL(ctx, w, o.BusyTimeout); err != nil {
 			s.closeDBs()
-			return nil, err
+			return nil, openError(abs, err)
 		}
 	}
-	if err := s.migrate(ctx, migs); err != nil {
+	if err := s.migrate(ctx, migs, o.MustExist); err != nil {
 		s.closeDBs()
-		return nil, err
+		return nil, openError(path, err)
 	}
 	if err := s.prepare(ctx); err != nil {
 		s.closeDBs()
-		return nil, err
+		return nil, openError(path, err)
 	}
 	poll := o.PollInterval
 	if s.memory {
@@ -269,6 +328,59 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	s.hub = newHub(s, poll)
 	return s, nil
+}
+
+// openError is err, wrapping [ErrReadOnly] too when SQLite said it may
+// not write.
+func openError(name string, err error) error {
+	if isReadOnly(err) && !errors.Is(err, ErrReadOnly) {
+		return fmt.Errorf("%w: %s may not be written by this process: %w", ErrReadOnly, name, err)
+	}
+	return err
+}
+
+// readOnlyParams are the URI parameters of a connection that reads the
+// database at abs and never writes anything: not the file, nor a -wal or
+// -shm beside it. SQLite reads a WAL database through its -shm file, and
+// creates the -wal and -shm files when they are not there (where a
+// read-only connection then cannot remove them again); it cannot create
+// them in a directory it may not write, and fails. A WAL database without
+// a -wal file is one that no connection has open (the last to close
+// removes it; a crash leaves it): all of it is in the file, and it is read
+// with immutable=1, which needs no -shm and takes no lock. Another process
+// opening it while it is read writes to a new -wal, which is not seen:
+// the read is of the moment it began.
+func readOnlyParams(abs string) (url.Values, error) {
+	params := url.Values{"mode": {"ro"}}
+	wal, err := walMode(abs)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if !wal {
+		return params, nil // a rollback journal: shared locks, no file made
+	}
+	switch _, err := os.Lstat(abs + "-wal"); {
+	case errors.Is(err, fs.ErrNotExist):
+		params.Set("immutable", "1")
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return params, nil
+}
+
+// walMode reports whether the SQLite file at abs is in WAL mode (its
+// header's file format versions are 2).
+func walMode(abs string) (bool, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var head [20]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return false, nil // too short to be in WAL mode; inspect says what it is
+	}
+	return head[18] == 2 && head[19] == 2, nil
 }
 
 func randomName() string {
@@ -288,8 +400,10 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 
 // inspect refuses a file that exists and is not a tollgate database, or
 // whose schema is newer than known, without writing to it; with
-// mustExist, also a file that is not there or holds no tollgate database.
-func inspect(ctx context.Context, abs string, known int, busy time.Duration, mustExist bool) error {
+// mustExist, also a file that is not there, holds no tollgate database or
+// has an older schema, and unless readOnly, one this process may not
+// write.
+func inspect(ctx context.Context, abs string, known int, busy time.Duration, mustExist, readOnly bool) error {
 	f, err := os.Open(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		if mustExist {
@@ -312,13 +426,31 @@ func inspect(ctx context.Context, abs string, known int, busy time.Duration, mus
 	if err != nil && err != io.ErrUnexpectedEOF || !bytes.Equal(head[:n], sqliteHeader) {
 		return fmt.Errorf("%w: %s is not an SQLite file", ErrNotTollgate, abs)
 	}
+	if mustExist && !readOnly {
+		// Opening the file for writing changes nothing in it (nor its
+		// times); SQLite would fall back to reading it without a word,
+		// and fail at the first write.
+		f, err := os.OpenFile(abs, os.O_RDWR, 0)
+		if err != nil {
+			if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+				return fmt.Errorf("%w: %s may not be written by this process: %w", ErrReadOnly, abs, err)
+			}
+			return fmt.Errorf("sqlite: %w", err)
+		}
+		f.Close()
+	}
 
 	// Read-only, and no pragma that writes (busy_timeout only waits for
-	// another process migrating the file).
-	db, err := sql.Open("sqlite", fileURI(abs, url.Values{
-		"mode":    {"ro"},
-		"_pragma": {"busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")"},
-	}))
+	// another process migrating the file). For ReadOnly, as the store's
+	// connections will be: creating nothing beside the file either.
+	params := url.Values{"mode": {"ro"}}
+	if readOnly {
+		if params, err = readOnlyParams(abs); err != nil {
+			return err
+		}
+	}
+	params["_pragma"] = []string{"busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")"}
+	db, err := sql.Open("sqlite", fileURI(abs, params))
 	if err != nil {
 		return fmt.Errorf("sqlite: inspect %s: %w", abs, err)
 	}
@@ -338,12 +470,28 @@ func inspect(ctx context.Context, abs string, known int, busy time.Duration, mus
 		return fmt.Errorf("%w: %s: %w", ErrCorrupt, abs, err)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: inspect %s: %w", abs, err)
+		return openError(abs, fmt.Errorf("sqlite: inspect %s: %w", abs, err))
 	}
 	if mustExist && st.appID == 0 && len(st.tables) == 0 {
 		return fmt.Errorf("%w: %s is an empty SQLite database", ErrNotTollgate, abs)
 	}
-	return st.check(abs, known)
+	if err := st.check(abs, known); err != nil {
+		return err
+	}
+	if mustExist {
+		return st.current(abs, known)
+	}
+	return nil
+}
+
+// current refuses a tollgate database whose schema is older than known
+// (or that has no tables yet: a file whose creation did not finish).
+func (st dbState) current(name string, known int) error {
+	if st.version < known {
+		return fmt.Errorf("%w: %s has schema version %d, this tollgate needs %d; a program that keeps the store (tollgate serve) upgrades it when it opens it",
+			ErrOlderSchema, name, st.version, known)
+	}
+	return nil
 }
 
 // dbState is what decides whether a database may be opened.
@@ -449,8 +597,9 @@ func isBusy(err error) bool {
 
 // migrate applies the migrations the database lacks, all in one
 // transaction (BEGIN IMMEDIATE: two processes opening a new file at once
-// take turns, and the second finds the work done).
-func (s *Store) migrate(ctx context.Context, migs []migration) error {
+// take turns, and the second finds the work done). With mustExist it
+// applies none: a database that lacks some is ErrOlderSchema.
+func (s *Store) migrate(ctx context.Context, migs []migration, mustExist bool) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: open: %w", err)
@@ -462,6 +611,11 @@ func (s *Store) migrate(ctx context.Context, migs []migration) error {
 	}
 	if err := st.check("the database", len(migs)); err != nil {
 		return err
+	}
+	if mustExist {
+		if err := st.current("the database", len(migs)); err != nil {
+			return err
+		}
 	}
 	if st.version == len(migs) {
 		return tx.Commit()

@@ -401,14 +401,7 @@ func TestTimeOutOfRange(t *testing.T) {
 // backfill is not a change of the questions: change_seq stays.
 func TestMigrateQuestionTool(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tollgate.db")
-	var schema strings.Builder
-	for _, name := range []string{"0001_init.sql", "0002_microseconds.sql"} {
-		b, err := os.ReadFile("migrations/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		schema.Write(b)
-	}
+	schema := migrationSQL(t, "0001_init.sql", "0002_microseconds.sql")
 	// SQLite kept what PostgreSQL would have refused.
 	cases := append(slices.Clone(migrationtest.ToolCases), migrationtest.ToolCase{ID: "not-json", Payload: `tool_name: bash`})
 	var rows []string
@@ -419,7 +412,7 @@ func TestMigrateQuestionTool(t *testing.T) {
 		}
 		rows = append(rows, fmt.Sprintf("(%d, 't', '%s', 'run-1', '', 'approve', %s, '', 'pending', NULL, '', '', 1, NULL, NULL, %d)", i+1, c.ID, payload, 100+i))
 	}
-	execSQL(t, path, schema.String()+`
+	execSQL(t, path, schema+`
 CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT;
 INSERT INTO schema_version VALUES (1, '0001_init.sql', 0), (2, '0002_microseconds.sql', 0);
 INSERT INTO questions (seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at, change_seq)

@@ -76,6 +76,9 @@ func decJSON(s sql.NullString) json.RawMessage {
 // write runs f in one write transaction (BEGIN IMMEDIATE on the single
 // writer connection) and commits it.
 func (s *Store) write(ctx context.Context, f func(tx *sql.Tx) error) error {
+	if s.readOnly {
+		return fmt.Errorf("%w: opened with ReadOnly", ErrReadOnly)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)

@@ -7,19 +7,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/display"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
@@ -90,6 +94,10 @@ func (r *refusal) Error() string { return r.message }
 type sourceFlags struct {
 	store         *string
 	server, token string
+	// writes is what the command does to the source, "answer" or
+	// "abort"; "" for a command that only reads, which opens a store
+	// read-only (writing nothing, and needing no write access).
+	writes string
 }
 
 // sourceFlagsHelp is the examples block of the source flags, for every
@@ -159,12 +167,18 @@ func (f *sourceFlags) open(ctx context.Context, fs *flagSet) (source, error) {
 		}
 		return c, nil
 	}
-	return openStoreSource(ctx, *f.store)
+	src, err := openStoreSource(ctx, *f.store, f.writes != "")
+	if errors.Is(err, storeurl.ErrReadOnly) {
+		return nil, fmt.Errorf("cannot %s: %w", f.writes, err)
+	}
+	return src, err
 }
 
 // apiClient is a client of a tollgate server's HTTP API.
 type apiClient struct {
-	base  string // scheme://host[:port][/prefix], no trailing slash
+	base string // scheme://host[:port][/prefix], no trailing slash
+	// shown is base fit for a message: without a password.
+	shown string
 	token string
 	http  *http.Client
 }
@@ -177,13 +191,14 @@ func newAPIClient(base, token string) (*apiClient, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--server %q: want the address of a tollgate serve, such as http://127.0.0.1:8080", base)
+		return nil, fmt.Errorf("--server %s: want the address of a tollgate serve, such as http://127.0.0.1:8080", display.Line(storeurl.Redacted(base)))
 	}
+	base = strings.TrimSuffix(base, "/")
 	// An abort may take the server up to 30 s.
-	return &apiClient{base: strings.TrimSuffix(base, "/"), token: token, http: &http.Client{Timeout: time.Minute}}, nil
+	return &apiClient{base: base, shown: display.Line(storeurl.Redacted(base)), token: token, http: &http.Client{Timeout: time.Minute}}, nil
 }
 
-func (c *apiClient) where() string { return "the server at " + c.base }
+func (c *apiClient) where() string { return "the server at " + c.shown }
 func (c *apiClient) close()        {}
 
 // apiError is an error response of the API.
@@ -211,7 +226,8 @@ func (c *apiClient) do(ctx context.Context, method, path string, query url.Value
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return err
+		// Not err: it would show the URL, password and all.
+		return fmt.Errorf("cannot ask the server at %s: the request's URL is not valid", c.shown)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -228,19 +244,19 @@ func (c *apiClient) do(ctx context.Context, method, path string, query url.Value
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("cannot reach the server at %s: %v", c.base, err)
+		return fmt.Errorf("cannot reach the server at %s: %v", c.shown, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("reading the answer of the server at %s: %v", c.base, err)
+		return fmt.Errorf("reading the answer of the server at %s: %v", c.shown, err)
 	}
 	if res.StatusCode/100 == 2 {
 		if out == nil {
 			return nil
 		}
 		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("the server at %s sent what tollgate cannot read (is it a tollgate serve?): %v", c.base, err)
+			return fmt.Errorf("the server at %s sent what tollgate cannot read (is it a tollgate serve?): %v", c.shown, err)
 		}
 		return nil
 	}
@@ -261,31 +277,76 @@ func (c *apiClient) errorOf(res *http.Response, raw []byte) error {
 	e := &apiError{status: res.StatusCode}
 	if json.Unmarshal(raw, &body) != nil || body.Error.Code == "" {
 		// Not the API's error: a proxy, another program on the port.
-		text := strings.TrimSpace(string(raw))
-		if len(text) > 200 {
-			text = text[:200] + "…"
-		}
 		e.code = "http_" + strconv.Itoa(res.StatusCode)
-		e.message = fmt.Sprintf("the server at %s answered %s (is it a tollgate serve?) %s", c.base, res.Status, text)
+		e.message = fmt.Sprintf("the server at %s answered %s", c.shown, display.Line(clip(res.Status, 100)))
+		if text := serverText(raw, res.Header.Get("Content-Type")); text != "" {
+			e.message += ": " + text
+		}
+		e.message += " (is it a tollgate serve?)"
 		return e
 	}
-	e.code, e.message, e.problems = body.Error.Code, body.Error.Message, body.Error.Problems
+	// The server's words, shown as they are, never as escape sequences.
+	e.code, e.message, e.problems = body.Error.Code, display.Line(clip(body.Error.Message, 2000)), body.Error.Problems
 	if body.Question != nil {
 		e.question = body.Question.question()
 	}
 	switch e.code {
 	case "unauthenticated":
 		if c.token == "" {
-			e.message = fmt.Sprintf("the server at %s needs a token: give --token or set TOLLGATE_TOKEN", c.base)
+			e.message = fmt.Sprintf("the server at %s needs a token: give --token or set TOLLGATE_TOKEN", c.shown)
 		} else {
-			e.message = fmt.Sprintf("the server at %s does not know this token: check --token or TOLLGATE_TOKEN", c.base)
+			e.message = fmt.Sprintf("the server at %s does not know this token: check --token or TOLLGATE_TOKEN", c.shown)
 		}
 	case "forbidden":
-		e.message = fmt.Sprintf("the server at %s refused: %s", c.base, e.message)
+		e.message = fmt.Sprintf("the server at %s refused: %s", c.shown, e.message)
 	case "unavailable", "internal":
-		e.message = fmt.Sprintf("the server at %s failed: %s", c.base, e.message)
+		e.message = fmt.Sprintf("the server at %s failed: %s", c.shown, e.message)
 	}
 	return e
+}
+
+// serverText is the body of a response that is not the API's, fit for one
+// line of a message: its first line that is not blank (of an HTML page,
+// the title, else the text without the markup), clipped to 200
+// characters, with controls and invisible characters shown as
+// display.Line shows them (never as escape sequences for the terminal).
+func serverText(raw []byte, contentType string) string {
+	text := string(raw)
+	if strings.Contains(strings.ToLower(contentType), "html") || strings.HasPrefix(strings.TrimSpace(text), "<") {
+		if m := htmlTitle.FindStringSubmatch(text); m != nil && strings.TrimSpace(m[1]) != "" {
+			text = m[1]
+		} else {
+			text = htmlTag.ReplaceAllString(htmlHidden.ReplaceAllString(text, " "), " ")
+		}
+		text = html.UnescapeString(text)
+	}
+	for line := range strings.Lines(text) {
+		if line = strings.Join(strings.Fields(line), " "); line != "" {
+			return display.Line(clip(line, 200))
+		}
+	}
+	return ""
+}
+
+var (
+	htmlTitle  = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+	htmlHidden = regexp.MustCompile(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>|<!--.*?-->`)
+	htmlTag    = regexp.MustCompile(`(?s)<[^>]*>`)
+)
+
+// clip cuts s to at most n characters, marking the cut with "…". A string
+// that is not UTF-8 is cut between bytes.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i < len(s) && count < n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	return s[:i] + "…"
 }
 
 // notFound turns a 404 into an error wrapping checkpoint.ErrNotFound.
@@ -489,7 +550,7 @@ func listAll[T any](ctx context.Context, c *apiClient, path, key string, q url.V
 		var items []T
 		var next string
 		if err := json.Unmarshal(page[key], &items); err != nil {
-			return nil, fmt.Errorf("the server at %s sent a list tollgate cannot read: %v", c.base, err)
+			return nil, fmt.Errorf("the server at %s sent a list tollgate cannot read: %v", c.shown, err)
 		}
 		_ = json.Unmarshal(page["next_cursor"], &next)
 		out = append(out, items...)
@@ -624,9 +685,15 @@ type storeSource struct {
 var _ source = (*storeSource)(nil)
 
 // openStoreSource opens an existing store: one that is not there is an
-// error, never a new empty database.
-func openStoreSource(ctx context.Context, storeURL string) (*storeSource, error) {
-	st, err := storeurl.OpenExisting(ctx, storeURL)
+// error, never a new empty database. A store is opened read-only unless
+// the command writes to it (answers, aborts): reading needs no write
+// access, and writes nothing.
+func openStoreSource(ctx context.Context, storeURL string, write bool) (*storeSource, error) {
+	open := storeurl.OpenReadOnly
+	if write {
+		open = storeurl.OpenExisting
+	}
+	st, err := open(ctx, storeURL)
 	if err != nil {
 		return nil, err
 	}

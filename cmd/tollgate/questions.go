@@ -484,6 +484,7 @@ examples:
 func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "questions answer"
 	fs, sf := sourceCommand(name, questionsAnswerHelp, stderr)
+	sf.writes = "answer"
 	threadFlag := fs.String("thread", "", "the question's thread `ID` (or give it before the question id)")
 	by := fs.String("by", "", "store only: the `name` of who answers, recorded with the answer (default: $TOLLGATE_USER, else your login name)")
 	digest := fs.String("digest", "", "answer only if the call's `digest` is this one (as questions show prints it)")

@@ -301,6 +301,7 @@ examples:
 func threadsAbort(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	const name = "threads abort"
 	fs, sf := sourceCommand(name, threadsAbortHelp, stderr)
+	sf.writes = "abort"
 	reason := fs.String("reason", "", "`why`, recorded and given to the model (default \"aborted by NAME\")")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code

@@ -3,9 +3,10 @@
 // "postgres://..." / "postgresql://...".
 //
 // [Open] is for the commands that keep a store (serve, run): it creates
-// what is missing. [OpenExisting] is for those that read or answer what
-// they wrote: a store that is not there is an error, and nothing is
-// created.
+// what is missing and upgrades an older schema. [OpenExisting] is for
+// those that answer what they wrote, [OpenReadOnly] for those that only
+// read it: a store that is not there, or that an older tollgate made, is
+// an error, and nothing is created or migrated.
 package storeurl
 
 import (
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -29,23 +31,53 @@ import (
 // fail at once.
 const ConnectTimeout = 10 * time.Second
 
+// ErrReadOnly is wrapped by the error of [OpenExisting] for a store this
+// process may only read: a SQLite file (or its directory) it may not
+// write, a PostgreSQL role without the privileges or a read-only server.
+// Its message is "the store at X is read-only for you", and a command
+// says what it cannot do: "cannot answer: the store at X is read-only for
+// you".
+var ErrReadOnly = errors.New("the store is read-only")
+
+// mode is how a store is opened.
+type mode int
+
+const (
+	create   mode = iota // Open
+	existing             // OpenExisting: there, to write
+	readOnly             // OpenReadOnly: there, to read
+)
+
 // Open opens the store that url names, creating it if it does not exist
 // (a SQLite file, a PostgreSQL schema).
 func Open(ctx context.Context, url string) (checkpoint.Store, error) {
-	return open(ctx, url, false)
+	return open(ctx, url, create)
 }
 
 // OpenExisting opens the store that url names only if it exists and is a
-// tollgate store: a SQLite file that does not exist (or is empty, or is
-// another application's database), a PostgreSQL database without
-// tollgate's schema, and "memory" (a new, empty store) are errors that say
-// so, and nothing is created: no file, no -wal or -shm, no schema. An
-// error for a store that is not there wraps [fs.ErrNotExist].
+// tollgate store, to answer or abort what is in it: a SQLite file that does
+// not exist (or is empty, or is another application's database), a
+// PostgreSQL database without tollgate's schema, and "memory" (a new,
+// empty store) are errors that say so, and nothing is created: no file, no
+// schema. An error for a store that is not there wraps [fs.ErrNotExist];
+// one for a store this process may not write wraps [ErrReadOnly]. A store
+// an older tollgate made is not upgraded: the error says to open it once
+// with tollgate serve.
 func OpenExisting(ctx context.Context, url string) (checkpoint.Store, error) {
-	return open(ctx, url, true)
+	return open(ctx, url, existing)
 }
 
-func open(ctx context.Context, raw string, existing bool) (checkpoint.Store, error) {
+// OpenReadOnly opens the store that url names as [OpenExisting] does, to
+// read it only: it writes nothing, not even the -wal and -shm files of a
+// SQLite database (so reading needs only read access to the file and its
+// directory), and on PostgreSQL every session is read-only, so read access
+// to the tables is enough. Every write of the store fails.
+func OpenReadOnly(ctx context.Context, url string) (checkpoint.Store, error) {
+	return open(ctx, url, readOnly)
+}
+
+func open(ctx context.Context, raw string, m mode) (checkpoint.Store, error) {
+	existing := m != create
 	switch {
 	case raw == "memory":
 		if existing {
@@ -57,73 +89,152 @@ func open(ctx context.Context, raw string, existing bool) (checkpoint.Store, err
 		if path == "" {
 			return nil, fmt.Errorf("store %q: sqlite needs a path (sqlite:tollgate.db)", raw)
 		}
-		return openSQLite(ctx, path, existing)
+		return openSQLite(ctx, path, m)
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
-		s, err := postgres.Open(ctx, raw, &postgres.Options{ConnectTimeout: ConnectTimeout, MustExist: existing})
-		if err != nil {
-			return nil, err
+		s, err := postgres.Open(ctx, raw, &postgres.Options{ConnectTimeout: ConnectTimeout, MustExist: existing, ReadOnly: m == readOnly})
+		switch {
+		case err == nil:
+			return s, nil
+		case errors.Is(err, postgres.ErrOlderSchema):
+			return nil, olderError(Redacted(raw), err)
+		case errors.Is(err, postgres.ErrReadOnly):
+			why := strings.TrimPrefix(err.Error(), postgres.ErrReadOnly.Error()+": ")
+			return nil, &storeError{errs: []error{ErrReadOnly, err}, msg: fmt.Sprintf("the store at %s is read-only for you (%s)", Redacted(raw), why)}
 		}
-		return s, nil
+		return nil, err
 	case strings.HasSuffix(raw, ".db") || strings.HasSuffix(raw, ".sqlite"):
-		return openSQLite(ctx, raw, existing)
+		return openSQLite(ctx, raw, m)
 	}
 	return nil, fmt.Errorf("store %q: want memory, sqlite:PATH or a postgres:// URL", Redacted(raw))
 }
 
-func openSQLite(ctx context.Context, path string, existing bool) (checkpoint.Store, error) {
-	if existing && path == ":memory:" {
+func openSQLite(ctx context.Context, path string, m mode) (checkpoint.Store, error) {
+	if m != create && path == ":memory:" {
 		return nil, fmt.Errorf("store sqlite::memory: is new and empty here; name the store tollgate serve or tollgate run keeps, such as sqlite:tollgate.db")
 	}
-	s, err := sqlite.Open(ctx, path, &sqlite.Options{MustExist: existing})
+	s, err := sqlite.Open(ctx, path, &sqlite.Options{MustExist: m == existing, ReadOnly: m == readOnly})
 	switch {
 	case err == nil:
 		return s, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, &storeError{err: err, msg: fmt.Sprintf("no store at %s: the file does not exist "+
+		return nil, &storeError{errs: []error{err}, msg: fmt.Sprintf("no store at %s: the file does not exist "+
 			"(tollgate serve creates tollgate.db in the directory it starts in; give --store sqlite:PATH or set TOLLGATE_STORE)", path)}
 	case errors.Is(err, sqlite.ErrNotTollgate):
 		why := strings.TrimPrefix(err.Error(), sqlite.ErrNotTollgate.Error()+": ")
-		return nil, &storeError{err: err, msg: fmt.Sprintf("no store at %s: it is not a tollgate database (%s)", path, why)}
+		return nil, &storeError{errs: []error{err}, msg: fmt.Sprintf("no store at %s: it is not a tollgate database (%s)", path, why)}
 	case errors.Is(err, sqlite.ErrCorrupt):
 		why := strings.TrimPrefix(err.Error(), sqlite.ErrCorrupt.Error()+": ")
-		return nil, &storeError{err: err, msg: fmt.Sprintf("store %s: the database file is damaged (%s)", path, why)}
+		return nil, &storeError{errs: []error{err}, msg: fmt.Sprintf("store %s: the database file is damaged (%s)", path, why)}
+	case errors.Is(err, sqlite.ErrOlderSchema):
+		return nil, olderError(path, err)
+	case errors.Is(err, sqlite.ErrReadOnly) && m == existing:
+		return nil, &storeError{errs: []error{ErrReadOnly, err}, msg: fmt.Sprintf("the store at %s is read-only for you "+
+			"(writing it takes write access to the file and to its directory)", path)}
 	}
 	return nil, err
 }
 
+// olderError says that the store needs the migration only serve does.
+func olderError(shown string, err error) error {
+	return &storeError{errs: []error{err}, msg: fmt.Sprintf("store %s: this store was made by an older tollgate; "+
+		"open it once with tollgate serve to upgrade it", shown)}
+}
+
 // storeError says what is wrong with a store in the user's terms, and
-// wraps the error it comes from for [errors.Is].
+// wraps the errors it stands for, for [errors.Is].
 type storeError struct {
-	msg string
-	err error
+	msg  string
+	errs []error
 }
 
-func (e *storeError) Error() string { return e.msg }
-func (e *storeError) Unwrap() error { return e.err }
+func (e *storeError) Error() string   { return e.msg }
+func (e *storeError) Unwrap() []error { return e.errs }
 
-// Redacted returns a store URL, or any URL, fit to show: a password in it
-// is replaced by xxxxx. Anything else is returned as it is.
+// mask replaces a password.
+const mask = "xxxxx"
+
+// Redacted returns s, a store URL or any URL (a --server URL), fit to
+// show: every password in it is replaced by xxxxx, and nothing else is
+// changed.
+//
+// In a URL (SCHEME://...), the user information ends at the last @ that is
+// not part of a query parameter's value (so that a password with an @, a
+// /, a ? or a # not percent-encoded is hidden whole, however a parser
+// would misread it), and the password in it, after the first colon, is
+// replaced: postgres://me:s3cret@db/x gives postgres://me:xxxxx@db/x. The
+// values of query parameters password and sslpassword are replaced too:
+// postgres://db/x?password=s3cret gives postgres://db/x?password=xxxxx.
+// In a string of key=value words (host=db password=s3cret), the values of
+// password and sslpassword are replaced, quoted or not. Anything else
+// (memory, sqlite:PATH, a URL without a password) is returned as it is.
 func Redacted(s string) string {
-	if !strings.Contains(s, "://") {
-		return s
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return keywordPassword.ReplaceAllString(s, "${1}"+mask)
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		// Unparsable: still never show what may be a password.
-		if at := strings.LastIndex(s, "@"); at >= 0 {
-			if i := strings.Index(s, "://"); i >= 0 && i+3 < at {
-				return s[:i+3] + "xxxxx" + s[at:]
-			}
+	head, rest := s[:i+3], s[i+3:]
+	if at := userinfoEnd(rest); at >= 0 {
+		if user, _, hasPassword := strings.Cut(rest[:at], ":"); hasPassword {
+			head += user + ":" + mask + "@"
+			rest = rest[at+1:]
 		}
-		return s
 	}
-	if _, has := u.User.Password(); has {
-		return u.Redacted()
+	q := strings.IndexByte(rest, '?')
+	if q < 0 {
+		return head + rest
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-		return u.String()
+	query, fragment, hasFragment := strings.Cut(rest[q+1:], "#")
+	fields := strings.Split(query, "&")
+	for j, f := range fields {
+		key, _, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		if k, err := url.QueryUnescape(key); err == nil && (strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword")) {
+			fields[j] = key + "=" + mask
+		}
 	}
-	return s
+	out := head + rest[:q+1] + strings.Join(fields, "&")
+	if hasFragment {
+		out += "#" + fragment
+	}
+	return out
 }
+
+// keywordPassword is a password=VALUE word of a key=value connection
+// string, quoted ('...', with \' inside) or not.
+var keywordPassword = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s]*)`)
+
+// userinfoEnd is the index in rest (a URL after its scheme://) of the @
+// that ends the user information, or -1: the last @ that is not in the
+// value of a query parameter (?user=me@example.com).
+func userinfoEnd(rest string) int {
+	for p := strings.LastIndexByte(rest, '@'); p >= 0; p = strings.LastIndexByte(rest[:p], '@') {
+		if !inQueryValue(rest, p) {
+			return p
+		}
+	}
+	return -1
+}
+
+// inQueryValue reports whether the @ at p is inside the value of a query
+// parameter: after a ? and in a field KEY=VALUE whose key is a plain name,
+// and followed in the value only by what a host or mail name holds (not
+// the / or : of a host and path that a misread password would leave).
+func inQueryValue(rest string, p int) bool {
+	if strings.IndexByte(rest[:p], '?') < 0 {
+		return false
+	}
+	start := strings.LastIndexAny(rest[:p], "?&") + 1
+	end := len(rest)
+	if e := strings.IndexAny(rest[p:], "&#"); e >= 0 {
+		end = p + e
+	}
+	key, _, ok := strings.Cut(rest[start:p], "=")
+	return ok && plainKey.MatchString(key) && plainValue.MatchString(rest[p+1:end])
+}
+
+var (
+	plainKey   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	plainValue = regexp.MustCompile(`^[A-Za-z0-9._%+-]*$`)
+)

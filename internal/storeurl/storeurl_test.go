@@ -2,6 +2,7 @@ package storeurl_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 )
 
@@ -138,12 +141,133 @@ func TestRedacted(t *testing.T) {
 		"postgres://me:s3cret@db:5432/x?sslmode=disable": "postgres://me:xxxxx@db:5432/x?sslmode=disable",
 		"postgres://me@db/x":                             "postgres://me@db/x",
 		"postgres://db/x?password=s3cret&user=me":        "postgres://db/x?password=xxxxx&user=me",
+		"postgres://db/x?sslpassword=s3cret":             "postgres://db/x?sslpassword=xxxxx",
+		"postgres://db/x?user=me@example.com":            "postgres://db/x?user=me@example.com",
+		"postgres://me:pw@db/x?user=me@example.com":      "postgres://me:xxxxx@db/x?user=me@example.com",
 		"sqlite:tollgate.db":                             "sqlite:tollgate.db",
+		"tollgate.db":                                    "tollgate.db",
 		"memory":                                         "memory",
-		"postgres://me:s3cret@[::1:5432/x":               "postgres://xxxxx@[::1:5432/x",
+		"postgres://me:s3cret@[::1:5432/x":               "postgres://me:xxxxx@[::1:5432/x",
+		"http://127.0.0.1:8080":                          "http://127.0.0.1:8080",
+		"http://me:s3cret@127.0.0.1:8080/prefix":         "http://me:xxxxx@127.0.0.1:8080/prefix",
+		"https://:s3cret@host":                           "https://:xxxxx@host",
+		// Reserved characters in the password, not percent-encoded.
+		"postgres://me:s3cr@tPW@127.0.0.1:1/x":   "postgres://me:xxxxx@127.0.0.1:1/x",
+		"postgres://me:s3cr/tPW@127.0.0.1:1/x":   "postgres://me:xxxxx@127.0.0.1:1/x",
+		"postgres://me:12/34@127.0.0.1:1/x":      "postgres://me:xxxxx@127.0.0.1:1/x",
+		"postgres://me:s3cr#tPW@127.0.0.1:1/x":   "postgres://me:xxxxx@127.0.0.1:1/x",
+		"postgres://me:s3cr?tPW@127.0.0.1:1/x":   "postgres://me:xxxxx@127.0.0.1:1/x",
+		"postgres://me:s3cr?a=b@127.0.0.1:1/x":   "postgres://me:xxxxx@127.0.0.1:1/x",
+		"postgres://me:s3cr%zztPW@127.0.0.1:1/x": "postgres://me:xxxxx@127.0.0.1:1/x",
+		"postgres://me:s3cr tPW@127.0.0.1:1/x":   "postgres://me:xxxxx@127.0.0.1:1/x",
+		// key=value connection strings.
+		"host=db user=me password=s3cret dbname=x": "host=db user=me password=xxxxx dbname=x",
+		"host=db password = 's3 cr\\'et' dbname=x": "host=db password = xxxxx dbname=x",
 	} {
 		if got := storeurl.Redacted(in); got != want {
 			t.Errorf("Redacted(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// OpenReadOnly reads what serve made without writing anything, and is
+// refused what OpenExisting is refused.
+func TestOpenReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	chdir(t, dir)
+	if _, err := storeurl.OpenReadOnly(t.Context(), "sqlite:typo.db"); !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "no store at typo.db: the file does not exist") {
+		t.Errorf("a missing file: %v", err)
+	}
+	if _, err := storeurl.OpenReadOnly(t.Context(), "memory"); err == nil {
+		t.Error("memory: opened")
+	}
+	s, err := storeurl.Open(t.Context(), "sqlite:tollgate.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before, err := os.Stat("tollgate.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = storeurl.OpenReadOnly(t.Context(), "sqlite:tollgate.db")
+	if err != nil {
+		t.Fatalf("OpenReadOnly: %v", err)
+	}
+	if _, _, err := s.ListThreads(t.Context(), checkpoint.ThreadFilter{}); err != nil {
+		t.Errorf("ListThreads: %v", err)
+	}
+	if err := s.CreateThread(t.Context(), &checkpoint.Thread{ID: "t", Status: checkpoint.ThreadIdle, Messages: []byte("[]")}); err == nil {
+		t.Error("CreateThread on a read-only store: no error")
+	}
+	s.Close()
+	after, err := os.Stat("tollgate.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 1 || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("OpenReadOnly wrote: %v, size %d -> %d, time %v -> %v", entries, before.Size(), after.Size(), before.ModTime(), after.ModTime())
+	}
+}
+
+// A store an older tollgate made is neither read nor answered here: the
+// error says, in the user's terms, what upgrades it, and nothing is
+// migrated.
+func TestOpenOlderSchema(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "old.db")
+	s, err := storeurl.Open(t.Context(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DELETE FROM schema_version WHERE version = (SELECT max(version) FROM schema_version)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for name, open := range map[string]func(context.Context, string) (checkpoint.Store, error){
+		"OpenExisting": storeurl.OpenExisting, "OpenReadOnly": storeurl.OpenReadOnly,
+	} {
+		_, err := open(t.Context(), "sqlite:"+path)
+		want := "store " + path + ": this store was made by an older tollgate; open it once with tollgate serve to upgrade it"
+		if err == nil || err.Error() != want || !errors.Is(err, sqlite.ErrOlderSchema) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+}
+
+// A store that may only be read: OpenExisting (to answer) says so in the
+// user's terms, OpenReadOnly reads it. Not as root, whom chmod does not
+// stop (TestOpenReadOnly checks that nothing is written).
+func TestOpenExistingReadOnlyFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("as root, a file's mode does not stop a write")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tollgate.db")
+	s, err := storeurl.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	_, err = storeurl.OpenExisting(t.Context(), path)
+	if !errors.Is(err, storeurl.ErrReadOnly) || !strings.HasPrefix(err.Error(), "the store at "+path+" is read-only for you") {
+		t.Errorf("OpenExisting of a read-only file: %v", err)
+	}
+	s, err = storeurl.OpenReadOnly(t.Context(), path)
+	if err != nil {
+		t.Fatalf("OpenReadOnly of a read-only file: %v", err)
+	}
+	s.Close()
 }
