@@ -28,6 +28,10 @@ func TestArgs(t *testing.T) {
 			[]string{"cmd:", "  cat <<EOF > f", "  line\tone⟨U+000D⟩", "  EOF", "dir: /tmp"}},
 		{"hostile key", map[string]any{"a\nb\u202e": "v"}, []string{"a⟨U+000A⟩b⟨U+202E⟩: v"}},
 		{"quotes not added", map[string]any{"q": `"quoted"`}, []string{`q: "quoted"`}},
+		{"padding counted, the rest in view", map[string]any{"cmd": "echo hi" + strings.Repeat(" ", 3000) + "&& rm -rf ~"},
+			[]string{"cmd: echo hi⟨3000 spaces⟩&& rm -rf ~"}},
+		{"blank lines counted, the rest in view", map[string]any{"cmd": "ls\n" + strings.Repeat("\n", 200) + "rm -rf ~\n"},
+			[]string{"cmd:", "  ls", "  ⟨200 blank lines⟩", "  rm -rf ~"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,9 @@
 //     [Text] shows each as ⟨U+XXXX⟩ (a byte of invalid UTF-8 as ⟨0xNN⟩),
 //     the same set the reviewer page marks, and [Hidden] counts them so
 //     that a caller can print a warning.
+//   - Padding does not push the rest out of view: more than 16 blank
+//     characters in a row read "⟨3000 spaces⟩", more than 3 blank lines
+//     "⟨200 blank lines⟩" ([Text], [Line], and so [Args] and [Result]).
 //   - JSON is shown without HTML escaping: `>>` reads as `>>`, never as
 //     `\u003e\u003e`, also when the stored JSON has such escapes ([JSON],
 //     [JSONIndent]); JSON given to a person to edit keeps the hidden

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -23,8 +24,13 @@ func visible(t *testing.T, what, s string) {
 	}
 }
 
+// padding matches what Text counts instead of showing: more than 16 blank
+// characters in a row, or more than 3 blank lines.
+var padding = regexp.MustCompile(`[\t\p{Zs}]{17}|(?:^|\n)(?:[\t\p{Zs}]*\r?\n){4}`)
+
 func FuzzText(f *testing.F) {
-	for _, s := range []string{"", "ls -la", hostile, "a\tb\nc\r\n", "\xff\xed\xa0\x80", "\U000E0041\U000E0100", "⟨U+202E⟩", "日本 😀"} {
+	for _, s := range []string{"", "ls -la", hostile, "a\tb\nc\r\n", "\xff\xed\xa0\x80", "\U000E0041\U000E0100", "⟨U+202E⟩", "日本 😀",
+		"a" + strings.Repeat(" ", 17) + "b", strings.Repeat(" \t\u00a0", 6), "a\n\n \n\r\n\t\nb", "\n\n\n\n", "x\n\n\n\n\r\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -35,13 +41,17 @@ func FuzzText(f *testing.F) {
 			t.Fatalf("Line left a newline or tab: %q", line)
 		}
 		plain := utf8.ValidString(s) && strings.IndexFunc(s, Special) < 0
-		if plain != (text == s) {
-			t.Fatalf("Text(%q) = %q: identity must be exactly on plain text (plain: %v)", s, text, plain)
+		padded := padding.MatchString(s)
+		if (plain && !padded) != (text == s) {
+			t.Fatalf("Text(%q) = %q: identity must be exactly on plain text without padding (plain: %v, padded: %v)", s, text, plain, padded)
+		}
+		if padding.MatchString(text) {
+			t.Fatalf("Text(%q) = %q is padded still", s, text)
 		}
 		if plain != (Hidden(s) == 0) {
 			t.Fatalf("Hidden(%q) = %d, plain: %v", s, Hidden(s), plain)
 		}
-		if !strings.Contains(s, "⟨") {
+		if !strings.Contains(s, "⟨") && !padded {
 			if n := strings.Count(text, "⟨"); n != Hidden(s) {
 				t.Fatalf("Text(%q) shows %d characters, Hidden counts %d", s, n, Hidden(s))
 			}

@@ -119,9 +119,36 @@ func timedOut(d time.Duration) string {
 // schema or the policy), "blocked: the answer by NAME was given for other
 // arguments than the call's", "denied: the edit by NAME is invalid
 // (reason)" (tool_interrupt), "refused: the arguments are invalid",
-// "refused: unknown tool", "outcome unknown: ...". Without a trace, a
-// resolved q says what [Resolution] says. The phrase is one line.
+// "refused: unknown tool". Without a trace, a resolved q says what
+// [Resolution] says. A call cut off while it ran says so first, whatever
+// was decided before it started: "outcome unknown: the run was interrupted
+// while it ran (approved by NAME)". The phrase is one line.
 func Outcome(r agent.ToolResult, q *checkpoint.Question) string {
+	if str(r.Details, "outcome") == "unknown" {
+		// Cut off while it ran: that comes first, whatever was answered
+		// before it started ("approved by kim" alone reads as if it ran
+		// to its end).
+		return unknownOutcome + paren(decided(r, q))
+	}
+	if s := decided(r, q); s != "" {
+		return s
+	}
+	switch {
+	case r.Details["validation"] != nil:
+		return "refused: the arguments are invalid"
+	case str(r.Details, "error") == "unknown_tool":
+		return "refused: unknown tool"
+	}
+	return ""
+}
+
+// unknownOutcome starts the outcome of a call cut off while it ran (its
+// result's Details["outcome"] is "unknown"): the process stopped, or the
+// run was aborted, while the tool ran, and it is not run again.
+const unknownOutcome = "outcome unknown: the run was interrupted while it ran"
+
+// decided is what the trace, else the resolved question, says of a call.
+func decided(r agent.ToolResult, q *checkpoint.Question) string {
 	h, interrupt := trace(r)
 	if h != nil {
 		if s := outcomeOf(h, interrupt, q); s != "" {
@@ -130,14 +157,6 @@ func Outcome(r agent.ToolResult, q *checkpoint.Question) string {
 	}
 	if q != nil && q.Status != checkpoint.QuestionPending {
 		return Resolution(q)
-	}
-	switch {
-	case r.Details["validation"] != nil:
-		return "refused: the arguments are invalid"
-	case str(r.Details, "error") == "unknown_tool":
-		return "refused: unknown tool"
-	case str(r.Details, "outcome") == "unknown":
-		return "outcome unknown: the run stopped while the call was executing"
 	}
 	return ""
 }

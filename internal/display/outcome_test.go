@@ -137,7 +137,18 @@ func TestOutcome(t *testing.T) {
 			"refused: the arguments are invalid"},
 		{"unknown tool", agent.ToolResult{IsError: true, Content: "Unknown tool", Details: map[string]any{"error": "unknown_tool"}}, nil, "refused: unknown tool"},
 		{"unknown outcome", agent.ToolResult{IsError: true, Content: "?", Details: map[string]any{"outcome": "unknown"}}, nil,
-			"outcome unknown: the run stopped while the call was executing"},
+			"outcome unknown: the run was interrupted while it ran"},
+		// A call approved, then cut off while it ran: what is known first
+		// is that nobody knows what it did, not that it was approved.
+		{"unknown outcome of an approved call", stored(t, agent.ToolResult{IsError: true, Content: "The outcome of this call is unknown", Details: map[string]any{"outcome": "unknown"}}),
+			approveQ(t, cmd, answered, hitl.ApproveAnswer{Decision: "approve"}, "kim", ""),
+			"outcome unknown: the run was interrupted while it ran (approved by kim)"},
+		{"unknown outcome of an interrupt approval", agent.ToolResult{IsError: true, Content: "?", Details: map[string]any{"outcome": "unknown"}},
+			question(t, interrupt.KindToolInterrupt, interrupt.NewToolInterrupt("bash", "c1", cmd), answered, true, "kim", ""),
+			"outcome unknown: the run was interrupted while it ran (approved by kim)"},
+		{"unknown outcome of an edited call", agent.ToolResult{IsError: true, Content: "?", Details: map[string]any{"outcome": "unknown"}},
+			approveQ(t, cmd, answered, hitl.ApproveAnswer{Decision: "edit", EditedArgs: edited}, "kim", ""),
+			"outcome unknown: the run was interrupted while it ran (edited by kim: rm -r /tmp/x/cache ⟨U+202E⟩)"},
 		{"unknown decision falls back to the question", hitlResult(true, "x", map[string]any{"decision": "something_new"}),
 			approveQ(t, cmd, checkpoint.QuestionAborted, nil, "abort", "closed"), "aborted (closed)"},
 	}

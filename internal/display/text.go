@@ -3,6 +3,7 @@ package display
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -45,16 +46,87 @@ func byteBadge(b byte) string { return fmt.Sprintf("⟨0x%02X⟩", b) }
 // Text returns s with every character a reader could not see, or that
 // changes how the text around it reads, shown as ⟨U+XXXX⟩ (see [Special]),
 // and each byte of invalid UTF-8 as ⟨0xNN⟩. Newlines and tabs stay as they
-// are. Text of plain printable text is that text.
+// are.
+//
+// Padding that would push the rest of the text out of view is counted
+// instead of shown: a run of more than 16 blank characters (spaces, tabs
+// and the other Unicode spaces, Zs) is shown as "⟨3000 spaces⟩" ("tabs",
+// or "blanks" for any other or a mix), and more than 3 blank lines in
+// a row (lines of blanks only) as one line "⟨200 blank lines⟩"
+// ("⟨200 blank lines, CRLF⟩" when some end in \r\n). Text of plain
+// printable text without such runs is that text.
 func Text(s string) string { return escape(s, false) }
 
 // Line is [Text] with newlines and tabs shown too (⟨U+000A⟩, ⟨U+0009⟩):
 // the result is one line, for a table cell or a status line.
 func Line(s string) string { return escape(s, true) }
 
-// Hidden counts the characters (and bytes of invalid UTF-8) [Text] shows
-// as ⟨…⟩. Callers print a warning when it is not zero: the text holds
-// something its reader would not otherwise have seen.
+const (
+	// maxBlanks is the longest run of blank characters shown as it is.
+	maxBlanks = 16
+	// maxBlankLines is the most blank lines in a row shown as they are.
+	maxBlankLines = 3
+)
+
+// blank reports whether r is a blank character: a space or a tab, or
+// another character of Unicode's space separators (none is [Special]).
+func blank(r rune) bool {
+	return r == ' ' || r == '\t' || r >= 0x80 && unicode.Is(unicode.Zs, r)
+}
+
+// blankRun measures the run of blank characters at the start of s: how
+// many, their length in bytes, and what to call them.
+func blankRun(s string) (n, size int, what string) {
+	var first rune
+	what = "spaces"
+	for size < len(s) {
+		r, w := utf8.DecodeRuneInString(s[size:])
+		if !blank(r) {
+			break
+		}
+		switch {
+		case n == 0:
+			first = r
+			if r == '\t' {
+				what = "tabs"
+			} else if r != ' ' {
+				what = "blanks"
+			}
+		case r != first:
+			what = "blanks"
+		}
+		n++
+		size += w
+	}
+	return n, size, what
+}
+
+// blankLines counts the blank lines at the start of s (blanks only, each
+// ending in \n or \r\n), and returns their length in bytes and whether
+// one ends in \r\n.
+func blankLines(s string) (n, size int, crlf bool) {
+	cr := false
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '\n':
+			n, size, crlf = n+1, i+1, crlf || cr
+			cr = false
+		case r == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			cr = true
+		case !blank(r):
+			return n, size, crlf
+		}
+		i += w
+	}
+	return n, size, crlf
+}
+
+// Hidden counts the characters [Special] marks and the bytes of invalid
+// UTF-8: those [Text] shows as ⟨U+XXXX⟩ and ⟨0xNN⟩ (and the carriage
+// returns of a run of blank lines it counts, "⟨N blank lines, CRLF⟩").
+// Callers print a warning when it is not zero: the text holds something
+// its reader would not otherwise have seen. Padding is not counted.
 func Hidden(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
@@ -68,20 +140,32 @@ func Hidden(s string) int {
 }
 
 func escape(s string, oneLine bool) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if clean(s) {
 		return s
+	}
+	newline := "\n"
+	if oneLine {
+		newline = badge('\n')
 	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); {
+		if i == 0 || s[i-1] == '\n' {
+			if n, size, crlf := blankLines(s[i:]); n > maxBlankLines {
+				fmt.Fprintf(&b, "⟨%d blank lines", n)
+				if crlf {
+					b.WriteString(", CRLF")
+				}
+				b.WriteString("⟩" + newline)
+				i += size
+				continue
+			}
+		}
+		if n, size, what := blankRun(s[i:]); n > maxBlanks {
+			fmt.Fprintf(&b, "⟨%d %s⟩", n, what)
+			i += size
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
@@ -94,4 +178,22 @@ func escape(s string, oneLine bool) string {
 		i += size
 	}
 	return b.String()
+}
+
+// clean reports whether s is printable ASCII with no run of more than
+// maxBlanks spaces: [Text] and [Line] of it are s.
+func clean(s string) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f {
+			return false
+		}
+		if c != ' ' {
+			run = 0
+		} else if run++; run > maxBlanks {
+			return false
+		}
+	}
+	return true
 }

@@ -34,6 +34,25 @@ func TestText(t *testing.T) {
 		{"variation selectors 17-256", "x\U000E0100\U000E01EF", "x⟨U+E0100⟩⟨U+E01EF⟩", "x⟨U+E0100⟩⟨U+E01EF⟩", 2},
 		{"fillers", "\u115f\u1160\u3164\uffa0\u17b4\u180e\u034f\ufff9", "⟨U+115F⟩⟨U+1160⟩⟨U+3164⟩⟨U+FFA0⟩⟨U+17B4⟩⟨U+180E⟩⟨U+034F⟩⟨U+FFF9⟩", "⟨U+115F⟩⟨U+1160⟩⟨U+3164⟩⟨U+FFA0⟩⟨U+17B4⟩⟨U+180E⟩⟨U+034F⟩⟨U+FFF9⟩", 8},
 		{"visible non-ASCII untouched", "café ✓ 日本 😀 \u05d0 \U000E01F0", "café ✓ 日本 😀 \u05d0 \U000E01F0", "café ✓ 日本 😀 \u05d0 \U000E01F0", 0},
+
+		// Padding that would push the rest off the screen is counted.
+		{"3000 spaces", "echo safe" + strings.Repeat(" ", 3000) + "; rm -rf ~", "echo safe⟨3000 spaces⟩; rm -rf ~", "echo safe⟨3000 spaces⟩; rm -rf ~", 0},
+		{"16 spaces stay", "a" + strings.Repeat(" ", 16) + "b", "a" + strings.Repeat(" ", 16) + "b", "a" + strings.Repeat(" ", 16) + "b", 0},
+		{"17 spaces", "a" + strings.Repeat(" ", 17) + "b", "a⟨17 spaces⟩b", "a⟨17 spaces⟩b", 0},
+		{"spaces at the end", "ls" + strings.Repeat(" ", 40), "ls⟨40 spaces⟩", "ls⟨40 spaces⟩", 0},
+		{"tabs", "a" + strings.Repeat("\t", 20) + "b", "a⟨20 tabs⟩b", "a⟨20 tabs⟩b", 0},
+		{"spaces and tabs", strings.Repeat(" \t", 10) + "x", "⟨20 blanks⟩x", "⟨20 blanks⟩x", 0},
+		{"other blank characters", "a" + strings.Repeat("\u00a0", 10) + strings.Repeat("\u3000 ", 5) + "b", "a⟨20 blanks⟩b", "a⟨20 blanks⟩b", 0},
+		{"a few tabs stay tabs", "a\t\tb", "a\t\tb", "a⟨U+0009⟩⟨U+0009⟩b", 0},
+		{"200 blank lines", "ls\n" + strings.Repeat("\n", 200) + "rm -rf ~\n", "ls\n⟨200 blank lines⟩\nrm -rf ~\n",
+			"ls⟨U+000A⟩⟨200 blank lines⟩⟨U+000A⟩rm -rf ~⟨U+000A⟩", 0},
+		{"3 blank lines stay", "a\n\n\n\nb", "a\n\n\n\nb", "a⟨U+000A⟩⟨U+000A⟩⟨U+000A⟩⟨U+000A⟩b", 0},
+		{"4 blank lines", "a\n\n\n\n\nb", "a\n⟨4 blank lines⟩\nb", "a⟨U+000A⟩⟨4 blank lines⟩⟨U+000A⟩b", 0},
+		{"blank lines of blanks", "a\n  \n\t\n" + strings.Repeat(" ", 100) + "\n \nb", "a\n⟨4 blank lines⟩\nb", "a⟨U+000A⟩⟨4 blank lines⟩⟨U+000A⟩b", 0},
+		{"blank lines at the start", "\n\n\n\n\nx", "⟨5 blank lines⟩\nx", "⟨5 blank lines⟩⟨U+000A⟩x", 0},
+		{"blank lines at the end", "x\n\n\n\n\n", "x\n⟨4 blank lines⟩\n", "x⟨U+000A⟩⟨4 blank lines⟩⟨U+000A⟩", 0},
+		{"blank CRLF lines", "a\r\n" + strings.Repeat("\r\n", 5) + "b", "a⟨U+000D⟩\n⟨5 blank lines, CRLF⟩\nb", "a⟨U+000D⟩⟨U+000A⟩⟨5 blank lines, CRLF⟩⟨U+000A⟩b", 6},
+		{"a line of spaces and text is not blank", "a\n\n\n" + strings.Repeat(" ", 20) + "x\n\nb", "a\n\n\n⟨20 spaces⟩x\n\nb", "a⟨U+000A⟩⟨U+000A⟩⟨U+000A⟩⟨20 spaces⟩x⟨U+000A⟩⟨U+000A⟩b", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

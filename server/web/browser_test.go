@@ -33,9 +33,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/display"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/server/web"
@@ -98,6 +100,10 @@ type shellResult struct {
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
+// paddedOutput is what "print padding" prints: blank lines and blanks
+// that would push the end out of view.
+var paddedOutput = "ls\n" + strings.Repeat("\n", 200) + "rm -rf ~" + strings.Repeat("\t", 40) + "!\n"
+
 // shellOut pretends to run "printf TEXT": TEXT is stdout; with " 2> ERR"
 // ERR is stderr too, and the exit code 1.
 func shellOut(text string) shellResult {
@@ -110,18 +116,31 @@ func shellOut(text string) shellResult {
 }
 
 type env struct {
-	t    *testing.T
-	ts   *httptest.Server
-	host *host.Host
+	t     *testing.T
+	ts    *httptest.Server
+	host  *host.Host
+	store checkpoint.Store
+	// running has a value each time "sleep until aborted" starts; that
+	// command runs until its run is stopped.
+	running chan struct{}
 }
 
 func newEnv(t *testing.T, dev bool) *env {
 	t.Helper()
 	store := memory.New()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	running := make(chan struct{}, 8)
 	bash := agent.NewTool("bash", "Run a shell command (pretend).", func(ctx context.Context, a bashArgs) (any, error) {
 		if text, ok := strings.CutPrefix(a.Cmd, "printf "); ok {
 			return shellOut(text), nil
+		}
+		if a.Cmd == "print padding" {
+			return shellResult{Stdout: paddedOutput}, nil
+		}
+		if a.Cmd == "sleep until aborted" {
+			running <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
 		}
 		return "ran: " + a.Cmd, nil
 	}, nil)
@@ -157,7 +176,7 @@ func newEnv(t *testing.T, dev bool) *env {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { _ = srv.Close() })
-	return &env{t: t, ts: ts, host: h}
+	return &env{t: t, ts: ts, host: h, store: store, running: running}
 }
 
 // api calls the server as another client would, with a bearer token.
@@ -813,6 +832,90 @@ func TestBrowser(t *testing.T) {
 		dark.shot("outcomes-dark")
 		tb.noScriptRan()
 	})
+}
+
+// TestBrowserUnknownOutcome: a call approved, then cut off while it ran
+// (the run aborted meanwhile), reads first as of unknown outcome, tagged
+// as an error, in the words of the command line; never as "approved".
+func TestBrowserUnknownOutcome(t *testing.T) {
+	b := newBrowser(t)
+	e := newEnv(t, false)
+	qs := e.prompt("unknown-1", "$ sleep until aborted", 1)
+	if code, body := e.api("POST", "/v1/questions/unknown-1/"+qs[0]["id"].(string)+"/answer", otherSecret, map[string]any{"decision": "approve"}); code != http.StatusOK {
+		t.Fatalf("answering: %d %v", code, body)
+	}
+	select {
+	case <-e.running:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the approved call did not start")
+	}
+	if code, body := e.api("POST", "/v1/threads/unknown-1/abort", clientSecret, map[string]any{"reason": "stop"}); code != http.StatusOK {
+		t.Fatalf("aborting: %d %v", code, body)
+	}
+	e.waitThread("unknown-1", "outcome of this call is unknown")
+
+	// What the command line says of the same call.
+	ctx := context.Background()
+	th, err := e.store.LoadThread(ctx, "unknown-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []agent.Message
+	if err := json.Unmarshal(th.Messages, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.store.GetQuestion(ctx, "unknown-1", qs[0]["id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cli string
+	for _, m := range msgs {
+		if m.Result != nil {
+			cli = display.Outcome(*m.Result, q)
+		}
+	}
+	if want := "outcome unknown: the run was interrupted while it ran (approved by otto)"; cli != want {
+		t.Fatalf("display.Outcome = %q, want %q", cli, want)
+	}
+
+	tb := b.open(t, e.ts.URL+"/#q=unknown-1/"+qs[0]["id"].(string))
+	tb.signIn()
+	tb.waitConversation("the result", "outcome of this call is unknown")
+	got := js[string](tb, `JSON.stringify([...document.querySelectorAll('#thread-body .msg.tool .rmeta .tag')].map((e) => [e.className, e.textContent]))`)
+	if want := mustJSON([][]string{{"tag error", cli}}); got != string(want) {
+		t.Errorf("the result's tag: %s, want %s", got, want)
+	}
+	tb.shot("unknown-outcome")
+}
+
+// TestBrowserPadding: padding that would push the end of a command or an
+// output out of view is shown counted, as the command line shows it
+// (display.Text), and does not fold the text away.
+func TestBrowserPadding(t *testing.T) {
+	b := newBrowser(t)
+	e := newEnv(t, false)
+	cmd := "echo safe" + strings.Repeat(" ", 3000) + "; rm -rf ~"
+	qs := e.prompt("padding-1", "$ "+cmd+"\n$ print padding", 2)
+	for i, answer := range []map[string]any{{"decision": "deny", "reason": "no"}, {"decision": "approve"}} {
+		if code, body := e.api("POST", "/v1/questions/padding-1/"+qs[i]["id"].(string)+"/answer", otherSecret, answer); code != http.StatusOK {
+			t.Fatalf("answering: %d %v", code, body)
+		}
+	}
+	e.waitThread("padding-1", "`print padding`: ran")
+	tb := b.open(t, e.ts.URL+"/#q=padding-1/"+qs[0]["id"].(string))
+	tb.signIn()
+	tb.wait("the question", `!!document.querySelector('#question .args pre')`)
+	if got, want := js[string](tb, `JSON.stringify([...document.querySelectorAll('#question .args pre')].map((p) => p.textContent))`), string(mustJSON([]string{display.Text(cmd)})); got != want {
+		t.Errorf("the command shows as %s, want %s", got, want)
+	}
+	tb.waitConversation("the output", "⟨200 blank lines⟩")
+	if got, want := js[string](tb, `JSON.stringify([...document.querySelectorAll('#thread-body pre.out.stdout')].map((p) => p.textContent))`), string(mustJSON([]string{display.Text(paddedOutput)})); got != want {
+		t.Errorf("the output shows as %s, want %s", got, want)
+	}
+	if n := js[int](tb, `document.querySelectorAll('#question .fold, #thread-body .msg.tool .fold').length`); n != 0 {
+		t.Errorf("%d padded texts are folded away", n)
+	}
+	tb.shot("padding")
 }
 
 func TestBrowserDevMode(t *testing.T) {

@@ -143,19 +143,27 @@ function badge(ch) {
 	const code = cpCode(cp);
 	return el('span', { class: 'cc', title: charName(cp) + ' ' + code }, '⟨' + code + '⟩');
 }
+// PAD: padding (over 3 blank lines, 16 blanks), counted as display.Text.
+const BK = '[\\t \\xA0\\u1680\\u2000-\\u200A\\u202F\\u205F\\u3000]';
+const PAD = '(?:^|(?<=\\n))(?:' + BK + '*\\r?\\n){4,}|' + BK + '{17,}';
+const pad = (m, n = m.split('\n').length - 1) =>
+	el('span', { class: 'cc', title: 'padding' }, '⟨' + (n || m.length) + (n ? ' blank lines' + (m.includes('\r') ? ', CRLF' : '') : /^ +$/.test(m) ? ' spaces' : /^\t+$/.test(m) ? ' tabs' : ' blanks') + '⟩');
 // txt: s as text nodes, with every special character (of re) as a
 // visible badge. count.n counts them. LINE: newlines and tabs too.
-const LINE = new RegExp('[\\t\\n]|' + SPECIAL.source, 'g');
-function txt(s, count, re = SPECIAL) {
+const TEXT = new RegExp(PAD + '|' + SPECIAL.source, 'g');
+const LINE = new RegExp(PAD + '|[\\t\\n]|' + SPECIAL.source, 'g');
+function txt(s, count, re = TEXT) {
 	s = String(s);
 	const f = D.createDocumentFragment();
 	let last = 0;
 	let m;
 	re.lastIndex = 0;
 	while ((m = re.exec(s))) {
+		const p = m[0].length > 2; // PAD, not a character
 		if (m.index > last) f.append(s.slice(last, m.index));
-		f.append(badge(m[0]));
-		if (count) count.n++;
+		f.append(p ? pad(m[0]) : badge(m[0]));
+		if (p && m[0].endsWith('\n')) f.append(re === LINE ? badge('\n') : '\n');
+		if (count) count.n += p ? m[0].split('\r').length - 1 : 1;
 		last = m.index + m[0].length;
 	}
 	if (last < s.length) f.append(s.slice(last));
@@ -200,20 +208,19 @@ const FOLD_LINES = 40;
 const lines = (s) => s.split('\n').length;
 const fmtN = (n) => n.toLocaleString('en-US');
 
-// block: a long text shown whole, behind a fold when it is long; count
-// gathers the special characters.
+// block: a long text shown whole, behind a fold when it is long (padding
+// counted); count gathers the special characters.
 function block(s, cls, count) {
 	s = String(s);
 	const pre = (t) => el('pre', { class: 'text ' + (cls || '') }, txt(t, count));
-	const nl = lines(s);
-	if (s.length <= FOLD_CHARS && nl <= FOLD_LINES) return pre(s);
-	let cut = s.slice(0, 1200);
-	cut = cut.split('\n').slice(0, 20).join('\n');
+	const v = s.replace(TEXT, (m) => (m.length > 2 ? '⟨⟩' : m));
+	const nl = lines(v);
+	if (v.length <= FOLD_CHARS && nl <= FOLD_LINES) return pre(s);
+	const cut = s.slice(0, 1200).split('\n').slice(0, 20).join('\n');
 	const preview = el('pre', { class: 'text preview ' + (cls || '') }, txt(cut));
 	const hidden = s.length - cut.length;
 	const note = el('p', { class: 'fold-note' }, '⚠ ' + fmtN(hidden) + ' more characters (' + fmtN(nl) + ' lines in all) are folded below: open them before you decide.');
-	const full = pre(s);
-	const det = el('details', { class: 'fold' }, el('summary', null, 'show all ' + fmtN(s.length) + ' characters'), full);
+	const det = el('details', { class: 'fold' }, el('summary', null, 'show all ' + fmtN(s.length) + ' characters'), pre(s));
 	det.addEventListener('toggle', () => {
 		preview.hidden = det.open;
 		note.hidden = det.open;
@@ -454,11 +461,7 @@ function draft(k) {
 function sortQueue() {
 	// Deadlines to the second, so the calls of one turn keep their order.
 	const dl = (q) => (Number.isFinite(ms(q.deadline)) ? Math.round(ms(q.deadline) / 1000) : Infinity);
-	order = [...queue.keys()].sort((a, b) => {
-		const x = queue.get(a);
-		const y = queue.get(b);
-		return dl(x) - dl(y) || (a < b ? -1 : 1);
-	});
+	order = [...queue.keys()].sort((a, b) => dl(queue.get(a)) - dl(queue.get(b)) || (a < b ? -1 : 1));
 }
 
 let syncing = null;
@@ -683,12 +686,14 @@ function resolution(q) {
 	if (q.answer && typeof q.answer === 'object') decision = q.answer.decision || q.answer.action || '';
 	return { by: q.answered_by, status: q.status, decision, reason: q.reason, at: q.resolved_at };
 }
+const PAST = { approve: 'approved', deny: 'denied', reject: 'denied', edit: 'edited' };
+const past = (d) => (Object.hasOwn(PAST, d) ? PAST[d] : d);
 function describeResolution(n) {
 	const by = n.by ? ' by ' + n.by : '';
 	const at = n.at ? ' at ' + when(n.at) : '';
 	if (n.status === 'timed_out') return 'This question timed out' + at + ': nobody answered in time, and the model was told so.';
 	if (n.status === 'aborted') return 'This question was aborted' + at + (n.reason ? ': ' + n.reason : '') + '. Its run was stopped.';
-	const dec = n.decision ? ' (' + (n.decision === 'deny' || n.decision === 'reject' ? 'denied' : n.decision === 'edit' ? 'edited' : n.decision === 'approve' ? 'approved' : n.decision) + ')' : '';
+	const dec = n.decision ? ' (' + past(n.decision) + ')' : '';
 	return 'Already answered' + by + at + dec + (n.reason ? ': “' + n.reason + '”' : '') + '.';
 }
 const WHY = {
@@ -1100,7 +1105,7 @@ function rawActions(q, dr, open) {
 }
 
 // ---------- the conversation ----------
-const thread = { id: '', data: null, events: [], after: 0, busy: false, again: false, timer: null, compose: '', abort: '', mode: 'view', newId: '', newText: '', error: null };
+const thread = { id: '', events: [], after: 0, compose: '', abort: '', mode: 'view', newId: '', newText: '' };
 const composed = new Map(); // thread id -> message being written
 function showThread(id) {
 	// Someone writing a new thread keeps the form: a question that comes in
@@ -1153,9 +1158,14 @@ async function refreshThread() {
 
 // outcome: what happened to a call, in the words of the CLI
 // (internal/display Outcome), from its result's trace; q: how its
-// question was resolved. A policy block is never "denied".
+// question was resolved. A policy block is never "denied"; a call cut off
+// while it ran says so first.
 function outcome(r, q) {
 	const d = r.details || {};
+	const s = decided(d, q);
+	return d.outcome === 'unknown' ? 'outcome unknown: the run was interrupted while it ran' + (s ? ' (' + s + ')' : '') : s || (d.validation ? 'refused: the arguments are invalid' : d.error === 'unknown_tool' ? 'refused: unknown tool' : '');
+}
+function decided(d, q) {
 	const it = !d.hitl && d.interrupt;
 	const h = d.hitl || it;
 	const p = (s) => (s ? ' (' + s + ')' : '');
@@ -1183,8 +1193,7 @@ function outcome(r, q) {
 				return 'edited ' + by + '; ran: ' + (Object.keys(a) + '' === 'cmd' && typeof a.cmd === 'string' ? a.cmd : JSON.stringify(a));
 		}
 	}
-	if (q && q.status === 'answered') return (q.decision === 'approve' ? 'approved' : 'answered') + ' by ' + (q.by || 'the reviewer');
-	return d.validation ? 'refused: the arguments are invalid' : d.error === 'unknown_tool' ? 'refused: unknown tool' : d.outcome === 'unknown' ? 'outcome unknown: the run stopped while the call was executing' : '';
+	return q && q.status === 'answered' ? (q.decision === 'approve' ? 'approved' : 'answered') + ' by ' + (q.by || 'the reviewer') : '';
 }
 // shellView: a bash result ({exit_code, stdout, stderr, ...}) as its exit
 // code, then stdout and stderr when not empty; null for other content.
@@ -1216,7 +1225,7 @@ function messageView(m) {
 	if (m.role === 'tool' && m.result) {
 		const r = m.result;
 		const said = outcome(r, byCall.get(r.call_id));
-		const kind = /^(blocked|denied|timed|aborted|refused|outcome)/.test(said) ? 'stop' : /^edited/.test(said) ? 'edit' : 'ok';
+		const kind = /^outcome/.test(said) ? 'error' : /^(blocked|denied|timed|aborted|refused)/.test(said) ? 'stop' : /^edited/.test(said) ? 'edit' : 'ok';
 		return entry('tool' + (r.is_error ? ' error' : ''), 'result of ' + (r.tool_name || 'tool'), m.created_at,
 			el('div', { class: 'rmeta' }, said ? el('span', { class: 'tag ' + kind }, txt(said, null, LINE)) : r.is_error ? el('span', { class: 'tag error' }, 'error') : null, el('span', { class: 'muted' }, txt(r.call_id || ''))),
 			(!r.is_error && shellView(r.content)) || block(r.content || '', 'code out'));
@@ -1227,7 +1236,7 @@ function eventView(ev) {
 	const d = ev.data || {};
 	let text;
 	if (ev.type === 'question_resolved') {
-		const dec = d.decision === 'approve' ? 'approved' : d.decision === 'deny' || d.decision === 'reject' ? 'denied' : d.decision === 'edit' ? 'edited' : d.decision;
+		const dec = past(d.decision);
 		if (d.status === 'timed_out') text = '⏱ ' + (d.question_id || 'question') + ' timed out: nobody answered';
 		else if (d.status === 'aborted') text = '⏹ ' + (d.question_id || 'question') + ' aborted';
 		else text = (dec === 'denied' ? '✗ ' : '✓ ') + (d.by || 'someone') + ' ' + (dec || 'answered') + ' ' + (d.question_id || '');
@@ -1349,7 +1358,7 @@ async function sendMessage() {
 		composeKey = null;
 		thread.composeError = null;
 		toast('Message sent; the run has started.');
-	} else thread.composeError = r.err && r.err.code === 'run_active' ? "This thread's run is still going: answer its questions or abort it." : explain(r);
+	} else thread.composeError = explain(r);
 	renderThread();
 	refreshThreadSoon();
 }
@@ -1407,7 +1416,7 @@ D.addEventListener('keydown', (e) => {
 	if (e.key === 'Escape') {
 		if (k && draft(k).mode !== 'view') {
 			e.preventDefault();
-			if (draft(k).armed) draft(k).armed = false;
+			draft(k).armed = false;
 			setMode(k, draft(k).mode === 'diff' ? 'edit' : 'view');
 		} else if (k && draft(k).armed) {
 			draft(k).armed = false;
@@ -1430,27 +1439,8 @@ D.addEventListener('keydown', (e) => {
 	// come into view (the next one, after an answer).
 	const fresh = e.repeat || performance.now() - (shown.at || 0) < 700;
 	if (fresh && 'ade'.includes(e.key)) return e.preventDefault();
-	switch (e.key) {
-		case 'j':
-			move(1);
-			break;
-		case 'k':
-			move(-1);
-			break;
-		case 'a':
-			click('act-approve');
-			break;
-		case 'd':
-			click('act-deny');
-			break;
-		case 'e':
-			click('act-edit');
-			break;
-		case '?':
-			e.preventDefault();
-			help.showModal();
-			break;
-	}
+	const keys = { j: () => move(1), k: () => move(-1), a: () => click('act-approve'), d: () => click('act-deny'), e: () => click('act-edit'), '?': () => (e.preventDefault(), help.showModal()) };
+	if (Object.hasOwn(keys, e.key)) keys[e.key]();
 });
 
 // Typed text is kept on the page; warn before a reload throws it away.
