@@ -9,7 +9,9 @@ const defaultStore = "sqlite:tollgate.db"
 // $TOLLGATE_STORE, else def: defaultStore for serve and for the commands
 // that read what serve wrote, "memory" for run. Open what it names with
 // storeurl.Open in a command that creates the store, with
-// storeurl.OpenExisting in one that reads or answers.
+// storeurl.OpenReadOnly in one that only reads (it never writes, nor
+// migrates), and with storeurl.OpenExisting in one that answers or
+// aborts.
 func storeFlag(fs flagDefiner, def string) *string {
 	kinds := "sqlite:PATH or postgres://USER@HOST/DB"
 	if def == "memory" {
