@@ -28,8 +28,12 @@
 // runs under a supervisor, the binary re-executed like the sandbox helper:
 // its parent-death signal is one it catches, it is a child subreaper (what
 // is orphaned below it stays its descendant, whatever group or session it
-// is in), and it kills the shell's process group and then every descendant
-// it finds in /proc. Both need [MaybeRunHelper] in main; without it an
+// is in), and it kills the shell's process group, every descendant it
+// finds in /proc, and then its children until none is left (a process
+// that starts the next and exits, over and over, becomes its child each
+// time). What it cannot stop within a few seconds (a process it may not
+// signal) makes the command's result an error that says how many are
+// left. Both need [MaybeRunHelper] in main; without it an
 // unconfined shell is the process's own child with a parent-death signal:
 // the shell dies with the process and its process group on timeout, but
 // what it leaves behind may outlive both. Neither stops a command set on
@@ -220,62 +224,91 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 	defer runtime.UnlockOSThread()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	var (
-		cmd   *exec.Cmd
-		after func(error) error
-	)
+	var c command
 	if p.confined() {
 		tmp, err := os.MkdirTemp("", "tollgate-bash-")
 		if err != nil {
 			return Result{ExitCode: -1}, fmt.Errorf("private temporary directory: %w", err)
 		}
 		defer removeTree(tmp)
-		if cmd, after, err = confinedCommand(ctx, o, p, tmp, cmdline); err != nil {
+		if c, err = confinedCommand(ctx, o, p, tmp, cmdline); err != nil {
 			return Result{ExitCode: -1}, err
 		}
 	} else {
 		var err error
-		if cmd, after, err = unconfinedCommand(ctx, o, cmdline); err != nil {
+		if c, err = unconfinedCommand(ctx, o, cmdline); err != nil {
 			return Result{ExitCode: -1}, fmt.Errorf("cannot run %s: %w", o.Shell, err)
 		}
 	}
 	// cmd.Cancel, set by each way of starting, kills the whole tree (the
-	// process group, or the supervisor's walk): a command's children must
-	// not outlive it. WaitDelay bounds the wait for a tree that does not
-	// die.
-	cmd.WaitDelay = 2 * time.Second
+	// process group, or the supervisor's killing): a command's children
+	// must not outlive it. WaitDelay bounds the wait for a tree that does
+	// not die (the supervisor's is longer than its own bound).
+	cmd := c.Cmd
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = 2 * time.Second
+	}
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Start()
-	if after != nil {
-		if aerr := after(err); aerr != nil {
+	if c.after != nil {
+		if aerr := c.after(err); aerr != nil {
 			if err == nil {
 				_ = cmd.Cancel()
 				_ = cmd.Wait()
+				_ = c.stop()
 			}
 			return Result{ExitCode: -1}, aerr
 		}
 	}
+	var stopErr error
 	if err == nil {
 		err = cmd.Wait()
+		stopErr = c.stop()
 	}
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), Truncated: stdout.dropped+stderr.dropped > 0}
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		res.TimedOut, res.ExitCode = true, -1
-		return res, fmt.Errorf("command timed out after %s (stdout so far: %q)", o.Timeout, res.Stdout)
+		return res, errors.Join(fmt.Errorf("command timed out after %s (stdout so far: %q)", o.Timeout, res.Stdout), stopErr)
 	case ctx.Err() != nil:
-		return res, ctx.Err()
+		return res, errors.Join(ctx.Err(), stopErr)
 	case errors.As(err, &exitErr):
 		res.ExitCode = exitErr.ExitCode()
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.ExitCode = 128 + int(ws.Signal())
 		}
+	case errors.Is(err, exec.ErrWaitDelay) && stopErr == nil:
+		// The command exited 0, and something still held its output
+		// WaitDelay later: a process started without a supervisor (no
+		// MaybeRunHelper), or one that no supervisor or namespace could
+		// find (given the output through a socket).
+		return res, fmt.Errorf("could not stop every process the command started: its output was still open %s after it ended", cmd.WaitDelay)
+	case errors.Is(err, exec.ErrWaitDelay):
 	case err != nil:
 		return res, fmt.Errorf("cannot run %s: %w", o.Shell, err)
 	}
-	return res, nil
+	return res, stopErr
+}
+
+// command is a command prepared to run: the shell, the sandbox helper or
+// the supervisor.
+type command struct {
+	*exec.Cmd
+	// after, if set, is called with Start's error: an error is a failure
+	// before the command started.
+	after func(start error) error
+	// stopped, if set, is called after Wait: an error says that processes
+	// the command started may be left.
+	stopped func() error
+}
+
+func (c command) stop() error {
+	if c.stopped == nil {
+		return nil
+	}
+	return c.stopped()
 }
 
 // directCommand runs the shell as the agent's own child, in its own

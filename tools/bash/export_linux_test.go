@@ -1,6 +1,10 @@
 package bash
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // WithoutPidNamespace makes Check choose among the namespace sets without
 // a PID namespace, as on a kernel or in a container that refuses them, so
@@ -10,4 +14,12 @@ func WithoutPidNamespace() {
 	for i := range nsChoices {
 		nsChoices[i].flags &^= unix.CLONE_NEWPID
 	}
+}
+
+// SuperviseForTest makes the supervisors of this process's commands give
+// up after budget (zero: the default), and treat the processes whose
+// command name is spare as ones they may not signal (empty: none). Not
+// safe while a command runs.
+func SuperviseForTest(budget time.Duration, spare string) {
+	supervisorTest.budget, supervisorTest.spare = budget, spare
 }

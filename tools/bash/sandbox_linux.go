@@ -112,6 +112,14 @@ func runHelper() error {
 	// of the process would read /proc/PID/task, which in the new PID
 	// namespace is another process's.)
 	runtime.LockOSThread()
+	// The parent-death signal is per thread too, the main thread's; a
+	// thread that is not the main one keeps none through the exec (found
+	// by TestChainDies: a few in a hundred shells in a PID namespace
+	// outlived the agent). The main thread has it until then, and kills
+	// the whole helper if the agent dies first.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", err)
+	}
 	fd, flags, err := landlock.V11.BestEffort().NewRulesetFD(rules(c)...)
 	if err != nil {
 		return fmt.Errorf("landlock: %w", err)
@@ -391,24 +399,25 @@ func absShell(shell string) (string, error) {
 
 // confinedCommand prepares the helper that runs cmdline under p, with tmp
 // as its private temporary directory.
-func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline string) (*exec.Cmd, func(error) error, error) {
+func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline string) (command, error) {
 	shell, err := absShell(o.Shell)
 	if err != nil {
-		return nil, nil, err
+		return command{}, err
 	}
 	dir := o.Dir
 	if dir == "" {
 		dir = "."
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, nil, err
+		return command{}, err
 	}
 	r := Check()
 	c := helperConfig{Profile: p, Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
 		Env: confinedEnv(o.Env), CPU: uint64((o.Limits.CPUTime + time.Second - 1) / time.Second),
 		FileSize: uint64(o.Limits.FileSize), Procs: uint64(o.Limits.Procs)}
 	if r.PidNS {
-		return helperCommand(ctx, c, r.ns) // the namespace takes the tree with the shell
+		cmd, after, err := helperCommand(ctx, c, r.ns) // the namespace takes the tree with the shell
+		return command{Cmd: cmd, after: after}, err
 	}
 	return supervisedCommand(ctx, superviseConfig{Confined: &c, Cloneflags: r.ns.flags, UserNS: r.ns.user}, dir, "sandbox helper")
 }
@@ -418,13 +427,13 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline str
 // process group with Pdeathsig: then the shell dies with the agent's
 // process and its group on timeout, but what it leaves behind does not
 // die with the agent.
-func unconfinedCommand(ctx context.Context, o Options, cmdline string) (*exec.Cmd, func(error) error, error) {
+func unconfinedCommand(ctx context.Context, o Options, cmdline string) (command, error) {
 	if !helperWired.Load() {
-		return directCommand(ctx, o, cmdline, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}), nil, nil
+		return command{Cmd: directCommand(ctx, o, cmdline, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})}, nil
 	}
 	shell, err := absShell(o.Shell)
 	if err != nil {
-		return nil, nil, err
+		return command{}, err
 	}
 	return supervisedCommand(ctx, superviseConfig{Shell: shell, Cmd: cmdline, Env: shellEnv(o.Dir)}, o.Dir, "supervisor")
 }

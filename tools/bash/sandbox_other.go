@@ -5,7 +5,6 @@ package bash
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"runtime"
 	"syscall"
 )
@@ -23,13 +22,13 @@ func check() Report {
 	return Report{OS: runtime.GOOS, LandlockErr: "Landlock is Linux only"}
 }
 
-func confinedCommand(context.Context, Options, Profile, string, string) (*exec.Cmd, func(error) error, error) {
-	return nil, nil, errors.New("the sandbox is Linux only")
+func confinedCommand(context.Context, Options, Profile, string, string) (command, error) {
+	return command{}, errors.New("the sandbox is Linux only")
 }
 
 // unconfinedCommand runs the shell in its own process group, killed on
 // timeout and cancellation. There is no parent-death signal here, and no
 // supervisor: nothing kills the command when the agent's process dies.
-func unconfinedCommand(ctx context.Context, o Options, cmdline string) (*exec.Cmd, func(error) error, error) {
-	return directCommand(ctx, o, cmdline, &syscall.SysProcAttr{Setpgid: true}), nil, nil
+func unconfinedCommand(ctx context.Context, o Options, cmdline string) (command, error) {
+	return command{Cmd: directCommand(ctx, o, cmdline, &syscall.SysProcAttr{Setpgid: true})}, nil
 }

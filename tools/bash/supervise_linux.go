@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
@@ -44,21 +44,39 @@ import (
 //   - When the shell ends, a SIGTERM comes (the agent died, or cancelled
 //     the command: the timeout) or the shell cannot be started, it kills
 //     the shell's process group at once (pidfd_send_signal with
-//     PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9) and then every descendant,
-//     walking /proc again until a walk finds no process it has not killed
-//     yet. A process sent SIGKILL cannot fork any more, so the walk ends.
-//     Each kill goes through a pidfd, taken before the process's start
-//     time is checked again: a pid reused meanwhile is not killed.
+//     PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9), every descendant a walk of
+//     /proc finds, and then its children, over and over, until it has
+//     none and a last walk finds none (see stopper.stop). A walk alone
+//     does not do: it takes milliseconds, and a chain of processes that
+//     each start the next (setsid -f) and exit is gone before it is seen,
+//     forever (found by review). But every link is the subreaper's child
+//     in turn, and its list of children (/proc/self/task/*/children)
+//     takes microseconds to read: it kills each one it lists, and what
+//     that one had started becomes its child, to be killed in turn; one
+//     sent SIGKILL forks no more. Each kill goes through a pidfd, taken
+//     before the process is checked to be the supervisor's child (waitid
+//     on the pidfd) or, found by a walk, to have the same start time: a
+//     pid reused meanwhile is not killed.
+//   - It exits, with the shell's status, only then, or when it has spent
+//     its budget (5s) on processes it may not kill or that do not die; it
+//     tells the agent (fd 5) how many it left, and the command's result
+//     is an error that says so. The agent waits for it longer than that
+//     budget (WaitDelay), so that it does not kill the supervisor, and
+//     leave the tree to init, while it is still killing.
 //
-// A cgroup would hold the tree too, but it needs a delegated, writable
-// hierarchy that a user's shell, a container or CI seldom gives.
+// A cgroup would hold the tree too (cgroup.kill kills it at once), but it
+// needs a delegated, writable cgroup v2 hierarchy that a user's shell, a
+// container or CI seldom gives; and within the tree the subreaper misses
+// nothing a cgroup would hold.
 //
 // What it cannot do: kill a process it may not signal (one that became
-// another user through a setuid program, unconfined only), see a process
-// a hidepid /proc hides, or survive SIGKILL itself; a command that kills
-// its own supervisor (unconfined, or confined on a kernel without Landlock
-// signal scoping, ABI 6) leaves its orphans to init. A process another
-// service starts for it (cron, systemd-run) is no descendant.
+// another user through a setuid program, unconfined only: reported, as
+// above), see a process a hidepid /proc hides (it still is a child, and
+// its children), or survive SIGKILL itself; a command that kills its own
+// supervisor (unconfined, or confined on a kernel without Landlock signal
+// scoping, ABI 6) leaves its orphans to init (the result says the
+// supervisor was killed). A process another service starts for it (cron,
+// systemd-run) is no descendant.
 const superviseMode = "supervise"
 
 // superviseConfig is what the tool tells the supervisor.
@@ -74,35 +92,96 @@ type superviseConfig struct {
 	Confined   *helperConfig `json:"confined,omitempty"`
 	Cloneflags uintptr       `json:"cloneflags,omitempty"`
 	UserNS     bool          `json:"user_ns,omitempty"`
+	// Budget bounds the killing (stopBudget); Spare is for tests (see
+	// stopper).
+	Budget time.Duration `json:"budget"`
+	Spare  string        `json:"spare,omitempty"`
+}
+
+// stopBudget bounds how long the supervisor keeps killing once it has
+// begun: a process it may not signal, or one stuck in the kernel, is left
+// after it (and the command's result says so).
+const stopBudget = 5 * time.Second
+
+// supervisorTest, set by a test (export_linux_test.go), replaces
+// stopBudget and names processes the supervisor treats as ones it may
+// not signal, so that a test can see what is left reported.
+var supervisorTest struct {
+	budget time.Duration
+	spare  string
 }
 
 // supervisedCommand prepares the supervisor of c, started in dir. Cancel
 // asks it to kill the tree (it exits when that is done); failed names it
-// in errors.
-func supervisedCommand(ctx context.Context, c superviseConfig, dir, failed string) (*exec.Cmd, func(error) error, error) {
+// in errors. The supervisor reports on a pipe of its own (fd 5) how many
+// processes it could not stop: stopped, called after Wait, turns that
+// into an error.
+func supervisedCommand(ctx context.Context, c superviseConfig, dir, failed string) (command, error) {
 	c.Parent = os.Getpid()
+	c.Budget, c.Spare = stopBudget, supervisorTest.spare
+	if supervisorTest.budget > 0 {
+		c.Budget = supervisorTest.budget
+	}
 	data, err := json.Marshal(c)
 	if err != nil {
-		return nil, nil, err
+		return command{}, err
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		return command{}, err
 	}
 	cmd, after, err := selfCommand(ctx, superviseMode, data, dir,
 		&syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}, failed)
 	if err != nil {
-		return nil, nil, err
+		repR.Close()
+		repW.Close()
+		return command{}, err
 	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, repW) // fd 5
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	return cmd, after, nil
+	// The supervisor exits when it is done or its budget is spent: the
+	// WaitDelay that follows a cancellation must not kill it before (that
+	// would leave the tree to init, and the result would not say).
+	cmd.WaitDelay = c.Budget + 2*time.Second
+	return command{
+		Cmd: cmd,
+		after: func(start error) error {
+			repW.Close()
+			if start != nil {
+				repR.Close()
+			}
+			return after(start)
+		},
+		stopped: func() error {
+			defer repR.Close()
+			// It has exited: only a process between its fork and its exec
+			// may hold the pipe a moment longer.
+			_ = repR.SetReadDeadline(time.Now().Add(time.Second))
+			msg, _ := io.ReadAll(repR)
+			left, err := strconv.Atoi(string(msg))
+			switch {
+			case err != nil:
+				return errors.New("could not stop every process the command started: its supervisor was killed before it was done")
+			case left > 0:
+				return fmt.Errorf("could not stop every process the command started: %d left", left)
+			}
+			return nil
+		},
+	}, nil
 }
 
 // runSupervisor is the supervisor's process. It returns an error only if
 // it started nothing; otherwise it exits with the shell's status (128+n
-// for a signal n, as the tool reports it).
+// for a signal n, as the tool reports it), once it has written to fd 5
+// the number of processes it could not stop.
 func runSupervisor(status *os.File) error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 	// The child's Pdeathsig is this thread's: the thread must live as
 	// long as the child.
 	runtime.LockOSThread()
+	unix.CloseOnExec(5)
+	report := os.NewFile(5, "report")
 	var c superviseConfig
 	if err := readConfig(&c); err != nil {
 		return err
@@ -120,15 +199,20 @@ func runSupervisor(status *os.File) error {
 	}
 	child, childFD, err := c.start()
 	if err != nil {
-		killTree(childFD) // a helper that may have been started
+		if child > 0 { // a helper that was started: kill what it may have started
+			go reap(child, make(chan syscall.WaitStatus, 1))
+			stopper{budget: c.Budget, spare: c.Spare}.stop(childFD)
+		}
 		return err
 	}
 	// The status pipe is now the child's alone: the agent reads EOF when
 	// the sandbox helper has execed the shell, or the shell is started.
 	status.Close()
+	code, left := supervise(child, childFD, stop, stopper{budget: c.Budget, spare: c.Spare})
+	fmt.Fprint(report, left)
 	// Not os.Exit: a race-detector build sleeps a second in it (GORACE
 	// atexit_sleep_ms), on every command of a race-built binary's tests.
-	syscall.Exit(supervise(child, childFD, stop))
+	syscall.Exit(code)
 	return nil
 }
 
@@ -170,11 +254,11 @@ func (c superviseConfig) start() (pid, pidFD int, err error) {
 }
 
 // supervise waits for the child to end or a stop signal, kills what is
-// left of the tree, and returns the exit status.
-func supervise(child, childFD int, stop <-chan os.Signal) int {
+// left of the tree, and returns the exit status and the number of
+// processes it could not stop.
+func supervise(child, childFD int, stop <-chan os.Signal, s stopper) (code, left int) {
 	exited := make(chan syscall.WaitStatus, 1)
-	reaped := make(chan struct{})
-	go reap(child, exited, reaped)
+	go reap(child, exited)
 	var ws syscall.WaitStatus
 	ended := false
 	select {
@@ -183,34 +267,35 @@ func supervise(child, childFD int, stop <-chan os.Signal) int {
 	case <-stop:
 	}
 	if !ended || hasChildren() {
-		killTree(childFD)
-	}
-	select {
-	case <-reaped:
-	case <-time.After(time.Second): // a process stuck in the kernel: it has its SIGKILL
+		left = s.stop(childFD)
 	}
 	if !ended {
+		// With no child left, the reaper has the shell's status or is
+		// about to send it.
+		wait := time.Second
+		if left > 0 {
+			wait = 0
+		}
 		select {
 		case ws = <-exited:
 			ended = true
-		default:
+		case <-time.After(wait):
 		}
 	}
 	switch {
 	case !ended:
-		return 128 + int(syscall.SIGKILL)
+		return 128 + int(syscall.SIGKILL), left
 	case ws.Signaled():
-		return 128 + int(ws.Signal())
+		return 128 + int(ws.Signal()), left
 	}
-	return ws.ExitStatus()
+	return ws.ExitStatus(), left
 }
 
 // reap waits for every child: the supervised one, whose status it sends,
 // and the orphans that come to the subreaper, so that they do not pile up
-// as zombies (counted against the process limit) while the shell runs.
-// done is closed when no child is left.
-func reap(child int, exited chan<- syscall.WaitStatus, done chan<- struct{}) {
-	defer close(done)
+// as zombies (counted against the process limit) while the shell runs,
+// and so that killed ones are gone. It returns when no child is left.
+func reap(child int, exited chan<- syscall.WaitStatus) {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, unix.WALL, nil)
@@ -236,11 +321,31 @@ func hasChildren() bool {
 	}
 }
 
-// killTree kills the child's process group, then every descendant of the
-// supervisor, until a walk of /proc finds none it has not killed. It gives
-// up after a few seconds of finding new ones (processes it may not kill
-// that keep forking).
-func killTree(childFD int) {
+// stopper kills the supervisor's tree.
+type stopper struct {
+	budget time.Duration
+	// spare (tests only): the command name of processes treated as ones
+	// the supervisor may not signal.
+	spare string
+}
+
+// stop kills the child's process group, then every descendant of the
+// supervisor, and keeps killing until it has no child left, and returns
+// 0; or, after its budget (processes it may not kill, or that do not
+// die), the number of processes still alive below it.
+//
+// No child, no descendant: whatever it kills, that process's children
+// become the subreaper's, however they got there (a chain of setsid -f,
+// each link living a millisecond, that the walks of /proc never caught
+// alive; or forking in a loop, each link living 40 us). So it kills its
+// children over and over, as fast as it can list them
+// (/proc/self/task/*/children), each through a pidfd, and the reaper takes
+// them away; a process forking faster than it kills only makes more
+// children to kill, and one sent SIGKILL forks no more. A first walk of
+// /proc kills the whole tree at once, where the children alone would take
+// a generation at a time; a last one checks that none is left.
+func (s stopper) stop(childFD int) (left int) {
+	deadline := time.Now().Add(s.budget)
 	if childFD >= 0 {
 		if unix.PidfdSendSignal(childFD, unix.SIGKILL, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP) != nil {
 			_ = unix.PidfdSendSignal(childFD, unix.SIGKILL, nil, 0) // before Linux 6.9
@@ -248,18 +353,124 @@ func killTree(childFD int) {
 	}
 	self := os.Getpid()
 	killed := map[proc]bool{}
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
-		found := false
+	walk := func() (found bool) {
 		for _, p := range descendants(self) {
 			if !killed[p] {
 				killed[p], found = true, true
-				p.kill()
+				if !s.spared(p.pid) {
+					p.kill()
+				}
 			}
 		}
-		if !found {
-			return
+		return found
+	}
+	signalled := map[int]bool{} // children, by pid: only to know when to pause
+	kids := func() (found, ok bool) {
+		pids, ok := children()
+		for _, pid := range pids {
+			if !s.spared(pid) && killChild(pid, self) && !signalled[pid] {
+				signalled[pid], found = true, true
+			}
+		}
+		return found, ok
+	}
+	walk()
+	const minPause, maxPause = 20 * time.Microsecond, time.Millisecond
+	pause := minPause
+	for {
+		var found bool
+		if !hasChildren() {
+			if !walk() {
+				return 0
+			}
+			found = true // no child, but a descendant: cannot be
+		} else if f, ok := kids(); ok {
+			found = f
+		} else {
+			found = walk() // no children files: slower
+		}
+		switch {
+		case time.Now().After(deadline):
+			return len(descendants(self))
+		case found:
+			pause = minPause
+		default:
+			// Only processes killed already, not yet dead or reaped (or
+			// that may not be killed): let them go.
+			time.Sleep(pause)
+			pause = min(2*pause, maxPause)
 		}
 	}
+}
+
+// spared (tests only) says whether pid is one the supervisor is to treat
+// as a process it may not signal.
+func (s stopper) spared(pid int) bool {
+	return s.spare != "" && proc{pid: pid}.comm() == s.spare
+}
+
+// children lists the supervisor's children, read from each of its
+// threads' children file (an orphan goes to any thread of the subreaper).
+// ok is false where the kernel has none (CONFIG_PROC_CHILDREN). A list
+// read while processes come and go may miss one, which the next read
+// finds.
+func children() (pids []int, ok bool) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			if _, serr := os.Stat("/proc/self/task/" + t.Name()); serr == nil {
+				return nil, false // the thread is there, its file is not
+			}
+			continue // the thread ended
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, true
+}
+
+// killChild sends SIGKILL to the process pid if it is the supervisor's
+// child (a zombie included, harmlessly), and says whether it did. A pidfd
+// names one process, whatever becomes of its pid, and waitid on it fails
+// unless that process is the caller's child.
+func killChild(pid, self int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return false
+		}
+		// No pidfd (before Linux 5.3, or no fd left): by its parent in
+		// /proc, if the reaper does not take it and its pid is not reused
+		// in between.
+		if ppid, state, _, ok := procStat(pid); ok && ppid == self && state != 'Z' && state != 'X' {
+			return unix.Kill(pid, unix.SIGKILL) == nil
+		}
+		return false
+	}
+	defer unix.Close(fd)
+	var info unix.Siginfo
+	for {
+		err = unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.EINVAL { // no P_PIDFD (before Linux 5.4): by its parent
+		if ppid, _, _, ok := procStat(pid); ok && ppid == self {
+			err = nil
+		}
+	}
+	if err != nil { // ECHILD: not a child (its pid was reused)
+		return false
+	}
+	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
 }
 
 // proc is one process: its pid and its start time (clock ticks after
@@ -329,6 +540,12 @@ func descendants(root int) []proc {
 		}
 	}
 	return out
+}
+
+// comm is p's command name.
+func (p proc) comm() string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/comm")
+	return strings.TrimSpace(string(b))
 }
 
 // kill sends p SIGKILL, unless its pid now names another process.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,30 +109,41 @@ EXIT || { sleep 3; echo z; touch "$W/marker-fg" "$T/marker-fg"; }`
 // -parallel, the number of processors, would run them a few at a time)
 // and each reports in its subtest.
 func TestTreeDies(t *testing.T) {
-	configs := []struct {
-		name    string
-		profile bash.Profile
-		noPidNS bool
-	}{
+	runAtOnce(t, []treeConfig{
 		{"unconfined", bash.Unconfined, false},
 		{"read-only", bash.ReadOnly, false},
 		{"workspace-write", bash.WorkspaceWrite, false},
 		{"read-only-no-pid-namespace", bash.ReadOnly, true},
 		{"workspace-write-no-pid-namespace", bash.WorkspaceWrite, true},
-	}
+	}, []string{"agent-killed", "timeout", "cancelled", "shell-exits"}, treeDies)
+}
+
+// treeConfig is a way to run a command: a profile, without a PID
+// namespace or where there is one.
+type treeConfig struct {
+	name    string
+	profile bash.Profile
+	noPidNS bool
+}
+
+// runAtOnce runs each case, every config with every ending, at once, and
+// reports each one's failures in its subtest (name/ending); a case the
+// machine cannot run is skipped.
+func runAtOnce(t *testing.T, configs []treeConfig, endings []string,
+	run func(t *testing.T, profile bash.Profile, noPidNS bool, ending string) []string) {
 	sandboxErr := bash.Check().Enforceable(bash.WorkspaceWrite)
-	type run struct {
+	type result struct {
 		name, skip string
 		errs       chan []string
 	}
 	var (
-		runs []run
-		wg   sync.WaitGroup
+		results []result
+		wg      sync.WaitGroup
 	)
 	defer wg.Wait() // with -run, a case may have no subtest to wait for it
 	for _, c := range configs {
-		for _, ending := range []string{"agent-killed", "timeout", "cancelled", "shell-exits"} {
-			r := run{name: c.name + "/" + ending, errs: make(chan []string, 1)}
+		for _, ending := range endings {
+			r := result{name: c.name + "/" + ending, errs: make(chan []string, 1)}
 			switch {
 			case c.profile == bash.Unconfined:
 			case sandboxErr != nil:
@@ -140,12 +152,12 @@ func TestTreeDies(t *testing.T) {
 				r.skip = "no PID namespace here: the -no-pid-namespace case is this one"
 			}
 			if r.skip == "" {
-				wg.Go(func() { r.errs <- treeDies(t, c.profile, c.noPidNS, ending) })
+				wg.Go(func() { r.errs <- run(t, c.profile, c.noPidNS, ending) })
 			}
-			runs = append(runs, r)
+			results = append(results, r)
 		}
 	}
-	for _, r := range runs {
+	for _, r := range results {
 		t.Run(r.name, func(t *testing.T) {
 			if r.skip != "" {
 				needSandbox(t) // fails under CI=true
@@ -179,17 +191,10 @@ func treeDies(t *testing.T, profile bash.Profile, noPidNS bool, ending string) (
 	case "cancelled":
 		a.CancelOn = started
 	}
-	cfg, _ := json.Marshal(a)
-	agent := exec.Command(os.Args[0], "-test.run=^$")
-	agent.Env = append(os.Environ(), agentEnv+"="+string(cfg), "TMPDIR="+tmp)
-	agent.Stdout, agent.Stderr = os.Stderr, os.Stderr
-	if err := agent.Start(); err != nil {
+	agent, err := startAgent(t, a, tmp)
+	if err != nil {
 		return fail("%v", err)
 	}
-	t.Cleanup(func() {
-		_ = agent.Process.Kill()
-		_ = agent.Wait()
-	})
 	result := func() (agentResult, bool) {
 		var r agentResult
 		data, err := os.ReadFile(a.Result)
@@ -243,6 +248,23 @@ func treeDies(t *testing.T, profile bash.Profile, noPidNS bool, ending string) (
 	return errs
 }
 
+// startAgent starts an agent process (see treeAgent) that runs a, with
+// TMPDIR tmp; a clean-up of t kills it.
+func startAgent(t *testing.T, a agentConfig, tmp string) (*exec.Cmd, error) {
+	cfg, _ := json.Marshal(a)
+	agent := exec.Command(os.Args[0], "-test.run=^$")
+	agent.Env = append(os.Environ(), agentEnv+"="+string(cfg), "TMPDIR="+tmp)
+	agent.Stdout, agent.Stderr = os.Stderr, os.Stderr
+	if err := agent.Start(); err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		_ = agent.Process.Kill()
+		_ = agent.Wait()
+	})
+	return agent, nil
+}
+
 // processesWith lists the processes (but not, the agent) whose command
 // line or environment holds token.
 func processesWith(token string, not int) []string {
@@ -272,6 +294,149 @@ func TestSupervisedExitStatus(t *testing.T) {
 		r, err := bash.Run(context.Background(), &bash.Options{Dir: dir}, cmd)
 		if err != nil || r.ExitCode != want {
 			t.Errorf("%s: %+v %v, want exit %d", cmd, r, err, want)
+		}
+	}
+}
+
+// chainScript is a fugitive chain (found by review): each link logs its
+// pid, starts the next in a new session (setsid -f) and exits, each living
+// about a millisecond, too short for a walk of /proc to see it alive; it
+// stops once STOP exists.
+const chainScript = `#!/bin/sh
+echo $$ >> "$(dirname "$0")/chain.log"
+[ -e "$(dirname "$0")/STOP" ] && exit 0
+setsid -f "$0" </dev/null >/dev/null 2>&1
+exit 0
+`
+
+// TestChainDies: a chain of setsid -f, each link gone before the next is
+// seen, stops with the command, on timeout, when the shell exits and when
+// the agent is killed, unconfined and confined with and without a PID
+// namespace; the command's result is not an error (the supervisor stopped
+// everything), and comes soon. The cases run at once, a second and a half.
+func TestChainDies(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip(err)
+	}
+	runAtOnce(t, []treeConfig{
+		{"unconfined", bash.Unconfined, false},
+		{"workspace-write", bash.WorkspaceWrite, false},
+		{"workspace-write-no-pid-namespace", bash.WorkspaceWrite, true},
+	}, []string{"timeout", "shell-exits", "agent-killed"}, chainDies)
+}
+
+func chainDies(t *testing.T, profile bash.Profile, noPidNS bool, ending string) (errs []string) {
+	fail := func(format string, args ...any) []string {
+		return append(errs, fmt.Sprintf(format, args...))
+	}
+	tmp, work := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "chain.sh"), []byte(chainScript), 0o755); err != nil {
+		return fail("%v", err)
+	}
+	links := func() int {
+		b, _ := os.ReadFile(filepath.Join(work, "chain.log"))
+		return bytes.Count(b, []byte{'\n'})
+	}
+	a := agentConfig{Profile: profile, NoPidNS: noPidNS, Dir: work, Cmd: "./chain.sh", Result: filepath.Join(tmp, "result.json")}
+	if ending != "shell-exits" {
+		a.Cmd += "; sleep 30"
+	}
+	if ending == "timeout" {
+		a.Timeout = 500 * time.Millisecond
+	}
+	start := time.Now()
+	agent, err := startAgent(t, a, tmp)
+	if err != nil {
+		return fail("%v", err)
+	}
+	// A chain that got away stops at its next link (before the agent is
+	// killed: clean-ups run last first).
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(work, "STOP"), nil, 0o644) })
+	deadline := start.Add(15 * time.Second)
+	var n0 int
+	if ending == "agent-killed" {
+		for links() < 20 {
+			if time.Now().After(deadline) {
+				return fail("the chain did not start")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := agent.Process.Signal(os.Kill); err != nil {
+			return fail("%v", err)
+		}
+		_ = agent.Wait()
+		time.Sleep(300 * time.Millisecond) // the supervisor's SIGTERM and its killing
+		n0 = links()
+	} else {
+		var data []byte
+		for data, err = os.ReadFile(a.Result); err != nil; data, err = os.ReadFile(a.Result) {
+			if time.Now().After(deadline) {
+				return fail("the command did not end")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// Reported once every process is dead: no link may come after.
+		n0 = links()
+		took := time.Since(start)
+		var r agentResult
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fail("%v", err)
+		}
+		switch {
+		case n0 == 0:
+			errs = fail("the chain did not start")
+		case ending == "timeout" && (!r.TimedOut || strings.Contains(r.Err, "could not stop")):
+			errs = fail("%+v", r)
+		case ending == "shell-exits" && (r.Err != "" || r.ExitCode != 0):
+			errs = fail("%+v", r)
+		}
+		if limit := a.Timeout + 2*time.Second; took > limit {
+			errs = fail("the result came after %s, more than %s", took.Round(time.Millisecond), limit)
+		}
+	}
+	time.Sleep(700 * time.Millisecond)
+	if n := links(); n > n0 {
+		errs = fail("the chain still runs after the command ended: %d then %d links", n0, n)
+	}
+	return errs
+}
+
+// TestStopLeftReported: a process the supervisor cannot kill (here one it
+// is told to spare, as it would one that became another user) makes the
+// command's result an error that says how many are left, once the
+// supervisor's budget is spent (not the agent's WaitDelay), whether the
+// shell exited or timed out.
+func TestStopLeftReported(t *testing.T) {
+	bash.SuperviseForTest(300*time.Millisecond, "tgspare")
+	defer bash.SuperviseForTest(0, "")
+	dir := t.TempDir()
+	token := "tgspare" + strings.ToLower(rand.Text())
+	t.Cleanup(func() {
+		for _, p := range processesWith(token, 0) {
+			if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	spare := `export TOLLGATE_TREE_TOKEN=` + token + `; ln -sf "$(command -v sleep)" tgspare
+setsid ./tgspare 30 </dev/null >/dev/null 2>&1 &
+until [ "$(cat /proc/$!/comm 2>/dev/null)" = tgspare ]; do sleep 0.01; done; echo up`
+	for _, c := range []struct {
+		name, cmd string
+		timeout   time.Duration
+		want      string
+	}{
+		{"shell-exits", spare, 0, "could not stop every process the command started: 1 left"},
+		{"timeout", spare + "; sleep 30", 600 * time.Millisecond, "command timed out after 600ms (stdout so far: \"up\\n\")\ncould not stop every process the command started: 1 left"},
+	} {
+		start := time.Now()
+		r, err := bash.Run(context.Background(), &bash.Options{Dir: dir, Timeout: c.timeout}, c.cmd)
+		took := time.Since(start)
+		if err == nil || err.Error() != c.want || r.Stdout != "up\n" {
+			t.Errorf("%s: %+v %v, want %q", c.name, r, err, c.want)
+		}
+		if limit := c.timeout + 300*time.Millisecond + time.Second; took > limit {
+			t.Errorf("%s: the result came after %s, more than %s", c.name, took.Round(time.Millisecond), limit)
 		}
 	}
 }
