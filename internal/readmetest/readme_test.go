@@ -34,9 +34,18 @@ package readmetest
 //	# you type: A; B     the lines A and B are the command's stdin (tollgate
 //	                     run reads one answer a line when stdin is not a
 //	                     terminal).
+//	# prints: TEXT       its output (stdout and stderr; a service's, once
+//	                     stopped) must show TEXT, white space in either
+//	                     counting as one space wherever it is a run (the
+//	                     columns of a table, a line break). For what the
+//	                     command shows, where that is the point: an exit
+//	                     status alone does not tell that ls ran.
 //
-// Any other comment is prose, and so is a line that is only a comment,
-// except "# Ctrl-C ...".
+// "# prints: TEXT" may also stand alone on the lines right after its
+// command (no blank line between), once for each TEXT, when the command's
+// own comment says something else; anywhere else it is an error. Any other
+// comment is prose, and so is a line that is only a comment, except
+// "# Ctrl-C ..." and "# prints: ...".
 //
 // # What else is checked
 //

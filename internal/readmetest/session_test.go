@@ -84,6 +84,7 @@ func runSection(t *testing.T, dir, bin string, cmds []command) {
 		} else {
 			t.Logf("README:%d: %s: exit %d\n%s", c.line, firstLine(c.text), status, indent(out))
 		}
+		checkPrints(t, c, out)
 		if s.fg != nil {
 			s.fg.settle(t, c.line)
 		}
@@ -227,6 +228,17 @@ func (s *session) run(c command, text string) (int, string) {
 	return status, string(b)
 }
 
+// checkPrints fails t for each "# prints:" text of c its output does not
+// show.
+func checkPrints(t *testing.T, c command, out string) {
+	t.Helper()
+	for _, p := range c.prints {
+		if !shows(out, p) {
+			t.Errorf("README:%d: %s\n  the output does not show %q:\n%s", c.line, firstLine(c.text), p, indent(out))
+		}
+	}
+}
+
 // state is the session's current directory and environment, for a command
 // the test starts itself.
 func (s *session) state() (string, []string) {
@@ -349,6 +361,8 @@ func (s *session) stopFg(line int) {
 	if srv.status != 0 {
 		s.t.Errorf("README:%d: %s\n  exit status %d after Ctrl-C, want 0:\n%s", srv.c.line, srv.c.text, srv.status, srv.output())
 	}
+	out, _ := os.ReadFile(srv.log)
+	checkPrints(s.t, srv.c, string(out))
 }
 
 func (srv *service) kill() {

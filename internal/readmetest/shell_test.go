@@ -25,6 +25,8 @@ type command struct {
 	// exitOrZero: "exits N where ...": 0 or N.
 	exitOrZero bool
 	stdin      []string
+	// prints: texts its output must show ("# prints: TEXT").
+	prints []string
 }
 
 // splitCommands cuts a block into complete shell commands: lines joined by
@@ -33,6 +35,7 @@ type command struct {
 func splitCommands(text string, first int) ([]command, error) {
 	lines := strings.Split(text, "\n")
 	var out []command
+	last := -2 // the line a "# prints:" line may follow: a command's last, or another such line
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		trim := strings.TrimSpace(l)
@@ -42,6 +45,14 @@ func splitCommands(text string, first int) ([]command, error) {
 		if strings.HasPrefix(trim, "#") {
 			if strings.HasPrefix(trim, "# Ctrl-C") {
 				out = append(out, command{text: trim, line: first + i, ctrlC: true})
+			}
+			if text, ok := strings.CutPrefix(trim, "# prints:"); ok {
+				if last != i-1 {
+					return out, fmt.Errorf("line %d: a # prints: line must come right after the command whose output it checks", first+i)
+				}
+				c := &out[len(out)-1]
+				c.prints = append(c.prints, strings.TrimSpace(text))
+				last = i
 			}
 			continue
 		}
@@ -82,8 +93,17 @@ func splitCommands(text string, first int) ([]command, error) {
 			}
 		}
 		out = append(out, c)
+		last = i
 	}
 	return out, nil
+}
+
+// shows reports whether a command's output shows text: it holds it, white
+// space in either counting as one space wherever it is a run (the
+// columns of a table, a line break).
+func shows(output, text string) bool {
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	return strings.Contains(flat(output), flat(text))
 }
 
 func bashComplete(s string) bool {
@@ -113,6 +133,12 @@ func (c *command) parseMarker(cm string) error {
 		}
 		c.exit, _ = strconv.Atoi(m[1])
 		c.exitOrZero = m[2] != ""
+	case strings.HasPrefix(cm, "prints:"):
+		text := strings.TrimSpace(strings.TrimPrefix(cm, "prints:"))
+		if text == "" {
+			return errors.New(`"# prints:" names nothing`)
+		}
+		c.prints = append(c.prints, text)
 	case strings.HasPrefix(cm, "you type:"):
 		for _, a := range strings.Split(strings.TrimPrefix(cm, "you type:"), ";") {
 			c.stdin = append(c.stdin, strings.TrimSpace(a))
@@ -300,6 +326,12 @@ func TestSplitCommands(t *testing.T) {
 		`b' | wc -l   # needs: ANTHROPIC_API_KEY, network (Ollama)`,
 		`tollgate serve   # until Ctrl-C: the service`,
 		`tollgate sandbox check   # exits 1 where the kernel cannot`,
+		`tollgate questions list   # prints: hitl_call_1_2`,
+		`tollgate run $'$ ls' \`,
+		`    --policy p.yaml   # you type: a`,
+		"# prints: `ls`: ran, exit 0",
+		`# prints: the second check`,
+		`# prose`,
 	}, "\n")
 	cmds, err := splitCommands(block, 10)
 	if err != nil {
@@ -313,6 +345,8 @@ func TestSplitCommands(t *testing.T) {
 		{text: "echo 'a\nb' | wc -l   # needs: ANTHROPIC_API_KEY, network (Ollama)", line: 19, needs: []string{"ANTHROPIC_API_KEY", "network"}},
 		{text: "tollgate serve   # until Ctrl-C: the service", line: 21, until: true},
 		{text: "tollgate sandbox check   # exits 1 where the kernel cannot", line: 22, exit: 1, exitOrZero: true},
+		{text: "tollgate questions list   # prints: hitl_call_1_2", line: 23, prints: []string{"hitl_call_1_2"}},
+		{text: "tollgate run $'$ ls' \\\n    --policy p.yaml   # you type: a", line: 24, stdin: []string{"a"}, prints: []string{"`ls`: ran, exit 0", "the second check"}},
 	}
 	if len(cmds) != len(want) {
 		t.Fatalf("got %d commands, want %d: %#v", len(cmds), len(want), cmds)
@@ -320,6 +354,40 @@ func TestSplitCommands(t *testing.T) {
 	for i := range want {
 		if fmt.Sprintf("%#v", cmds[i]) != fmt.Sprintf("%#v", want[i]) {
 			t.Errorf("command %d:\n got  %#v\n want %#v", i, cmds[i], want[i])
+		}
+	}
+}
+
+// TestPrintsMarker: a "# prints:" line belongs to the command right before
+// it; anywhere else it is an error, never prose that checks nothing.
+func TestPrintsMarker(t *testing.T) {
+	for _, block := range []string{
+		"# prints: nothing before it",
+		"tollgate version\n\n# prints: after a blank line",
+		"tollgate version\n# prose\n# prints: after prose",
+		"# Ctrl-C in the first terminal\n# prints: after a Ctrl-C",
+		"tollgate version   # prints:",
+	} {
+		if cmds, err := splitCommands(block, 1); err == nil {
+			t.Errorf("%q: no error (%#v)", block, cmds)
+		}
+	}
+}
+
+func TestShows(t *testing.T) {
+	const out = "THREAD  QUESTION       TOOL  LEFT  ASKS\ntour    hitl_call_1_2  bash  3m0s  rm -r logs\n"
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"hitl_call_1_2", true},
+		{"tour hitl_call_1_2 bash", true}, // columns: one space matches a run
+		{"ASKS tour", true},               // a line break too
+		{"hitl_call_1_3", false},
+		{"rm -rf logs", false},
+	} {
+		if got := shows(out, tc.text); got != tc.want {
+			t.Errorf("shows(..., %q) = %v, want %v", tc.text, got, tc.want)
 		}
 	}
 }
