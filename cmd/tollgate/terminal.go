@@ -300,20 +300,12 @@ func (t *terminal) storeArg() string {
 	if os.Getenv("TOLLGATE_STORE") == t.storeID {
 		return ""
 	}
-	return "--store " + shellQuote(storeurl.Redacted(t.storeID)) + " "
+	return "--store " + shellWord(storeurl.Redacted(t.storeID)) + " "
 }
 
 // resumeCommand is the command that goes on with the run.
 func (t *terminal) resumeCommand() string {
-	return "tollgate run " + t.storeArg() + "--thread " + shellQuote(t.thread) + " --resume"
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@=+,%") == "" {
-		return display.Line(s)
-	}
-	return display.Line("'" + strings.ReplaceAll(s, "'", `'\''`) + "'")
+	return "tollgate run " + t.storeArg() + "--thread " + shellWord(t.thread) + " --resume"
 }
 
 // modelText prints what the model wrote with every line marked, so that
@@ -458,7 +450,7 @@ func (t *terminal) listWaiting() {
 			t.println("nobody else can answer a question in a memory store: it stays open until its deadline (use --store sqlite:PATH)")
 			return
 		}
-		t.println(fmt.Sprintf("answer with: tollgate questions answer %s--thread %s %s approve|deny \"reason\"|edit '{...}'", t.storeArg(), shellQuote(t.thread), shellQuote(t.pending[0].ID)))
+		t.println(fmt.Sprintf("answer with: tollgate questions answer %s--thread %s %s approve|deny \"reason\"|edit '{...}'", t.storeArg(), shellWord(t.thread), shellWord(t.pending[0].ID)))
 	}
 }
 
@@ -609,35 +601,19 @@ func (t *terminal) openQuestions(ctx context.Context) ([]*checkpoint.Question, e
 		}
 		f.After = next
 	}
-	if len(all) < 2 {
-		return all, nil
-	}
-	th, err := t.store.LoadThread(ctx, t.thread)
-	if err != nil {
-		return all, nil
-	}
-	var msgs []agent.Message
-	_ = json.Unmarshal(th.Messages, &msgs)
-	order := map[string]int{}
-	for _, msg := range msgs {
-		for _, c := range msg.ToolCalls {
-			if _, ok := order[c.ID]; !ok {
-				order[c.ID] = len(order)
+	// The thread is read only when a question shows up whose call's place
+	// is not known yet, not at every poll.
+	if slices.ContainsFunc(all, func(q *checkpoint.Question) bool { _, ok := t.callOrder[q.ID]; return !ok }) {
+		if th, err := t.store.LoadThread(ctx, t.thread); err == nil {
+			pos := callPositions(th.Messages)
+			for _, q := range all {
+				if i, ok := pos[q.CallID]; ok {
+					t.callOrder[q.ID] = i
+				}
 			}
 		}
 	}
-	pos := func(q *checkpoint.Question) int {
-		if i, ok := order[q.CallID]; ok {
-			return i
-		}
-		return len(order)
-	}
-	for _, q := range all {
-		if i, ok := order[q.CallID]; ok {
-			t.callOrder[q.ID] = i
-		}
-	}
-	slices.SortStableFunc(all, func(a, b *checkpoint.Question) int { return pos(a) - pos(b) })
+	slices.SortStableFunc(all, func(a, b *checkpoint.Question) int { return t.callPos(a.ID) - t.callPos(b.ID) })
 	return all, nil
 }
 
