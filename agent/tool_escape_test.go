@@ -94,3 +94,15 @@ func TestStoredTextNotHTMLEscaped(t *testing.T) {
 		t.Error("no audit event carries the command")
 	}
 }
+
+// The digest that binds an approval to what the reviewer saw does not
+// depend on how the stored arguments spell <, > and &: arguments written
+// before the stores stopped escaping keep their digests (and answers).
+func TestArgsDigestIgnoresHTMLEscapes(t *testing.T) {
+	t.Parallel()
+	escaped := agent.ArgsDigest("bash", json.RawMessage(`{"cmd":"a \u003e\u003e b \u0026\u0026 \u003cc\u003e"}`))
+	plain := agent.ArgsDigest("bash", json.RawMessage(`{"cmd":"a >> b && <c>"}`))
+	if escaped != plain {
+		t.Fatalf("digest %s for the escaped spelling, %s for the plain one", escaped, plain)
+	}
+}

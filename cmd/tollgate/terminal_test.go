@@ -150,6 +150,13 @@ func (p *ptyRun) screen() string {
 // lastMessage reads the thread's last message from the SQLite file.
 func lastMessage(t *testing.T, dbPath, thread string) agent.Message {
 	t.Helper()
+	msgs := threadMessages(t, dbPath, thread)
+	return msgs[len(msgs)-1]
+}
+
+// threadMessages reads the thread's messages from the SQLite file.
+func threadMessages(t *testing.T, dbPath, thread string) []agent.Message {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), dbPath, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +170,7 @@ func lastMessage(t *testing.T, dbPath, thread string) agent.Message {
 	if err := json.Unmarshal(th.Messages, &msgs); err != nil || len(msgs) == 0 {
 		t.Fatalf("thread %s: %v %d messages", thread, err, len(msgs))
 	}
-	return msgs[len(msgs)-1]
+	return msgs
 }
 
 // TestRunInATerminal drives tollgate run in a pseudo-terminal as a person
@@ -361,6 +368,16 @@ if [ $n = 1 ]; then echo '{"cmd": 5}' > "$1"; else echo '{"cmd": "echo edited >>
 		}
 		if m := lastMessage(t, db, "t1"); m.StopReason != agent.StopAborted {
 			t.Fatalf("the thread's last message is %+v, want stop_reason aborted", m)
+		}
+		// SPEC "Abort": a synthetic deny for every unresolved call.
+		denied := map[string]bool{}
+		for _, m := range threadMessages(t, db, "t1") {
+			if m.Result != nil && m.Result.IsError {
+				denied[m.Result.CallID] = true
+			}
+		}
+		if !denied["call_1_1"] || !denied["call_1_2"] {
+			t.Fatalf("both unresolved calls must get a deny result, got %v", denied)
 		}
 	})
 
