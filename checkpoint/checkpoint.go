@@ -219,6 +219,85 @@ type Event struct {
 	At       time.Time
 }
 
+// Batch is a set of writes that [Store.Commit] commits together or not at
+// all. Any field may be empty; an empty batch commits nothing. The writes
+// keep the rules of the single-record methods:
+//
+//   - Thread: a compare-and-set on the thread's version, as SaveThread,
+//     that appends messages instead of rewriting them (or creates the
+//     thread, as CreateThread, when Version is zero).
+//   - ToolCalls: as PutToolCall; writing ToolCallExecuting is a claim.
+//   - Question: as CreateQuestion, with one more rule: a batch commits
+//     only if it creates its question. When a question with that thread
+//     and id exists, nothing of the batch is written, and Commit returns
+//     the stored question with Created false and no error (so the events
+//     that record a new question are never written for an old one).
+//   - Resolve: as ResolveQuestion, a compare-and-set from pending.
+//   - Events: as AppendEvent, in order.
+//
+// When one compare-and-set loses (a stale thread version, a claimed call,
+// a question no longer pending, an answer after the deadline), nothing of
+// the batch is written and Commit returns that write's error (wrapping
+// ErrConflict, ErrExpired or ErrNotFound, as the single method would).
+// So an audit event committed with a change exists exactly when the
+// change does.
+//
+// On success Commit sets Thread.Version (and the thread's times) as
+// SaveThread does. A store may commit several callers' batches in one
+// database transaction (group commit); it returns to each caller only once
+// that transaction is durable, and a batch that fails alone (its
+// compare-and-set lost) is left out of it without failing the others.
+type Batch struct {
+	Thread    *ThreadWrite
+	ToolCalls []*ToolCall
+	Question  *Question
+	Resolve   *Resolve
+	Events    []*Event
+}
+
+// ThreadWrite is the thread part of a [Batch].
+type ThreadWrite struct {
+	ID string
+	// Version is the version the writer last read: the stored one must
+	// equal it (ErrConflict otherwise). Zero creates the thread with
+	// Version 1 (ErrConflict if it exists), as CreateThread.
+	Version int64
+	Status  ThreadStatus
+	RunID   string
+	// Append holds the messages added after the stored ones, each one JSON
+	// value (kept byte for byte, as Thread.Messages). LoadThread returns
+	// the stored messages and these as one JSON array.
+	Append []json.RawMessage
+	// CreatedAt is used when the write creates the thread; zero means the
+	// store's current time. UpdatedAt is always the store's time.
+	CreatedAt time.Time
+	// UpdatedAt is set by Commit.
+	UpdatedAt time.Time
+}
+
+// Resolve is the resolution part of a [Batch].
+type Resolve struct {
+	ThreadID, ID string
+	Resolution   Resolution
+}
+
+// Committed is what [Store.Commit] wrote.
+type Committed struct {
+	// Question is the batch's question as stored: the new one when Created,
+	// else the one that existed (and nothing was written).
+	Question *Question
+	Created  bool
+	// Resolved is the question Resolve resolved.
+	Resolved *Question
+	// EventSeqs are the sequence numbers of the batch's events, in order.
+	EventSeqs []int64
+}
+
+// Empty reports whether b writes nothing.
+func (b *Batch) Empty() bool {
+	return b.Thread == nil && len(b.ToolCalls) == 0 && b.Question == nil && b.Resolve == nil && len(b.Events) == 0
+}
+
 // NotificationKind says what changed.
 type NotificationKind string
 
@@ -262,7 +341,9 @@ type Store interface {
 	// LoadThread returns the thread, or ErrNotFound.
 	LoadThread(ctx context.Context, id string) (*Thread, error)
 	// SaveThread writes t if the stored version equals t.Version, and
-	// then sets t.Version to the new version. ErrConflict otherwise.
+	// then sets t.Version to the new version. ErrConflict otherwise. It
+	// replaces every message: it costs what the thread holds, where
+	// Commit's [ThreadWrite] appends and costs what it adds.
 	SaveThread(ctx context.Context, t *Thread) error
 	// ListThreads returns one page of the threads that match f, newest
 	// first, and the cursor of the next page: "" when no thread that
@@ -287,6 +368,14 @@ type Store interface {
 	// threads there are (sqlite and postgres).
 	ListThreads(ctx context.Context, f ThreadFilter) ([]*Thread, string, error)
 
+	// Commit applies every write of b in one transaction, durably: all of
+	// them or none (see [Batch] for what a batch can hold and when it
+	// commits). It is how the agent writes: one commit per durable point of
+	// a run, with the audit events that record the change. The methods
+	// below that write one record are the same as a Commit of a batch that
+	// holds only that record.
+	Commit(ctx context.Context, b *Batch) (*Committed, error)
+
 	// PutToolCall records the state of one tool call. Writing
 	// ToolCallExecuting is a claim: it succeeds only if the call has no
 	// record yet, and returns ErrConflict otherwise, so that of two
@@ -294,8 +383,10 @@ type Store interface {
 	// ToolCallDone inserts or replaces.
 	PutToolCall(ctx context.Context, tc *ToolCall) error
 	// ListToolCalls returns the calls recorded for a run, in no
-	// particular order.
-	ListToolCalls(ctx context.Context, threadID, runID string) ([]*ToolCall, error)
+	// particular order; with callIDs, only the calls among those (a run
+	// reads the calls of its current turn, not every call it made: the
+	// cost is that of the turn, not of the run).
+	ListToolCalls(ctx context.Context, threadID, runID string, callIDs ...string) ([]*ToolCall, error)
 
 	// CreateQuestion stores q (pending) unless a question with the same
 	// thread and id exists; either way it returns the stored question and
