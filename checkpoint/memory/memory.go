@@ -5,6 +5,8 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -22,7 +24,8 @@ type questionKey struct{ thread, id string }
 // in and out, so callers never share memory with the store.
 type Store struct {
 	mu        sync.Mutex
-	threads   map[string]*checkpoint.Thread
+	threads   map[string]*checkpoint.Thread // Messages nil: see msgs
+	msgs      map[string][]json.RawMessage  // thread id -> its messages, appended
 	toolCalls map[string]map[string]*checkpoint.ToolCall // thread/run -> call id
 	questions map[questionKey]*checkpoint.Question
 	qorder    []questionKey // creation order: a question's sequence number is its index + 1
@@ -36,6 +39,7 @@ type Store struct {
 func New() *Store {
 	return &Store{
 		threads:   map[string]*checkpoint.Thread{},
+		msgs:      map[string][]json.RawMessage{},
 		toolCalls: map[string]map[string]*checkpoint.ToolCall{},
 		questions: map[questionKey]*checkpoint.Question{},
 		subs:      map[chan checkpoint.Notification]struct{}{},
@@ -47,6 +51,14 @@ func copyThread(t *checkpoint.Thread) *checkpoint.Thread {
 	c := *t
 	c.Messages = slices.Clone(t.Messages)
 	return &c
+}
+
+func cloneAll(ms []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(ms))
+	for i, m := range ms {
+		out[i] = slices.Clone(m)
+	}
+	return out
 }
 
 func copyQuestion(q *checkpoint.Question) *checkpoint.Question {
@@ -64,6 +76,10 @@ func copyToolCall(tc *checkpoint.ToolCall) *checkpoint.ToolCall {
 }
 
 func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
+	msgs, err := checkpoint.SplitMessages(t.Messages)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.threads[t.ID]; ok {
@@ -75,7 +91,10 @@ func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
 		t.CreatedAt = now
 	}
 	t.UpdatedAt = now
-	s.threads[t.ID] = copyThread(t)
+	c := *t
+	c.Messages = nil
+	s.threads[t.ID] = &c
+	s.msgs[t.ID] = cloneAll(msgs)
 	return nil
 }
 
@@ -86,10 +105,16 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	if !ok {
 		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
 	}
-	return copyThread(t), nil
+	c := *t
+	c.Messages = checkpoint.JoinMessages(s.msgs[id])
+	return &c, nil
 }
 
 func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
+	msgs, err := checkpoint.SplitMessages(t.Messages)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.threads[t.ID]
@@ -102,8 +127,97 @@ func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
 	t.Version++
 	t.CreatedAt = cur.CreatedAt
 	t.UpdatedAt = s.now()
-	s.threads[t.ID] = copyThread(t)
+	c := *t
+	c.Messages = nil
+	s.threads[t.ID] = &c
+	s.msgs[t.ID] = cloneAll(msgs)
 	return nil
+}
+
+// Commit checks every write of the batch first and applies them only if
+// all pass, under the store's one lock: all or nothing.
+func (s *Store) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Committed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	out := &checkpoint.Committed{}
+	if q := b.Question; q != nil {
+		if cur, ok := s.questions[questionKey{q.ThreadID, q.ID}]; ok {
+			out.Question = copyQuestion(cur)
+			return out, nil // the batch commits only if it creates its question
+		}
+	}
+	if w := b.Thread; w != nil {
+		cur, ok := s.threads[w.ID]
+		switch {
+		case w.Version == 0 && ok:
+			return nil, fmt.Errorf("thread %q exists: %w", w.ID, checkpoint.ErrConflict)
+		case w.Version != 0 && !ok:
+			return nil, fmt.Errorf("thread %q: %w", w.ID, checkpoint.ErrNotFound)
+		case w.Version != 0 && cur.Version != w.Version:
+			return nil, fmt.Errorf("thread %q: version %d, stored %d: %w", w.ID, w.Version, cur.Version, checkpoint.ErrConflict)
+		}
+		for i, m := range w.Append {
+			if !json.Valid(m) {
+				return nil, fmt.Errorf("thread %q: appended message %d is not valid JSON", w.ID, i)
+			}
+		}
+	}
+	claimed := map[string]bool{}
+	for _, tc := range b.ToolCalls {
+		k := runKey(tc.ThreadID, tc.RunID) + "\x00" + tc.CallID
+		if _, exists := s.toolCalls[runKey(tc.ThreadID, tc.RunID)][tc.CallID]; (exists || claimed[k]) && tc.State == checkpoint.ToolCallExecuting {
+			return nil, fmt.Errorf("tool call %q of run %q is already claimed: %w", tc.CallID, tc.RunID, checkpoint.ErrConflict)
+		}
+		claimed[k] = true
+	}
+	var resolving *checkpoint.Question
+	var res checkpoint.Resolution
+	if r := b.Resolve; r != nil {
+		q, ok := s.questions[questionKey{r.ThreadID, r.ID}]
+		if !ok {
+			return nil, fmt.Errorf("question %q of thread %q: %w", r.ID, r.ThreadID, checkpoint.ErrNotFound)
+		}
+		res = r.Resolution
+		if res.At.IsZero() {
+			res.At = now
+		}
+		if err := checkpoint.CheckResolution(q, res); err != nil {
+			return nil, err
+		}
+		resolving = q
+	}
+
+	// Every check passed: apply.
+	if w := b.Thread; w != nil {
+		t := s.threads[w.ID]
+		if w.Version == 0 {
+			t = &checkpoint.Thread{ID: w.ID, CreatedAt: w.CreatedAt}
+			if t.CreatedAt.IsZero() {
+				t.CreatedAt = now
+			}
+			s.threads[w.ID] = t
+		}
+		t.Version++
+		t.Status, t.RunID, t.UpdatedAt = w.Status, w.RunID, now
+		s.msgs[w.ID] = append(s.msgs[w.ID], cloneAll(w.Append)...)
+		w.Version, w.CreatedAt, w.UpdatedAt = t.Version, t.CreatedAt, now
+	}
+	for _, tc := range b.ToolCalls {
+		s.putToolCallLocked(tc, now)
+	}
+	if q := b.Question; q != nil {
+		out.Question, out.Created = s.createQuestionLocked(q, now), true
+	}
+	if q := resolving; q != nil {
+		q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = res.Status, slices.Clone(res.Answer), res.By, res.Reason, res.At
+		s.notifyLocked(checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: q.ThreadID, QuestionID: q.ID})
+		out.Resolved = copyQuestion(q)
+	}
+	for _, e := range b.Events {
+		out.EventSeqs = append(out.EventSeqs, s.appendEventLocked(e, now))
+	}
+	return out, nil
 }
 
 // ListThreads sorts the threads that match on every call, as
@@ -136,49 +250,60 @@ func (s *Store) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*
 func runKey(thread, run string) string { return thread + "\x00" + run }
 
 func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	_, err := s.Commit(ctx, &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{tc}})
+	return err
+}
+
+func (s *Store) putToolCallLocked(tc *checkpoint.ToolCall, now time.Time) {
 	k := runKey(tc.ThreadID, tc.RunID)
 	m := s.toolCalls[k]
 	if m == nil {
 		m = map[string]*checkpoint.ToolCall{}
 		s.toolCalls[k] = m
 	}
-	if _, exists := m[tc.CallID]; exists && tc.State == checkpoint.ToolCallExecuting {
-		return fmt.Errorf("tool call %q of run %q is already claimed: %w", tc.CallID, tc.RunID, checkpoint.ErrConflict)
-	}
-	tc.UpdatedAt = s.now()
+	tc.UpdatedAt = now
 	m[tc.CallID] = copyToolCall(tc)
-	return nil
 }
 
-func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string) ([]*checkpoint.ToolCall, error) {
+func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string, callIDs ...string) ([]*checkpoint.ToolCall, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*checkpoint.ToolCall
-	for _, tc := range s.toolCalls[runKey(threadID, runID)] {
+	calls := s.toolCalls[runKey(threadID, runID)]
+	if len(callIDs) > 0 {
+		for _, id := range slices.Compact(slices.Sorted(slices.Values(callIDs))) {
+			if tc, ok := calls[id]; ok {
+				out = append(out, copyToolCall(tc))
+			}
+		}
+		return out, nil
+	}
+	for _, tc := range calls {
 		out = append(out, copyToolCall(tc))
 	}
 	return out, nil
 }
 
 func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*checkpoint.Question, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := questionKey{q.ThreadID, q.ID}
-	if cur, ok := s.questions[k]; ok {
-		return copyQuestion(cur), false, nil
+	c, err := s.Commit(ctx, &checkpoint.Batch{Question: q})
+	if err != nil {
+		return nil, false, err
 	}
+	return c.Question, c.Created, nil
+}
+
+func (s *Store) createQuestionLocked(q *checkpoint.Question, now time.Time) *checkpoint.Question {
+	k := questionKey{q.ThreadID, q.ID}
 	c := copyQuestion(q)
 	c.Status = checkpoint.QuestionPending
 	c.Answer, c.AnsweredBy, c.Reason, c.ResolvedAt = nil, "", "", time.Time{}
 	if c.CreatedAt.IsZero() {
-		c.CreatedAt = s.now()
+		c.CreatedAt = now
 	}
 	s.questions[k] = c
 	s.qorder = append(s.qorder, k)
 	s.notifyLocked(checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: q.ThreadID, QuestionID: q.ID})
-	return copyQuestion(c), true, nil
+	return copyQuestion(c)
 }
 
 func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoint.Question, error) {
@@ -240,35 +365,38 @@ func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter)
 }
 
 func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r checkpoint.Resolution) (*checkpoint.Question, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.questions[questionKey{threadID, id}]
-	if !ok {
-		return nil, fmt.Errorf("question %q of thread %q: %w", id, threadID, checkpoint.ErrNotFound)
+	c, err := s.Commit(ctx, &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: threadID, ID: id, Resolution: r}})
+	if errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrExpired) {
+		q, gerr := s.GetQuestion(ctx, threadID, id)
+		if gerr != nil {
+			return nil, err
+		}
+		return q, err
 	}
-	if r.At.IsZero() {
-		r.At = s.now()
+	if err != nil {
+		return nil, err
 	}
-	if err := checkpoint.CheckResolution(q, r); err != nil {
-		return copyQuestion(q), err
-	}
-	q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = r.Status, slices.Clone(r.Answer), r.By, r.Reason, r.At
-	s.notifyLocked(checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: threadID, QuestionID: id})
-	return copyQuestion(q), nil
+	return c.Resolved, nil
 }
 
 func (s *Store) AppendEvent(ctx context.Context, e *checkpoint.Event) (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	c, err := s.Commit(ctx, &checkpoint.Batch{Events: []*checkpoint.Event{e}})
+	if err != nil {
+		return 0, err
+	}
+	return c.EventSeqs[0], nil
+}
+
+func (s *Store) appendEventLocked(e *checkpoint.Event, now time.Time) int64 {
 	c := *e
 	c.Seq = int64(len(s.events)) + 1
 	if c.At.IsZero() {
-		c.At = s.now()
+		c.At = now
 	}
 	c.Data = slices.Clone(e.Data)
 	s.events = append(s.events, &c)
 	e.Seq, e.At = c.Seq, c.At
-	return c.Seq, nil
+	return c.Seq
 }
 
 func (s *Store) ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*checkpoint.Event, error) {
