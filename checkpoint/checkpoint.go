@@ -55,7 +55,10 @@ type Thread struct {
 	Status  ThreadStatus
 	// RunID identifies the current (or last) run.
 	RunID string
-	// Messages is the JSON array of the thread's messages.
+	// Messages is the JSON array of the thread's messages. Stores keep
+	// each message byte for byte, as one record (Commit appends records),
+	// not the spacing between messages: LoadThread returns "[", the
+	// messages separated by ",", "]".
 	Messages  json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -324,7 +327,7 @@ type Notification struct {
 // for concurrent use. Implementations: checkpoint/memory, checkpoint/sqlite,
 // checkpoint/postgres; checkpoint/checkpointtest is the definition.
 //
-// JSON fields (Thread.Messages, ToolCall.Args and Result, Question.Payload
+// JSON fields (each message of Thread.Messages, ToolCall.Args and Result, Question.Payload
 // and Answer, Event.Data) must be valid JSON in UTF-8; a store keeps them
 // byte for byte (spacing, key order, duplicate keys, numbers as written,
 // escapes such as \u0000 inside strings). Bytes that are not valid UTF-8

@@ -78,7 +78,10 @@ func roundTripJSON(t *testing.T, s checkpoint.Store, raw json.RawMessage) []erro
 	var errs []error
 	thread := id("thread")
 
-	th := &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: raw}
+	// Thread messages: each message is kept byte for byte, created,
+	// appended by Commit and saved.
+	one := json.RawMessage("[" + string(raw) + "]")
+	th := &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: one}
 	if err := s.CreateThread(ctx(t), th); err != nil {
 		errs = append(errs, fmt.Errorf("CreateThread: %w", err))
 	} else {
@@ -86,14 +89,22 @@ func roundTripJSON(t *testing.T, s checkpoint.Store, raw json.RawMessage) []erro
 		if err != nil {
 			t.Fatalf("LoadThread: %v", err)
 		}
-		checkJSON(t, "Thread.Messages", got.Messages, raw)
-		got.Messages = raw
+		checkJSON(t, "Thread.Messages", got.Messages, one)
+		w := &checkpoint.ThreadWrite{ID: thread, Version: got.Version, Status: got.Status, RunID: got.RunID, Append: []json.RawMessage{raw}}
+		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: w}); err != nil {
+			errs = append(errs, fmt.Errorf("Commit (append): %w", err))
+		} else if got, err = s.LoadThread(ctx(t), thread); err != nil {
+			t.Fatalf("LoadThread: %v", err)
+		} else {
+			checkJSON(t, "Thread.Messages (appended)", got.Messages, json.RawMessage("["+string(raw)+","+string(raw)+"]"))
+		}
+		got.Messages = one
 		if err := s.SaveThread(ctx(t), got); err != nil {
 			errs = append(errs, fmt.Errorf("SaveThread: %w", err))
 		} else if got, err := s.LoadThread(ctx(t), thread); err != nil {
 			t.Fatalf("LoadThread: %v", err)
 		} else {
-			checkJSON(t, "Thread.Messages (saved)", got.Messages, raw)
+			checkJSON(t, "Thread.Messages (saved)", got.Messages, one)
 		}
 	}
 

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Questions", func(t *testing.T) { testQuestions(t, setup) })
 	t.Run("Queue", func(t *testing.T) { testQueue(t, setup) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, setup) })
+	t.Run("Batches", func(t *testing.T) { testBatches(t, setup) })
 	t.Run("Times", func(t *testing.T) { testTimes(t, setup) })
 	t.Run("JSON", func(t *testing.T) { testJSON(t, setup) })
 	t.Run("Notifications", func(t *testing.T) { testNotifications(t, setup) })
