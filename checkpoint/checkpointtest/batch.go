@@ -1,0 +1,461 @@
+package checkpointtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// state is what a batch test reads back: the thread, every call of its
+// run, its questions and its events, to compare before and after a batch.
+type state struct {
+	thread    *checkpoint.Thread
+	calls     []string
+	questions []string
+	events    []string
+}
+
+func readState(t *testing.T, s checkpoint.Store, thread string, qids ...string) state {
+	t.Helper()
+	var st state
+	th, err := s.LoadThread(ctx(t), thread)
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+	case err != nil:
+		t.Fatalf("LoadThread: %v", err)
+	default:
+		st.thread = th
+	}
+	calls, err := s.ListToolCalls(ctx(t), thread, "run-1")
+	if err != nil {
+		t.Fatalf("ListToolCalls: %v", err)
+	}
+	for _, c := range calls {
+		st.calls = append(st.calls, c.CallID+"="+string(c.State))
+	}
+	slices.Sort(st.calls)
+	for _, qid := range qids {
+		q, err := s.GetQuestion(ctx(t), thread, qid)
+		switch {
+		case errors.Is(err, checkpoint.ErrNotFound):
+			st.questions = append(st.questions, qid+"=none")
+		case err != nil:
+			t.Fatalf("GetQuestion: %v", err)
+		default:
+			st.questions = append(st.questions, qid+"="+string(q.Status)+"/"+q.AnsweredBy)
+		}
+	}
+	evs, err := s.ListEvents(ctx(t), thread, 0, 1000)
+	if err != nil {
+		t.Fatalf("ListEvents: %v", err)
+	}
+	for _, e := range evs {
+		st.events = append(st.events, e.Type)
+	}
+	return st
+}
+
+func (a state) same(b state) bool {
+	if (a.thread == nil) != (b.thread == nil) {
+		return false
+	}
+	if a.thread != nil && (a.thread.Version != b.thread.Version || a.thread.Status != b.thread.Status ||
+		a.thread.RunID != b.thread.RunID || string(a.thread.Messages) != string(b.thread.Messages)) {
+		return false
+	}
+	return slices.Equal(a.calls, b.calls) && slices.Equal(a.questions, b.questions) && slices.Equal(a.events, b.events)
+}
+
+func (a state) String() string {
+	th := "no thread"
+	if a.thread != nil {
+		th = fmt.Sprintf("v%d %s %s %s", a.thread.Version, a.thread.Status, a.thread.RunID, clip(a.thread.Messages))
+	}
+	return fmt.Sprintf("{%s; calls %v; questions %v; events %v}", th, a.calls, a.questions, a.events)
+}
+
+func event(thread, typ string) *checkpoint.Event {
+	return &checkpoint.Event{ThreadID: thread, RunID: "run-1", Type: typ, Data: json.RawMessage(`{"k": "v"}`)}
+}
+
+func appendTo(th *checkpoint.Thread, msgs ...string) *checkpoint.ThreadWrite {
+	w := &checkpoint.ThreadWrite{ID: th.ID, Version: th.Version, Status: checkpoint.ThreadRunning, RunID: "run-1"}
+	for _, m := range msgs {
+		w.Append = append(w.Append, json.RawMessage(m))
+	}
+	return w
+}
+
+func testBatches(t *testing.T, setup setupFunc) {
+	t.Run("CommitsEverything", func(t *testing.T) {
+		s := setup(t)
+		thread := id("thread")
+		q := newQuestion(thread, "q")
+		w := &checkpoint.ThreadWrite{ID: thread, Status: checkpoint.ThreadRunning, RunID: "run-1",
+			Append: []json.RawMessage{json.RawMessage(`{"role":"user","text":"hi"}`), json.RawMessage(`{"role":"assistant", "x":[1, 2]}`)}}
+		c, err := s.Commit(ctx(t), &checkpoint.Batch{
+			Thread:    w,
+			ToolCalls: []*checkpoint.ToolCall{{ThreadID: thread, RunID: "run-1", CallID: "c1", Tool: "bash", Args: json.RawMessage(`{}`), State: checkpoint.ToolCallExecuting}},
+			Question:  q,
+			Events:    []*checkpoint.Event{event(thread, "first"), event(thread, "second")},
+		})
+		if err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+		if w.Version != 1 || !recent(w.UpdatedAt) || !recent(w.CreatedAt) {
+			t.Errorf("after a creating write: Version %d, CreatedAt %v, UpdatedAt %v; want 1 and the store's time", w.Version, w.CreatedAt, w.UpdatedAt)
+		}
+		if !c.Created || c.Question == nil || c.Question.ID != "q" || c.Question.Status != checkpoint.QuestionPending {
+			t.Errorf("Committed question = %+v, created %v", c.Question, c.Created)
+		}
+		if len(c.EventSeqs) != 2 || c.EventSeqs[0] >= c.EventSeqs[1] {
+			t.Errorf("EventSeqs = %v, want two, increasing", c.EventSeqs)
+		}
+		got := readState(t, s, thread, "q")
+		want := `{v1 running run-1 [{"role":"user","text":"hi"},{"role":"assistant", "x":[1, 2]}]; calls [c1=executing]; questions [q=pending/]; events [first second]}`
+		if got.String() != want {
+			t.Errorf("after the batch: %s\nwant %s", got, want)
+		}
+		evs, err := s.ListEvents(ctx(t), thread, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range evs {
+			if e.Seq != c.EventSeqs[i] {
+				t.Errorf("event %d: Seq %d, Commit returned %d", i, e.Seq, c.EventSeqs[i])
+			}
+		}
+
+		// A second write appends to the first, and resolves the question.
+		th := got.thread
+		w = appendTo(th, `{"role":"tool"}`)
+		w.Status = checkpoint.ThreadIdle
+		c, err = s.Commit(ctx(t), &checkpoint.Batch{Thread: w,
+			Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "q", Resolution: answer("alice", time.Time{})},
+			Events:  []*checkpoint.Event{event(thread, "third")}})
+		if err != nil {
+			t.Fatalf("second Commit: %v", err)
+		}
+		if w.Version != 2 {
+			t.Errorf("Version after the second write = %d, want 2", w.Version)
+		}
+		checkTime(t, "CreatedAt kept", w.CreatedAt, th.CreatedAt)
+		if c.Resolved == nil || c.Resolved.Status != checkpoint.QuestionAnswered || c.Resolved.AnsweredBy != "alice" {
+			t.Errorf("Committed.Resolved = %+v", c.Resolved)
+		}
+		got = readState(t, s, thread, "q")
+		want = `{v2 idle run-1 [{"role":"user","text":"hi"},{"role":"assistant", "x":[1, 2]},{"role":"tool"}]; calls [c1=executing]; questions [q=answered/alice]; events [first second third]}`
+		if got.String() != want {
+			t.Errorf("after the second batch: %s\nwant %s", got, want)
+		}
+	})
+
+	t.Run("Empty", func(t *testing.T) {
+		s := setup(t)
+		b := &checkpoint.Batch{}
+		if !b.Empty() {
+			t.Fatal("Empty() = false for an empty batch")
+		}
+		if _, err := s.Commit(ctx(t), b); err != nil {
+			t.Fatalf("Commit(empty) = %v", err)
+		}
+	})
+
+	// Every compare-and-set that can lose, each in a batch that would also
+	// append messages, claim a call and log an event: nothing of it may be
+	// written.
+	t.Run("AllOrNothing", func(t *testing.T) {
+		s := setup(t)
+		type setupCase func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error)
+		extra := func(thread string, th *checkpoint.Thread, b *checkpoint.Batch) *checkpoint.Batch {
+			if b.Thread == nil {
+				b.Thread = appendTo(th, `{"lost":true}`)
+			}
+			b.ToolCalls = append(b.ToolCalls, &checkpoint.ToolCall{ThreadID: thread, RunID: "run-1", CallID: "fresh", Tool: "bash", Args: json.RawMessage(`{}`), State: checkpoint.ToolCallExecuting})
+			b.Events = append(b.Events, event(thread, "lost"))
+			return b
+		}
+		cases := map[string]struct {
+			batch setupCase
+			want  error
+		}{
+			"StaleVersion": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				w := appendTo(th, `{"stale":true}`)
+				w.Version--
+				return &checkpoint.Batch{Thread: w}, nil
+			}, checkpoint.ErrConflict},
+			"FutureVersion": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				w := appendTo(th, `{"future":true}`)
+				w.Version++
+				return &checkpoint.Batch{Thread: w}, nil
+			}, checkpoint.ErrConflict},
+			"CreateExisting": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				w := appendTo(th, `{"again":true}`)
+				w.Version = 0
+				return &checkpoint.Batch{Thread: w}, nil
+			}, checkpoint.ErrConflict},
+			"ClaimedCall": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				return &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{{ThreadID: thread, RunID: "run-1", CallID: "taken", Tool: "bash", State: checkpoint.ToolCallExecuting}}}, nil
+			}, checkpoint.ErrConflict},
+			"ClaimedTwiceInTheBatch": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				tc := &checkpoint.ToolCall{ThreadID: thread, RunID: "run-1", CallID: "twice", Tool: "bash", State: checkpoint.ToolCallExecuting}
+				tc2 := *tc
+				return &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{tc, &tc2}}, nil
+			}, checkpoint.ErrConflict},
+			"AnsweredQuestion": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "answered", Resolution: answer("late", time.Time{})}}, nil
+			}, checkpoint.ErrConflict},
+			"AfterDeadline": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "expiring", Resolution: answer("late", t0.Add(2*time.Hour))}}, nil
+			}, checkpoint.ErrExpired},
+			"UnknownQuestion": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "nobody", Resolution: answer("x", time.Time{})}}, nil
+			}, checkpoint.ErrNotFound},
+			"UnknownThread": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				w := appendTo(th, `{"x":1}`)
+				w.ID = thread + "-missing"
+				return &checkpoint.Batch{Thread: w}, nil
+			}, checkpoint.ErrNotFound},
+		}
+		for name, c := range cases {
+			t.Run(name, func(t *testing.T) {
+				thread := id("thread")
+				th := mustCreateThread(t, s, &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: json.RawMessage(`["first"]`)})
+				if err := s.PutToolCall(ctx(t), &checkpoint.ToolCall{ThreadID: thread, RunID: "run-1", CallID: "taken", Tool: "bash", State: checkpoint.ToolCallExecuting}); err != nil {
+					t.Fatal(err)
+				}
+				mustCreateQuestion(t, s, newQuestion(thread, "answered"))
+				if _, err := s.ResolveQuestion(ctx(t), thread, "answered", answer("first", time.Time{})); err != nil {
+					t.Fatal(err)
+				}
+				exp := newQuestion(thread, "expiring")
+				exp.CreatedAt, exp.Deadline = t0, t0.Add(time.Hour)
+				mustCreateQuestion(t, s, exp)
+				if _, err := s.AppendEvent(ctx(t), event(thread, "before")); err != nil {
+					t.Fatal(err)
+				}
+				before := readState(t, s, thread, "answered", "expiring", "fresh-q")
+				b, _ := c.batch(thread, th)
+				b = extra(thread, th, b)
+				if !strings.HasPrefix(name, "ClaimedTwice") && !strings.HasPrefix(name, "UnknownThread") {
+					b.Question = newQuestion(thread, "fresh-q") // would be created
+				}
+				_, err := s.Commit(ctx(t), b)
+				if !errors.Is(err, c.want) {
+					t.Fatalf("Commit = %v, want %v", err, c.want)
+				}
+				if after := readState(t, s, thread, "answered", "expiring", "fresh-q"); !after.same(before) {
+					t.Errorf("a batch that failed wrote something:\nbefore %s\nafter  %s", before, after)
+				}
+			})
+		}
+	})
+
+	t.Run("ExistingQuestionWritesNothing", func(t *testing.T) {
+		s := setup(t)
+		thread := id("thread")
+		th := mustCreateThread(t, s, &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: json.RawMessage(`[]`)})
+		first := mustCreateQuestion(t, s, newQuestion(thread, "q"))
+		before := readState(t, s, thread, "q")
+		again := newQuestion(thread, "q")
+		again.Kind, again.Digest = "ask", "sha256:other"
+		c, err := s.Commit(ctx(t), &checkpoint.Batch{
+			Thread:    appendTo(th, `{"role":"assistant"}`),
+			ToolCalls: []*checkpoint.ToolCall{{ThreadID: thread, RunID: "run-1", CallID: "c", Tool: "bash", State: checkpoint.ToolCallExecuting}},
+			Question:  again,
+			Events:    []*checkpoint.Event{event(thread, "question_asked")},
+		})
+		if err != nil {
+			t.Fatalf("Commit = %v, want no error", err)
+		}
+		if c.Created || c.Question == nil || c.Question.Kind != first.Kind || c.Question.Digest != first.Digest {
+			t.Errorf("Committed = created %v, question %+v; want the stored question", c.Created, c.Question)
+		}
+		if len(c.EventSeqs) != 0 {
+			t.Errorf("EventSeqs = %v for a batch that wrote nothing", c.EventSeqs)
+		}
+		if after := readState(t, s, thread, "q"); !after.same(before) {
+			t.Errorf("a batch whose question existed wrote something:\nbefore %s\nafter  %s", before, after)
+		}
+	})
+
+	t.Run("AppendsInOrder", func(t *testing.T) {
+		s := setup(t)
+		thread := id("thread")
+		th := mustCreateThread(t, s, &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadIdle})
+		want := []string{}
+		for i := range 120 {
+			w := appendTo(th)
+			for j := range i%3 + 1 {
+				m := fmt.Sprintf(`{"i":%d,"j":%d}`, i, j)
+				w.Append = append(w.Append, json.RawMessage(m))
+				want = append(want, m)
+			}
+			if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: w}); err != nil {
+				t.Fatalf("append %d: %v", i, err)
+			}
+			th.Version = w.Version
+		}
+		got, err := s.LoadThread(ctx(t), thread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkJSON(t, "Messages", got.Messages, json.RawMessage("["+strings.Join(want, ",")+"]"))
+		if got.Version != 121 {
+			t.Errorf("Version = %d, want 121", got.Version)
+		}
+		// SaveThread still replaces them all, and appending goes on after.
+		got.Messages = json.RawMessage(`["only"]`)
+		if err := s.SaveThread(ctx(t), got); err != nil {
+			t.Fatal(err)
+		}
+		w := &checkpoint.ThreadWrite{ID: thread, Version: got.Version, Status: checkpoint.ThreadIdle, Append: []json.RawMessage{json.RawMessage(`"next"`)}}
+		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: w}); err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.LoadThread(ctx(t), thread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkJSON(t, "Messages after SaveThread and an append", again.Messages, json.RawMessage(`["only","next"]`))
+	})
+
+	t.Run("ConcurrentAppends", func(t *testing.T) {
+		s := setup(t)
+		thread := id("thread")
+		th := mustCreateThread(t, s, &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: json.RawMessage(`["start"]`)})
+		errs := race(func(i int) error {
+			w := appendTo(th, fmt.Sprintf(`{"racer":%d}`, i))
+			_, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: w, Events: []*checkpoint.Event{event(thread, fmt.Sprint("racer-", i))}})
+			return err
+		})
+		winner := oneWinner(t, "appends on one version", errs)
+		got := readState(t, s, thread)
+		want := fmt.Sprintf(`{v2 running run-1 ["start",{"racer":%d}]; calls []; questions []; events [racer-%d]}`, winner, winner)
+		if got.String() != want {
+			t.Errorf("after the race: %s\nwant %s", got, want)
+		}
+	})
+
+	// Many batches at once, some of which lose: as a store that groups
+	// them into one transaction must, each caller gets its own outcome and
+	// the losers write nothing.
+	t.Run("ManyWriters", func(t *testing.T) {
+		s := setup(t)
+		const writers, rounds = 16, 12
+		threads := make([]*checkpoint.Thread, writers)
+		for i := range threads {
+			threads[i] = mustCreateThread(t, s, &checkpoint.Thread{ID: id("thread"), Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: json.RawMessage(`[]`)})
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*rounds)
+		for i := range writers {
+			wg.Go(func() {
+				th := threads[i]
+				for r := range rounds {
+					w := appendTo(th, fmt.Sprintf(`{"r":%d}`, r))
+					b := &checkpoint.Batch{Thread: w, Events: []*checkpoint.Event{event(th.ID, fmt.Sprint("r", r))}}
+					if r%3 == 2 {
+						w.Version-- // stale: must fail alone
+					}
+					_, err := s.Commit(ctx(t), b)
+					switch {
+					case r%3 == 2 && !errors.Is(err, checkpoint.ErrConflict):
+						errs <- fmt.Errorf("thread %d round %d: a stale write got %v, want ErrConflict", i, r, err)
+					case r%3 != 2 && err != nil:
+						errs <- fmt.Errorf("thread %d round %d: %v", i, r, err)
+					case err == nil:
+						th.Version = w.Version
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		for _, th := range threads {
+			got := readState(t, s, th.ID)
+			var msgs, evs []string
+			for r := range rounds {
+				if r%3 != 2 {
+					msgs = append(msgs, fmt.Sprintf(`{"r":%d}`, r))
+					evs = append(evs, fmt.Sprint("r", r))
+				}
+			}
+			if string(got.thread.Messages) != "["+strings.Join(msgs, ",")+"]" || !slices.Equal(got.events, evs) {
+				t.Errorf("thread %s: %s; want messages %v and events %v", th.ID, got, msgs, evs)
+			}
+		}
+	})
+
+	t.Run("Notifications", func(t *testing.T) {
+		s := setup(t)
+		notes, err := s.Subscribe(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		thread := id("thread")
+		th := mustCreateThread(t, s, &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadRunning, RunID: "run-1"})
+		// A batch that fails tells nobody of its question.
+		w := appendTo(th, `{}`)
+		w.Version = 7
+		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: w, Question: newQuestion(thread, "lost")}); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("stale batch: %v", err)
+		}
+		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: appendTo(th, `{}`), Question: newQuestion(thread, "q")}); err != nil {
+			t.Fatal(err)
+		}
+		waitNotification(t, notes, checkpoint.QuestionCreated, thread, "q")
+		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "q", Resolution: answer("a", time.Time{})},
+			Events: []*checkpoint.Event{event(thread, "question_resolved")}}); err != nil {
+			t.Fatal(err)
+		}
+		waitNotification(t, notes, checkpoint.QuestionResolved, thread, "q")
+		if _, err := s.GetQuestion(ctx(t), thread, "lost"); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Errorf("the failed batch's question: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("TurnCalls", func(t *testing.T) {
+		s := setup(t)
+		thread := id("thread")
+		for i := range 30 {
+			st := checkpoint.ToolCallDone
+			if i%2 == 0 {
+				st = checkpoint.ToolCallExecuting
+			}
+			if err := s.PutToolCall(ctx(t), &checkpoint.ToolCall{ThreadID: thread, RunID: "run-1", CallID: fmt.Sprint("c", i), Tool: "bash", Args: json.RawMessage(`{}`), State: st, Result: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		calls, err := s.ListToolCalls(ctx(t), thread, "run-1", "c28", "c29", "c3", "unknown", "c3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range calls {
+			got = append(got, c.CallID+"="+string(c.State))
+		}
+		slices.Sort(got)
+		if want := []string{"c28=executing", "c29=done", "c3=done"}; !slices.Equal(got, want) {
+			t.Errorf("ListToolCalls(c28, c29, c3, unknown, c3) = %v, want %v", got, want)
+		}
+		all, err := s.ListToolCalls(ctx(t), thread, "run-1")
+		if err != nil || len(all) != 30 {
+			t.Errorf("ListToolCalls() = %d calls, %v; want all 30", len(all), err)
+		}
+		other, err := s.ListToolCalls(ctx(t), thread, "run-2", "c3")
+		if err != nil || len(other) != 0 {
+			t.Errorf("ListToolCalls(other run, c3) = %d calls, %v; want none", len(other), err)
+		}
+	})
+}
