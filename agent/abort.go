@@ -64,8 +64,14 @@ func (a *Agent) abortOnce(ctx context.Context, reason string) error {
 	if err := a.abortQuestions(ctx, reason); err != nil {
 		return err
 	}
+	rs := &runState{a: a, th: th}
+	var add []Message
 	if last := msgs[len(msgs)-1]; last.Role == RoleAssistant && len(last.ToolCalls) > 0 {
-		records, err := a.store.ListToolCalls(ctx, th.ID, th.RunID)
+		ids := make([]string, len(last.ToolCalls))
+		for i, c := range last.ToolCalls {
+			ids[i] = c.ID
+		}
+		records, err := a.store.ListToolCalls(ctx, th.ID, th.RunID, ids...)
 		if err != nil {
 			return fmt.Errorf("agent: reading tool call states: %w", err)
 		}
@@ -86,7 +92,7 @@ func (a *Agent) abortOnce(ctx context.Context, reason string) error {
 				// lie.
 				res = unknownOutcome(call.Name)
 				res.CallID, res.ToolName = call.ID, call.Name
-				if err := a.recordDone(ctx, th.RunID, call, r.Args, res); err != nil {
+				if err := a.recordDone(ctx, rs, call, r.Args, res, nil); err != nil {
 					return err
 				}
 				a.emit(&ToolCallFinishedEvent{meta: a.meta(th.RunID), Call: call, Result: res})
@@ -94,25 +100,26 @@ func (a *Agent) abortOnce(ctx context.Context, reason string) error {
 				res = ToolResult{CallID: call.ID, ToolName: call.Name, IsError: true,
 					Content: "Tool call aborted: " + reason,
 					Details: map[string]any{"hitl": map[string]any{"decision": "aborted", "reason": reason}}}
-				if err := a.recordDone(ctx, th.RunID, call, call.Arguments, res); err != nil {
+				if err := a.recordDone(ctx, rs, call, call.Arguments, res, nil); err != nil {
 					return err
 				}
 				a.emit(&ToolCallFinishedEvent{meta: a.meta(th.RunID), Call: call, Result: res})
 			}
 			m := ToolResultMessage(res)
 			m.RunID, m.CreatedAt = th.RunID, a.clock.Now()
-			msgs = append(msgs, m)
+			add = append(add, m)
 		}
 	}
 	final := Message{Role: RoleAssistant, Text: "Aborted: " + reason, StopReason: StopAborted, RunID: th.RunID, CreatedAt: a.clock.Now()}
-	msgs = append(msgs, final)
-	th.Status = checkpoint.ThreadIdle
-	if err := a.saveThread(ctx, th, msgs); err != nil {
+	add = append(add, final)
+	// The end of the run: the results, the final message, the thread idle
+	// and the audit entry in one write.
+	b := &checkpoint.Batch{Events: []*checkpoint.Event{a.event(th.RunID, "aborted", map[string]any{"reason": reason})}}
+	if _, err := rs.commit(ctx, b, add, true); err != nil {
 		return err
 	}
 	a.emit(&MessageEvent{meta: a.meta(th.RunID), Message: final})
 	a.emit(&AgentAbortedEvent{meta: a.meta(th.RunID), Reason: reason})
-	a.audit(ctx, th.RunID, "aborted", map[string]any{"reason": reason})
 	return nil
 }
 
@@ -124,8 +131,11 @@ func (a *Agent) abortQuestions(ctx context.Context, reason string) error {
 			return fmt.Errorf("agent: listing pending questions: %w", err)
 		}
 		for _, q := range qs {
-			_, err := a.store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
-				Status: checkpoint.QuestionAborted, By: "abort", Reason: reason, At: a.clock.Now()})
+			r := checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort", Reason: reason, At: a.clock.Now()}
+			_, err := a.store.Commit(ctx, &checkpoint.Batch{
+				Resolve: &checkpoint.Resolve{ThreadID: q.ThreadID, ID: q.ID, Resolution: r},
+				Events:  []*checkpoint.Event{ResolutionEvent(q, r)},
+			})
 			if err != nil && !errors.Is(err, checkpoint.ErrConflict) {
 				return fmt.Errorf("agent: aborting question %s: %w", q.ID, err)
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
-	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // Config builds an [Agent]. Provider is required; every other field has a
@@ -255,39 +254,43 @@ func (a *Agent) PromptWith(ctx context.Context, text string, opts *PromptOptions
 		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
 	}
 	defer a.runMu.Unlock()
-	th, err := a.store.LoadThread(ctx, a.threadID)
-	if errors.Is(err, checkpoint.ErrNotFound) {
-		th = &checkpoint.Thread{ID: a.threadID, Status: checkpoint.ThreadIdle, Messages: json.RawMessage("[]")}
-		err = a.store.CreateThread(ctx, th)
-		if errors.Is(err, checkpoint.ErrConflict) { // created concurrently elsewhere
-			th, err = a.store.LoadThread(ctx, a.threadID)
+	for attempt := 0; ; attempt++ {
+		th, err := a.store.LoadThread(ctx, a.threadID)
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			th, err = &checkpoint.Thread{ID: a.threadID, Status: checkpoint.ThreadIdle}, nil // created by the first write
 		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("agent: loading thread: %w", err)
-	}
-	if th.Status == checkpoint.ThreadRunning {
-		return nil, fmt.Errorf("%w (thread %s, run %s)", ErrRunInProgress, th.ID, th.RunID)
-	}
-	msgs, err := decodeMessages(th.Messages)
-	if err != nil {
-		return nil, err
-	}
-	runID := "run_" + randomID()
-	if opts != nil && opts.RunID != "" {
-		runID = opts.RunID
-		if th.RunID == runID || slices.ContainsFunc(msgs, func(m Message) bool { return m.RunID == runID }) {
-			return nil, fmt.Errorf("%w (thread %s, run %s)", ErrRunIDUsed, th.ID, runID)
+		if err != nil {
+			return nil, fmt.Errorf("agent: loading thread: %w", err)
 		}
+		if th.Status == checkpoint.ThreadRunning {
+			return nil, fmt.Errorf("%w (thread %s, run %s)", ErrRunInProgress, th.ID, th.RunID)
+		}
+		msgs, err := decodeMessages(th.Messages)
+		if err != nil {
+			return nil, err
+		}
+		runID := "run_" + randomID()
+		if opts != nil && opts.RunID != "" {
+			runID = opts.RunID
+			if th.RunID == runID || slices.ContainsFunc(msgs, func(m Message) bool { return m.RunID == runID }) {
+				return nil, fmt.Errorf("%w (thread %s, run %s)", ErrRunIDUsed, th.ID, runID)
+			}
+		}
+		user := Message{Role: RoleUser, Text: text, RunID: runID, CreatedAt: a.clock.Now()}
+		th.RunID = runID
+		rs := &runState{a: a, th: th}
+		// The prompt's durable point: the message, the run and its first
+		// audit entry in one write (which creates the thread if it is new).
+		_, err = rs.commit(ctx, &checkpoint.Batch{Events: []*checkpoint.Event{a.event(runID, "run_started", map[string]any{"prompt": text})}}, []Message{user}, false)
+		if errors.Is(err, checkpoint.ErrConflict) && attempt == 0 {
+			continue // written meanwhile by another process: look again
+		}
+		if err != nil {
+			return nil, err
+		}
+		a.emit(&RunStartedEvent{meta: a.meta(runID), Prompt: text})
+		return a.drive(ctx, rs, append(msgs, user))
 	}
-	msgs = append(msgs, Message{Role: RoleUser, Text: text, RunID: runID, CreatedAt: a.clock.Now()})
-	th.Status, th.RunID = checkpoint.ThreadRunning, runID
-	if err := a.saveThread(ctx, th, msgs); err != nil {
-		return nil, err
-	}
-	a.emit(&RunStartedEvent{meta: a.meta(runID), Prompt: text})
-	a.audit(ctx, runID, "run_started", map[string]any{"prompt": text})
-	return a.drive(ctx, th, msgs)
 }
 
 // Resume continues the thread's unfinished run from its checkpoint: calls
@@ -314,25 +317,16 @@ func (a *Agent) Resume(ctx context.Context) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("agent: thread %s is running run %s but has no messages", th.ID, th.RunID)
+	}
 	a.emit(&RunStartedEvent{meta: a.meta(th.RunID), Resumed: true})
-	return a.drive(ctx, th, msgs)
-}
-
-func (a *Agent) saveThread(ctx context.Context, th *checkpoint.Thread, msgs []Message) error {
-	raw, err := jsontext.Marshal(msgs)
-	if err != nil {
-		return fmt.Errorf("agent: encoding messages: %w", err)
-	}
-	th.Messages = raw
-	if err := a.store.SaveThread(ctx, th); err != nil {
-		return fmt.Errorf("agent: saving thread: %w", err)
-	}
-	return nil
+	return a.drive(ctx, &runState{a: a, th: th}, msgs)
 }
 
 // drive works the run until the model ends its turn, registering a cancel
 // function so AbortPending can stop it.
-func (a *Agent) drive(ctx context.Context, th *checkpoint.Thread, msgs []Message) (*Message, error) {
+func (a *Agent) drive(ctx context.Context, rs *runState, msgs []Message) (*Message, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	a.cancelMu.Lock()
@@ -343,93 +337,103 @@ func (a *Agent) drive(ctx context.Context, th *checkpoint.Thread, msgs []Message
 		a.cancelRun = nil
 		a.cancelMu.Unlock()
 	}()
-	msg, err := a.loop(ctx, th, msgs)
+	runID := rs.th.RunID
+	msg, recorded, err := a.loop(ctx, rs, msgs)
 	if err != nil && context.Cause(ctx) != nil && ctx.Err() != nil {
 		err = fmt.Errorf("agent: run stopped: %w", context.Cause(ctx))
 	}
 	var parked *parkedError
 	if errors.As(err, &parked) {
 		// Not finished: waiting, with nothing held here.
-		a.emit(&RunParkedEvent{meta: a.meta(th.RunID), Questions: parked.questions})
-		a.audit(context.WithoutCancel(ctx), th.RunID, "run_parked", map[string]any{"questions": parked.questions})
+		a.emit(&RunParkedEvent{meta: a.meta(runID), Questions: parked.questions})
+		if !parked.recorded {
+			a.audit(ctx, runID, "run_parked", map[string]any{"questions": parked.questions})
+		}
 		return nil, err
 	}
-	a.emit(&RunFinishedEvent{meta: a.meta(th.RunID), Message: msg, Err: err})
-	fin := map[string]any{}
-	if msg != nil {
-		fin["stop_reason"] = string(msg.StopReason)
+	a.emit(&RunFinishedEvent{meta: a.meta(runID), Message: msg, Err: err})
+	if !recorded {
+		// The run stopped on an error (its end was not written): say so.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, cerr := a.store.Commit(ctx, &checkpoint.Batch{Events: []*checkpoint.Event{a.finishedEvent(runID, msg, err)}}); cerr != nil {
+			a.log.Warn("tollgate: cannot append audit event", "type", "run_finished", "thread", a.threadID, "err", cerr)
+		}
 	}
-	if err != nil {
-		fin["error"] = err.Error()
-	}
-	a.audit(context.WithoutCancel(ctx), th.RunID, "run_finished", fin)
 	return msg, err
 }
 
-func (a *Agent) loop(ctx context.Context, th *checkpoint.Thread, msgs []Message) (*Message, error) {
+// loop works the run. recorded reports that the run's end, with its
+// run_finished entry, was committed.
+func (a *Agent) loop(ctx context.Context, rs *runState, msgs []Message) (final *Message, recorded bool, err error) {
+	runID := rs.th.RunID
 	turns := 0
 	for _, m := range msgs {
-		if m.Role == RoleAssistant && m.RunID == th.RunID {
+		if m.Role == RoleAssistant && m.RunID == runID {
 			turns++
 		}
 	}
+	// end commits the run's last message, the thread going idle and the
+	// run_finished entry in one write.
+	end := func(last *Message, add []Message, runErr error) (*Message, bool, error) {
+		b := &checkpoint.Batch{Events: []*checkpoint.Event{a.finishedEvent(runID, last, runErr)}}
+		if _, err := rs.commit(ctx, b, add, true); err != nil {
+			return nil, false, err
+		}
+		for i := range add {
+			a.emit(&MessageEvent{meta: a.meta(runID), Message: add[i]})
+		}
+		return last, true, runErr
+	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		last := msgs[len(msgs)-1]
 		switch {
 		case last.Role == RoleAssistant && len(last.ToolCalls) > 0:
-			results, err := a.runTurn(ctx, th, msgs)
+			results, appended, err := a.runTurn(ctx, rs, msgs)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			for _, r := range results {
-				m := ToolResultMessage(r)
-				m.RunID, m.CreatedAt = th.RunID, a.clock.Now()
-				msgs = append(msgs, m)
+			add := make([]Message, len(results))
+			for i, r := range results {
+				add[i] = ToolResultMessage(r)
+				add[i].RunID, add[i].CreatedAt = runID, a.clock.Now()
 			}
-			if err := a.saveThread(ctx, th, msgs); err != nil {
-				return nil, err
+			if appended != nil {
+				add = appended // committed with the turn's last result
+			} else if _, err := rs.commit(ctx, &checkpoint.Batch{}, add, false); err != nil {
+				return nil, false, err
 			}
+			msgs = append(msgs, add...)
 		case last.Role == RoleAssistant:
-			th.Status = checkpoint.ThreadIdle
-			if err := a.saveThread(ctx, th, msgs); err != nil {
-				return nil, err
-			}
-			return &last, nil
+			// A final message written without its end (by an older
+			// version): end the run now.
+			return end(&last, nil, nil)
 		default:
 			if turns >= a.maxTurns {
-				final := Message{Role: RoleAssistant, StopReason: StopError, RunID: th.RunID, CreatedAt: a.clock.Now(),
+				final := Message{Role: RoleAssistant, StopReason: StopError, RunID: runID, CreatedAt: a.clock.Now(),
 					Text: fmt.Sprintf("The run was stopped after %d model turns (the limit).", a.maxTurns)}
-				msgs = append(msgs, final)
-				th.Status = checkpoint.ThreadIdle
-				if err := a.saveThread(ctx, th, msgs); err != nil {
-					return nil, err
-				}
-				a.emit(&MessageEvent{meta: a.meta(th.RunID), Message: final})
-				return &final, ErrMaxTurns
+				return end(&final, []Message{final}, ErrMaxTurns)
 			}
-			msg, err := a.callModel(ctx, th.RunID, msgs)
+			msg, err := a.callModel(ctx, runID, msgs)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			turns++
-			// Persisted with its tool calls before any tool runs: a crash
-			// from here on never asks the model for this turn again, and
-			// the call ids stay stable. A final message ends the run in the
-			// same write.
+			if len(msg.ToolCalls) == 0 {
+				// A final message ends the run in the same write.
+				return end(msg, []Message{*msg}, nil)
+			}
+			// The message with its calls is committed with the first
+			// write of its turn, before any call runs or is asked about:
+			// a crash from then on never asks the model for this turn
+			// again, and the call ids stay stable.
+			rs.mu.Lock()
+			rs.pending = append(rs.pending, *msg)
+			rs.mu.Unlock()
 			msgs = append(msgs, *msg)
-			if len(msg.ToolCalls) == 0 {
-				th.Status = checkpoint.ThreadIdle
-			}
-			if err := a.saveThread(ctx, th, msgs); err != nil {
-				return nil, err
-			}
-			a.emit(&MessageEvent{meta: a.meta(th.RunID), Message: *msg})
-			if len(msg.ToolCalls) == 0 {
-				return msg, nil
-			}
 		}
 	}
 }
@@ -522,20 +526,4 @@ func (a *Agent) emit(e Event) {
 		panic(fmt.Sprintf("agent: event %T must be a pointer", e))
 	}
 	a.events.publish(e, s.setSeq)
-}
-
-// audit appends an entry to the store's event log. A failure is logged,
-// never fatal: the log is a record, not a decision.
-func (a *Agent) audit(ctx context.Context, runID, typ string, data map[string]any) {
-	raw, err := jsontext.Marshal(data)
-	if err != nil {
-		a.log.Warn("tollgate: cannot encode audit event", "type", typ, "err", err)
-		return
-	}
-	// Recorded even when the run is being stopped: what happened, happened.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := a.store.AppendEvent(ctx, &checkpoint.Event{ThreadID: a.threadID, RunID: runID, Type: typ, Data: raw, At: a.clock.Now()}); err != nil {
-		a.log.Warn("tollgate: cannot append audit event", "type", typ, "thread", a.threadID, "err", err)
-	}
 }

@@ -381,8 +381,15 @@ func waitPending(t *testing.T, s checkpoint.Store, thread string, n int) []*chec
 
 func answer(t *testing.T, s checkpoint.Store, thread, id, ans string) {
 	t.Helper()
-	if _, err := s.ResolveQuestion(context.Background(), thread, id, checkpoint.Resolution{
-		Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(ans), By: "tester", At: time.Now(),
+	q, err := s.GetQuestion(context.Background(), thread, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a channel answers: the answer and its audit entry in one write.
+	r := checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(ans), By: "tester", At: time.Now()}
+	if _, err := s.Commit(context.Background(), &checkpoint.Batch{
+		Resolve: &checkpoint.Resolve{ThreadID: thread, ID: id, Resolution: r},
+		Events:  []*checkpoint.Event{agent.ResolutionEvent(q, r)},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,7 @@ type ToolCallContext struct {
 	Messages []Message
 
 	agent *Agent
+	run   *runState
 }
 
 // Ask writes a question durably, then waits until it is answered, times out
@@ -140,7 +141,7 @@ func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoi
 	if q.Tool == "" {
 		q.Tool = c.Call.Name
 	}
-	return c.agent.ask(ctx, c.RunID, q)
+	return c.agent.ask(ctx, c.run, q)
 }
 
 // Question returns the stored question with that id in the call's thread,

@@ -51,78 +51,15 @@ type Channel interface {
 	Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error)
 }
 
-// StoreChannel waits for questions by watching a store's notifications,
-// re-reading the question on each one and every PollInterval as a fallback.
-type StoreChannel struct {
-	Store checkpoint.Store
-	// PollInterval bounds how long a missed notification can delay a
-	// waiter. Zero: 2s.
-	PollInterval time.Duration
-}
-
-func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error) {
-	subCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	notes, err := c.Store.Subscribe(subCtx)
-	if err != nil {
-		return nil, err
-	}
-	poll := c.PollInterval
-	if poll <= 0 {
-		poll = 2 * time.Second
-	}
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	failures := 0
-	for {
-		q, err := c.Store.GetQuestion(ctx, threadID, questionID)
-		switch {
-		case err == nil:
-			failures = 0
-			if q.Status != checkpoint.QuestionPending {
-				return q, nil
-			}
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.Is(err, checkpoint.ErrNotFound) || failures >= 5:
-			return nil, err
-		default:
-			// A store that hiccups (a dropped connection, a busy file) is
-			// tried again, with backoff, before the wait gives up.
-			failures++
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Duration(failures*failures) * 100 * time.Millisecond):
-			}
-			continue
-		}
-	wait:
-		for {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case n, ok := <-notes:
-				if !ok {
-					// The subscription ended (store closed or lost): fall
-					// back to polling.
-					notes = nil
-					continue
-				}
-				if n.QuestionID == "" || n.ThreadID == threadID && n.QuestionID == questionID {
-					break wait
-				}
-			case <-ticker.C:
-				break wait
-			}
-		}
-	}
-}
-
 // parkedError is how a parked question travels up from Ask to the run: it
 // is ErrParked, and ErrQuestion so that middleware and the turn treat it as
 // "no decision yet", never as an answer.
-type parkedError struct{ questions []string }
+type parkedError struct {
+	questions []string
+	// recorded: the run_parked audit entry was committed with the
+	// question.
+	recorded bool
+}
 
 func (e *parkedError) Error() string {
 	return fmt.Sprintf("%v (questions %s)", ErrParked, strings.Join(e.questions, ", "))
@@ -131,6 +68,17 @@ func (e *parkedError) Error() string {
 func (e *parkedError) Is(target error) bool { return target == ErrParked || target == ErrQuestion }
 
 type noParkKey struct{}
+
+// Parker is a [Channel] that knows, before a question is written, that its
+// Wait would park the run (return ErrParked) for a question nobody has
+// answered yet; package host's channel does. The agent then records the
+// run's parking in the question's own write and parks without calling
+// Wait, and the answer, whenever it comes, resumes the run.
+type Parker interface {
+	// Parks reports whether Wait would park for a question asked in ctx
+	// (it is called only where [MayPark] is true).
+	Parks(ctx context.Context) bool
+}
 
 // MayPark reports whether a [Channel]'s Wait may return ErrParked for the
 // question being waited on in ctx. It may not when the question was asked
@@ -169,7 +117,8 @@ func CheckAnswer(ctx context.Context, store checkpoint.Store, threadID, question
 // ErrQuestion wraps failures of the question primitive itself.
 var ErrQuestion = errors.New("agent: question")
 
-func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*checkpoint.Question, error) {
+func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest) (*checkpoint.Question, error) {
+	runID := rs.th.RunID
 	if req.ID == "" {
 		return nil, fmt.Errorf("%w: empty question id", ErrQuestion)
 	}
@@ -190,9 +139,43 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 		answerChecks.Store(key, c)
 		defer answerChecks.CompareAndDelete(key, c)
 	}
+	if c := ToolCallFrom(ctx); c != nil && (c.Tool == nil || !c.Tool.Idempotent()) {
+		// Asked from inside a tool that cannot be run again: parking would
+		// leave its outcome unknown, so this question is waited for here.
+		ctx = context.WithValue(ctx, noParkKey{}, true)
+	}
 	// Written before anyone is told: a crash after this line finds the
 	// question on resume; a crash before it asks again with the same id.
-	stored, created, err := a.store.CreateQuestion(ctx, q)
+	// The audit entry is in the same write, so it exists exactly when the
+	// question does; so is the run's parking when this question is all
+	// the turn waits for and the channel parks (the run then parks
+	// whatever happens next: the answer resumes it).
+	b := &checkpoint.Batch{Question: q, Events: []*checkpoint.Event{a.event(runID, "question_asked", map[string]any{
+		"question_id": q.ID, "kind": q.Kind, "call_id": q.CallID,
+		"digest": q.Digest, "deadline": deadlineString(q.Deadline),
+	})}}
+	p, isParker := a.channel.(Parker)
+	parkNow := isParker && rs.soloCall() && MayPark(ctx) && p.Parks(ctx)
+	if parkNow {
+		b.Events = append(b.Events, a.event(runID, "run_parked", map[string]any{"questions": []string{q.ID}}))
+	}
+	var stored *checkpoint.Question
+	var created bool
+	if !rs.turnFresh() {
+		// A resumed turn: the question is likely there (a read costs less
+		// than a write that finds it).
+		stored, err = a.store.GetQuestion(ctx, q.ThreadID, q.ID)
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			stored, err = nil, nil
+		}
+	}
+	if err == nil && stored == nil {
+		var c *checkpoint.Committed
+		c, err = rs.commit(ctx, b, nil, false)
+		if err == nil {
+			stored, created = c.Question, c.Created
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrQuestion, req.ID, err)
 	}
@@ -201,12 +184,6 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 		return nil, fmt.Errorf("%w %q: the id already holds a question about another call (call %q, kind %q)",
 			ErrQuestion, req.ID, stored.CallID, stored.Kind)
 	}
-	if created {
-		a.audit(ctx, runID, "question_asked", map[string]any{
-			"question_id": stored.ID, "kind": stored.Kind, "call_id": stored.CallID,
-			"digest": stored.Digest, "deadline": deadlineString(stored.Deadline),
-		})
-	}
 	if stored.Status != checkpoint.QuestionPending {
 		// Resolved while no run waited (the run was parked, or stopped):
 		// the answer is news to this run's subscribers.
@@ -214,11 +191,8 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 		return stored, nil
 	}
 	a.emit(&HitlRequestEvent{meta: a.meta(runID), Question: stored, Existing: !created})
-
-	if c := ToolCallFrom(ctx); c != nil && (c.Tool == nil || !c.Tool.Idempotent()) {
-		// Asked from inside a tool that cannot be run again: parking would
-		// leave its outcome unknown, so this question is waited for here.
-		ctx = context.WithValue(ctx, noParkKey{}, true)
+	if parkNow && created {
+		return nil, &parkedError{questions: []string{stored.ID}, recorded: true}
 	}
 	resolved, err := a.waitQuestion(ctx, stored)
 	if err != nil {
@@ -232,12 +206,48 @@ func (a *Agent) ask(ctx context.Context, runID string, req QuestionRequest) (*ch
 		// cannot read must never turn into an answer.
 		return nil, fmt.Errorf("%w %q: waiting for the answer: %w", ErrQuestion, req.ID, err)
 	}
+	// Its question_resolved entry was committed with the resolution, by
+	// whoever resolved it.
 	a.emit(&HitlResolvedEvent{meta: a.meta(runID), Question: resolved})
-	a.audit(ctx, runID, "question_resolved", map[string]any{
-		"question_id": resolved.ID, "status": string(resolved.Status), "by": resolved.AnsweredBy,
-		"reason": resolved.Reason, "latency_ms": resolved.ResolvedAt.Sub(resolved.CreatedAt).Milliseconds(),
-	})
 	return resolved, nil
+}
+
+// ResolutionEvent is the question_resolved audit entry of resolving q (as
+// read, pending) with r, to be committed with the resolution (a
+// [checkpoint.Batch] with Resolve and this event): so the entry exists
+// exactly when the resolution does. r.At must be set. Whoever resolves
+// questions (hitl's channels, host, TimeOut, AbortPending) uses it.
+func ResolutionEvent(q *checkpoint.Question, r checkpoint.Resolution) *checkpoint.Event {
+	entry := map[string]any{
+		"question_id": q.ID, "call_id": q.CallID, "kind": q.Kind, "status": string(r.Status),
+		"by": r.By, "digest": q.Digest, "latency_ms": r.At.Sub(q.CreatedAt).Milliseconds(),
+	}
+	if r.Reason != "" {
+		entry["reason"] = r.Reason
+	}
+	if r.Status == checkpoint.QuestionAnswered {
+		var d struct {
+			Decision string `json:"decision"`
+			Action   string `json:"action"`
+			Reason   string `json:"reason"`
+		}
+		if json.Unmarshal(r.Answer, &d) == nil {
+			if d.Decision == "" {
+				d.Decision = d.Action
+			}
+			if d.Decision != "" {
+				entry["decision"] = d.Decision
+			}
+			if d.Reason != "" {
+				entry["reason"] = d.Reason
+			}
+		}
+	}
+	raw, err := jsontext.Marshal(entry)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]string{"question_id": q.ID, "encoding_error": err.Error()})
+	}
+	return &checkpoint.Event{ThreadID: q.ThreadID, RunID: q.RunID, Type: "question_resolved", Data: raw, At: r.At}
 }
 
 func deadlineString(t time.Time) string {
@@ -297,12 +307,15 @@ func TimeOut(ctx context.Context, store checkpoint.Store, q *checkpoint.Question
 	if at.Before(q.Deadline) {
 		at = q.Deadline
 	}
-	r, err := store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
-		Status: checkpoint.QuestionTimedOut, By: "timeout", At: at,
+	res := checkpoint.Resolution{Status: checkpoint.QuestionTimedOut, By: "timeout", At: at}
+	c, err := store.Commit(ctx, &checkpoint.Batch{
+		Resolve: &checkpoint.Resolve{ThreadID: q.ThreadID, ID: q.ID, Resolution: res},
+		Events:  []*checkpoint.Event{ResolutionEvent(q, res)},
 	})
+	var r *checkpoint.Question
 	switch {
 	case err == nil:
-		return r, true, nil
+		return c.Resolved, true, nil
 	case errors.Is(err, checkpoint.ErrConflict):
 		// Someone answered (or aborted) first: theirs wins.
 		r, err = store.GetQuestion(ctx, q.ThreadID, q.ID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,24 +45,38 @@ func (s *recordingStore) ops() []string {
 	return append([]string(nil), s.log...)
 }
 
-func (s *recordingStore) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
-	msgs, _ := agentMessages(t)
-	last := msgs[len(msgs)-1]
-	op := "save:" + string(last.Role)
-	if len(last.ToolCalls) > 0 {
-		op += "+calls"
+// Commit logs one line per batch: what it appends to the thread (the
+// last message's role), the tool call states and the audit entries, in
+// that order, joined by spaces.
+func (s *recordingStore) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Committed, error) {
+	var parts []string
+	if w := b.Thread; w != nil {
+		for _, raw := range w.Append {
+			var m agent.Message
+			_ = json.Unmarshal(raw, &m)
+			p := "append:" + string(m.Role)
+			if len(m.ToolCalls) > 0 {
+				p += "+calls"
+			}
+			parts = append(parts, p)
+		}
+		if w.Status == checkpoint.ThreadIdle {
+			parts = append(parts, "idle")
+		}
 	}
-	if err := s.note(op); err != nil {
-		return err
+	for _, tc := range b.ToolCalls {
+		parts = append(parts, fmt.Sprintf("call:%s:%s", tc.CallID, tc.State))
 	}
-	return s.Store.SaveThread(ctx, t)
-}
-
-func (s *recordingStore) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
-	if err := s.note(fmt.Sprintf("call:%s:%s", tc.CallID, tc.State)); err != nil {
-		return err
+	if b.Question != nil {
+		parts = append(parts, "question:"+b.Question.ID)
 	}
-	return s.Store.PutToolCall(ctx, tc)
+	for _, e := range b.Events {
+		parts = append(parts, "event:"+e.Type)
+	}
+	if err := s.note(strings.Join(parts, " ")); err != nil {
+		return nil, err
+	}
+	return s.Store.Commit(ctx, b)
 }
 
 func agentMessages(t *checkpoint.Thread) ([]agent.Message, error) {
@@ -83,14 +98,23 @@ func TestPersistenceOrder(t *testing.T) {
 	if _, err := a.Prompt(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}
-	want := "save:user,save:assistant+calls,call:c1:executing,call:c1:done,save:tool,save:assistant"
-	if got := strings.Join(rs.ops(), ","); got != want {
-		t.Fatalf("writes:\n%s\nwant:\n%s", got, want)
+	// Four commits, one per durable point: the prompt; the model's message
+	// with its call, written with the call's executing claim; the result
+	// with the turn's result message; the final message ending the run.
+	// Each carries the audit entries of what it records.
+	want := []string{
+		"append:user event:run_started",
+		"append:assistant+calls call:c1:executing",
+		"append:tool call:c1:done event:tool_result",
+		"append:assistant idle event:run_finished",
+	}
+	if got := rs.ops(); !slices.Equal(got, want) {
+		t.Fatalf("writes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// When the tool ran, the assistant message with its calls and the
 	// "executing" state were already durable.
-	if got := strings.Join(toolSawLog, ","); got != "save:user,save:assistant+calls,call:c1:executing" {
-		t.Fatalf("before the tool ran: %s", got)
+	if got := toolSawLog; !slices.Equal(got, want[:2]) {
+		t.Fatalf("before the tool ran: %q", got)
 	}
 }
 
@@ -101,7 +125,7 @@ func TestExecutingCallOnResume(t *testing.T) {
 			t.Parallel()
 			base := storetest.New(t)
 			// Crash right after the tool ran, before its result is stored.
-			rs := &recordingStore{Store: base, failOn: func(op string) bool { return op == "call:c1:done" }}
+			rs := &recordingStore{Store: base, failOn: func(op string) bool { return strings.Contains(op, "call:c1:done") }}
 			var runs atomic.Int32
 			var keys sync.Map
 			charge := agent.NewTool("charge", "Charge a card.", func(ctx context.Context, a struct{}) (string, error) {

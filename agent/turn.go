@@ -19,44 +19,79 @@ import (
 // Each call is decided and run in its own goroutine, so gated calls wait
 // independently and are answered in any order; execution is bounded by
 // MaxParallelTools. Results come back in the model's call order.
-func (a *Agent) runTurn(ctx context.Context, th *checkpoint.Thread, msgs []Message) ([]ToolResult, error) {
+//
+// When one call is left to handle (a turn of one call, or a resumed turn
+// whose other calls have results), its result's write appends every result
+// message of the turn too, and runTurn returns them as appended: the turn
+// ends in the write of its last result.
+func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (results []ToolResult, appended []Message, err error) {
 	assistant := msgs[len(msgs)-1]
-	records, err := a.store.ListToolCalls(ctx, th.ID, th.RunID)
-	if err != nil {
-		return nil, fmt.Errorf("agent: reading tool call states: %w", err)
-	}
+	runID := rs.th.RunID
 	byID := map[string]*checkpoint.ToolCall{}
-	for _, r := range records {
-		byID[r.CallID] = r
+	if !rs.turnFresh() {
+		// A resumed turn: read what its calls have recorded (only its
+		// calls: the cost is the turn's, not the run's).
+		ids := make([]string, len(assistant.ToolCalls))
+		for i, c := range assistant.ToolCalls {
+			ids[i] = c.ID
+		}
+		records, err := a.store.ListToolCalls(ctx, rs.th.ID, runID, ids...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent: reading tool call states: %w", err)
+		}
+		for _, r := range records {
+			byID[r.CallID] = r
+		}
 	}
-	results := make([]ToolResult, len(assistant.ToolCalls))
+	results = make([]ToolResult, len(assistant.ToolCalls))
 	errs := make([]error, len(assistant.ToolCalls))
-	sem := make(chan struct{}, a.maxParallel)
-	var wg sync.WaitGroup
+	var todo []int
 	for i, call := range assistant.ToolCalls {
-		rec := byID[call.ID]
-		if rec != nil && rec.State == checkpoint.ToolCallDone {
+		if rec := byID[call.ID]; rec != nil && rec.State == checkpoint.ToolCallDone {
 			if err := json.Unmarshal(rec.Result, &results[i]); err != nil {
-				return nil, fmt.Errorf("agent: stored result of call %s is not readable: %w", call.ID, err)
+				return nil, nil, fmt.Errorf("agent: stored result of call %s is not readable: %w", call.ID, err)
 			}
 			continue
 		}
-		if len(assistant.ToolCalls) == 1 {
-			// Nothing to overlap with: no goroutine (and no stack to grow).
-			results[i], errs[i] = a.handleCall(ctx, th.RunID, msgs, call, rec, sem)
-			continue
+		todo = append(todo, i)
+	}
+	sem := make(chan struct{}, a.maxParallel)
+	rs.mu.Lock()
+	rs.solo = len(todo) == 1
+	rs.mu.Unlock()
+	if len(todo) == 1 {
+		// Nothing to overlap with: no goroutine (and no stack to grow),
+		// and the turn's results are appended with this call's.
+		i := todo[0]
+		endTurn := func(r ToolResult) []Message {
+			results[i] = r
+			add := make([]Message, len(results))
+			for j, r := range results {
+				add[j] = ToolResultMessage(r)
+				add[j].RunID, add[j].CreatedAt = runID, a.clock.Now()
+			}
+			appended = add
+			return add
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = a.handleCall(ctx, th.RunID, msgs, call, rec, sem)
-		}()
+		call := assistant.ToolCalls[i]
+		results[i], errs[i] = a.handleCall(ctx, rs, msgs, call, byID[call.ID], sem, endTurn)
+		if errs[i] != nil {
+			appended = nil
+		}
+	} else {
+		var wg sync.WaitGroup
+		for _, i := range todo {
+			call := assistant.ToolCalls[i]
+			wg.Go(func() {
+				results[i], errs[i] = a.handleCall(ctx, rs, msgs, call, byID[call.ID], sem, nil)
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if err := turnError(errs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return results, nil
+	return results, appended, nil
 }
 
 // turnError combines the errors of a turn's calls. If every one that
@@ -87,7 +122,11 @@ func turnError(errs []error) error {
 // handleCall decides and runs one call and checkpoints its result. An error
 // means the call has no result yet (the run was stopped or the store
 // failed); the run can be resumed.
-func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, call ToolCall, rec *checkpoint.ToolCall, sem chan struct{}) (ToolResult, error) {
+//
+// endTurn, when set, makes the result's write end the turn: it returns the
+// turn's result messages, which are appended to the thread in that write.
+func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, call ToolCall, rec *checkpoint.ToolCall, sem chan struct{}, endTurn func(ToolResult) []Message) (ToolResult, error) {
+	runID := rs.th.RunID
 	tool := a.toolsByName[call.Name]
 	var res ToolResult
 	var ran json.RawMessage // the arguments the call ran with, or would have
@@ -102,7 +141,7 @@ func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, ca
 			res = ToolResult{IsError: true, Content: err.Error()}
 			break
 		}
-		tc := a.callContext(runID, msgs, call, tool, typed, rec.Args)
+		tc := a.callContext(rs, msgs, call, tool, typed, rec.Args)
 		var runErr error
 		res, runErr = a.execute(ctx, tc, sem, nil, false)
 		if runErr != nil {
@@ -113,24 +152,19 @@ func (a *Agent) handleCall(ctx context.Context, runID string, msgs []Message, ca
 		res = unknownOutcome(call.Name)
 	default:
 		var err error
-		res, ran, err = a.decideAndRun(ctx, runID, msgs, call, tool, sem)
+		res, ran, err = a.decideAndRun(ctx, rs, msgs, call, tool, sem)
 		if err != nil {
 			return ToolResult{}, err
 		}
 	}
 	res.CallID, res.ToolName = call.ID, call.Name
-	if err := a.recordDone(context.WithoutCancel(ctx), runID, call, ran, res); err != nil {
+	var add []Message
+	if endTurn != nil {
+		add = endTurn(res)
+	}
+	if err := a.recordDone(context.WithoutCancel(ctx), rs, call, ran, res, add); err != nil {
 		return ToolResult{}, err
 	}
-	entry := map[string]any{"call_id": call.ID, "tool": call.Name, "is_error": res.IsError,
-		"digest": ArgsDigest(call.Name, ran)}
-	if h, ok := res.Details["hitl"]; ok {
-		entry["hitl"] = h
-	}
-	if res.IsError {
-		entry["reason"] = res.Content
-	}
-	a.audit(context.WithoutCancel(ctx), runID, "tool_result", entry)
 	a.emit(&ToolCallFinishedEvent{meta: a.meta(runID), Call: call, Result: res})
 	return res, nil
 }
@@ -143,27 +177,41 @@ func unknownOutcome(tool string) ToolResult {
 		Details: map[string]any{"outcome": "unknown"}}
 }
 
-func (a *Agent) recordDone(ctx context.Context, runID string, call ToolCall, args json.RawMessage, res ToolResult) error {
+// recordDone is a call's durable result: its record, its tool_result
+// audit entry and (add) the turn's result messages in one write.
+func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, args json.RawMessage, res ToolResult, add []Message) error {
 	raw, err := jsontext.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
 	}
-	if err := a.store.PutToolCall(ctx, &checkpoint.ToolCall{
-		ThreadID: a.threadID, RunID: runID, CallID: call.ID, Tool: call.Name,
-		Args: args, State: checkpoint.ToolCallDone, Result: raw,
-	}); err != nil {
+	entry := map[string]any{"call_id": call.ID, "tool": call.Name, "is_error": res.IsError,
+		"digest": ArgsDigest(call.Name, args)}
+	if h, ok := res.Details["hitl"]; ok {
+		entry["hitl"] = h
+	}
+	if res.IsError {
+		entry["reason"] = res.Content
+	}
+	b := &checkpoint.Batch{
+		ToolCalls: []*checkpoint.ToolCall{{
+			ThreadID: a.threadID, RunID: rs.th.RunID, CallID: call.ID, Tool: call.Name,
+			Args: args, State: checkpoint.ToolCallDone, Result: raw,
+		}},
+		Events: []*checkpoint.Event{a.event(rs.th.RunID, "tool_result", entry)},
+	}
+	if _, err := rs.commit(ctx, b, add, false); err != nil {
 		return fmt.Errorf("agent: recording result of call %s: %w", call.ID, err)
 	}
 	return nil
 }
 
-func (a *Agent) callContext(runID string, msgs []Message, call ToolCall, tool *Tool, typed any, raw json.RawMessage) *ToolCallContext {
-	return &ToolCallContext{ThreadID: a.threadID, RunID: runID, Call: call, Tool: tool,
-		Args: typed, RawArgs: raw, Messages: msgs, agent: a}
+func (a *Agent) callContext(rs *runState, msgs []Message, call ToolCall, tool *Tool, typed any, raw json.RawMessage) *ToolCallContext {
+	return &ToolCallContext{ThreadID: a.threadID, RunID: rs.th.RunID, Call: call, Tool: tool,
+		Args: typed, RawArgs: raw, Messages: msgs, agent: a, run: rs}
 }
 
-func (a *Agent) decideAndRun(ctx context.Context, runID string, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (ToolResult, json.RawMessage, error) {
-	res, tc, err := a.decide(ctx, runID, msgs, call, tool)
+func (a *Agent) decideAndRun(ctx context.Context, rs *runState, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (ToolResult, json.RawMessage, error) {
+	res, tc, err := a.decide(ctx, rs, msgs, call, tool)
 	if err != nil || tc == nil {
 		return res, call.Arguments, err
 	}
@@ -174,7 +222,7 @@ func (a *Agent) decideAndRun(ctx context.Context, runID string, msgs []Message, 
 // decide validates the call and runs the before-tool hooks. It returns
 // either a final result (invalid, unknown, blocked: tc is nil) or the call
 // to execute, with the details its result will carry in res.Details.
-func (a *Agent) decide(ctx context.Context, runID string, msgs []Message, call ToolCall, tool *Tool) (res ToolResult, tc *ToolCallContext, err error) {
+func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call ToolCall, tool *Tool) (res ToolResult, tc *ToolCallContext, err error) {
 	if tool == nil {
 		names := make([]string, 0, len(a.tools))
 		for _, t := range a.tools {
@@ -191,7 +239,7 @@ func (a *Agent) decide(ctx context.Context, runID string, msgs []Message, call T
 	if err != nil {
 		return invalidResult(err), nil, nil
 	}
-	tc = a.callContext(runID, msgs, call, tool, typed, canonicalArgs(call.Arguments))
+	tc = a.callContext(rs, msgs, call, tool, typed, canonicalArgs(call.Arguments))
 	details := map[string]any{}
 	for _, m := range a.middleware {
 		h, ok := m.(BeforeToolHook)
@@ -306,10 +354,10 @@ func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struc
 	// another process driving this run claimed the call first, this one
 	// stops. If the write fails the tool does not run.
 	if claim {
-		err := a.store.PutToolCall(ctx, &checkpoint.ToolCall{
+		_, err := tc.run.commit(ctx, &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{{
 			ThreadID: a.threadID, RunID: tc.RunID, CallID: tc.Call.ID, Tool: tc.Call.Name,
 			Args: tc.RawArgs, State: checkpoint.ToolCallExecuting,
-		})
+		}}}, nil, false)
 		if errors.Is(err, checkpoint.ErrConflict) {
 			return ToolResult{}, fmt.Errorf("%w: call %s", ErrCallClaimed, tc.Call.ID)
 		}

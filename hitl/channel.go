@@ -304,11 +304,16 @@ func (c *CheckpointedChannel) AnswerWith(ctx context.Context, threadID, question
 	if by == "" {
 		by, _ = ctx.Value(reviewerKey{}).(string)
 	}
-	resolved, err := c.store.ResolveQuestion(ctx, threadID, questionID, checkpoint.Resolution{
-		Status: checkpoint.QuestionAnswered, Answer: raw, By: by, At: now})
+	// The answer and its audit entry in one write: the entry exists
+	// exactly when the answer does.
+	res := checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: raw, By: by, At: now}
+	committed, err := c.store.Commit(ctx, &checkpoint.Batch{
+		Resolve: &checkpoint.Resolve{ThreadID: threadID, ID: questionID, Resolution: res},
+		Events:  []*checkpoint.Event{agent.ResolutionEvent(q, res)},
+	})
 	switch {
 	case err == nil:
-		return resolved, nil
+		return committed.Resolved, nil
 	case errors.Is(err, checkpoint.ErrExpired):
 		return nil, fmt.Errorf("%w: %w", ErrExpired, err)
 	case errors.Is(err, checkpoint.ErrConflict):

@@ -20,6 +20,12 @@ type parkChannel struct{ h *Host }
 func (c *parkChannel) Store() checkpoint.Store { return c.h.store }
 func (c *parkChannel) ThreadID() string        { return "" }
 
+// Parks: every run the host drives parks on a question nobody answered
+// yet (the agent asks only where it may park); the host resumes it on the
+// answer's notification, and its deadline loop (told of the question by
+// the same notifications) times it out.
+func (c *parkChannel) Parks(ctx context.Context) bool { return true }
+
 func (c *parkChannel) Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error) {
 	q, err := c.h.store.GetQuestion(ctx, threadID, questionID)
 	if err != nil {

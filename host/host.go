@@ -16,7 +16,6 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
-	"github.com/tollgate-ai/tollgate/internal/jsontext"
 	"github.com/tollgate-ai/tollgate/interrupt"
 )
 
@@ -819,37 +818,9 @@ func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer j
 	return q, nil
 }
 
-// resolved records the resolution in the audit log, tells subscribers and
-// resumes the run.
+// resolved tells subscribers of a resolution this host recorded (its audit
+// entry was committed with it) and resumes the run.
 func (h *Host) resolved(ctx context.Context, q *checkpoint.Question) {
-	entry := map[string]any{
-		"question_id": q.ID, "call_id": q.CallID, "kind": q.Kind, "status": string(q.Status),
-		"by": q.AnsweredBy, "digest": q.Digest,
-		"latency_ms": q.ResolvedAt.Sub(q.CreatedAt).Milliseconds(),
-	}
-	if q.Status == checkpoint.QuestionAnswered {
-		var d struct {
-			Decision string `json:"decision"`
-			Action   string `json:"action"`
-			Reason   string `json:"reason"`
-		}
-		if json.Unmarshal(q.Answer, &d) == nil {
-			if d.Decision == "" {
-				d.Decision = d.Action
-			}
-			entry["decision"] = d.Decision
-			if d.Reason != "" {
-				entry["reason"] = d.Reason
-			}
-		}
-	}
-	raw, _ := jsontext.Marshal(entry)
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := h.store.AppendEvent(actx, &checkpoint.Event{ThreadID: q.ThreadID, RunID: q.RunID,
-		Type: "question_resolved", Data: raw, At: h.clock.Now()}); err != nil {
-		h.log.Warn("tollgate: cannot append audit event", "type", "question_resolved", "thread", q.ThreadID, "err", err)
-	}
 	h.events.publish(&ResolvedEvent{Question: q})
 	h.kick(q.ThreadID)
 }

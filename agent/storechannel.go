@@ -1,0 +1,192 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// StoreChannel waits for questions by watching a store's notifications. All
+// the runs of a process that wait on one store share one subscription and
+// one safety poll (every PollInterval, which bounds how long a missed
+// notification can delay a waiter): a waiting run costs a map entry and
+// its goroutine, nothing polls per run.
+type StoreChannel struct {
+	Store checkpoint.Store
+	// PollInterval bounds how long a missed notification can delay a
+	// waiter. Zero: 2s.
+	PollInterval time.Duration
+}
+
+func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error) {
+	poll := c.PollInterval
+	if poll <= 0 {
+		poll = 2 * time.Second
+	}
+	wake, leave := watch(c.Store, poll, threadID, questionID)
+	defer leave()
+	failures := 0
+	for {
+		q, err := c.Store.GetQuestion(ctx, threadID, questionID)
+		switch {
+		case err == nil:
+			failures = 0
+			if q.Status != checkpoint.QuestionPending {
+				return q, nil
+			}
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, checkpoint.ErrNotFound) || failures >= 5:
+			return nil, err
+		default:
+			// A store that hiccups (a dropped connection, a busy file) is
+			// tried again, with backoff, before the wait gives up.
+			failures++
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(failures*failures) * 100 * time.Millisecond):
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+// A watcher serves every waiter on one store (and poll interval): one
+// subscription, one ticker. It lives while it has waiters.
+type watcher struct {
+	store checkpoint.Store
+	poll  time.Duration
+	stop  context.CancelFunc
+
+	mu      sync.Mutex
+	waiters map[waitKey]map[chan struct{}]struct{}
+	count   int
+}
+
+type waitKey struct{ thread, question string }
+
+type watcherKey struct {
+	store checkpoint.Store
+	poll  time.Duration
+}
+
+var (
+	watchersMu sync.Mutex
+	watchers   = map[watcherKey]*watcher{}
+)
+
+// watch registers a waiter for one question: wake receives (coalesced)
+// when the question may have changed. leave unregisters it.
+func watch(store checkpoint.Store, poll time.Duration, thread, question string) (wake <-chan struct{}, leave func()) {
+	ch := make(chan struct{}, 1)
+	k := waitKey{thread, question}
+	watchersMu.Lock()
+	w := watchers[watcherKey{store, poll}]
+	if w == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		w = &watcher{store: store, poll: poll, stop: cancel, waiters: map[waitKey]map[chan struct{}]struct{}{}}
+		watchers[watcherKey{store, poll}] = w
+		// Subscribed before the waiter first reads its question, so that
+		// no resolution after that read goes unheard. (A store that cannot
+		// subscribe now is tried again at every tick.)
+		notes, err := store.Subscribe(ctx)
+		if err != nil {
+			notes = nil
+		}
+		go w.run(ctx, notes)
+	}
+	w.mu.Lock()
+	if w.waiters[k] == nil {
+		w.waiters[k] = map[chan struct{}]struct{}{}
+	}
+	w.waiters[k][ch] = struct{}{}
+	w.count++
+	w.mu.Unlock()
+	watchersMu.Unlock()
+	return ch, func() {
+		watchersMu.Lock()
+		defer watchersMu.Unlock()
+		w.mu.Lock()
+		delete(w.waiters[k], ch)
+		if len(w.waiters[k]) == 0 {
+			delete(w.waiters, k)
+		}
+		w.count--
+		last := w.count == 0
+		w.mu.Unlock()
+		if last {
+			delete(watchers, watcherKey{store, poll})
+			w.stop()
+		}
+	}
+}
+
+func (w *watcher) run(ctx context.Context, notes <-chan checkpoint.Notification) {
+	ticker := time.NewTicker(w.poll)
+	defer ticker.Stop()
+	subscribe := func() {
+		n, err := w.store.Subscribe(ctx)
+		if err == nil {
+			notes = n
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n, ok := <-notes:
+			if !ok {
+				// The feed ended (the store lost its connection, or is
+				// closing): wake everyone to re-read, and subscribe again
+				// at the next tick.
+				notes = nil
+				w.wakeAll()
+				continue
+			}
+			if n.QuestionID == "" {
+				w.wakeAll() // a resync: anything may have changed
+				continue
+			}
+			w.wake(waitKey{n.ThreadID, n.QuestionID})
+		case <-ticker.C:
+			if notes == nil {
+				subscribe()
+			}
+			w.wakeAll()
+		}
+	}
+}
+
+func (w *watcher) wake(k waitKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.waiters[k] {
+		signal(ch)
+	}
+}
+
+func (w *watcher) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, chs := range w.waiters {
+		for ch := range chs {
+			signal(ch)
+		}
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

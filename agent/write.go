@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
+)
+
+// runState is how a run writes: every durable point is one
+// [checkpoint.Store.Commit] that carries the audit events of what it
+// records, and the thread is appended to, never rewritten.
+//
+// The model's message with tool calls is not written on its own: it is
+// pending until the first write of its turn (a question, an executing
+// claim or a result) commits it in the same transaction. So the message is
+// durable before any of its calls runs or is asked about, as the guarantee
+// needs, and costs no commit of its own. A crash before that write loses
+// only the model's answer, which Resume asks for again (no call of it can
+// have run).
+type runState struct {
+	a *Agent
+	// mu is held across every commit that writes the thread, so that the
+	// calls of a turn, which run concurrently, append in order and the
+	// first one to write takes the pending message along.
+	mu      sync.Mutex
+	th      *checkpoint.Thread // as last committed: Version, Status, RunID
+	pending []Message          // the turn's message, not committed yet
+	solo    bool               // the turn handles one call
+}
+
+// turnFresh reports whether the turn's message is not committed yet: then
+// nothing of the turn (a question, a call record) can be in the store.
+func (rs *runState) turnFresh() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return len(rs.pending) > 0
+}
+
+// commit commits b together with the pending message (if any) and add,
+// the messages that follow it. end ends the run in the same write (the
+// thread goes idle). A batch whose question already exists writes
+// nothing, the pending message included: it stays pending.
+func (rs *runState) commit(ctx context.Context, b *checkpoint.Batch, add []Message, end bool) (*checkpoint.Committed, error) {
+	rs.mu.Lock()
+	if len(rs.pending) == 0 && len(add) == 0 && !end {
+		// Nothing for the thread: no need to keep the other calls of the
+		// turn from committing at the same time (they can share a commit).
+		rs.mu.Unlock()
+		return rs.a.store.Commit(ctx, b)
+	}
+	defer rs.mu.Unlock()
+	w := &checkpoint.ThreadWrite{ID: rs.th.ID, Version: rs.th.Version, Status: checkpoint.ThreadRunning, RunID: rs.th.RunID}
+	if end {
+		w.Status = checkpoint.ThreadIdle
+	}
+	flushed := rs.pending
+	for _, m := range append(rs.pending[:len(rs.pending):len(rs.pending)], add...) {
+		raw, err := jsontext.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("agent: encoding a message: %w", err)
+		}
+		w.Append = append(w.Append, raw)
+	}
+	b.Thread = w
+	c, err := rs.a.store.Commit(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("agent: saving thread: %w", err)
+	}
+	if b.Question != nil && !c.Created {
+		return c, nil // nothing was written
+	}
+	rs.th.Version, rs.th.Status, rs.th.UpdatedAt = w.Version, w.Status, w.UpdatedAt
+	if rs.th.CreatedAt.IsZero() {
+		rs.th.CreatedAt = w.CreatedAt
+	}
+	rs.pending = nil
+	for _, m := range flushed {
+		// Told once it is durable, in the order it was written.
+		rs.a.emit(&MessageEvent{meta: rs.a.meta(rs.th.RunID), Message: m})
+	}
+	return c, nil
+}
+
+// event is an audit entry, to be committed with the change it records.
+func (a *Agent) event(runID, typ string, data map[string]any) *checkpoint.Event {
+	raw, err := jsontext.Marshal(data)
+	if err != nil {
+		// Every value here is one the agent built: strings, numbers,
+		// maps of them. Keep the entry, say what could not be encoded.
+		raw, _ = json.Marshal(map[string]string{"encoding_error": err.Error()})
+	}
+	return &checkpoint.Event{ThreadID: a.threadID, RunID: runID, Type: typ, Data: raw, At: a.clock.Now()}
+}
+
+// audit commits an entry that records no change of state of its own (a run
+// parked, a run that stopped on an error). A failure is logged, never
+// fatal: the log is a record, not a decision.
+func (a *Agent) audit(ctx context.Context, runID, typ string, data map[string]any) {
+	// Recorded even when the run is being stopped: what happened, happened.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := a.store.Commit(ctx, &checkpoint.Batch{Events: []*checkpoint.Event{a.event(runID, typ, data)}}); err != nil {
+		a.log.Warn("tollgate: cannot append audit event", "type", typ, "thread", a.threadID, "err", err)
+	}
+}
+
+// finishedEvent is the run_finished entry of a run that ends with msg (nil
+// when it stops on an error) and err.
+func (a *Agent) finishedEvent(runID string, msg *Message, err error) *checkpoint.Event {
+	fin := map[string]any{}
+	if msg != nil {
+		fin["stop_reason"] = string(msg.StopReason)
+	}
+	if err != nil {
+		fin["error"] = err.Error()
+	}
+	return a.event(runID, "run_finished", fin)
+}
+
+// soloCall reports whether the turn handles one call only (see runTurn).
+func (rs *runState) soloCall() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.solo
+}
