@@ -370,7 +370,76 @@ func (c *crasher) killAt(children []*child, tg target) bool {
 	for _, p := range phasesNow(c.t, c.store, c.spec.Round) {
 		c.byPhase[p]++
 	}
+	// After every kill, the audit log matches the state the kill left.
+	c.rev.hold.Lock()
+	for _, thread := range threadNames(c.spec.Round, threadsPerRound) {
+		checkAudit(c.t, c.store, thread)
+	}
+	c.rev.hold.Unlock()
 	return true
+}
+
+// checkAudit checks that the thread's audit log records exactly what its
+// state shows, as it must when every entry commits with the change it
+// records: a run_started for the run, a question_asked for the question
+// that exists, a question_resolved (with its status) for a resolved one,
+// one tool_result for each call that has its result, and a run_finished
+// (without error) when the run has ended; nothing else of these.
+func checkAudit(t *testing.T, store checkpoint.Store, thread string) {
+	t.Helper()
+	s, err := load(t, store, thread)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		s = threadState{}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := store.ListEvents(context.Background(), thread, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, e := range evs {
+		var d struct {
+			CallID string `json:"call_id"`
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		switch e.Type {
+		case "run_started", "question_asked":
+			got = append(got, e.Type)
+		case "question_resolved":
+			got = append(got, e.Type+":"+d.Status)
+		case "tool_result":
+			got = append(got, e.Type+":"+d.CallID)
+		case "run_finished":
+			if d.Error == "" { // a process that stopped driving the run says so with an error
+				got = append(got, e.Type)
+			}
+		}
+	}
+	if s.thread != nil {
+		want = append(want, "run_started")
+	}
+	if q := s.question; q != nil {
+		want = append(want, "question_asked")
+		if q.Status != checkpoint.QuestionPending {
+			want = append(want, "question_resolved:"+string(q.Status))
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.calls)) {
+		if s.calls[id].State == checkpoint.ToolCallDone {
+			want = append(want, "tool_result:"+id)
+		}
+	}
+	if s.thread != nil && s.thread.Status == checkpoint.ThreadIdle {
+		want = append(want, "run_finished")
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: the audit log does not match the state (%s):\n  log   %v\n  state %v", thread, s.describe(), got, want)
+	}
 }
 
 // tail reads the lines appended to a file since the last call, as fields.
@@ -411,6 +480,11 @@ type reviewer struct {
 
 	mu sync.Mutex
 	qs map[string]*review // by thread/question
+
+	// hold is held (shared) across each answer's write, and taken alone
+	// by an audit check, which reads the state and the log in several
+	// reads and must see both as of one moment.
+	hold sync.RWMutex
 }
 
 type review struct {
@@ -457,9 +531,19 @@ func (r *reviewer) get(thread, id string) *review {
 func (r *reviewer) answer(ctx context.Context, t *testing.T, q *checkpoint.Question) error {
 	rv := r.observe(q)
 	k := threadKind(q.ThreadID)
-	got, err := r.store.ResolveQuestion(ctx, q.ThreadID, q.ID, checkpoint.Resolution{
-		Status: checkpoint.QuestionAnswered, Answer: k.answer(), By: "reviewer",
+	// As hitl's channel answers: the answer and its audit entry in one
+	// write. (hold keeps it out of an audit check's reads.)
+	res := checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: k.answer(), By: "reviewer", At: time.Now()}
+	r.hold.RLock()
+	c, err := r.store.Commit(ctx, &checkpoint.Batch{
+		Resolve: &checkpoint.Resolve{ThreadID: q.ThreadID, ID: q.ID, Resolution: res},
+		Events:  []*checkpoint.Event{agent.ResolutionEvent(q, res)},
 	})
+	r.hold.RUnlock()
+	var got *checkpoint.Question
+	if err == nil {
+		got = c.Resolved
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -560,6 +644,9 @@ func (s threadState) finished() bool {
 
 // describe sums up the thread's messages, for a failure's report.
 func (s threadState) describe() string {
+	if s.thread == nil {
+		return "no thread"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %s, %s; messages:", s.thread.RunID, s.thread.Status)
 	for _, m := range s.msgs {
@@ -711,6 +798,7 @@ func check(t *testing.T, store checkpoint.Store, spec childSpec, rev *reviewer, 
 				continue
 			}
 			descr[thread] = s.describe()
+			checkAudit(t, store, thread)
 			// Every thread reaches its end.
 			if !s.finished() {
 				t.Errorf("%s: not finished: status %s, %d messages", thread, s.thread.Status, len(s.msgs))
