@@ -16,8 +16,8 @@
 //
 //  1. The user message is appended and the thread persisted.
 //  2. The model is called; its message, with its tool calls, is persisted
-//     before any tool runs, so a crash never asks the model for the same
-//     turn twice and call ids stay stable.
+//     before any tool runs or is asked about, so a crash never asks the
+//     model for the same turn twice and call ids stay stable.
 //  3. Each call's arguments are validated against the tool's schema
 //     (invalid: an error result listing every problem), then the
 //     [BeforeToolHook]s decide: [Continue], [ReplaceArgs] or [Block], or
@@ -35,6 +35,39 @@
 // [Agent.Resume] (a call found executing is not run again unless its tool
 // is idempotent; questions are found by their deterministic ids) or closed
 // by [Agent.AbortPending].
+//
+// # Durable points: what is written, when, and why no more
+//
+// Every write is one [checkpoint.Store.Commit] of one transaction, at a
+// point a guarantee needs, and carries the audit entries of what it
+// records (so an entry exists exactly when its change does). An approval
+// cycle — a prompt, one call asked about, approved, run, and the model's
+// final answer — is six commits:
+//
+//  1. The prompt: the user message, the thread running (created if new)
+//     and run_started. Needed: a prompt acknowledged is never lost.
+//  2. The question: the model's message with its calls, the question and
+//     question_asked (and run_parked when the channel parks the run).
+//     Needed: the message is durable before any of its calls is asked
+//     about or run (a crash never asks the model for the turn again, call
+//     ids stay stable), and the question before anyone is told.
+//  3. The answer (written by whoever answers: hitl's channels, package
+//     host): the compare-and-set and question_resolved.
+//  4. The executing claim. Needed: a call found executing after a crash is
+//     not run again (at most once), and of two drivers only one runs it.
+//  5. The result: the call's record, tool_result and, for the turn's last
+//     call, the turn's result messages. Needed: a result is never lost
+//     once known (else a crash would turn it into an unknown outcome).
+//  6. The end: the model's final message, the thread idle, run_finished.
+//
+// A turn's message is not written alone: it goes with the turn's first
+// write (2, or 4 for a call allowed outright, or 5 for a blocked one). A
+// crash before that loses only the model's answer, which is asked again:
+// none of its calls can have run. Messages are appended, never rewritten,
+// so a step writes what it adds whatever the thread's length; a resumed
+// turn reads only its own calls' records. Stores may group concurrent
+// callers' commits into one transaction (group commit), never acknowledging
+// a write before it is durable.
 //
 // # Events
 //
