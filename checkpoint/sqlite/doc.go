@@ -13,11 +13,19 @@
 // Durability: WAL mode with synchronous=FULL by default, so a question or
 // an answer that a call returned is on disk and survives a crash or a power
 // cut ([Options].Synchronous trades that for speed). All writes go through
-// one connection in BEGIN IMMEDIATE transactions; reads use a pool and run
-// beside the writer. Several processes may open the same file: writes take
-// turns (waiting up to [Options].BusyTimeout), compare-and-set holds across
-// them, and a subscriber sees other processes' questions and answers
-// within [Options].PollInterval (its own store's at once).
+// one connection, by one goroutine, in BEGIN IMMEDIATE transactions; reads
+// use a pool and run beside the writer. Writes that wait for the writer
+// share its next transaction (group commit: each batch in a savepoint of
+// its own, each caller answered once the COMMIT is durable), so that
+// concurrent runs share the disk's syncs; [Store.WriteStats] counts them.
+// Several processes may open the same file: writes take turns (waiting up
+// to [Options].BusyTimeout), compare-and-set holds across them, and a
+// subscriber sees other processes' questions and answers within
+// [Options].PollInterval (its own store's at once).
+//
+// A thread's messages are rows, one per message, appended by
+// [Store.Commit] and never rewritten: a step writes what it adds, however
+// long the thread. [Store.LoadThread] reads them in one statement.
 //
 // Times are kept to the microsecond, as PostgreSQL keeps them, from
 // 290308 BC to AD 294247 (so a deadline centuries away is kept as given); a

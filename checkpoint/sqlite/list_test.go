@@ -26,11 +26,14 @@ func TestListThreadsAtScale(t *testing.T) {
 	base := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC).UnixMicro()
 	// One statement: 7919 is prime to n, so the IDs are a permutation,
 	// not in creation order.
-	msgs := `[{"role":"user","content":"` + strings.Repeat("a conversation ", 8) + `"}]`
+	msg := `{"role":"user","content":"` + strings.Repeat("a conversation ", 8) + `"}`
 	if _, err := s.w.ExecContext(t.Context(), `WITH RECURSIVE i(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM i WHERE k + 1 < ?)
-INSERT INTO threads (id, version, status, run_id, messages, created_at, updated_at)
-SELECT printf('thread-%06d', k * 7919 % ?), 1, CASE WHEN k % 10 = 3 THEN 'running' ELSE 'idle' END, 'run', ?, ? + k / 7 * 1000, ? FROM i`,
-		n, n, msgs, base, base); err != nil {
+INSERT INTO threads (id, version, status, run_id, created_at, updated_at, message_count, message_bytes)
+SELECT printf('thread-%06d', k * 7919 % ?), 1, CASE WHEN k % 10 = 3 THEN 'running' ELSE 'idle' END, 'run', ? + k / 7 * 1000, ?, 1, ? FROM i`,
+		n, n, base, base, len(msg)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(t.Context(), `INSERT INTO messages (thread_id, position, body) SELECT id, 0, ? FROM threads`, msg); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

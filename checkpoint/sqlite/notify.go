@@ -23,9 +23,9 @@ type hub struct {
 	mu     sync.Mutex
 	subs   map[chan checkpoint.Notification]func() bool // -> stop of its context.AfterFunc
 	closed bool
-	// While the poller runs: hw is the highest change_seq it has seen, and
-	// own holds the change_seqs of this Store's writes above hw, already
-	// delivered, which the poller must not deliver again.
+	// hw is the highest change_seq the poller has seen (while it runs),
+	// and own holds the change_seqs of this Store's writes above hw,
+	// delivered or about to be, which the poller must not deliver again.
 	hw         int64
 	own        map[int64]struct{}
 	stopPoll   context.CancelFunc
@@ -33,7 +33,7 @@ type hub struct {
 }
 
 func newHub(s *Store, poll time.Duration) *hub {
-	return &hub{s: s, poll: poll, subs: map[chan checkpoint.Notification]func() bool{}}
+	return &hub{s: s, poll: poll, subs: map[chan checkpoint.Notification]func() bool{}, own: map[int64]struct{}{}}
 }
 
 func (s *Store) Subscribe(ctx context.Context) (<-chan checkpoint.Notification, error) {
@@ -56,7 +56,12 @@ func (h *hub) subscribe(ctx context.Context) (<-chan checkpoint.Notification, er
 			close(ch)
 			return nil, err
 		}
-		h.hw, h.own = hw.Int64, map[int64]struct{}{}
+		h.hw = hw.Int64
+		for seq := range h.own {
+			if seq <= h.hw {
+				delete(h.own, seq)
+			}
+		}
 		pctx, cancel := context.WithCancel(context.Background())
 		h.stopPoll, h.pollerDone = cancel, make(chan struct{})
 		go h.poller(pctx, h.pollerDone)
@@ -84,15 +89,49 @@ func (h *hub) unsubscribe(ch chan checkpoint.Notification) {
 	}
 }
 
-// published delivers a notification of this Store's own write, committed
-// with the given change_seq.
-func (h *hub) published(change int64, n checkpoint.Notification) {
+// expect records the change_seqs of this store's writes that are about
+// to commit, before they do: the poller may read them as soon as they are
+// committed, and must not deliver them again as another process's. (Also
+// with no poller running: one that starts before the commit takes its
+// high-water mark below them.)
+func (h *hub) expect(changes []int64) {
+	if h.poll <= 0 || len(changes) == 0 {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopPoll != nil && change > h.hw {
-		h.own[change] = struct{}{}
+	for _, c := range changes {
+		h.own[c] = struct{}{}
 	}
-	h.sendLocked(n)
+}
+
+// forget drops changes that expect recorded and that did not commit:
+// another process may commit the same change_seqs.
+func (h *hub) forget(changes []int64) {
+	if h.poll <= 0 || len(changes) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range changes {
+		delete(h.own, c)
+	}
+}
+
+// published delivers the notifications of this store's own writes, once
+// they are committed (with the change_seqs given to expect).
+func (h *hub) published(notes []note) {
+	if len(notes) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range notes {
+		if h.stopPoll == nil {
+			delete(h.own, n.change) // no poller to drop it once it passes it
+		}
+		h.sendLocked(n.n)
+	}
 }
 
 func (h *hub) sendLocked(n checkpoint.Notification) {

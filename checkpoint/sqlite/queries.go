@@ -13,15 +13,37 @@ const (
 	questionCols = `seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at`
 
 	// nextChange is the change_seq of a question write: one more than any
-	// before. The writer is alone in its transaction, so this is race-free.
+	// before. The writer is alone in its transaction, so this is race-free,
+	// also with several batches in one transaction (each statement sees the
+	// ones before it).
 	nextChange = `(SELECT coalesce(max(change_seq), 0) + 1 FROM questions)`
 
-	qCreateThread = `INSERT INTO threads (id, version, status, run_id, messages, created_at, updated_at)
-VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
-	qSaveThread = `UPDATE threads SET version = version + 1, status = ?, run_id = ?, messages = ?, updated_at = ?
-WHERE id = ? AND version = ? RETURNING version, created_at`
-	qThreadVersion = `SELECT version FROM threads WHERE id = ?`
-	qLoadThread    = `SELECT version, status, run_id, messages, created_at, updated_at FROM threads WHERE id = ?`
+	qCreateThread = `INSERT INTO threads (id, version, status, run_id, created_at, updated_at, message_count, message_bytes)
+VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	// qAppendThread is the compare-and-set of a ThreadWrite: it moves the
+	// message count on, and the messages after it are inserted at the
+	// positions before the count it returns. messages IS NULL: a thread
+	// that still holds what schema 6 could not split (not a JSON array) is
+	// not appended to.
+	qAppendThread = `UPDATE threads SET version = version + 1, status = ?, run_id = ?, updated_at = ?,
+	message_count = message_count + ?, message_bytes = message_bytes + ?
+WHERE id = ? AND version = ? AND messages IS NULL RETURNING version, created_at, message_count`
+	// qReplaceThread is SaveThread's: every message is written again.
+	qReplaceThread = `UPDATE threads SET version = version + 1, status = ?, run_id = ?, updated_at = ?,
+	messages = NULL, message_count = ?, message_bytes = ?
+WHERE id = ? AND version = ? RETURNING version, created_at, message_count`
+	qThreadState    = `SELECT version, messages IS NOT NULL FROM threads WHERE id = ?`
+	qDeleteMessages = `DELETE FROM messages WHERE thread_id = ?`
+	qInsertMessage  = `INSERT INTO messages (thread_id, position, body) VALUES (?, ?, ?)`
+	// qLoadThread reads a thread and its messages in one statement (one
+	// snapshot), a row per message in order of position (the primary key:
+	// no sort), the thread's columns on each. A LEFT JOIN, so that a
+	// thread without messages is one row with a NULL body. (group_concat
+	// with ORDER BY would make it one row, but SQLite sorts the messages
+	// for it in a temporary b-tree: three times slower at 4 MB.)
+	qLoadThread = `SELECT t.version, t.status, t.run_id, t.created_at, t.updated_at, t.messages, t.message_count, t.message_bytes, m.body
+FROM threads t LEFT JOIN messages m ON m.thread_id = t.id
+WHERE t.id = ? ORDER BY m.position`
 	// qClaimToolCall writes "executing": a claim that inserts nothing if
 	// the call has a record (no row affected), in the same statement.
 	qClaimToolCall = `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
@@ -31,7 +53,13 @@ ON CONFLICT (thread_id, run_id, call_id) DO NOTHING`
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
 	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`
-	qListToolCalls  = `SELECT call_id, tool, args, state, result, updated_at FROM tool_calls WHERE thread_id = ? AND run_id = ? ORDER BY call_id`
+	toolCallCols   = `call_id, tool, args, state, result, updated_at`
+	qListToolCalls = `SELECT ` + toolCallCols + ` FROM tool_calls WHERE thread_id = ? AND run_id = ? ORDER BY call_id`
+	// qGetToolCalls reads up to toolCallChunk calls by id, each a lookup
+	// of the primary key; fewer ids repeat the last one.
+	qGetToolCalls = `SELECT ` + toolCallCols + ` FROM tool_calls WHERE thread_id = ? AND run_id = ? AND call_id IN (?, ?, ?, ?, ?, ?, ?, ?)`
+	toolCallChunk = 8
+
 	qCreateQuestion = `INSERT INTO questions (thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline, change_seq)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', ?, ?, ` + nextChange + `)
 ON CONFLICT (thread_id, id) DO NOTHING RETURNING change_seq`
@@ -43,18 +71,45 @@ WHERE thread_id = ? AND id = ? AND status = 'pending' RETURNING change_seq`
 	qListThreadEvents = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 )
 
+// wq names a write statement: its index in writeQueries, and in a write
+// transaction's cache of them ([wtx]).
+type wq int
+
+const (
+	wCreateThread wq = iota
+	wAppendThread
+	wReplaceThread
+	wThreadState
+	wDeleteMessages
+	wInsertMessage
+	wClaimToolCall
+	wPutToolCall
+	wCreateQuestion
+	wGetQuestion
+	wResolveQuestion
+	wAppendEvent
+	nWrite
+)
+
 var (
-	writeQueries = []string{qCreateThread, qSaveThread, qThreadVersion, qClaimToolCall, qPutToolCall, qCreateQuestion, qGetQuestion, qResolveQuestion, qAppendEvent}
-	readQueries  = []string{qLoadThread, qListToolCalls, qGetQuestion, qListEvents, qListThreadEvents}
+	writeQueries = [nWrite]string{
+		wCreateThread: qCreateThread, wAppendThread: qAppendThread, wReplaceThread: qReplaceThread,
+		wThreadState: qThreadState, wDeleteMessages: qDeleteMessages, wInsertMessage: qInsertMessage,
+		wClaimToolCall: qClaimToolCall, wPutToolCall: qPutToolCall,
+		wCreateQuestion: qCreateQuestion, wGetQuestion: qGetQuestion, wResolveQuestion: qResolveQuestion,
+		wAppendEvent: qAppendEvent,
+	}
+	readQueries = []string{qLoadThread, qListToolCalls, qGetToolCalls, qGetQuestion, qListEvents, qListThreadEvents}
 )
 
 type statements struct {
-	w, r map[string]*sql.Stmt
+	w [nWrite]*sql.Stmt
+	r map[string]*sql.Stmt
 }
 
 func (s *Store) prepare(ctx context.Context) error {
-	s.stmts = statements{w: map[string]*sql.Stmt{}, r: map[string]*sql.Stmt{}}
-	for _, q := range writeQueries {
+	s.stmts = statements{r: map[string]*sql.Stmt{}}
+	for i, q := range writeQueries {
 		if s.readOnly {
 			break // never used: every write fails first
 		}
@@ -62,7 +117,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("sqlite: prepare: %w", err)
 		}
-		s.stmts.w[q] = st
+		s.stmts.w[i] = st
 	}
 	for _, q := range readQueries {
 		st, err := s.r.PrepareContext(ctx, q)
@@ -74,18 +129,16 @@ func (s *Store) prepare(ctx context.Context) error {
 	return nil
 }
 
-// in returns the prepared write statement for query, in tx.
-func (s *Store) in(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
-	return tx.StmtContext(ctx, s.stmts.w[query])
-}
-
 // read returns the prepared read statement for query.
 func (s *Store) read(query string) *sql.Stmt { return s.stmts.r[query] }
 
 func (st statements) close() {
-	for _, m := range []map[string]*sql.Stmt{st.w, st.r} {
-		for _, s := range m {
+	for _, s := range st.w {
+		if s != nil {
 			s.Close()
 		}
+	}
+	for _, s := range st.r {
+		s.Close()
 	}
 }

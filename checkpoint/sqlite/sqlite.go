@@ -129,8 +129,10 @@ type Options struct {
 }
 
 // Store is a [checkpoint.Store] in one SQLite file. All writes go through
-// one connection (BEGIN IMMEDIATE), reads through a pool; WAL lets readers
-// run beside the writer. Several processes may open the same file.
+// one connection, by one goroutine that commits concurrent writes together
+// (BEGIN IMMEDIATE, a savepoint per batch: see [Store.Commit]); reads go
+// through a pool, and WAL lets them run beside the writer. Several
+// processes may open the same file.
 type Store struct {
 	w      *sql.DB // exactly one connection: every write
 	r      *sql.DB // readers; the same *sql.DB as w for ":memory:"
@@ -142,6 +144,8 @@ type Store struct {
 	// write fails with ErrReadOnly.
 	readOnly bool
 	stmts    statements
+	// wr commits every write (nil when readOnly).
+	wr *writer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -154,6 +158,12 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+}
+
+// migrationSteps are the parts of migrations that SQL cannot do, run in
+// the same transaction right after the migration's SQL.
+var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	6: splitMessagesMigration,
 }
 
 // migrations returns the embedded migrations in order. Each file is named
@@ -327,6 +337,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		poll = -1 // no other process can write to it
 	}
 	s.hub = newHub(s, poll)
+	s.wr = newWriter(s)
 	return s, nil
 }
 
@@ -631,6 +642,11 @@ func (s *Store) migrate(ctx context.Context, migs []migration, mustExist bool) e
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
 		}
+		if step := migrationSteps[m.version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
 			m.version, m.name, s.clk.Now().UnixNano()); err != nil {
 			return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
@@ -642,10 +658,13 @@ func (s *Store) migrate(ctx context.Context, migs []migration, mustExist bool) e
 	return nil
 }
 
-// Close ends every subscription and closes the database. Safe to call more
-// than once.
+// Close commits the writes queued, refuses later ones, ends every
+// subscription and closes the database. Safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.wr != nil {
+			s.wr.close() // commits what is queued; later writes fail
+		}
 		s.hub.close()
 		s.closeErr = s.closeDBs()
 	})

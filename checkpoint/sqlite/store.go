@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -73,100 +73,83 @@ func decJSON(s sql.NullString) json.RawMessage {
 	return json.RawMessage(s.String)
 }
 
-// write runs f in one write transaction (BEGIN IMMEDIATE on the single
-// writer connection) and commits it.
-func (s *Store) write(ctx context.Context, f func(tx *sql.Tx) error) error {
-	if s.readOnly {
-		return fmt.Errorf("%w: opened with ReadOnly", ErrReadOnly)
-	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := f(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	return nil
-}
-
+// CreateThread is a Commit of a thread write that creates the thread with
+// t's messages. They must be a JSON array (or nothing): each element is
+// kept as written.
 func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
-	now := s.clk.Now()
-	created := t.CreatedAt
-	if created.IsZero() {
-		created = now
-	}
-	if err := checkTimes("create thread "+strconv.Quote(t.ID), created, now); err != nil {
-		return err
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := s.in(ctx, tx, qCreateThread).ExecContext(ctx,
-			t.ID, string(t.Status), t.RunID, encJSON(t.Messages), encTime(created), encTime(now))
-		if err != nil {
-			return fmt.Errorf("sqlite: create thread %q: %w", t.ID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("thread %q exists: %w", t.ID, checkpoint.ErrConflict)
-		}
-		return nil
-	})
+	msgs, err := checkpoint.SplitMessages(t.Messages)
 	if err != nil {
+		return fmt.Errorf("sqlite: create thread %q: %w", t.ID, err)
+	}
+	w := &checkpoint.ThreadWrite{ID: t.ID, Status: t.Status, RunID: t.RunID, Append: msgs, CreatedAt: t.CreatedAt}
+	if _, err := s.commit(ctx, &op{b: &checkpoint.Batch{Thread: w}, split: true}); err != nil {
 		return err
 	}
-	t.Version, t.CreatedAt, t.UpdatedAt = 1, kept(created), kept(now)
+	t.Version, t.CreatedAt, t.UpdatedAt = w.Version, w.CreatedAt, w.UpdatedAt
 	return nil
 }
 
+// LoadThread reads the thread and its messages in one statement, and
+// returns them as one array: "[", the messages joined by ",", "]".
 func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, error) {
-	t := &checkpoint.Thread{ID: id}
-	var status string
-	var msgs sql.NullString
-	var created, updated sql.NullInt64
-	err := s.read(qLoadThread).QueryRowContext(ctx, id).
-		Scan(&t.Version, &status, &t.RunID, &msgs, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
-	}
+	rows, err := s.read(qLoadThread).QueryContext(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
 	}
-	t.Status, t.Messages, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decJSON(msgs), decTime(created), decTime(updated)
+	defer rows.Close()
+	t := &checkpoint.Thread{ID: id}
+	var status string
+	var created, updated sql.NullInt64
+	var legacy sql.NullString
+	var count, size int64
+	var body sql.RawBytes
+	var buf []byte
+	found, n := false, 0
+	for rows.Next() {
+		if err := rows.Scan(&t.Version, &status, &t.RunID, &created, &updated, &legacy, &count, &size, &body); err != nil {
+			return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
+		}
+		if !found {
+			found = true
+			buf = make([]byte, 1, 2+size+count)
+			buf[0] = '['
+		}
+		if body == nil { // no message: the LEFT JOIN's row (a body is never empty)
+			continue
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, body...)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
+	}
+	t.Messages = append(buf, ']')
+	if legacy.Valid && n == 0 {
+		t.Messages = json.RawMessage(legacy.String) // not an array: kept as an older store wrote it
+	}
+	t.Status, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decTime(created), decTime(updated)
 	return t, nil
 }
 
+// SaveThread replaces every message of the thread, in one write of the
+// writer (as a Commit): t.Messages must be a JSON array, each element is
+// kept as written.
 func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
-	now := s.clk.Now()
-	var version int64
-	var created sql.NullInt64
-	if err := checkTimes("save thread "+strconv.Quote(t.ID), now); err != nil {
-		return err
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := s.in(ctx, tx, qSaveThread).QueryRowContext(ctx,
-			string(t.Status), t.RunID, encJSON(t.Messages), encTime(now), t.ID, t.Version).Scan(&version, &created)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: save thread %q: %w", t.ID, err)
-		}
-		var stored int64
-		switch err := s.in(ctx, tx, qThreadVersion).QueryRowContext(ctx, t.ID).Scan(&stored); {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("thread %q: %w", t.ID, checkpoint.ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("sqlite: save thread %q: %w", t.ID, err)
-		default:
-			return fmt.Errorf("thread %q: version %d, stored %d: %w", t.ID, t.Version, stored, checkpoint.ErrConflict)
-		}
-	})
+	msgs, err := checkpoint.SplitMessages(t.Messages)
 	if err != nil {
+		return fmt.Errorf("sqlite: save thread %q: %w", t.ID, err)
+	}
+	w := &checkpoint.ThreadWrite{ID: t.ID, Version: t.Version, Status: t.Status, RunID: t.RunID, Append: msgs}
+	if _, err := s.commit(ctx, &op{b: &checkpoint.Batch{Thread: w}, replace: true, split: true}); err != nil {
 		return err
 	}
-	t.Version, t.CreatedAt, t.UpdatedAt = version, decTime(created), kept(now)
+	t.Version, t.CreatedAt, t.UpdatedAt = w.Version, w.CreatedAt, w.UpdatedAt
 	return nil
 }
 
@@ -210,52 +193,49 @@ func (s *Store) each(ctx context.Context, st listsql.Stmt, f func(row scanner) (
 	return false, rows.Err()
 }
 
-// PutToolCall claims the call when tc is executing (one INSERT that does
-// nothing if the call has a record: of two racing claimants, in this
-// process or another, the second finds the first's row), and inserts or
-// replaces it otherwise.
+// PutToolCall is a Commit of the one tool call. A claim (executing) is
+// one INSERT that does nothing if the call has a record: of two racing
+// claimants, in this process or another, the second finds the first's row.
 func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error {
-	now := s.clk.Now()
-	claim := tc.State == checkpoint.ToolCallExecuting
-	query := qPutToolCall
-	if claim {
-		query = qClaimToolCall
-	}
-	if err := checkTimes("put tool call "+strconv.Quote(tc.CallID), now); err != nil {
-		return err
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := s.in(ctx, tx, query).ExecContext(ctx,
-			tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), encTime(now))
-		if err != nil {
-			return fmt.Errorf("sqlite: put tool call %q: %w", tc.CallID, err)
-		}
-		if !claim {
-			return nil
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("sqlite: put tool call %q: %w", tc.CallID, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("tool call %q of run %q is already claimed: %w", tc.CallID, tc.RunID, checkpoint.ErrConflict)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	tc.UpdatedAt = kept(now)
-	return nil
+	_, err := s.commit(ctx, &op{b: &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{tc}}})
+	return err
 }
 
-func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string) ([]*checkpoint.ToolCall, error) {
-	rows, err := s.read(qListToolCalls).QueryContext(ctx, threadID, runID)
+// ListToolCalls reads the run's calls, or with callIDs those calls alone,
+// toolCallChunk at a time, each a lookup of the primary key.
+func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string, callIDs ...string) ([]*checkpoint.ToolCall, error) {
+	if len(callIDs) == 0 {
+		return s.toolCalls(ctx, nil, qListToolCalls, threadID, runID)
+	}
+	ids := slices.Clone(callIDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids) // each call once
+	var out []*checkpoint.ToolCall
+	args := make([]any, 2+toolCallChunk)
+	args[0], args[1] = threadID, runID
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), toolCallChunk)]
+		ids = ids[len(chunk):]
+		for i := range toolCallChunk {
+			args[2+i] = chunk[min(i, len(chunk)-1)]
+		}
+		var err error
+		if out, err = s.toolCalls(ctx, out, qGetToolCalls, args...); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// toolCalls appends to out the calls query reads; its first two arguments
+// are the thread and run.
+func (s *Store) toolCalls(ctx context.Context, out []*checkpoint.ToolCall, query string, args ...any) ([]*checkpoint.ToolCall, error) {
+	rows, err := s.read(query).QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
 	}
 	defer rows.Close()
-	var out []*checkpoint.ToolCall
+	threadID, runID := args[0].(string), args[1].(string)
 	for rows.Next() {
 		tc := &checkpoint.ToolCall{ThreadID: threadID, RunID: runID}
 		var args, result sql.NullString
@@ -304,41 +284,13 @@ func getQuestion(ctx context.Context, stmt *sql.Stmt, threadID, id string) (*che
 	return q, nil
 }
 
+// CreateQuestion is a Commit of the one question.
 func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*checkpoint.Question, bool, error) {
-	c := *q
-	c.Status = checkpoint.QuestionPending
-	c.Answer, c.AnsweredBy, c.Reason, c.ResolvedAt = nil, "", "", time.Time{}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = s.clk.Now()
-	}
-	if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
-		return nil, false, err
-	}
-	c.CreatedAt, c.Deadline = kept(c.CreatedAt), kept(c.Deadline)
-	var stored *checkpoint.Question
-	var change int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := s.in(ctx, tx, qCreateQuestion).QueryRowContext(ctx,
-			c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, string(c.Status),
-			encTime(c.CreatedAt), encTime(c.Deadline)).Scan(&change)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: create question %q: %w", c.ID, err)
-		}
-		stored, err = getQuestion(ctx, s.in(ctx, tx, qGetQuestion), c.ThreadID, c.ID)
-		return err
-	})
+	o, err := s.commit(ctx, &op{b: &checkpoint.Batch{Question: q}})
 	if err != nil {
 		return nil, false, err
 	}
-	if stored != nil {
-		return stored, false, nil
-	}
-	s.hub.published(change, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: c.ThreadID, QuestionID: c.ID})
-	c.Payload = append(json.RawMessage(nil), c.Payload...)
-	return &c, true, nil
+	return o.out.Question, o.out.Created, nil
 }
 
 func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoint.Question, error) {
@@ -389,69 +341,26 @@ func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter)
 	return n, nil
 }
 
+// ResolveQuestion is a Commit of the one resolution. A compare-and-set
+// that loses returns the stored question with its error.
 func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r checkpoint.Resolution) (*checkpoint.Question, error) {
-	if r.At.IsZero() {
-		r.At = s.clk.Now()
-	}
-	if err := checkTimes("resolve question "+strconv.Quote(id), r.At); err != nil {
-		return nil, err
-	}
-	var q *checkpoint.Question
-	var change int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		if q, err = getQuestion(ctx, s.in(ctx, tx, qGetQuestion), threadID, id); err != nil {
-			return err
-		}
-		if err := checkpoint.CheckResolution(q, r); err != nil {
-			return err
-		}
-		err = s.in(ctx, tx, qResolveQuestion).QueryRowContext(ctx,
-			string(r.Status), encJSON(r.Answer), r.By, r.Reason, encTime(r.At), threadID, id).Scan(&change)
-		if errors.Is(err, sql.ErrNoRows) { // cannot happen: we are the only writer and saw it pending
-			return fmt.Errorf("question %q changed under the write lock: %w", id, checkpoint.ErrConflict)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: resolve question %q: %w", id, err)
-		}
-		return nil
-	})
+	o, err := s.commit(ctx, &op{b: &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: threadID, ID: id, Resolution: r}}})
 	if err != nil {
-		if q != nil && (errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrExpired)) {
-			return q, err
+		if o != nil && o.out.Resolved != nil && (errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrExpired)) {
+			return o.out.Resolved, err
 		}
 		return nil, err
 	}
-	q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = r.Status, append(json.RawMessage(nil), r.Answer...), r.By, r.Reason, kept(r.At)
-	if len(q.Answer) == 0 {
-		q.Answer = nil
-	}
-	s.hub.published(change, checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: threadID, QuestionID: id})
-	return q, nil
+	return o.out.Resolved, nil
 }
 
+// AppendEvent is a Commit of the one event.
 func (s *Store) AppendEvent(ctx context.Context, e *checkpoint.Event) (int64, error) {
-	at := e.At
-	if at.IsZero() {
-		at = s.clk.Now()
-	}
-	if err := checkTimes("append event", at); err != nil {
-		return 0, err
-	}
-	var seq int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := s.in(ctx, tx, qAppendEvent).QueryRowContext(ctx,
-			e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(at)).Scan(&seq)
-		if err != nil {
-			return fmt.Errorf("sqlite: append event: %w", err)
-		}
-		return nil
-	})
+	o, err := s.commit(ctx, &op{b: &checkpoint.Batch{Events: []*checkpoint.Event{e}}})
 	if err != nil {
 		return 0, err
 	}
-	e.Seq, e.At = seq, kept(at)
-	return seq, nil
+	return o.out.EventSeqs[0], nil
 }
 
 func (s *Store) ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*checkpoint.Event, error) {

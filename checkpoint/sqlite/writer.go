@@ -1,0 +1,254 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Bounds of a group: the batches one transaction takes at most, and about
+// the bytes (a batch larger than that goes alone).
+const (
+	maxGroup      = 64
+	maxGroupBytes = 4 << 20
+)
+
+// errClosed: a write after Close.
+var errClosed = errors.New("sqlite: store is closed")
+
+// writer is the store's single writer: one goroutine that commits every
+// batch, gathering those that wait for it into one transaction (group
+// commit). It waits for nothing else: when one batch is queued it goes
+// alone, at once, and the batches that arrive while a transaction is
+// being committed (the disk's sync, most of its time) form the next one.
+type writer struct {
+	s *Store
+
+	mu     sync.Mutex
+	queue  []*op
+	closed bool
+
+	wake   chan struct{} // capacity 1: something is queued, or closed
+	exited chan struct{}
+
+	transactions, batches atomic.Int64
+}
+
+// WriteStats counts what the store has written since Open.
+type WriteStats struct {
+	// Transactions is the number of write transactions committed to the
+	// database: one COMMIT, and with synchronous=FULL one sync of the
+	// WAL, each. (The migrations of Open are not counted.)
+	Transactions int64
+	// Batches is the number of batches those transactions wrote: Commit
+	// calls and the single-record writes (CreateThread, SaveThread,
+	// PutToolCall, CreateQuestion, ResolveQuestion, AppendEvent), which
+	// are Commit of one record. Not counted: a batch that wrote nothing
+	// (empty, refused, or whose question existed). Batches/Transactions is
+	// how many writes shared each commit.
+	Batches int64
+}
+
+// WriteStats returns the store's write counters.
+func (s *Store) WriteStats() WriteStats {
+	if s.wr == nil {
+		return WriteStats{}
+	}
+	return WriteStats{Transactions: s.wr.transactions.Load(), Batches: s.wr.batches.Load()}
+}
+
+func newWriter(s *Store) *writer {
+	w := &writer{s: s, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// submit queues o and waits until the writer is done with it (o.err and
+// the rest are then set), or until ctx ends while o is still queued: o is
+// then taken out of the queue, never written, and ctx's error returned.
+func (w *writer) submit(ctx context.Context, o *op) error {
+	o.ctx, o.done = ctx, make(chan struct{})
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errClosed
+	}
+	w.queue = append(w.queue, o)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-o.done:
+		return nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	if !o.taken {
+		if i := slices.Index(w.queue, o); i >= 0 {
+			w.queue = slices.Delete(w.queue, i, i+1)
+		}
+		w.mu.Unlock()
+		return notWritten(ctx)
+	}
+	w.mu.Unlock()
+	<-o.done // the writer has it: it may commit, and the caller is told
+	return nil
+}
+
+func notWritten(ctx context.Context) error {
+	return fmt.Errorf("sqlite: not written: %w", context.Cause(ctx))
+}
+
+// close stops taking batches, lets the writer commit those queued, and
+// waits for it to end.
+func (w *writer) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.exited
+}
+
+func (w *writer) loop() {
+	defer close(w.exited)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 {
+			if w.closed {
+				w.mu.Unlock()
+				return
+			}
+			w.mu.Unlock()
+			<-w.wake
+			w.mu.Lock()
+		}
+		w.mu.Unlock()
+		w.group()
+	}
+}
+
+// take removes from the queue the batches of the next transaction: what
+// is there, up to the bounds.
+func (w *writer) take() []*op {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var size int64
+	n := 0
+	for n < len(w.queue) && n < maxGroup {
+		o := w.queue[n]
+		if n > 0 && size+o.size > maxGroupBytes {
+			break
+		}
+		size += o.size
+		o.taken = true
+		n++
+	}
+	g := slices.Clone(w.queue[:n])
+	w.queue = slices.Delete(w.queue, 0, n)
+	return g
+}
+
+// group commits one transaction: BEGIN IMMEDIATE first (it may wait for
+// another process's write), then the batches queued by then, each in a
+// savepoint when there are several, and COMMIT. Each caller is answered
+// once COMMIT has returned.
+func (w *writer) group() {
+	s := w.s
+	tx, err := s.w.BeginTx(bg, nil)
+	g := w.take()
+	defer func() {
+		for _, o := range g {
+			close(o.done)
+		}
+	}()
+	if err != nil {
+		for _, o := range g {
+			o.err = fmt.Errorf("sqlite: begin: %w", err)
+		}
+		return
+	}
+	t := &wtx{s: s, tx: tx}
+	savepoints := len(g) > 1
+	var written []*op
+	// abort: the transaction itself failed (a savepoint could not be
+	// taken, released or rolled back to): nothing of the group is written.
+	var abort error
+	for _, o := range g {
+		if o.ctx.Err() != nil {
+			o.err = notWritten(o.ctx) // not begun with: its caller may be gone
+			continue
+		}
+		if savepoints {
+			if _, err := tx.ExecContext(bg, "SAVEPOINT batch"); err != nil {
+				abort = err
+				break
+			}
+		}
+		err := s.apply(t, o)
+		if err == nil {
+			if savepoints {
+				if _, err := tx.ExecContext(bg, "RELEASE batch"); err != nil {
+					abort = err
+					break
+				}
+			}
+			o.written = true
+			written = append(written, o)
+			continue
+		}
+		o.notes, o.out.EventSeqs = nil, nil
+		if errors.Is(err, errQuestionExists) {
+			o.out.Created = false
+		} else {
+			o.err = err
+		}
+		if savepoints {
+			if _, err := tx.ExecContext(bg, "ROLLBACK TO batch; RELEASE batch"); err != nil {
+				abort = err
+				break
+			}
+		}
+	}
+	if abort != nil {
+		tx.Rollback()
+		for _, o := range g {
+			if o.err == nil {
+				o.err, o.written = fmt.Errorf("sqlite: write transaction: %w", abort), false
+			}
+		}
+		return
+	}
+	if len(written) == 0 {
+		tx.Rollback()
+		return
+	}
+	var changes []int64
+	for _, o := range written {
+		for _, n := range o.notes {
+			changes = append(changes, n.change)
+		}
+	}
+	// The poller may see the changes as soon as they commit: it must know
+	// them for this store's own before.
+	s.hub.expect(changes)
+	if err := tx.Commit(); err != nil {
+		s.hub.forget(changes)
+		for _, o := range written {
+			o.err, o.written = fmt.Errorf("sqlite: commit: %w", err), false
+		}
+		return
+	}
+	w.transactions.Add(1)
+	w.batches.Add(int64(len(written)))
+	for _, o := range written {
+		s.hub.published(o.notes)
+	}
+}
