@@ -98,3 +98,41 @@ func TestThreadListPlans(t *testing.T) {
 		}
 	}
 }
+
+// Reading a thread for a model call, and a turn's tool calls, are lookups
+// of a primary key: no scan, and no sort (the messages come in the order of
+// the key). Also the writes of a step, and the listing of a run's calls.
+func TestThreadAndToolCallPlans(t *testing.T) {
+	s, err := Open(t.Context(), ":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids := make([]any, 2+toolCallChunk)
+	for i := range ids {
+		ids[i] = "x"
+	}
+	for _, c := range []struct {
+		query string
+		args  []any
+	}{
+		{qLoadThread, []any{"t"}},
+		{qGetToolCalls, ids},
+		{qListToolCalls, []any{"t", "r"}},
+		{qAppendThread, []any{"running", "r", 1, 1, 10, "t", 1}},
+		{qReplaceThread, []any{"running", "r", 1, 1, 10, "t", 1}},
+		{qDeleteMessages, []any{"t"}},
+		{qThreadState, []any{"t"}},
+	} {
+		steps := plan(t, s, c.query, c.args)
+		t.Logf("%s\n\t%s", strings.SplitN(c.query, "\n", 2)[0], strings.Join(steps, "\n\t"))
+		for _, step := range steps {
+			if strings.HasPrefix(step, "SCAN") || strings.Contains(step, "TEMP B-TREE") {
+				t.Errorf("%s: scans or sorts:\n%s", c.query, strings.Join(steps, "\n"))
+			}
+		}
+		if len(steps) == 0 {
+			t.Errorf("%s: no plan", c.query)
+		}
+	}
+}

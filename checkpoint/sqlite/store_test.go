@@ -1,0 +1,134 @@
+package sqlite
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+)
+
+// ListToolCalls with call ids reads those calls, each once, however many
+// (they are read toolCallChunk at a time) and whatever their bytes.
+func TestListToolCallsByID(t *testing.T) {
+	s, err := Open(t.Context(), ":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var all []string
+	for i := range 30 {
+		id := fmt.Sprintf("call_%02d", i)
+		if i == 29 {
+			id = "call_\xff\xfe" // not UTF-8: compared as bytes
+		}
+		all = append(all, id)
+		if err := s.PutToolCall(t.Context(), &checkpoint.ToolCall{ThreadID: "t", RunID: "r", CallID: id, Tool: "bash", State: checkpoint.ToolCallExecuting}); err != nil {
+			t.Fatal(err)
+		}
+		// The same id in another run and thread is another call.
+		if err := s.PutToolCall(t.Context(), &checkpoint.ToolCall{ThreadID: "t", RunID: "r2", CallID: id, Tool: "other", State: checkpoint.ToolCallExecuting}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ask := range [][]string{
+		{"call_03"},
+		{"call_07", "call_03", "call_07", "missing"},
+		append(slices.Clone(all[:20]), "call_05", "call_\xff\xfe", "nope"),
+		all,
+	} {
+		calls, err := s.ListToolCalls(t.Context(), "t", "r", ask...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range calls {
+			if c.Tool != "bash" || c.RunID != "r" || c.ThreadID != "t" {
+				t.Errorf("%+v: another run's call", c)
+			}
+			got = append(got, c.CallID)
+		}
+		var want []string
+		for _, id := range ask {
+			if slices.Contains(all, id) && !slices.Contains(want, id) {
+				want = append(want, id)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("ListToolCalls(%q) = %q, want %q", ask, got, want)
+		}
+	}
+}
+
+// walBytes is what the store has in its WAL since truncate was called.
+func walBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+func truncateWAL(t *testing.T, s *Store) {
+	t.Helper()
+	var busy, frames, done int
+	if err := s.w.QueryRowContext(t.Context(), "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done); err != nil || busy != 0 {
+		t.Fatalf("checkpoint: busy %d, %v", busy, err)
+	}
+}
+
+// An append writes what it adds, whatever the thread holds: the WAL
+// grows by as much for a step at message 10 as at message 1,000 of 4 KB
+// each (4 MB), where a SaveThread writes the whole thread again.
+func TestAppendWritesWhatItAdds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 4 MB thread")
+	}
+	path := t.TempDir() + "/tollgate.db"
+	s, err := Open(t.Context(), path, &Options{Synchronous: "OFF"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := `{"role":"tool","content":"` + strings.Repeat("x", 4000) + `"}`
+	th := &checkpoint.Thread{ID: "t", Status: checkpoint.ThreadRunning, RunID: "r", Messages: json.RawMessage(`[]`)}
+	if err := s.CreateThread(t.Context(), th); err != nil {
+		t.Fatal(err)
+	}
+	step := func() int64 {
+		truncateWAL(t, s)
+		w := &checkpoint.ThreadWrite{ID: th.ID, Version: th.Version, Status: th.Status, RunID: th.RunID, Append: []json.RawMessage{json.RawMessage(out)}}
+		if _, err := s.Commit(t.Context(), &checkpoint.Batch{Thread: w, Events: []*checkpoint.Event{{ThreadID: th.ID, Type: "tool_result"}}}); err != nil {
+			t.Fatal(err)
+		}
+		th.Version = w.Version
+		return walBytes(t, path)
+	}
+	var at10, at1000 int64
+	for i := 1; i <= 1000; i++ {
+		n := step()
+		switch i {
+		case 10:
+			at10 = n
+		case 1000:
+			at1000 = n
+		}
+	}
+	t.Logf("WAL bytes of one step with a 4 KB message: %d at message 10, %d at message 1000", at10, at1000)
+	if at1000 > 2*at10 || at1000 > 64<<10 {
+		t.Errorf("a step at message 1000 wrote %d bytes to the WAL, at message 10 %d", at1000, at10)
+	}
+	got, err := s.LoadThread(t.Context(), th.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Messages) != 2+1000*len(out)+999 {
+		t.Errorf("the thread has %d bytes of messages", len(got.Messages))
+	}
+}
