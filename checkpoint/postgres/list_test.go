@@ -42,8 +42,8 @@ func TestListPlans(t *testing.T) {
 	}
 	defer s.Close()
 	for _, fill := range []string{
-		`INSERT INTO threads (id, version, status, run_id, messages, created_at, updated_at)
-SELECT 'thread-' || i, 1, CASE WHEN i % 10 = 0 THEN 'running' ELSE 'idle' END, 'run', '[]', now() - i * interval '1 second', now()
+		`INSERT INTO threads (id, version, status, run_id, created_at, updated_at)
+SELECT 'thread-' || i, 1, CASE WHEN i % 10 = 0 THEN 'running' ELSE 'idle' END, 'run', now() - i * interval '1 second', now()
 FROM generate_series(1, 20000) i`,
 		`INSERT INTO questions (thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
 SELECT 'thread-' || (i % 10000), 'q' || i, 'run', 'call', (ARRAY['bash','edit','http','deploy','mail'])[1 + i % 5], 'approve', '{}', '',
@@ -127,5 +127,51 @@ func TestThreadOrderIgnoresCollation(t *testing.T) {
 	}
 	if want := "b a _ B A"; strings.Join(got, " ") != want {
 		t.Errorf("threads of one instant: %v, want %s", got, want)
+	}
+}
+
+// The write path's reads, on a store of 1,000 threads of 40 messages,
+// 50,000 tool calls and 50,000 events (analyzed): a thread's messages
+// are a range of the messages' primary key, a turn's calls entries of
+// the calls' primary key, a page of events a range of an index.
+func TestWritePathPlans(t *testing.T) {
+	dsn := pgtest.WithParams(pgtest.Start(t), "synchronous_commit", "off")
+	s, err := Open(t.Context(), dsn, &Options{Schema: pgtest.Schema(t, dsn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, fill := range []string{
+		`INSERT INTO threads (id, version, status, run_id, message_count, created_at, updated_at)
+SELECT 'thread-' || i, 1, 'idle', 'run', 40, now(), now() FROM generate_series(1, 1000) i`,
+		`INSERT INTO messages (thread_id, position, body)
+SELECT 'thread-' || i, p, '{"role":"user","content":"hello"}' FROM generate_series(1, 1000) i, generate_series(0, 39) p`,
+		`INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
+SELECT 'thread-' || (i % 1000), 'run', 'call-' || i, 'bash', '{}', 'done', '{}', now() FROM generate_series(1, 50000) i`,
+		`INSERT INTO events (seq, thread_id, run_id, type, data, at)
+SELECT i::bigint * 65536, 'thread-' || (i % 1000), 'run', 'step', '{}', now() FROM generate_series(1, 50000) i`,
+		`ANALYZE`,
+	} {
+		if _, err := s.pool.Exec(t.Context(), fill); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		what  string
+		st    listsql.Stmt
+		index string
+	}{
+		{"LoadThread", listsql.Stmt{SQL: loadThread, Args: []any{"thread-7"}}, "messages_pkey"},
+		{"ListToolCalls of a turn", listsql.Stmt{SQL: `SELECT call_id FROM tool_calls WHERE thread_id = $1 AND run_id = $2 AND call_id = ANY($3) ORDER BY call_id`,
+			Args: []any{"thread-7", "run", []string{"call-7", "call-1007"}}}, "tool_calls_pkey"},
+		{"ListEvents", listsql.Stmt{SQL: listEvents, Args: []any{int64(25000 * 65536), 500}}, "events_pkey"},
+		{"ListEvents of a thread", listsql.Stmt{SQL: listThreadEvents, Args: []any{int64(25000 * 65536), 500, "thread-7"}}, "events_by_thread"},
+	} {
+		p := explain(t, s, c.st)
+		if strings.Contains(p, "Seq Scan on messages") || strings.Contains(p, "Seq Scan on tool_calls") || strings.Contains(p, "Seq Scan on events") || !strings.Contains(p, c.index) {
+			t.Errorf("%s:\n%s", c.what, p)
+		} else {
+			t.Logf("%s:\n%s", c.what, p)
+		}
 	}
 }

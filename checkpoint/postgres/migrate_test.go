@@ -76,3 +76,76 @@ VALUES ('t', $1, 'run-1', '', 'approve', $2, '', 'pending', '', '', now())`, c.I
 		t.Fatalf("CreateQuestion after the migration: %v", err)
 	}
 }
+
+// A schema of version 4 kept a thread's messages as one json array in
+// threads.messages, written whole by every save: the migration moves each
+// element into a row of its own, byte for byte, and appends go after them.
+func TestMigrateMessages(t *testing.T) {
+	dsn, schema, pool := oldSchema(t, 4)
+	cases := migrationtest.MessageCases
+	for _, c := range cases {
+		var msgs any
+		if c.Stored != "" {
+			msgs = c.Stored
+		}
+		// As the store of schema 4 wrote it.
+		if _, err := pool.Exec(t.Context(), `INSERT INTO threads (id, version, status, run_id, messages, created_at, updated_at)
+VALUES ($1, 3, 'idle', 'run-1', $2, now(), now())`, c.ID, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Threads written by a caller of SaveThread with a Messages that was
+	// not an array: kept, as the thread's one message.
+	for id, stored := range map[string]string{"object": `{"not":"an array"}`, "json-null": `null`} {
+		if _, err := pool.Exec(t.Context(), `INSERT INTO threads (id, version, status, run_id, messages, created_at, updated_at)
+VALUES ($1, 1, 'idle', '', $2, now(), now())`, id, stored); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Events numbered by schema 1's sequence.
+	for range 3 {
+		if _, err := pool.Exec(t.Context(), `INSERT INTO events (thread_id, run_id, type, data, at) VALUES ('empty', 'run-1', 'old', '{}', now())`); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s, err := Open(t.Context(), dsn, &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	migrationtest.CheckMessages(t, s, cases)
+	for id, want := range map[string]string{"object": `[{"not":"an array"}]`, "json-null": `[]`} {
+		th, err := s.LoadThread(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(th.Messages) != want {
+			t.Errorf("%s: Messages = %s, want %s", id, th.Messages, want)
+		}
+	}
+	var column bool
+	if err := pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'threads' AND column_name = 'messages')`, schema).Scan(&column); err != nil {
+		t.Fatal(err)
+	}
+	if column {
+		t.Error("threads.messages is still there")
+	}
+
+	// New events come after the old ones, in order.
+	old, err := s.ListEvents(t.Context(), "", 0, 0)
+	if err != nil || len(old) != 3 {
+		t.Fatalf("old events: %d, %v", len(old), err)
+	}
+	seq, err := s.AppendEvent(t.Context(), &checkpoint.Event{ThreadID: "empty", Type: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq <= old[2].Seq {
+		t.Errorf("a new event's seq %d is not above the old ones (%d)", seq, old[2].Seq)
+	}
+	evs, err := s.ListEvents(t.Context(), "", old[2].Seq, 0)
+	if err != nil || len(evs) != 1 || evs[0].Seq != seq {
+		t.Errorf("events after the old ones: %v, %v; want the new one", evs, err)
+	}
+}
