@@ -414,27 +414,11 @@ func messageTexts(thread string, msgs []json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-// splitMessages splits a Thread's Messages, a JSON array, into its
-// elements, each with its bytes (encoding/json keeps a RawMessage's).
-// Empty Messages is no message.
+// splitMessages is [checkpoint.SplitMessages], naming the thread.
 func splitMessages(thread string, msgs json.RawMessage) ([]json.RawMessage, error) {
-	trimmed := bytes.TrimSpace(msgs)
-	if len(trimmed) == 0 {
-		return nil, nil
-	}
-	if trimmed[0] != '[' {
-		return nil, fmt.Errorf("postgres: thread %q: Messages must be a JSON array (of the thread's messages), not %s", thread, clip(trimmed))
-	}
-	var out []json.RawMessage
-	if err := json.Unmarshal(trimmed, &out); err != nil {
-		return nil, fmt.Errorf("postgres: thread %q: Messages is not a JSON array: %w", thread, err)
+	out, err := checkpoint.SplitMessages(msgs)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: thread %q: %w", thread, err)
 	}
 	return out, nil
-}
-
-func clip(b []byte) string {
-	if len(b) > 40 {
-		return strconv.Quote(string(b[:40])) + "..."
-	}
-	return strconv.Quote(string(b))
 }
