@@ -98,7 +98,7 @@ func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (resu
 // failed only parked, the turn parks (a *parkedError naming every
 // question); any other failure stops the run with all the other errors.
 func turnError(errs []error) error {
-	var parked parkedError
+	parked := parkedError{recorded: true}
 	var failed []error
 	for _, err := range errs {
 		var p *parkedError
@@ -106,6 +106,7 @@ func turnError(errs []error) error {
 		case err == nil:
 		case errors.As(err, &p):
 			parked.questions = append(parked.questions, p.questions...)
+			parked.recorded = parked.recorded && p.recorded
 		default:
 			failed = append(failed, err)
 		}
