@@ -69,6 +69,11 @@ WHERE thread_id = ? AND id = ? AND status = 'pending' RETURNING change_seq`
 	qAppendEvent      = `INSERT INTO events (thread_id, run_id, type, data, at) VALUES (?, ?, ?, ?, ?) RETURNING seq`
 	qListEvents       = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
 	qListThreadEvents = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+
+	// The savepoint of each batch in a group (see writer.group).
+	qSavepoint  = `SAVEPOINT batch`
+	qRelease    = `RELEASE batch`
+	qRollbackTo = `ROLLBACK TO batch`
 )
 
 // wq names a write statement: its index in writeQueries, and in a write
@@ -88,6 +93,9 @@ const (
 	wGetQuestion
 	wResolveQuestion
 	wAppendEvent
+	wSavepoint
+	wRelease
+	wRollbackTo
 	nWrite
 )
 
@@ -98,6 +106,7 @@ var (
 		wClaimToolCall: qClaimToolCall, wPutToolCall: qPutToolCall,
 		wCreateQuestion: qCreateQuestion, wGetQuestion: qGetQuestion, wResolveQuestion: qResolveQuestion,
 		wAppendEvent: qAppendEvent,
+		wSavepoint:   qSavepoint, wRelease: qRelease, wRollbackTo: qRollbackTo,
 	}
 	readQueries = []string{qLoadThread, qListToolCalls, qGetToolCalls, qGetQuestion, qListEvents, qListThreadEvents}
 )

@@ -187,7 +187,7 @@ func (w *writer) group() {
 			continue
 		}
 		if savepoints {
-			if _, err := tx.ExecContext(bg, "SAVEPOINT batch"); err != nil {
+			if _, err := t.stmt(wSavepoint).ExecContext(bg); err != nil {
 				abort = err
 				break
 			}
@@ -195,7 +195,7 @@ func (w *writer) group() {
 		err := s.apply(t, o)
 		if err == nil {
 			if savepoints {
-				if _, err := tx.ExecContext(bg, "RELEASE batch"); err != nil {
+				if _, err := t.stmt(wRelease).ExecContext(bg); err != nil {
 					abort = err
 					break
 				}
@@ -211,7 +211,11 @@ func (w *writer) group() {
 			o.err = err
 		}
 		if savepoints {
-			if _, err := tx.ExecContext(bg, "ROLLBACK TO batch; RELEASE batch"); err != nil {
+			if _, err := t.stmt(wRollbackTo).ExecContext(bg); err != nil {
+				abort = err
+				break
+			}
+			if _, err := t.stmt(wRelease).ExecContext(bg); err != nil {
 				abort = err
 				break
 			}
