@@ -37,11 +37,16 @@ WHERE id = ? AND version = ? RETURNING version, created_at, message_count`
 	qInsertMessage  = `INSERT INTO messages (thread_id, position, body) VALUES (?, ?, ?)`
 	// qLoadThread reads a thread and its messages in one statement (one
 	// snapshot), a row per message in order of position (the primary key:
-	// no sort), the thread's columns on each. A LEFT JOIN, so that a
-	// thread without messages is one row with a NULL body. (group_concat
-	// with ORDER BY would make it one row, but SQLite sorts the messages
-	// for it in a temporary b-tree: three times slower at 4 MB.)
-	qLoadThread = `SELECT t.version, t.status, t.run_id, t.created_at, t.updated_at, t.messages, t.message_count, t.message_bytes, m.body
+	// no sort). A LEFT JOIN, so that a thread without messages is one row
+	// with a NULL body. The thread's columns come on the first row only
+	// (position 0, or no message; a NULL position is not > 0): on the
+	// others they are NULL, which the driver does not convert, nor the
+	// scan (positions are 0 to message_count-1). (group_concat
+	// with ORDER BY would make it one row, but SQLite sorts the messages for
+	// it in a temporary b-tree: three times slower at 4 MB.)
+	qLoadThread = `SELECT iif(m.position > 0, NULL, t.version), iif(m.position > 0, NULL, t.status), iif(m.position > 0, NULL, t.run_id),
+	iif(m.position > 0, NULL, t.created_at), iif(m.position > 0, NULL, t.updated_at), iif(m.position > 0, NULL, t.messages),
+	iif(m.position > 0, NULL, t.message_count), iif(m.position > 0, NULL, t.message_bytes), m.body
 FROM threads t LEFT JOIN messages m ON m.thread_id = t.id
 WHERE t.id = ? ORDER BY m.position`
 	// qClaimToolCall writes "executing": a claim that inserts nothing if

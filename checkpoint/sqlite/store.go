@@ -102,11 +102,18 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	var created, updated sql.NullInt64
 	var legacy sql.NullString
 	var count, size int64
-	var body sql.RawBytes
+	var body sql.NullString // a string: the driver's copy, not one more
+	var null any
 	var buf []byte
 	found, n := false, 0
 	for rows.Next() {
-		if err := rows.Scan(&t.Version, &status, &t.RunID, &created, &updated, &legacy, &count, &size, &body); err != nil {
+		var err error
+		if !found {
+			err = rows.Scan(&t.Version, &status, &t.RunID, &created, &updated, &legacy, &count, &size, &body)
+		} else { // the thread's columns are NULL
+			err = rows.Scan(&null, &null, &null, &null, &null, &null, &null, &null, &body)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
 		}
 		if !found {
@@ -114,13 +121,13 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 			buf = make([]byte, 1, 2+size+count)
 			buf[0] = '['
 		}
-		if body == nil { // no message: the LEFT JOIN's row (a body is never empty)
+		if !body.Valid { // no message: the LEFT JOIN's row
 			continue
 		}
 		if n > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, body...)
+		buf = append(buf, body.String...)
 		n++
 	}
 	if err := rows.Err(); err != nil {
