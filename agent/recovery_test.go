@@ -79,12 +79,6 @@ func (s *recordingStore) Commit(ctx context.Context, b *checkpoint.Batch) (*chec
 	return s.Store.Commit(ctx, b)
 }
 
-func agentMessages(t *checkpoint.Thread) ([]agent.Message, error) {
-	var msgs []agent.Message
-	err := json.Unmarshal(t.Messages, &msgs)
-	return msgs, err
-}
-
 func TestPersistenceOrder(t *testing.T) {
 	t.Parallel()
 	rs := &recordingStore{Store: storetest.New(t)}

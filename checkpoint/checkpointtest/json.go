@@ -92,7 +92,7 @@ func roundTripJSON(t *testing.T, s checkpoint.Store, raw json.RawMessage) []erro
 		checkJSON(t, "Thread.Messages", got.Messages, one)
 		w := &checkpoint.ThreadWrite{ID: thread, Version: got.Version, Status: got.Status, RunID: got.RunID, Append: []json.RawMessage{raw}}
 		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: w}); err != nil {
-			errs = append(errs, fmt.Errorf("Commit (append): %w", err))
+			errs = append(errs, fmt.Errorf("commit (append): %w", err))
 		} else if got, err = s.LoadThread(ctx(t), thread); err != nil {
 			t.Fatalf("LoadThread: %v", err)
 		} else {

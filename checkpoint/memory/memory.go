@@ -47,12 +47,6 @@ func New() *Store {
 	}
 }
 
-func copyThread(t *checkpoint.Thread) *checkpoint.Thread {
-	c := *t
-	c.Messages = slices.Clone(t.Messages)
-	return &c
-}
-
 func cloneAll(ms []json.RawMessage) []json.RawMessage {
 	out := make([]json.RawMessage, len(ms))
 	for i, m := range ms {
