@@ -24,8 +24,8 @@ type questionKey struct{ thread, id string }
 // in and out, so callers never share memory with the store.
 type Store struct {
 	mu        sync.Mutex
-	threads   map[string]*checkpoint.Thread // Messages nil: see msgs
-	msgs      map[string][]json.RawMessage  // thread id -> its messages, appended
+	threads   map[string]*checkpoint.Thread              // Messages nil: see msgs
+	msgs      map[string][]json.RawMessage               // thread id -> its messages, appended
 	toolCalls map[string]map[string]*checkpoint.ToolCall // thread/run -> call id
 	questions map[questionKey]*checkpoint.Question
 	qorder    []questionKey // creation order: a question's sequence number is its index + 1
