@@ -3,16 +3,20 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
-	"reflect"
-	"regexp"
+	"math/big"
+	"runtime"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
-	"unicode/utf8"
+	"sync"
+	"weak"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	sjs "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // DefaultMaxArgBytes is the default bound on a tool call's arguments
@@ -66,16 +70,635 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// validator checks a decoded JSON value against a schema and collects every
-// problem it can name. jsonschema-go (which stops at the first problem) is
-// the final authority: when the walk finds nothing but the library does,
-// its message is reported.
+// Arguments are validated by github.com/santhosh-tekuri/jsonschema/v6,
+// which implements all of draft 2020-12 (and the earlier drafts a $schema
+// may name) and reports every failure with its place in the arguments;
+// its error tree is worded here for a model to act on. A tool's schema is
+// compiled once; references are resolved inside the schema only, never
+// loaded from a file or the network; formats are asserted.
+
+// validator collects the problems of a decoded arguments object: the
+// way [Tool.Validate] reaches the compiled schema while the Tool does not
+// hold it. Until it does, the schema is compiled at a tool's first call
+// (not at NewTool), and Tool.Validate still runs jsonschema-go after a
+// walk that found nothing. Once newTool keeps compileArgsSchema's result
+// and Validate calls validateCompiled, validator, walk and compiledFor go.
 type validator struct {
 	problems []Problem
 }
 
-func (v *validator) add(path, format string, args ...any) {
-	v.problems = append(v.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+// walk adds the problems of x against s, the schema of a tool, compiled
+// the first time a tool with it validates.
+func (v *validator) walk(path string, x any, s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	c, err := compiledFor(s)
+	if err != nil {
+		v.problems = append(v.problems, Problem{Path: path, Message: "the tool's schema is invalid, so no call can be checked (a mistake in the tool, not in the call): " + err.Error()})
+		return
+	}
+	v.problems = append(v.problems, c.problems(x)...)
+}
+
+// schemaEntry is a schema compiled at most once.
+type schemaEntry struct {
+	once sync.Once
+	c    *compiledSchema
+	err  error
+}
+
+// compiledSchemas maps a tool's *jsonschema.Schema (weakly: an entry goes
+// when its schema is collected) to its *schemaEntry.
+var compiledSchemas sync.Map
+
+func compiledFor(s *jsonschema.Schema) (*compiledSchema, error) {
+	key := weak.Make(s)
+	e, ok := compiledSchemas.Load(key)
+	if !ok {
+		var loaded bool
+		if e, loaded = compiledSchemas.LoadOrStore(key, &schemaEntry{}); !loaded {
+			runtime.AddCleanup(s, func(k weak.Pointer[jsonschema.Schema]) { compiledSchemas.Delete(k) }, key)
+		}
+	}
+	entry := e.(*schemaEntry)
+	entry.once.Do(func() {
+		b, err := json.Marshal(s)
+		if err != nil {
+			entry.err = err
+			return
+		}
+		entry.c, entry.err = compileArgsSchema(b)
+	})
+	return entry.c, entry.err
+}
+
+// argsSchemaURL names a tool's schema while it is compiled; it never
+// leaves this process.
+const argsSchemaURL = "urn:tollgate:args"
+
+// compiledSchema is a tool's argument schema, compiled.
+type compiledSchema struct {
+	schema *sjs.Schema
+	// doc is the schema as JSON values, to name what a keyword allows
+	// (the properties an "additionalProperties": false keeps, the schema
+	// a "not" refuses).
+	doc any
+}
+
+// noLoader refuses every schema outside the tool's own: a $ref is
+// resolved within the schema ($defs, anchors), never from a file or the
+// network.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("only references inside the schema are allowed, not %s", url)
+}
+
+// compileArgsSchema compiles a tool's argument schema (JSON Schema 2020-12
+// unless its $schema names another draft).
+func compileArgsSchema(schemaJSON []byte) (*compiledSchema, error) {
+	doc, err := sjs.UnmarshalJSON(bytes.NewReader(schemaJSON))
+	if err != nil {
+		return nil, fmt.Errorf("the schema is not JSON: %w", err)
+	}
+	c := sjs.NewCompiler()
+	c.UseLoader(noLoader{})
+	c.DefaultDraft(sjs.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource(argsSchemaURL, doc); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile(argsSchemaURL)
+	if err != nil {
+		return nil, schemaError(doc, err)
+	}
+	return &compiledSchema{schema: s, doc: doc}, nil
+}
+
+// schemaError words a compilation error: where the schema breaks the
+// rules of JSON Schema, each place and why, and without the library's
+// name for the schema.
+func schemaError(doc any, err error) error {
+	var se *sjs.SchemaValidationError
+	var ve *sjs.ValidationError
+	if errors.As(err, &se) && errors.As(se.Err, &ve) {
+		r := &report{c: &compiledSchema{}, x: doc}
+		var msgs []string
+		for _, p := range r.sorted(r.collect(ve, nil, nil)) {
+			at := p.Path
+			if at == "" {
+				at = "(root)"
+			}
+			msgs = append(msgs, at+": "+p.Message)
+		}
+		if len(msgs) > 0 {
+			return errors.New("not a valid JSON Schema: " + strings.Join(msgs, "; "))
+		}
+	}
+	msg := strings.ReplaceAll(err.Error(), argsSchemaURL+"#", "")
+	msg = strings.ReplaceAll(msg, argsSchemaURL, "(schema)")
+	return errors.New(strings.TrimPrefix(msg, "jsonschema: "))
+}
+
+// validateCompiled checks raw arguments against a compiled schema and
+// decodes them.
+func validateCompiled(name string, c *compiledSchema, decode func(json.RawMessage) (any, error), raw json.RawMessage) (any, error) {
+	obj, p := decodeObject(raw)
+	if p != nil {
+		return nil, &ValidationError{Tool: name, Problems: []Problem{*p}}
+	}
+	if ps := c.problems(obj); len(ps) > 0 {
+		return nil, &ValidationError{Tool: name, Problems: ps}
+	}
+	typed, err := decode(orEmptyObject(raw))
+	if err != nil {
+		return nil, &ValidationError{Tool: name, Problems: []Problem{{Message: err.Error()}}}
+	}
+	return typed, nil
+}
+
+// problems returns every problem of x, ordered by path.
+func (c *compiledSchema) problems(x any) []Problem {
+	err := c.schema.Validate(x)
+	if err == nil {
+		return nil
+	}
+	var ve *sjs.ValidationError
+	if !errors.As(err, &ve) {
+		return []Problem{{Message: err.Error()}}
+	}
+	r := &report{c: c, x: x}
+	return r.sorted(r.collect(ve, nil, nil))
+}
+
+// report words the error tree of one validation.
+type report struct {
+	c *compiledSchema
+	// x is the validated value, to name what was given.
+	x any
+}
+
+// problem is a Problem with what a type, const or enum keyword wanted, so
+// that the refusals of a oneOf's alternatives can merge.
+type problem struct {
+	Problem
+	types  []string
+	values []any
+	got    string // the type of the value, for those keywords
+}
+
+func (r *report) sorted(ps []problem) []Problem {
+	out := make([]Problem, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.Problem)
+	}
+	slices.SortFunc(out, func(a, b Problem) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Message, b.Message)
+	})
+	return slices.Compact(out)
+}
+
+// shift corrects an array index: v6.0.2 numbers the items after a
+// prefixItems (2020-12) or an items array (additionalItems) from 0, so
+// token depth of such an error's location is n too low.
+type shift struct{ depth, n int }
+
+func (r *report) collect(e *sjs.ValidationError, shifts []shift, out []problem) []problem {
+	c := r.c
+	tail, isTail := c.tailItems(e)
+	if isTail && tail > 0 && len(e.InstanceLocation) > 0 {
+		shifts = append(slices.Clip(shifts), shift{len(e.InstanceLocation) - 1, tail})
+	}
+	loc := location(e.InstanceLocation, shifts)
+	path := pointer(loc)
+	add := func(p string, format string, args ...any) {
+		out = append(out, problem{Problem: Problem{Path: p, Message: fmt.Sprintf(format, args...)}})
+	}
+	got := func() string {
+		if v, ok := r.value(loc); ok {
+			return jsonType(v)
+		}
+		return ""
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
+		for _, cause := range e.Causes {
+			out = r.collect(cause, shifts, out)
+		}
+	case *kind.AnyOf:
+		out = r.alternatives(e, path, shifts, "at least one", out)
+	case *kind.OneOf:
+		if len(k.Subschemas) == 0 {
+			out = r.alternatives(e, path, shifts, "exactly one", out)
+		} else {
+			add(path, "matches alternatives %d and %d of the schema's oneOf; it must match exactly one", k.Subschemas[0]+1, k.Subschemas[1]+1)
+		}
+	case *kind.Type:
+		g := got()
+		if g == "" {
+			g = k.Got
+		}
+		out = append(out, problem{Problem: Problem{Path: path, Message: fmt.Sprintf("want %s, got %s", strings.Join(k.Want, " or "), g)}, types: k.Want, got: g})
+	case *kind.Enum:
+		out = append(out, problem{Problem: Problem{Path: path, Message: "must be one of " + brief(k.Want)}, values: k.Want, got: got()})
+	case *kind.Const:
+		out = append(out, problem{Problem: Problem{Path: path, Message: "must equal " + brief(k.Want)}, values: []any{k.Want}, got: got()})
+	case *kind.Required:
+		for _, m := range k.Missing {
+			add(path+"/"+escapePointer(m), "required")
+		}
+	case *kind.DependentRequired:
+		for _, m := range k.Missing {
+			add(path+"/"+escapePointer(m), "required when %q is given", k.Prop)
+		}
+	case *kind.Dependency:
+		for _, m := range k.Missing {
+			add(path+"/"+escapePointer(m), "required when %q is given", k.Prop)
+		}
+	case *kind.AdditionalProperties:
+		allowed := c.allowedNames(c.at(e))
+		for _, p := range k.Properties {
+			add(path+"/"+escapePointer(p), "unknown %s (allowed: %s)", argumentOr(path, "property"), allowed)
+		}
+	case *kind.Minimum:
+		add(path, "must be >= %s", ratString(k.Want))
+	case *kind.Maximum:
+		add(path, "must be <= %s", ratString(k.Want))
+	case *kind.ExclusiveMinimum:
+		add(path, "must be > %s", ratString(k.Want))
+	case *kind.ExclusiveMaximum:
+		add(path, "must be < %s", ratString(k.Want))
+	case *kind.MultipleOf:
+		add(path, "must be a multiple of %s", ratString(k.Want))
+	case *kind.MinLength:
+		add(path, "must be at least %s long (it has %d)", plural(k.Want, "character", "characters"), k.Got)
+	case *kind.MaxLength:
+		add(path, "must be at most %s long (it has %d)", plural(k.Want, "character", "characters"), k.Got)
+	case *kind.Pattern:
+		add(path, "must match the regular expression %q", k.Want)
+	case *kind.Format:
+		msg := "must be a valid " + k.Want
+		if ex, ok := formatExamples[k.Want]; ok {
+			msg = "must be " + ex
+		}
+		if k.Err != nil {
+			msg += " (" + k.Err.Error() + ")"
+		}
+		add(path, "%s", msg)
+	case *kind.MinItems:
+		add(path, "must have at least %s (it has %d)", plural(k.Want, "item", "items"), k.Got)
+	case *kind.MaxItems:
+		add(path, "must have at most %s (it has %d)", plural(k.Want, "item", "items"), k.Got)
+	case *kind.AdditionalItems:
+		add(path, "has %s more than the schema allows", plural(k.Count, "item", "items"))
+	case *kind.UniqueItems:
+		add(path+"/"+strconv.Itoa(k.Duplicates[1]), "duplicate of item %d; items must be unique", k.Duplicates[0])
+	case *kind.MinProperties:
+		add(path, "must have at least %s (it has %d)", plural(k.Want, "property", "properties"), k.Got)
+	case *kind.MaxProperties:
+		add(path, "must have at most %s (it has %d)", plural(k.Want, "property", "properties"), k.Got)
+	case *kind.PropertyNames:
+		var why []string
+		for _, cause := range e.Causes {
+			for _, p := range r.collect(cause, shifts, nil) {
+				why = append(why, p.Message)
+			}
+		}
+		add(path+"/"+escapePointer(k.Property), "the name %q is not allowed: %s", k.Property, strings.Join(why, "; "))
+	case *kind.FalseSchema:
+		_, frag, _ := strings.Cut(e.SchemaURL, "#")
+		switch {
+		case isTail:
+			add(path, "not allowed: at most %s", plural(tail, "item is allowed", "items are allowed"))
+		case strings.HasSuffix(frag, "/unevaluatedProperties") && len(loc) > 0:
+			add(path, "unknown %s", argumentOr(pointer(loc[:len(loc)-1]), "property"))
+		default:
+			add(path, "not allowed")
+		}
+	case *kind.Not:
+		out = r.not(path, c.keyword(e, "not"), out)
+	case *kind.Contains:
+		add(path, "must contain an item that matches %s", brief(c.keyword(e, "contains")))
+	case *kind.MinContains:
+		add(path, "must contain at least %s that match %s (it has %d)", plural(k.Want, "item", "items"), brief(c.keyword(e, "contains")), len(k.Got))
+	case *kind.MaxContains:
+		add(path, "must contain at most %s that match %s (it has %d)", plural(k.Want, "item", "items"), brief(c.keyword(e, "contains")), len(k.Got))
+	default:
+		if len(e.Causes) > 0 {
+			for _, cause := range e.Causes {
+				out = r.collect(cause, shifts, out)
+			}
+			break
+		}
+		msg := "invalid"
+		if o := e.BasicOutput(); o.Error != nil {
+			msg = o.Error.String()
+		}
+		add(path, "%s", msg)
+	}
+	return out
+}
+
+// not words a "not" that matched.
+func (r *report) not(path string, not any, out []problem) []problem {
+	m, _ := not.(map[string]any)
+	req, _ := m["required"].([]any)
+	var msg string
+	switch {
+	case not == true || (m != nil && len(m) == 0):
+		msg = "not allowed"
+	case len(m) == 1 && len(req) == 1:
+		path += "/" + escapePointer(fmt.Sprint(req[0]))
+		msg = "not allowed here"
+	case len(m) == 1 && len(req) > 1:
+		names := make([]string, len(req))
+		for i, n := range req {
+			names[i] = strconv.Quote(fmt.Sprint(n))
+		}
+		msg = strings.Join(names, ", ") + " cannot all be given together"
+	default:
+		msg = "must not match " + brief(not)
+	}
+	return append(out, problem{Problem: Problem{Path: path, Message: msg}})
+}
+
+// alternatives words an anyOf or oneOf none of whose alternatives matched
+// (want: "at least one", "exactly one"). An alternative refused for its
+// type, or for a const or enum at the value or at one of its properties
+// (a tagged union's "kind"), is not the one meant: if one alternative is
+// left, its problems are the value's; if none is and the refusals are at
+// one place, they merge ("want string or integer", "must be one of ...");
+// otherwise one problem lists each alternative's.
+func (r *report) alternatives(e *sjs.ValidationError, path string, shifts []shift, want string, out []problem) []problem {
+	branches := make([][]problem, len(e.Causes))
+	var meant []int
+	var tags []problem
+	for i, cause := range e.Causes {
+		branches[i] = r.collect(cause, shifts, nil)
+		tag := slices.IndexFunc(branches[i], func(p problem) bool {
+			return (p.types != nil && p.Path == path) || (p.values != nil && (p.Path == path || isChild(p.Path, path)))
+		})
+		if tag < 0 {
+			meant = append(meant, i)
+		} else {
+			tags = append(tags, branches[i][tag])
+		}
+	}
+	if len(meant) == 1 {
+		return append(out, branches[meant[0]]...)
+	}
+	if len(meant) == 0 {
+		if merged, ok := mergeTags(tags); ok {
+			return append(out, merged)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "must match %s of the schema's alternatives", want)
+	for i, br := range branches {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "alternative %d: ", i+1)
+		for j, p := range br {
+			if j == 3 {
+				fmt.Fprintf(&b, ", and %d more", len(br)-3)
+				break
+			}
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			if rel := strings.TrimPrefix(p.Path, path); rel != "" {
+				b.WriteString(rel + " ")
+			}
+			b.WriteString(p.Message)
+		}
+	}
+	return append(out, problem{Problem: Problem{Path: path, Message: b.String()}})
+}
+
+func isChild(p, parent string) bool {
+	rest, ok := strings.CutPrefix(p, parent+"/")
+	return ok && !strings.Contains(rest, "/")
+}
+
+// mergeTags merges the refusals of every alternative when they are at the
+// same place: "want string or integer, got boolean", "must be one of
+// ["read","write"]", "must be "auto" or of type integer, got string".
+func mergeTags(tags []problem) (problem, bool) {
+	if len(tags) == 0 {
+		return problem{}, false
+	}
+	first := tags[0]
+	var types []string
+	var values []any
+	for _, t := range tags {
+		if t.Path != first.Path {
+			return problem{}, false
+		}
+		for _, ty := range t.types {
+			if !slices.Contains(types, ty) {
+				types = append(types, ty)
+			}
+		}
+		for _, v := range t.values {
+			if !slices.ContainsFunc(values, func(w any) bool { return jsonEqual(v, w) }) {
+				values = append(values, v)
+			}
+		}
+	}
+	p := problem{Problem: Problem{Path: first.Path}}
+	switch {
+	case values == nil:
+		p.Message = fmt.Sprintf("want %s, got %s", strings.Join(types, " or "), first.got)
+	case types == nil && len(values) == 1:
+		p.Message = "must equal " + brief(values[0])
+	case types == nil:
+		p.Message = "must be one of " + brief(values)
+	default:
+		var parts []string
+		for _, v := range values {
+			parts = append(parts, brief(v))
+		}
+		one := strings.Join(parts, " or ")
+		if len(values) > 2 {
+			one = "one of " + brief(values)
+		}
+		p.Message = fmt.Sprintf("must be %s or of type %s, got %s", one, strings.Join(types, " or "), first.got)
+	}
+	return p, true
+}
+
+// argumentOr is "argument" for a name in the arguments object, else what.
+func argumentOr(parent, what string) string {
+	if parent == "" {
+		return "argument"
+	}
+	return what
+}
+
+// allowedNames lists the property names an object schema declares.
+func (c *compiledSchema) allowedNames(s map[string]any) string {
+	var names []string
+	if props, ok := s["properties"].(map[string]any); ok {
+		names = sortedKeys(props)
+	}
+	if pp, ok := s["patternProperties"].(map[string]any); ok && len(pp) > 0 {
+		pats := sortedKeys(pp)
+		for i, p := range pats {
+			pats[i] = strconv.Quote(p)
+		}
+		names = append(names, "names matching "+strings.Join(pats, " or "))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// formatExamples say what a format means, for the formats tools use.
+var formatExamples = map[string]string{
+	"date-time": `a date and time in RFC 3339 form, such as "2025-01-31T14:05:00Z"`,
+	"date":      `a date in RFC 3339 form, such as "2025-01-31"`,
+	"time":      `a time in RFC 3339 form, such as "14:05:00Z"`,
+	"duration":  `an ISO 8601 duration, such as "P1DT2H" or "PT30S"`,
+	"email":     `an email address, such as "ada@example.com"`,
+	"hostname":  `a host name, such as "api.example.com"`,
+	"ipv4":      `an IPv4 address, such as "192.0.2.1"`,
+	"ipv6":      `an IPv6 address, such as "2001:db8::1"`,
+	"uri":       `an absolute URI, such as "https://example.com/path"`,
+	"uuid":      `a UUID, such as "123e4567-e89b-12d3-a456-426614174000"`,
+}
+
+// tailItems tells whether e is of an "items" (2020-12) or
+// "additionalItems" (earlier drafts) keyword that applies after n
+// positional items.
+func (c *compiledSchema) tailItems(e *sjs.ValidationError) (n int, ok bool) {
+	_, frag, _ := strings.Cut(e.SchemaURL, "#")
+	i := strings.LastIndexByte(frag, '/')
+	if i < 0 {
+		return 0, false
+	}
+	s := c.schemaAt(frag[:i])
+	var positional any
+	switch frag[i+1:] {
+	case "items":
+		positional = s["prefixItems"]
+	case "additionalItems":
+		positional = s["items"]
+	}
+	if a, ok := positional.([]any); ok {
+		return len(a), true
+	}
+	return 0, false
+}
+
+// at returns the schema (as JSON) whose keyword e is.
+func (c *compiledSchema) at(e *sjs.ValidationError) map[string]any {
+	_, frag, _ := strings.Cut(e.SchemaURL, "#")
+	return c.schemaAt(frag)
+}
+
+func (c *compiledSchema) keyword(e *sjs.ValidationError, kw string) any {
+	return c.at(e)[kw]
+}
+
+// schemaAt returns the schema (as JSON) at a JSON pointer into the root.
+func (c *compiledSchema) schemaAt(ptr string) map[string]any {
+	x, _ := lookup(c.doc, splitPointer(ptr))
+	m, _ := x.(map[string]any)
+	return m
+}
+
+func splitPointer(ptr string) []string {
+	if ptr == "" {
+		return nil
+	}
+	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return toks
+}
+
+// value is the part of the validated value at loc.
+func (r *report) value(loc []string) (any, bool) {
+	return lookup(r.x, loc)
+}
+
+func lookup(x any, loc []string) (any, bool) {
+	for _, tok := range loc {
+		switch v := x.(type) {
+		case map[string]any:
+			var ok bool
+			if x, ok = v[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil, false
+			}
+			x = v[i]
+		default:
+			return nil, false
+		}
+	}
+	return x, true
+}
+
+// location is where an error is in the value, with the shifts applied.
+func location(loc []string, shifts []shift) []string {
+	if len(shifts) == 0 {
+		return loc
+	}
+	loc = slices.Clone(loc)
+	for _, s := range shifts {
+		if s.depth < len(loc) {
+			if i, err := strconv.Atoi(loc[s.depth]); err == nil {
+				loc[s.depth] = strconv.Itoa(i + s.n)
+			}
+		}
+	}
+	return loc
+}
+
+func pointer(loc []string) string {
+	var b strings.Builder
+	for _, t := range loc {
+		b.WriteByte('/')
+		b.WriteString(escapePointer(t))
+	}
+	return b.String()
+}
+
+func ratString(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// brief is x as compact JSON, cut to 200 bytes.
+func brief(x any) string {
+	s := compactJSON(x)
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 func jsonType(x any) string {
@@ -107,15 +730,6 @@ func jsonType(x any) string {
 	return fmt.Sprintf("%T", x)
 }
 
-func typeOK(got string, want []string) bool {
-	for _, w := range want {
-		if got == w || (w == "number" && got == "integer") {
-			return true
-		}
-	}
-	return false
-}
-
 func numberOf(x any) (float64, bool) {
 	switch n := x.(type) {
 	case json.Number:
@@ -125,104 +739,6 @@ func numberOf(x any) (float64, bool) {
 		return n, true
 	}
 	return 0, false
-}
-
-func (v *validator) walk(path string, x any, s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	if s.Not != nil && reflect.DeepEqual(s.Not, &jsonschema.Schema{}) {
-		v.add(path, "not allowed")
-		return
-	}
-	want := s.Types
-	if s.Type != "" {
-		want = []string{s.Type}
-	}
-	got := jsonType(x)
-	if len(want) > 0 && !typeOK(got, want) {
-		v.add(path, "want %s, got %s", strings.Join(want, " or "), got)
-		return
-	}
-	if len(s.Enum) > 0 {
-		ok := false
-		for _, e := range s.Enum {
-			if jsonEqual(e, x) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			v.add(path, "must be one of %s", compactJSON(s.Enum))
-		}
-	}
-	if s.Const != nil && !jsonEqual(*s.Const, x) {
-		v.add(path, "must equal %s", compactJSON(*s.Const))
-	}
-	if f, ok := numberOf(x); ok {
-		if s.Minimum != nil && f < *s.Minimum {
-			v.add(path, "must be >= %v", *s.Minimum)
-		}
-		if s.Maximum != nil && f > *s.Maximum {
-			v.add(path, "must be <= %v", *s.Maximum)
-		}
-		if s.ExclusiveMinimum != nil && f <= *s.ExclusiveMinimum {
-			v.add(path, "must be > %v", *s.ExclusiveMinimum)
-		}
-		if s.ExclusiveMaximum != nil && f >= *s.ExclusiveMaximum {
-			v.add(path, "must be < %v", *s.ExclusiveMaximum)
-		}
-	}
-	switch x := x.(type) {
-	case string:
-		n := utf8.RuneCountInString(x)
-		if s.MinLength != nil && n < *s.MinLength {
-			v.add(path, "must be at least %d characters long", *s.MinLength)
-		}
-		if s.MaxLength != nil && n > *s.MaxLength {
-			v.add(path, "must be at most %d characters long", *s.MaxLength)
-		}
-		if s.Pattern != "" {
-			if re, err := regexp.Compile(s.Pattern); err == nil && !re.MatchString(x) {
-				v.add(path, "must match %q", s.Pattern)
-			}
-		}
-	case []any:
-		if s.MinItems != nil && len(x) < *s.MinItems {
-			v.add(path, "must have at least %d items", *s.MinItems)
-		}
-		if s.MaxItems != nil && len(x) > *s.MaxItems {
-			v.add(path, "must have at most %d items", *s.MaxItems)
-		}
-		for i, item := range x {
-			v.walk(fmt.Sprintf("%s/%d", path, i), item, s.Items)
-		}
-	case map[string]any:
-		for _, r := range s.Required {
-			if _, ok := x[r]; !ok {
-				v.add(path+"/"+escapePointer(r), "required")
-			}
-		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := path + "/" + escapePointer(k)
-			if ps, ok := s.Properties[k]; ok {
-				v.walk(p, x[k], ps)
-				continue
-			}
-			if s.AdditionalProperties != nil {
-				if s.AdditionalProperties.Not != nil && reflect.DeepEqual(s.AdditionalProperties.Not, &jsonschema.Schema{}) {
-					v.add(p, "unknown argument (allowed: %s)", strings.Join(sortedKeys(s.Properties), ", "))
-					continue
-				}
-				v.walk(p, x[k], s.AdditionalProperties)
-			}
-		}
-	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -292,20 +808,38 @@ func decodeObject(raw json.RawMessage) (map[string]any, *Problem) {
 	return m, nil
 }
 
+// argsSchemas keeps the schemas ValidateArgs compiled, by their JSON: a
+// server checks edits against the few schemas of its tools.
+var argsSchemas struct {
+	sync.Mutex
+	m map[string]*compiledSchema
+}
+
 // ValidateArgs checks a JSON arguments object against a JSON Schema given as
 // JSON (for example the args_schema a question carries), listing every
 // problem like [Tool.Validate]. It lets a process that does not have the
 // tool (a server answering for a run elsewhere) check edited arguments.
 func ValidateArgs(toolName string, schema, args json.RawMessage) error {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return fmt.Errorf("agent: schema of tool %q is not readable: %w", toolName, err)
+	argsSchemas.Lock()
+	c := argsSchemas.m[string(schema)]
+	argsSchemas.Unlock()
+	if c == nil {
+		if !json.Valid(schema) {
+			var x any
+			err := json.Unmarshal(schema, &x)
+			return fmt.Errorf("agent: schema of tool %q is not readable: %w", toolName, err)
+		}
+		var err error
+		if c, err = compileArgsSchema(schema); err != nil {
+			return fmt.Errorf("agent: schema of tool %q is invalid: %w", toolName, err)
+		}
+		argsSchemas.Lock()
+		if argsSchemas.m == nil || len(argsSchemas.m) >= 256 {
+			argsSchemas.m = map[string]*compiledSchema{}
+		}
+		argsSchemas.m[string(schema)] = c
+		argsSchemas.Unlock()
 	}
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		return fmt.Errorf("agent: schema of tool %q is invalid: %w", toolName, err)
-	}
-	t := &Tool{name: toolName, schema: &s, resolved: resolved, decode: func(json.RawMessage) (any, error) { return nil, nil }}
-	_, err = t.Validate(args)
+	_, err := validateCompiled(toolName, c, func(json.RawMessage) (any, error) { return nil, nil }, args)
 	return err
 }
