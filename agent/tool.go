@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
-	"sort"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -26,7 +25,7 @@ type Tool struct {
 	description string
 	schema      *jsonschema.Schema
 	schemaJSON  json.RawMessage
-	resolved    *jsonschema.Resolved
+	compiled    *compiledSchema
 	opts        ToolOptions
 	// decode turns validated JSON arguments into the value the handler
 	// and policies receive (the typed struct for NewTool).
@@ -124,15 +123,15 @@ func NewRawTool(name, description string, handler func(ctx context.Context, args
 }
 
 func newTool(name, description string, schema *jsonschema.Schema, o ToolOptions) *Tool {
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("agent: tool %q: invalid schema: %v", name, err))
-	}
 	b, err := json.Marshal(schema)
 	if err != nil {
 		panic(fmt.Sprintf("agent: tool %q: cannot encode schema: %v", name, err))
 	}
-	return &Tool{name: name, description: description, schema: schema, schemaJSON: b, resolved: resolved, opts: o}
+	compiled, err := compileArgsSchema(b)
+	if err != nil {
+		panic(fmt.Sprintf("agent: tool %q: invalid schema: %v", name, err))
+	}
+	return &Tool{name: name, description: description, schema: schema, schemaJSON: b, compiled: compiled, opts: o}
 }
 
 func resultOf(out any) (ToolResult, error) {
@@ -179,28 +178,7 @@ func (t *Tool) Spec() ToolSpec {
 // value the handler and policies receive (the typed struct for [NewTool]).
 // Every problem is listed in the returned *[ValidationError].
 func (t *Tool) Validate(raw json.RawMessage) (any, error) {
-	obj, p := decodeObject(raw)
-	if p != nil {
-		return nil, &ValidationError{Tool: t.name, Problems: []Problem{*p}}
-	}
-	v := &validator{}
-	v.walk("", obj, t.schema)
-	if len(v.problems) > 0 {
-		sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].Path < v.problems[j].Path })
-		return nil, &ValidationError{Tool: t.name, Problems: v.problems}
-	}
-	// The library is the authority on keywords the walk does not know.
-	var plain any
-	if err := json.Unmarshal(orEmptyObject(raw), &plain); err == nil {
-		if err := t.resolved.Validate(plain); err != nil {
-			return nil, &ValidationError{Tool: t.name, Problems: []Problem{{Message: err.Error()}}}
-		}
-	}
-	typed, err := t.decode(orEmptyObject(raw))
-	if err != nil {
-		return nil, &ValidationError{Tool: t.name, Problems: []Problem{{Message: err.Error()}}}
-	}
-	return typed, nil
+	return validateCompiled(t.name, t.compiled, t.decode, raw)
 }
 
 func orEmptyObject(raw json.RawMessage) json.RawMessage {

@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"weak"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
@@ -76,62 +73,6 @@ func (e *ValidationError) Error() string {
 // its error tree is worded here for a model to act on. A tool's schema is
 // compiled once; references are resolved inside the schema only, never
 // loaded from a file or the network; formats are asserted.
-
-// validator collects the problems of a decoded arguments object: the
-// way [Tool.Validate] reaches the compiled schema while the Tool does not
-// hold it. Until it does, the schema is compiled at a tool's first call
-// (not at NewTool), and Tool.Validate still runs jsonschema-go after a
-// walk that found nothing. Once newTool keeps compileArgsSchema's result
-// and Validate calls validateCompiled, validator, walk and compiledFor go.
-type validator struct {
-	problems []Problem
-}
-
-// walk adds the problems of x against s, the schema of a tool, compiled
-// the first time a tool with it validates.
-func (v *validator) walk(path string, x any, s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	c, err := compiledFor(s)
-	if err != nil {
-		v.problems = append(v.problems, Problem{Path: path, Message: "the tool's schema is invalid, so no call can be checked (a mistake in the tool, not in the call): " + err.Error()})
-		return
-	}
-	v.problems = append(v.problems, c.problems(x)...)
-}
-
-// schemaEntry is a schema compiled at most once.
-type schemaEntry struct {
-	once sync.Once
-	c    *compiledSchema
-	err  error
-}
-
-// compiledSchemas maps a tool's *jsonschema.Schema (weakly: an entry goes
-// when its schema is collected) to its *schemaEntry.
-var compiledSchemas sync.Map
-
-func compiledFor(s *jsonschema.Schema) (*compiledSchema, error) {
-	key := weak.Make(s)
-	e, ok := compiledSchemas.Load(key)
-	if !ok {
-		var loaded bool
-		if e, loaded = compiledSchemas.LoadOrStore(key, &schemaEntry{}); !loaded {
-			runtime.AddCleanup(s, func(k weak.Pointer[jsonschema.Schema]) { compiledSchemas.Delete(k) }, key)
-		}
-	}
-	entry := e.(*schemaEntry)
-	entry.once.Do(func() {
-		b, err := json.Marshal(s)
-		if err != nil {
-			entry.err = err
-			return
-		}
-		entry.c, entry.err = compileArgsSchema(b)
-	})
-	return entry.c, entry.err
-}
 
 // argsSchemaURL names a tool's schema while it is compiled; it never
 // leaves this process.
