@@ -11,9 +11,9 @@ require (
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	modernc.org/sqlite v1.62.0
 	mvdan.cc/sh/v3 v3.14.1
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 )
 
 require (
