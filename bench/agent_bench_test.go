@@ -1,6 +1,4 @@
-// Package bench holds benchmarks that cut across packages: the cost of a
-// whole run through the agent loop on each store.
-package bench
+package main
 
 import (
 	"context"

@@ -90,9 +90,9 @@ func (s *countingStore) ListEvents(ctx context.Context, t string, after int64, l
 	s.calls.Add(1)
 	return s.Store.ListEvents(ctx, t, after, limit)
 }
-func (s *countingStore) ListToolCalls(ctx context.Context, t, r string) ([]*checkpoint.ToolCall, error) {
+func (s *countingStore) ListToolCalls(ctx context.Context, t, r string, callIDs ...string) ([]*checkpoint.ToolCall, error) {
 	s.calls.Add(1)
-	return s.Store.ListToolCalls(ctx, t, r)
+	return s.Store.ListToolCalls(ctx, t, r, callIDs...)
 }
 func (s *countingStore) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter) (int64, error) {
 	s.calls.Add(1)
