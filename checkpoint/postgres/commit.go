@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -17,55 +18,34 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
-// A batch is one pipeline: its statements are sent together and run in
-// one implicit transaction (pgx's SendBatch: one Sync at the end), so a
-// Commit is one round trip and one WAL flush. A compare-and-set that
-// loses raises (the cas function of schema 5), which rolls the whole
-// transaction back in the server; only then, off the common path, a read
-// says why.
+// A batch is one pipeline: its statements are sent together (pgx's
+// SendBatch, one Sync at the end), BEGIN to COMMIT, so a Commit is one
+// round trip and one WAL flush. A compare-and-set that loses raises (the
+// cas function of schema 5): the server skips the rest of the pipeline,
+// COMMIT included, and the transaction is rolled back; only then, off the
+// common path, a read says why. After COMMIT, in the same pipeline, come
+// the notifications of the batch's questions, in a transaction of their
+// own (see notifyQuestion): a failed batch skips them too, so nobody
+// hears of what did not commit.
 
 // casLost is the SQLSTATE of a compare-and-set that lost.
 const casLost = "TGCAS"
 
-// Statements of a batch, in the order a batch runs them: the event
+// Statements of a batch, in the order a batch runs them: the numbered
 // writers' lock, the thread, the tool calls, the question, the
 // resolution, the events. One order for every batch, so that two batches
-// never wait for each other's locks in a cycle: a thread's row, then the
-// questions' lock (the questions_order trigger), then a question's row.
+// do not wait for each other's rows in a cycle: a thread's row, then a
+// question's.
 const (
-	// eventWritersLock comes first in every batch that writes events,
-	// before its first write, so before the transaction has an id: see
-	// events.go.
-	eventWritersLock = `SELECT pg_advisory_xact_lock_shared($1, $2)`
+	// begin: the compare-and-sets are written for READ COMMITTED (an
+	// UPDATE that waited for a row re-checks it), whatever the session's
+	// default.
+	begin = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
-	// createThread is CreateThread and a ThreadWrite of Version 0: the
-	// thread and its messages, or nothing when the id exists.
-	createThread = `WITH t AS (
-	INSERT INTO threads (id, version, status, run_id, message_count, created_at, updated_at)
-	VALUES ($1, 1, $2, $3, cardinality($4::text[]), $5, $6)
-	ON CONFLICT (id) DO NOTHING
-	RETURNING version, created_at
-), m AS (
-	INSERT INTO messages (thread_id, position, body)
-	SELECT $1, b.n - 1, b.body::json FROM t, unnest($4::text[]) WITH ORDINALITY AS b(body, n)
-)
-SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread create') LEFT JOIN t ON true`
-
-	// appendThread is a ThreadWrite: a compare-and-set on the version
-	// that writes the thread's row and inserts only the new messages, at
-	// the positions after the stored ones. A concurrent writer waits for
-	// the row and then finds another version: its messages are never
-	// inserted.
-	appendThread = `WITH t AS (
-	UPDATE threads SET version = version + 1, status = $3, run_id = $4, updated_at = $5,
-		message_count = message_count + cardinality($6::text[])
-	WHERE id = $1 AND version = $2
-	RETURNING version, created_at, message_count - cardinality($6::text[]) AS first
-), m AS (
-	INSERT INTO messages (thread_id, position, body)
-	SELECT $1, t.first + b.n - 1, b.body::json FROM t, unnest($6::text[]) WITH ORDINALITY AS b(body, n)
-)
-SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread save') LEFT JOIN t ON true`
+	// writersLock comes first in every batch that numbers rows (events,
+	// questions), before its first write, so before the transaction has
+	// an id: see events.go.
+	writersLock = `SELECT pg_advisory_xact_lock_shared($1, $2)`
 
 	// saveThread, deleteMessages and insertMessages are SaveThread: the
 	// compare-and-set, then every message replaced (three statements: a
@@ -78,8 +58,6 @@ SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread save')
 )
 SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread save') LEFT JOIN t ON true`
 	deleteMessages = `DELETE FROM messages WHERE thread_id = $1`
-	insertMessages = `INSERT INTO messages (thread_id, position, body)
-SELECT $1, b.n - 1, b.body::json FROM unnest($2::text[]) WITH ORDINALITY AS b(body, n)`
 
 	// claimToolCall writes "executing": a claim, an INSERT that does
 	// nothing if the call has a record. A concurrent claimant waits on the
@@ -96,23 +74,25 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
 	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`
 
-	// createQuestion: the row, its sequence numbers and the notification
-	// (by trigger) commit together; a question that exists stops the
-	// batch.
+	// createQuestion: the row and its numbers (from the transaction's id,
+	// as events'; index 0), or nothing when the question exists, which
+	// stops the batch.
 	createQuestion = `WITH w AS (
-	INSERT INTO questions (thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', '', '', $9, $10)
+	INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
+	SELECT n.seq, n.seq, $1, $2, $3, $4, $5, $6, $7, $8, 'pending', '', '', $9, $10
+	FROM (SELECT (pg_current_xact_id()::text::bigint + base) * 65536 AS seq FROM seq_base) n
 	ON CONFLICT (thread_id, id) DO NOTHING
 	RETURNING ` + questionCols + `
 )
 SELECT w.* FROM cas((SELECT count(*) FROM w), 'question create') LEFT JOIN w ON true`
 
 	// resolveQuestion is the compare-and-set, with the rule of
-	// [checkpoint.CheckResolution] in its WHERE clause: the update, its
-	// change_seq and the notification commit together. When it matches
-	// nothing, the stored question says why.
+	// [checkpoint.CheckResolution] in its WHERE clause, and the change's
+	// number (index 1: a batch creates one question and resolves one).
+	// When it matches nothing, the stored question says why.
 	resolveQuestion = `WITH w AS (
-	UPDATE questions SET status = $3, answer = $4, answered_by = $5, reason = $6, resolved_at = $7
+	UPDATE questions SET status = $3, answer = $4, answered_by = $5, reason = $6, resolved_at = $7,
+		change_seq = (pg_current_xact_id()::text::bigint + (SELECT base FROM seq_base)) * 65536 + 1
 	WHERE thread_id = $1 AND id = $2 AND status = 'pending' AND CASE $3::text
 		WHEN 'answered' THEN deadline IS NULL OR $7 < deadline
 		WHEN 'timed_out' THEN deadline IS NOT NULL AND $7 >= deadline
@@ -121,12 +101,87 @@ SELECT w.* FROM cas((SELECT count(*) FROM w), 'question create') LEFT JOIN w ON 
 )
 SELECT w.* FROM cas((SELECT count(*) FROM w), 'question resolve') LEFT JOIN w ON true`
 
-	// appendEvents numbers the batch's events from the transaction's id
-	// (see events.go); one such statement a transaction.
-	appendEvents = `INSERT INTO events (seq, thread_id, run_id, type, data, at)
-SELECT (pg_current_xact_id()::text::bigint + b.base) * 65536 + e.n - 1, e.thread_id, e.run_id, e.type, e.data::json, e.at
-FROM event_seq b, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS e(thread_id, run_id, type, data, at, n)
+	// notifyQuestion tells listeners (channel "tollgate.<schema>", payload
+	// {"k": kind, "t": thread, "q": question, "s": change_seq}) of a
+	// question the batch created or resolved. It runs after COMMIT, in a
+	// transaction of its own: PostgreSQL serializes the commits of
+	// transactions that NOTIFY (a lock held across the commit's WAL
+	// flush, so that the queue is in commit order), and this one writes
+	// no WAL, so commits nothing to wait for. A listener hears of the
+	// question once it is committed, a moment later than at the commit.
+	// (Should the server die between COMMIT and this statement, its
+	// listeners lose their connections and re-list: a Resync.)
+	notifyQuestion = `SELECT pg_notify($1, CASE WHEN octet_length(p) > 7900 -- NOTIFY's limit is 8000 bytes
+	THEN json_build_object('k', 'resync', 's', q.change_seq)::text ELSE p END)
+FROM questions q, LATERAL (SELECT json_build_object('k', $4::text, 't', q.thread_id, 'q', q.id, 's', q.change_seq)::text AS p) x
+WHERE q.thread_id = $2 AND q.id = $3`
+)
+
+// messageCount is the number of the messages of a statement of n rows
+// that takes them from parameter first on (see rowsFrom).
+func messageCount(n, first int) string {
+	if n > maxValues {
+		return "cardinality($" + strconv.Itoa(first) + "::text[])"
+	}
+	return strconv.Itoa(n)
+}
+
+var (
+	// createThread is CreateThread and a ThreadWrite of Version 0: the
+	// thread and its n messages, or nothing when the id exists.
+	createThread = newStatements(func(n int) string {
+		sql := `WITH t AS (
+	INSERT INTO threads (id, version, status, run_id, message_count, created_at, updated_at)
+	VALUES ($1, 1, $2, $3, ` + messageCount(n, 6) + `, $4, $5)
+	ON CONFLICT (id) DO NOTHING
+	RETURNING version, created_at
+)`
+		if n > 0 {
+			sql += `, m AS (
+	INSERT INTO messages (thread_id, position, body)
+	SELECT $1, b.n, b.body::json FROM t, ` + rowsFrom(n, 6, messageColumns) + `
+)`
+		}
+		return sql + `
+SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread create') LEFT JOIN t ON true`
+	})
+
+	// appendThread is a ThreadWrite: a compare-and-set on the version
+	// that writes the thread's row and inserts only the n new messages,
+	// at the positions after the stored ones. A concurrent writer waits
+	// for the row and then finds another version: its messages are never
+	// inserted.
+	appendThread = newStatements(func(n int) string {
+		sql := `WITH t AS (
+	UPDATE threads SET version = version + 1, status = $3, run_id = $4, updated_at = $5,
+		message_count = message_count + ` + messageCount(n, 6) + `
+	WHERE id = $1 AND version = $2
+	RETURNING version, created_at, message_count - ` + messageCount(n, 6) + ` AS first
+)`
+		if n > 0 {
+			sql += `, m AS (
+	INSERT INTO messages (thread_id, position, body)
+	SELECT $1, t.first + b.n, b.body::json FROM t, ` + rowsFrom(n, 6, messageColumns) + `
+)`
+		}
+		return sql + `
+SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread save') LEFT JOIN t ON true`
+	})
+
+	// insertMessages: SaveThread's n messages, from the first position.
+	insertMessages = newStatements(func(n int) string {
+		return `INSERT INTO messages (thread_id, position, body)
+SELECT $1, b.n, b.body::json FROM ` + rowsFrom(n, 2, messageColumns)
+	})
+
+	// appendEvents numbers the batch's n events from the transaction's
+	// id (see events.go); one such statement a transaction.
+	appendEvents = newStatements(func(n int) string {
+		return `INSERT INTO events (seq, thread_id, run_id, type, data, at)
+SELECT (pg_current_xact_id()::text::bigint + s.base) * 65536 + b.n, b.thread_id, b.run_id, b.type, b.data::json, b.at
+FROM seq_base s, ` + rowsFrom(n, 1, eventColumns) + `
 RETURNING seq`
+	})
 )
 
 // maxBatchEvents is how many events a batch may hold: the low 16 bits of
@@ -156,6 +211,9 @@ type step struct {
 	// lost says why the write lost its compare-and-set, reading the
 	// store after the rollback; nil for a write that cannot lose.
 	lost func(ctx context.Context) (*checkpoint.Committed, error)
+	// commit marks COMMIT: once it is read, the batch is written (what
+	// follows are its notifications).
+	commit bool
 }
 
 // commit is Commit, and the single-record methods as one-record batches.
@@ -182,18 +240,27 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	// sequence numbers) once the transaction committed.
 	var onCommit []func()
 
-	if len(b.Events) > 0 {
-		if len(b.Events) > maxBatchEvents {
-			return nil, fmt.Errorf("postgres: commit: %d events in one batch, at most %d", len(b.Events), maxBatchEvents)
-		}
-		queue(step{what: "events", read: ignore}, eventWritersLock, int32(lockClass), s.eventKey)
+	if len(b.Events) > maxBatchEvents {
+		return nil, fmt.Errorf("postgres: commit: %d events in one batch, at most %d", len(b.Events), maxBatchEvents)
+	}
+	// A batch that notifies commits with COMMIT, so that its
+	// notifications follow in a transaction of their own, in the same
+	// pipeline; any other is the pipeline's implicit transaction (two
+	// statements fewer).
+	explicit := b.Question != nil || b.Resolve != nil
+	if explicit {
+		queue(step{what: "begin", read: ignore}, begin)
+	}
+	if len(b.Events) > 0 || b.Question != nil || b.Resolve != nil {
+		queue(step{what: "lock", read: ignore}, writersLock, int32(lockClass), s.writersKey)
 	}
 
 	if w := b.Thread; w != nil {
-		bodies, err := messageTexts(w.ID, w.Append)
+		bodies, err := messageRows(w.ID, w.Append)
 		if err != nil {
 			return nil, err
 		}
+		n := len(bodies)
 		var version int64
 		var created pgtype.Timestamptz
 		read := func(br pgx.BatchResults) error { return br.QueryRow().Scan(&version, &created) }
@@ -202,9 +269,11 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		}}
 		switch {
 		case o.replace:
-			queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, len(bodies))
+			queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n)
 			queue(step{what: st.what, read: ignore}, deleteMessages, w.ID)
-			queue(step{what: st.what, read: ignore}, insertMessages, w.ID, bodies)
+			if n > 0 {
+				queue(step{what: st.what, read: ignore}, insertMessages.sql(n), append([]any{w.ID}, rowArgs(bodies, messageColumns)...)...)
+			}
 		case w.Version == 0:
 			createdAt := w.CreatedAt
 			if createdAt.IsZero() {
@@ -213,9 +282,9 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 			if err := checkTimes("create thread "+strconv.Quote(w.ID), createdAt); err != nil {
 				return nil, err
 			}
-			queue(st, createThread, w.ID, string(w.Status), w.RunID, bodies, createdAt, now)
+			queue(st, createThread.sql(n), append([]any{w.ID, string(w.Status), w.RunID, createdAt, now}, rowArgs(bodies, messageColumns)...)...)
 		default:
-			queue(st, appendThread, w.ID, w.Version, string(w.Status), w.RunID, now, bodies)
+			queue(st, appendThread.sql(n), append([]any{w.ID, w.Version, string(w.Status), w.RunID, now}, rowArgs(bodies, messageColumns)...)...)
 		}
 		onCommit = append(onCommit, func() { w.Version, w.CreatedAt, w.UpdatedAt = version, decTime(created), now })
 	}
@@ -300,8 +369,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	}
 
 	if n := len(b.Events); n > 0 {
-		threads, runs, types := make([]string, n), make([]string, n), make([]string, n)
-		data, ats := make([]*string, n), make([]time.Time, n)
+		rows, ats := make([][]any, n), make([]time.Time, n)
 		for i, e := range b.Events {
 			at := e.At
 			if at.IsZero() {
@@ -310,11 +378,8 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 			if err := checkTimes("append event", at); err != nil {
 				return nil, err
 			}
-			threads[i], runs[i], types[i], ats[i] = e.ThreadID, e.RunID, e.Type, at
-			if len(e.Data) > 0 {
-				d := string(e.Data)
-				data[i] = &d
-			}
+			ats[i] = at
+			rows[i] = []any{e.ThreadID, e.RunID, e.Type, encJSON(e.Data), at}
 		}
 		var seqs []int64
 		queue(step{what: "events", read: func(br pgx.BatchResults) error {
@@ -324,7 +389,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 			}
 			seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 			return err
-		}}, appendEvents, threads, runs, types, data, ats)
+		}}, appendEvents.sql(n), rowArgs(rows, eventColumns)...)
 		onCommit = append(onCommit, func() {
 			// seq = the transaction's number + the index: in order once
 			// sorted.
@@ -340,6 +405,17 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		onCommit = append(onCommit, func() { tc.UpdatedAt = now })
 	}
 
+	if explicit {
+		queue(step{what: "commit", read: ignore, commit: true}, "COMMIT")
+	}
+	channel := s.channel()
+	if q := b.Question; q != nil {
+		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, q.ThreadID, q.ID, string(checkpoint.QuestionCreated))
+	}
+	if rv := b.Resolve; rv != nil {
+		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, rv.ThreadID, rv.ID, string(checkpoint.QuestionResolved))
+	}
+
 	if c, err := s.send(ctx, &batch, steps); err != nil || c != nil {
 		return c, err
 	}
@@ -353,21 +429,39 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 // transaction committed; else the error and, when a compare-and-set lost,
 // what the losing write says about the stored state.
 func (s *Store) send(ctx context.Context, batch *pgx.Batch, steps []step) (*checkpoint.Committed, error) {
-	br := s.pool.SendBatch(ctx, batch)
-	failed := -1
-	var err error
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: commit: %w", err)
+	}
+	br := conn.SendBatch(ctx, batch)
+	failed, committed := -1, false
 	for i, st := range steps {
 		if err = st.read(br); err != nil {
 			failed = i
 			break
 		}
+		committed = committed || st.commit
 	}
-	// Close reads to the end of the pipeline: the implicit transaction's
-	// commit. Until it returns nil, nothing is known to be written.
+	// Close reads to the end of the pipeline.
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err != nil && conn.Conn().PgConn().TxStatus() == 'E' {
+		// A statement failed inside BEGIN: the server skipped the rest
+		// and the transaction waits for its ROLLBACK. (Should that fail,
+		// the pool drops the connection.)
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn.Exec(rctx, "ROLLBACK")
+		cancel()
+	}
+	conn.Release()
+	switch {
+	case err == nil:
+		return nil, nil
+	case committed:
+		// Only a notification failed: the batch is written, and
+		// listeners still have the poll.
+		s.logf(slog.LevelWarn, "checkpoint/postgres: a notification after a commit failed", "err", err)
 		return nil, nil
 	}
 	var pgErr *pgconn.PgError
@@ -402,14 +496,15 @@ func (s *Store) threadLost(ctx context.Context, id string, version int64, create
 	}
 }
 
-// messageTexts are the messages to insert, one JSON value each, as text.
-func messageTexts(thread string, msgs []json.RawMessage) ([]string, error) {
-	out := make([]string, len(msgs)) // never nil: an empty array, not NULL
+// messageRows are the messages to insert, one JSON value each, as text:
+// rows of rowsFrom.
+func messageRows(thread string, msgs []json.RawMessage) ([][]any, error) {
+	out := make([][]any, len(msgs))
 	for i, m := range msgs {
 		if len(bytes.TrimSpace(m)) == 0 {
 			return nil, fmt.Errorf("postgres: thread %q: message %d is empty, want one JSON value", thread, i)
 		}
-		out[i] = string(m)
+		out[i] = []any{string(m)}
 	}
 	return out, nil
 }

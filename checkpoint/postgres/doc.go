@@ -35,19 +35,22 @@
 // Times are kept to the microsecond, from 4714 BC to AD 294247; a time
 // outside that range is refused with an error, never stored as another.
 //
-// Notifications: a trigger calls pg_notify in the transaction that creates
-// or resolves a question (channel "tollgate.<schema>"), so a subscriber in
-// any process hears of it at commit. [Store.Subscribe] holds one listener
-// connection that reconnects with backoff and then sends a
-// [checkpoint.Resync] (re-list: something may have been missed); a slow
-// poll ([Options].PollInterval) backs LISTEN up.
+// Notifications: the store sends pg_notify for every question a batch
+// creates or resolves (channel "tollgate.<schema>") right after the
+// batch's COMMIT, in the same round trip, in a transaction of its own (a
+// transaction that notifies holds a lock of PostgreSQL's across its
+// commit's WAL flush, so notifying in the writing one would serialize the
+// commits); a subscriber in any process hears of it once it is committed.
+// [Store.Subscribe] holds one listener connection that reconnects with
+// backoff and then sends a [checkpoint.Resync] (re-list: something may
+// have been missed); a slow poll ([Options].PollInterval) backs LISTEN up.
 //
-// Events are numbered from the id of the transaction that writes them, with
-// no lock held to commit, so commits share WAL flushes (group commit); a
-// reader returns only the events that no running transaction can precede,
-// so one following the log by position (an SSE client resuming with
-// Last-Event-ID) never skips an event that committed late (events.go says
-// why). Questions' sequence numbers are taken under a lock held until
-// commit, so their creation order is their commit order, as
-// [checkpoint.Store.ListQuestions] and the listener's poll rely on.
+// Events, and questions (their creation order and every change), are
+// numbered from the id of the transaction that writes them, with no lock
+// held to commit, so commits share WAL flushes (group commit); a reader
+// returns only what no running transaction can precede, so one following
+// the log by position (an SSE client resuming with Last-Event-ID) never
+// skips an event that committed late (events.go says why), and a list of
+// questions oldest first finds those created while it pages on its later
+// pages.
 package postgres

@@ -6,12 +6,15 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
-// The event log without a lock held to commit.
+// The event log without a lock held to commit. (Questions are numbered
+// the same way, seq and change_seq: ListQuestions oldest first and the
+// listener's poll read up to the same horizon.)
 //
 // Readers follow the log by position: an SSE client resumes after the last
 // seq it saw, a poller asks for seq > n. So a reader that has returned seq n
@@ -49,18 +52,19 @@ import (
 //   - The snapshot's xmin is held back by any transaction of the cluster
 //     that has an id, not only by tollgate's: another application's long
 //     transaction, a session idle in transaction, a CREATE INDEX. That
-//     must not stop the log. So every batch that writes events first
-//     takes a shared advisory lock (eventWritersLock; shared locks do not
-//     wait for each other), before its first write, so before its
-//     transaction has an id. A reader that finds rows withheld reads, in
-//     one statement, its snapshot's xmax X and the ids of the transactions
-//     that hold that lock (pg_locks), L; then, in a later statement, the
-//     events. H = min(L ∪ {X}) is a horizon as good as xmin for that later
-//     statement: take an event writer with id y < H. y < X, so it had its
+//     must not stop the log. So every batch that numbers rows (events,
+//     question writes) first takes a shared advisory lock (writersLock;
+//     shared locks do not wait for each other), before its first write,
+//     so before its transaction has an id. A reader that finds rows
+//     withheld reads, in one statement, its snapshot's xmax X and the ids
+//     of the transactions that hold that lock (pg_locks), L; then, in a
+//     later statement, the rows. H = min(L ∪ {X}) is a horizon as good as xmin for that later
+//     statement: take a numbered writer with id y < H. y < X, so it had its
 //     id before the first statement's snapshot, so it held the lock since
 //     then (lock first); when pg_locks was read it either still held it,
 //     and then y ∈ L, so H <= y, which is not the case; or it had ended,
-//     before the later statement's snapshot, which therefore sees it. And
+//     before the later statement's snapshot (each statement its own
+//     transaction), which therefore sees it. And
 //     a writer that takes the lock later gets an id above X. The reader
 //     uses the larger of H and its own xmin. (pg_locks shows a
 //     transaction's id a moment after the transaction gets it, so a
@@ -76,30 +80,26 @@ import (
 // horizon to come under it.
 const eventWait = time.Second
 
-// eventKey is the second key of the event writers' advisory lock (the
-// first is lockClass): a hash of the schema, so that stores in two
+// writersKey is the second key of the numbered writers' advisory lock
+// (the first is lockClass): a hash of the schema, so that stores in two
 // schemas do not hold each other's readers back.
-func eventKey(schema string) int32 {
+func writersKey(schema string) int32 {
 	h := fnv.New32a()
-	h.Write([]byte(schema + ".event_writers"))
+	h.Write([]byte(schema + ".writers"))
 	return int32(h.Sum32())
 }
 
 // listEvents reads a page of events after the cursor and the horizon of
 // its snapshot: xmin and base.
 const (
-	listEvents = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, b.base,
-	e.seq, e.thread_id, e.run_id, e.type, e.data, e.at
-FROM event_seq b, (SELECT seq, thread_id, run_id, type, data, at FROM events WHERE seq > $1 ORDER BY seq LIMIT $2) e`
-	listThreadEvents = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, b.base,
-	e.seq, e.thread_id, e.run_id, e.type, e.data, e.at
-FROM event_seq b, (SELECT seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = $3 AND seq > $1 ORDER BY seq LIMIT $2) e`
+	listEvents       = `SELECT ` + horizonCols + `, seq, thread_id, run_id, type, data, at FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`
+	listThreadEvents = `SELECT ` + horizonCols + `, seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = $3 AND seq > $1 ORDER BY seq LIMIT $2`
 
-	// eventWriters is the refinement's first statement: its snapshot's
-	// xmin and xmax, and for each holder of the event writers' lock its
+	// numberedWriters is the refinement's first statement: its snapshot's
+	// xmin and xmax, and for each holder of the numbered writers' lock its
 	// transaction id (32 bits, as pg_locks has them; NULL when it has none
 	// in the lock table), from one copy of the lock table.
-	eventWriters = `WITH l AS MATERIALIZED (
+	numberedWriters = `WITH l AS MATERIALIZED (
 	SELECT locktype, virtualtransaction, classid, objid, objsubid, transactionid, mode, granted FROM pg_locks
 	WHERE locktype IN ('advisory', 'transactionid')
 )
@@ -110,16 +110,23 @@ SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint, pg_
 FROM pg_current_snapshot() s`
 )
 
-// ListEvents returns the events after the cursor that are settled (see
-// above), waiting up to eventWait for those that are visible but not yet
-// settled.
-func (s *Store) ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*checkpoint.Event, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
-	evs, withheld, err := s.readEvents(ctx, threadID, after, limit, 0)
-	if err != nil || !withheld {
-		return evs, err
+// horizonCols are the horizon of a statement's snapshot, as columns of
+// its rows: its xmin and base. A row numbered n is settled when
+//
+//	n < (max(xmin, writers) + base) * 65536
+//
+// where writers is writersHorizon's, read before the statement (0: none).
+const horizonCols = `pg_snapshot_xmin(pg_current_snapshot())::text::bigint, (SELECT base FROM seq_base)`
+
+func settled(n, xmin, base, writers int64) bool { return n < (max(xmin, writers)+base)*65536 }
+
+// settle runs read, which reads a page and reports whether visible rows
+// in it are not settled, with writers as above; while they are, it waits
+// a little and reads again, after writersHorizon, for at most eventWait.
+func (s *Store) settle(ctx context.Context, read func(writers int64) (unsettled bool, err error)) error {
+	unsettled, err := read(0)
+	if err != nil || !unsettled {
+		return err
 	}
 	deadline := time.Now().Add(eventWait)
 	pause := 500 * time.Microsecond
@@ -128,19 +135,36 @@ func (s *Store) ListEvents(ctx context.Context, threadID string, after int64, li
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("postgres: list events: %w", ctx.Err())
+			return ctx.Err()
 		case <-t.C:
 		}
-		writers, err := s.writersHorizon(ctx)
+		writers, err := s.writersHorizon(ctx, s.pool)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		evs, withheld, err = s.readEvents(ctx, threadID, after, limit, writers)
-		if err != nil || !withheld || time.Now().After(deadline) {
-			return evs, err
+		if unsettled, err = read(writers); err != nil || !unsettled || time.Now().After(deadline) {
+			return err
 		}
 		pause = min(2*pause, 10*time.Millisecond)
 	}
+}
+
+// ListEvents returns the events after the cursor that are settled (see
+// above), waiting up to eventWait for those that are visible but not yet
+// settled.
+func (s *Store) ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*checkpoint.Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var evs []*checkpoint.Event
+	err := s.settle(ctx, func(writers int64) (withheld bool, err error) {
+		evs, withheld, err = s.readEvents(ctx, threadID, after, limit, writers)
+		return withheld, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list events: %w", err)
+	}
+	return evs, nil
 }
 
 // readEvents reads a page and keeps the events under the horizon: the
@@ -154,7 +178,7 @@ func (s *Store) readEvents(ctx context.Context, threadID string, after int64, li
 	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("postgres: list events: %w", err)
+		return nil, false, err
 	}
 	var out []*checkpoint.Event
 	withheld := false
@@ -165,9 +189,9 @@ func (s *Store) readEvents(ctx context.Context, threadID string, after int64, li
 		var data []byte
 		var at pgtype.Timestamptz
 		if err := rows.Scan(&xmin, &base, &e.Seq, &e.ThreadID, &e.RunID, &e.Type, &data, &at); err != nil {
-			return nil, false, fmt.Errorf("postgres: list events: %w", err)
+			return nil, false, err
 		}
-		if e.Seq >= (max(xmin, writers)+base)*65536 {
+		if !settled(e.Seq, xmin, base, writers) {
 			// Ordered by seq: every later row is above the horizon too.
 			withheld = true
 			break
@@ -175,14 +199,11 @@ func (s *Store) readEvents(ctx context.Context, threadID string, after int64, li
 		e.Data, e.At = decJSON(data), decTime(at)
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("postgres: list events: %w", err)
-	}
-	return out, withheld, nil
+	return out, withheld, rows.Err()
 }
 
 // writersHorizon is the refinement's horizon, in transaction ids: the
-// lowest id of an event writer still running, or the snapshot's xmax when
+// lowest id of a numbered writer still running, or the snapshot's xmax when
 // none runs; 0 (no refinement) on a standby.
 //
 // A transaction enters the lock table's transactionid rows just after it
@@ -191,12 +212,16 @@ func (s *Store) readEvents(ctx context.Context, threadID string, after int64, li
 // an id there is most often one that has none yet (it will get one above
 // xmax), but cannot be told apart from that one: then the statement's own
 // xmin is the horizon (no refinement this time; ListEvents tries again).
-func (s *Store) writersHorizon(ctx context.Context) (int64, error) {
+func (s *Store) writersHorizon(ctx context.Context, q querier) (int64, error) {
 	var xmin, xmax int64
 	var standby bool
 	var ids []pgtype.Int8
-	if err := s.pool.QueryRow(ctx, eventWriters, int64(lockClass), int64(uint32(s.eventKey))).Scan(&xmin, &xmax, &standby, &ids); err != nil {
-		return 0, fmt.Errorf("postgres: list events: event writers: %w", err)
+	rows, err := q.Query(ctx, numberedWriters, int64(lockClass), int64(uint32(s.writersKey)))
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&xmin, &xmax, &standby, &ids}, func() error { return nil })
+	}
+	if err != nil {
+		return 0, fmt.Errorf("numbered writers: %w", err)
 	}
 	if standby {
 		return 0, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/cursor"
 	"github.com/tollgate-ai/tollgate/internal/pgtest"
 )
 
@@ -39,14 +40,14 @@ func openTest(t *testing.T, opts *Options) (*Store, string) {
 func slowWriter(ctx context.Context, s *Store, thread string, n int, hold time.Duration) ([]int64, error) {
 	var seqs []int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, eventWritersLock, int32(lockClass), s.eventKey); err != nil {
+		if _, err := tx.Exec(ctx, writersLock, int32(lockClass), s.writersKey); err != nil {
 			return err
 		}
-		threads, runs, types, data, ats := make([]string, n), make([]string, n), make([]string, n), make([]*string, n), make([]time.Time, n)
-		for i := range n {
-			threads[i], runs[i], types[i], ats[i] = thread, "run", "slow", time.Now()
+		evs := make([][]any, n)
+		for i := range evs {
+			evs[i] = []any{thread, "run", "slow", nil, time.Now()}
 		}
-		rows, err := tx.Query(ctx, appendEvents, threads, runs, types, data, ats)
+		rows, err := tx.Query(ctx, appendEvents.sql(n), rowArgs(evs, eventColumns)...)
 		if err != nil {
 			return err
 		}
@@ -269,11 +270,11 @@ func TestEventsWithheldUntilSettled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, eventWritersLock, int32(lockClass), s.eventKey); err != nil {
+	if _, err := tx.Exec(ctx, writersLock, int32(lockClass), s.writersKey); err != nil {
 		t.Fatal(err)
 	}
 	var early int64
-	if err := tx.QueryRow(ctx, appendEvents, []string{"t"}, []string{"run"}, []string{"early"}, []*string{nil}, []time.Time{time.Now()}).Scan(&early); err != nil {
+	if err := tx.QueryRow(ctx, appendEvents.sql(1), "t", "run", "early", nil, time.Now()).Scan(&early); err != nil {
 		t.Fatal(err)
 	}
 	late, err := s.AppendEvent(ctx, &checkpoint.Event{ThreadID: "t", Type: "late"})
@@ -367,7 +368,7 @@ func TestEventBaseAfterRestore(t *testing.T) {
 	}
 	// The next Open finds nothing to do.
 	var base int64
-	if err := s.pool.QueryRow(ctx, `SELECT base FROM event_seq`).Scan(&base); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT base FROM seq_base`).Scan(&base); err != nil {
 		t.Fatal(err)
 	}
 	third, err := Open(ctx, dsn, &Options{Schema: s.Schema()})
@@ -376,10 +377,85 @@ func TestEventBaseAfterRestore(t *testing.T) {
 	}
 	third.Close()
 	var after int64
-	if err := s.pool.QueryRow(ctx, `SELECT base FROM event_seq`).Scan(&after); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT base FROM seq_base`).Scan(&after); err != nil {
 		t.Fatal(err)
 	}
 	if after != base {
 		t.Errorf("base changed from %d to %d with nothing to do", base, after)
 	}
+}
+
+// Questions are numbered as events are: a reader paging the queue oldest
+// first, and going on from its last position once it has reached the
+// end, sees every question exactly once, with writers creating them all
+// along, some committing late with a low number.
+func TestQuestionsOldestFirstNeverSkipped(t *testing.T) {
+	s, _ := openTest(t, &Options{MaxConns: 16})
+	ctx := t.Context()
+	var mu sync.Mutex
+	created := map[string]bool{}
+	var wg sync.WaitGroup
+	stop := time.Now().Add(time.Second)
+	for w := range 6 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				id := fmt.Sprintf("w%d-q%d", w, i)
+				if rand.IntN(5) == 0 { // late commit, low number
+					err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+						if _, err := tx.Exec(ctx, writersLock, int32(lockClass), s.writersKey); err != nil {
+							return err
+						}
+						if _, err := tx.Exec(ctx, createQuestion, "t", id, "run", "", "bash", "approve", nil, "", time.Now(), nil); err != nil {
+							return err
+						}
+						time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				} else if _, _, err := s.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "t", ID: id, Tool: "bash", Kind: "approve"}); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				created[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	seen := map[string]int{}
+	var last int64
+	read := func() {
+		f := checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, Limit: 7}
+		if last > 0 {
+			f.After = cursor.Question{Order: checkpoint.OldestFirst, Seq: last}.Encode()
+		}
+		qs, _, err := s.ListQuestions(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			seen[q.ID]++
+		}
+		if len(qs) > 0 {
+			if err := s.pool.QueryRow(ctx, `SELECT seq FROM questions WHERE thread_id = 't' AND id = $1`, qs[len(qs)-1].ID).Scan(&last); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for time.Now().Before(stop) {
+		read()
+	}
+	wg.Wait()
+	for range 100 {
+		read()
+	}
+	for id := range created {
+		if seen[id] != 1 {
+			t.Errorf("question %s seen %d times", id, seen[id])
+		}
+	}
+	t.Logf("%d questions created, %d seen", len(created), len(seen))
 }

@@ -45,8 +45,8 @@ func TestListPlans(t *testing.T) {
 		`INSERT INTO threads (id, version, status, run_id, created_at, updated_at)
 SELECT 'thread-' || i, 1, CASE WHEN i % 10 = 0 THEN 'running' ELSE 'idle' END, 'run', now() - i * interval '1 second', now()
 FROM generate_series(1, 20000) i`,
-		`INSERT INTO questions (thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
-SELECT 'thread-' || (i % 10000), 'q' || i, 'run', 'call', (ARRAY['bash','edit','http','deploy','mail'])[1 + i % 5], 'approve', '{}', '',
+		`INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
+SELECT i, i, 'thread-' || (i % 10000), 'q' || i, 'run', 'call', (ARRAY['bash','edit','http','deploy','mail'])[1 + i % 5], 'approve', '{}', '',
 	CASE WHEN i % 4 = 0 THEN 'answered' ELSE 'pending' END, '', '', now(),
 	CASE WHEN i % 3 = 0 THEN now() + (i % 1440) * interval '1 minute' END
 FROM generate_series(1, 40000) i`,

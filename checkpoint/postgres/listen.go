@@ -28,7 +28,8 @@ const subBuffer = 256
 // until Close. The connection reconnects with backoff; after a gap it
 // sends subscribers a [checkpoint.Resync]. A poll of questions.change_seq
 // on the same connection is a safety net and a liveness check, and while
-// the listener is down the pool polls instead.
+// the listener is down the pool polls instead. Notifications are sent by
+// the writer right after its commit (commit.go: notifyQuestion).
 type hub struct {
 	s    *Store
 	poll time.Duration
@@ -274,13 +275,23 @@ type querier interface {
 }
 
 // pollOnce delivers the question writes above the high-water mark that no
-// notification brought. change_seq is taken under a lock held to commit,
-// so nothing can appear later below the mark.
+// notification brought, up to the horizon (events.go): change_seq numbers
+// come from transaction ids, and a change below the horizon can no longer
+// be preceded by one that commits later, so nothing appears later below
+// the mark. (The mark also moves with notifications, which come after
+// their commits: a change committed out of order below it has its own
+// notification, and a listener that lost its connection re-lists.)
 func (h *hub) pollOnce(ctx context.Context, q querier) error {
+	writers, err := h.s.writersHorizon(ctx, q)
+	if err != nil {
+		return err
+	}
 	h.mu.Lock()
 	hw := h.hw
 	h.mu.Unlock()
-	rows, err := q.Query(ctx, `SELECT change_seq, thread_id, id, status FROM questions WHERE change_seq > $1 ORDER BY change_seq LIMIT 1000`, hw)
+	rows, err := q.Query(ctx, `SELECT change_seq, thread_id, id, status FROM questions
+WHERE change_seq > $1 AND change_seq < (greatest(pg_snapshot_xmin(pg_current_snapshot())::text::bigint, $2) + (SELECT base FROM seq_base)) * 65536
+ORDER BY change_seq LIMIT 1000`, hw, writers)
 	if err != nil {
 		return err
 	}

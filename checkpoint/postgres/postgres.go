@@ -120,17 +120,17 @@ type Options struct {
 }
 
 // Store is a [checkpoint.Store] in a PostgreSQL schema. Every write is one
-// batch of statements sent together and run in one implicit transaction
-// (see [Store.Commit]), so a dropped connection never leaves part of a
-// write behind. Any number of processes may share the schema.
+// batch of statements sent together and run in one transaction (see
+// [Store.Commit]), so a dropped connection never leaves part of a write
+// behind. Any number of processes may share the schema.
 type Store struct {
-	pool     *pgxpool.Pool
-	cfg      *pgx.ConnConfig // for the listener connection
-	schema   string
-	eventKey int32 // of the event writers' lock (events.go)
-	clk      clock.Clock
-	log      *slog.Logger
-	hub      *hub
+	pool       *pgxpool.Pool
+	cfg        *pgx.ConnConfig // for the listener connection
+	schema     string
+	writersKey int32 // of the numbered writers' lock (events.go)
+	clk        clock.Clock
+	log        *slog.Logger
+	hub        *hub
 
 	closeOnce sync.Once
 }
@@ -232,7 +232,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, cfg: cfg.ConnConfig.Copy(), schema: o.Schema, eventKey: eventKey(o.Schema), clk: o.Clock, log: o.Logger}
+	s := &Store{pool: pool, cfg: cfg.ConnConfig.Copy(), schema: o.Schema, writersKey: writersKey(o.Schema), clk: o.Clock, log: o.Logger}
 	if err := s.waitReady(ctx, o.ConnectTimeout); err != nil {
 		pool.Close()
 		return nil, err
@@ -636,7 +636,7 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relna
 		}
 	}
 	if version == len(migs) {
-		if err := raiseEventBase(ctx, tx, len(migs)); err != nil {
+		if err := raiseSeqBase(ctx, tx, len(migs)); err != nil {
 			return err
 		}
 		return tx.Commit(ctx)
@@ -661,7 +661,7 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relna
 			return fmt.Errorf("postgres: migration %s: %w", m.name, err)
 		}
 	}
-	if err := raiseEventBase(ctx, tx, len(migs)); err != nil {
+	if err := raiseSeqBase(ctx, tx, len(migs)); err != nil {
 		return err
 	}
 	if testHookBeforeMigrationCommit != nil {
@@ -673,25 +673,27 @@ WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relna
 	return nil
 }
 
-// raiseEventBase keeps new event seqs above the log's: they are numbered
-// from transaction ids (events.go), which start again from small numbers
-// in another cluster (a dump restored there). Then base rises so that the
-// next id numbers above the last seq; otherwise nothing is written. It
-// runs under the migration lock, before any writer of the restored store.
-func raiseEventBase(ctx context.Context, tx pgx.Tx, version int) error {
-	if version < 5 { // event_seq comes with schema 5 (tests make older ones)
+// raiseSeqBase keeps new numbers (events' seq, questions' seq and
+// change_seq) above the stored ones: they are numbered from transaction
+// ids (events.go), which start again from small numbers in another cluster
+// (a dump restored there). Then base rises so that the next id numbers
+// above the highest; otherwise nothing is written. It runs under the
+// migration lock, before any writer of the restored store.
+func raiseSeqBase(ctx context.Context, tx pgx.Tx, version int) error {
+	if version < 5 { // seq_base comes with schema 5 (tests make older ones)
 		return nil
 	}
+	const highest = `greatest((SELECT max(seq) FROM events), (SELECT max(seq) FROM questions), (SELECT max(change_seq) FROM questions))`
 	// A read first: most Opens find nothing to do, and a program that
-	// only answers (MustExist) need not be allowed to update event_seq.
+	// only answers (MustExist) need not be allowed to update seq_base.
 	var behind bool
-	err := tx.QueryRow(ctx, `SELECT coalesce((SELECT max(seq) FROM events) >= (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + base) * 65536, false)
-FROM event_seq`).Scan(&behind)
+	err := tx.QueryRow(ctx, `SELECT coalesce(`+highest+` >= (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + base) * 65536, false)
+FROM seq_base`).Scan(&behind)
 	if err == nil && behind {
-		_, err = tx.Exec(ctx, `UPDATE event_seq SET base = (SELECT max(seq) FROM events) / 65536 + 1 - pg_snapshot_xmax(pg_current_snapshot())::text::bigint`)
+		_, err = tx.Exec(ctx, `UPDATE seq_base SET base = `+highest+` / 65536 + 1 - pg_snapshot_xmax(pg_current_snapshot())::text::bigint`)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: open: event numbers: %w", err)
+		return fmt.Errorf("postgres: open: numbering: %w", err)
 	}
 	return nil
 }

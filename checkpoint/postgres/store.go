@@ -199,14 +199,15 @@ WHERE thread_id = $1 AND run_id = $2 AND call_id = ANY($3) ORDER BY call_id`, th
 
 const questionCols = `seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answer, answered_by, reason, created_at, deadline, resolved_at`
 
-func scanQuestion(row pgx.Row) (*checkpoint.Question, int64, error) {
+// scanQuestion scans questionCols, then into extra the columns after them.
+func scanQuestion(row pgx.Row, extra ...any) (*checkpoint.Question, int64, error) {
 	q := &checkpoint.Question{}
 	var seq int64
 	var payload, answer []byte
 	var status string
 	var created, deadline, resolved pgtype.Timestamptz
-	err := row.Scan(&seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Tool, &q.Kind, &payload, &q.Digest, &status,
-		&answer, &q.AnsweredBy, &q.Reason, &created, &deadline, &resolved)
+	err := row.Scan(append([]any{&seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Tool, &q.Kind, &payload, &q.Digest, &status,
+		&answer, &q.AnsweredBy, &q.Reason, &created, &deadline, &resolved}, extra...)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -245,18 +246,45 @@ var dialect = listsql.Dialect{
 
 // ListQuestions runs the page as one statement (a union for the deadline
 // order): one round trip, one snapshot.
+//
+// Creation order is the order of the questions' numbers, which is the
+// order of their transactions' ids (events.go), not quite that of their
+// commits: oldest first, a page that holds a question not yet settled
+// (a transaction with a lower id may still commit one before it) is read
+// again once it is (as ListEvents waits, at most eventWait), so that a
+// question created while paging comes on a later page, never before the
+// cursor. Newest first and by deadline, a question created while paging
+// may come, or not, wherever its position is: no wait.
 func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
 	page, after, err := cursor.StartQuestions(f)
 	if err != nil {
 		return nil, "", err
 	}
-	err = s.each(ctx, listsql.Union(listsql.Questions(dialect, questionCols, f, after, page.Limit), page.Limit), func(row pgx.Row) (bool, error) {
-		q, seq, err := scanQuestion(row)
-		if err != nil {
-			return false, err
-		}
-		return page.Add(q, seq), nil
-	})
+	if f.Order != checkpoint.OldestFirst {
+		err = s.each(ctx, listsql.Union(listsql.Questions(dialect, questionCols, f, after, page.Limit), page.Limit), func(row pgx.Row) (bool, error) {
+			q, seq, err := scanQuestion(row)
+			if err != nil {
+				return false, err
+			}
+			return page.Add(q, seq), nil
+		})
+	} else {
+		st := listsql.Questions(dialect, questionCols+", "+horizonCols, f, after, page.Limit)[0]
+		err = s.settle(ctx, func(writers int64) (unsettled bool, err error) {
+			page, _, _ = cursor.StartQuestions(f)
+			err = s.each(ctx, st, func(row pgx.Row) (bool, error) {
+				var xmin, base int64
+				q, seq, err := scanQuestion(row, &xmin, &base)
+				if err != nil {
+					return false, err
+				}
+				complete := page.Add(q, seq)
+				unsettled = unsettled || !complete && !settled(seq, xmin, base, writers)
+				return complete, nil
+			})
+			return unsettled, err
+		})
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: list questions: %w", err)
 	}

@@ -44,21 +44,39 @@ BEGIN
 	RETURN rows;
 END $$;
 
--- Events are numbered without a lock held to commit (schema 1's
--- events_order serialized every commit that carried an event, so that
--- none shared a WAL flush): an event's seq is
+-- Events and question changes are numbered without a lock held to commit
+-- (schema 1's events_order and questions_order serialized every commit
+-- that carried an event or wrote a question, so that none shared a WAL
+-- flush). A row's number is
 --
 --	(writing transaction's xid8 + base) * 2^16 + its index in the batch
 --
--- so seq order is transaction id order, and readers return only the seqs
--- below the oldest transaction still running (store's events.go says why
--- that never skips one). base puts the first new seq above every old one
--- (and keeps the numbers small: they count transactions since now); Open
--- raises it should the log ever be ahead of the cluster's transaction ids
--- (a dump restored into a new cluster).
+-- so number order is transaction id order, and readers return only the
+-- numbers below the oldest transaction still running (the store's
+-- events.go says why that never skips one). base puts the first new number
+-- above every old one (and keeps the numbers small: they count
+-- transactions since now); Open raises it should the store's numbers ever
+-- be ahead of the cluster's transaction ids (a dump restored into a new
+-- cluster). The statements number the rows: events.seq; questions.seq
+-- (creation order) and questions.change_seq (every write, for pollers).
 DROP TRIGGER events_order ON events;
 DROP FUNCTION events_order();
 DROP SEQUENCE events_seq;
-CREATE TABLE event_seq (base bigint NOT NULL);
-INSERT INTO event_seq (base)
-SELECT coalesce((SELECT max(seq) FROM events), 0) / 65536 + 1 - pg_snapshot_xmax(pg_current_snapshot())::text::bigint;
+DROP TRIGGER questions_order ON questions;
+DROP FUNCTION questions_order();
+DROP SEQUENCE questions_seq;
+DROP SEQUENCE questions_change_seq;
+CREATE TABLE seq_base (base bigint NOT NULL);
+INSERT INTO seq_base (base)
+SELECT greatest(coalesce((SELECT max(seq) FROM events), 0), coalesce((SELECT max(seq) FROM questions), 0),
+		coalesce((SELECT max(change_seq) FROM questions), 0)) / 65536
+	+ 1 - pg_snapshot_xmax(pg_current_snapshot())::text::bigint;
+
+-- Notifications leave the writing transaction too: PostgreSQL serializes
+-- the commits of the transactions that NOTIFY (a lock held across the
+-- commit's WAL flush, so that the queue is in commit order). The store
+-- sends them, in the same round trip, in a transaction of their own right
+-- after the commit (which writes no WAL of its own to wait for): the
+-- questions_notify trigger goes.
+DROP TRIGGER questions_notify ON questions;
+DROP FUNCTION questions_notify();
