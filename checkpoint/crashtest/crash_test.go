@@ -437,6 +437,15 @@ func checkAudit(t *testing.T, store checkpoint.Store, thread string) {
 	}
 	slices.Sort(got)
 	slices.Sort(want)
+	var round int
+	fmt.Sscanf(thread, "r%d-", &round)
+	if pairRound(round) {
+		// Two children drive the run at once: a call that needs no claim
+		// (a blocked one, an idempotent one found executing) can have its
+		// result written by both, each write with its entry. (One driver
+		// per run is issue 14's lease.) The entries still match writes.
+		got = slices.Compact(got)
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("%s: the audit log does not match the state (%s):\n  log   %v\n  state %v", thread, s.describe(), got, want)
 	}
