@@ -73,7 +73,9 @@ SELECT cas((SELECT count(*) FROM w), 'tool call claim')`
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
 	tool = excluded.tool, args = excluded.args, state = excluded.state, result = excluded.result, updated_at = excluded.updated_at`
+)
 
+var (
 	// createQuestion: the row and its numbers (from the transaction's id,
 	// as events'; index 0), or nothing when the question exists, which
 	// stops the batch.
@@ -82,9 +84,9 @@ ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
 	SELECT n.seq, n.seq, $1, $2, $3, $4, $5, $6, $7, $8, 'pending', '', '', $9, $10
 	FROM (SELECT (pg_current_xact_id()::text::bigint + base) * 65536 AS seq FROM seq_base) n
 	ON CONFLICT (thread_id, id) DO NOTHING
-	RETURNING ` + questionCols + `
+	RETURNING ` + questionCols + `, change_seq
 )
-SELECT w.* FROM cas((SELECT count(*) FROM w), 'question create') LEFT JOIN w ON true`
+SELECT w.*, ` + notice("question_created") + ` FROM cas((SELECT count(*) FROM w), 'question create') LEFT JOIN w ON true`
 
 	// resolveQuestion is the compare-and-set, with the rule of
 	// [checkpoint.CheckResolution] in its WHERE clause, and the change's
@@ -97,25 +99,38 @@ SELECT w.* FROM cas((SELECT count(*) FROM w), 'question create') LEFT JOIN w ON 
 		WHEN 'answered' THEN deadline IS NULL OR $7 < deadline
 		WHEN 'timed_out' THEN deadline IS NOT NULL AND $7 >= deadline
 		ELSE true END
-	RETURNING ` + questionCols + `
+	RETURNING ` + questionCols + `, change_seq
 )
-SELECT w.* FROM cas((SELECT count(*) FROM w), 'question resolve') LEFT JOIN w ON true`
+SELECT w.*, ` + notice("question_resolved") + ` FROM cas((SELECT count(*) FROM w), 'question resolve') LEFT JOIN w ON true`
+)
 
-	// notifyQuestion tells listeners (channel "tollgate.<schema>", payload
-	// {"k": kind, "t": thread, "q": question, "s": change_seq}) of a
-	// question the batch created or resolved. It runs after COMMIT, in a
-	// transaction of its own: PostgreSQL serializes the commits of
-	// transactions that NOTIFY (a lock held across the commit's WAL
-	// flush, so that the queue is in commit order), and this one writes
-	// no WAL, so commits nothing to wait for. A listener hears of the
-	// question once it is committed, a moment later than at the commit.
-	// (Should the server die between COMMIT and this statement, its
-	// listeners lose their connections and re-list: a Resync.)
-	notifyQuestion = `SELECT pg_notify($1, CASE WHEN octet_length(p) > 7900 -- NOTIFY's limit is 8000 bytes
-	THEN json_build_object('k', 'resync', 's', q.change_seq)::text ELSE p END)
-FROM questions q, LATERAL (SELECT json_build_object('k', $4::text, 't', q.thread_id, 'q', q.id, 's', q.change_seq)::text AS p) x
-WHERE q.thread_id = $2 AND q.id = $3`
+const (
+	// notifyQuestion tells listeners (channel "tollgate.<schema>") of a
+	// question the batch created or resolved, with the payload its
+	// statement made (notice). It runs after COMMIT, in a transaction of
+	// its own: PostgreSQL serializes the commits of transactions that
+	// NOTIFY (a lock held across the commit's WAL flush, so that the
+	// queue is in commit order), and this one writes no WAL, so has
+	// nothing to wait for. (It must not read the question: a read may
+	// prune the page the write left, which writes WAL, and then its commit
+	// waits for a flush of its own.) A listener hears of the question once
+	// it is committed, a moment later than at the commit. (Should the
+	// server die between COMMIT and this statement, its listeners lose
+	// their connections and re-list: a Resync.)
+	notifyQuestion = `SELECT pg_notify($1, current_setting($2))`
 )
+
+// notice is the column of a question's statement that keeps, in the
+// session's setting "tollgate.<kind>", the payload of its notification:
+// {"k": kind, "t": thread, "q": question, "s": change_seq}, or a resync
+// when over NOTIFY's 8000 bytes. A setting, not a transaction's: it
+// outlives the COMMIT for notifyQuestion (and a batch that fails skips
+// both).
+func notice(kind string) string {
+	p := `json_build_object('k', '` + kind + `', 't', w.thread_id, 'q', w.id, 's', w.change_seq)::text`
+	return `set_config('tollgate.` + kind + `', CASE WHEN octet_length(` + p + `) > 7900
+	THEN json_build_object('k', 'resync', 's', w.change_seq)::text ELSE ` + p + ` END, false)`
+}
 
 // messageCount is the number of the messages of a statement of n rows
 // that takes them from parameter first on (see rowsFrom).
@@ -313,7 +328,9 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		}
 		queue(step{what: "question " + strconv.Quote(c.ID),
 			read: func(br pgx.BatchResults) error {
-				q, _, err := scanQuestion(br.QueryRow())
+				var change int64
+				var payload string
+				q, _, err := scanQuestion(br.QueryRow(), &change, &payload)
 				out.Question, out.Created = q, true
 				return err
 			},
@@ -344,7 +361,9 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		}
 		queue(step{what: "resolution of question " + strconv.Quote(rv.ID),
 			read: func(br pgx.BatchResults) error {
-				q, _, err := scanQuestion(br.QueryRow())
+				var change int64
+				var payload string
+				q, _, err := scanQuestion(br.QueryRow(), &change, &payload)
 				out.Resolved = q
 				return err
 			},
@@ -409,11 +428,11 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		queue(step{what: "commit", read: ignore, commit: true}, "COMMIT")
 	}
 	channel := s.channel()
-	if q := b.Question; q != nil {
-		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, q.ThreadID, q.ID, string(checkpoint.QuestionCreated))
+	if b.Question != nil {
+		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, "tollgate."+string(checkpoint.QuestionCreated))
 	}
-	if rv := b.Resolve; rv != nil {
-		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, rv.ThreadID, rv.ID, string(checkpoint.QuestionResolved))
+	if b.Resolve != nil {
+		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, "tollgate."+string(checkpoint.QuestionResolved))
 	}
 
 	if c, err := s.send(ctx, &batch, steps); err != nil || c != nil {

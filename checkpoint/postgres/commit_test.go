@@ -78,3 +78,27 @@ func TestBatchSizes(t *testing.T) {
 		}
 	}
 }
+
+// A notification whose payload would pass NOTIFY's 8000 bytes (a
+// question's thread and id are the caller's) is a Resync; the batch
+// commits.
+func TestLongNotificationIsResync(t *testing.T) {
+	s, _ := openTest(t, &Options{PollInterval: -1})
+	ch, err := s.Subscribe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("q", 8000)
+	if _, _, err := s.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: long}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch, checkpoint.Notification{Kind: checkpoint.Resync})
+	if _, err := s.ResolveQuestion(t.Context(), "t", long, checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch, checkpoint.Notification{Kind: checkpoint.Resync})
+	if _, _, err := s.CreateQuestion(t.Context(), &checkpoint.Question{ThreadID: "t", ID: "short"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: "t", QuestionID: "short"})
+}
