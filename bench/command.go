@@ -77,6 +77,7 @@ func cycleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&o.keep, "keep", false, "PostgreSQL: keep the benchmark's schemas")
 	fs.BoolVar(&o.jsonOut, "json", false, "print JSON instead of tables")
 	fs.StringVar(&o.jsonFile, "json-file", "", "also write the JSON to `file`")
+	printFile := fs.String("print", "", "print the tables of a report written with -json-file, and measure nothing")
 	fs.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")
 	fs.BoolVar(&o.short, "short", false, "a few cycles, rounds and turns, to check the benchmark works (seconds)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the last cycle round of each store and loop count to `file`")
@@ -91,6 +92,21 @@ func cycleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *printFile != "" {
+		b, err := os.ReadFile(*printFile)
+		if err != nil {
+			return err
+		}
+		var rep report
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return fmt.Errorf("%s: %w", *printFile, err)
+		}
+		for _, l := range rep.Results {
+			l.summarize()
+		}
+		rep.print(stdout)
+		return nil
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -289,13 +305,17 @@ type loopResult struct {
 	WritesPerCyc  float64 `json:"writes_per_cycle"`
 	ReadsPerCyc   float64 `json:"reads_per_cycle"`
 	// CommitsPerCyc: database transactions that commit writes, per
-	// cycle. SQLite: WriteStats().Transactions when the store has it,
-	// else one per write (the store without group commit). PostgreSQL:
+	// cycle: the store's WriteStats().Transactions when it has the method
+	// (group commit shares them), else one per write call (each is its own
+	// transaction), else (PostgreSQL without the counting wrapper) the
 	// transaction ids assigned. Memory: 0.
 	CommitsPerCyc float64 `json:"commits_per_cycle"`
 	CommitsFrom   string  `json:"commits_from"`
-	// PostgreSQL, per cycle.
+	// PostgreSQL, per cycle: every commit (read-only ones too), and the
+	// transaction ids assigned (write transactions and their
+	// subtransactions, a cross-check from the server).
 	XactPerCyc    float64 `json:"xact_commit_per_cycle,omitempty"`
+	XIDsPerCyc    float64 `json:"xids_per_cycle,omitempty"`
 	WALSyncPerCyc float64 `json:"wal_syncs_per_cycle,omitempty"`
 	WALBytesCyc   float64 `json:"wal_bytes_per_cycle,omitempty"`
 	CommitsPerWAL float64 `json:"commits_per_wal_sync,omitempty"`
@@ -324,7 +344,7 @@ type loopResult struct {
 }
 
 func (l *loopResult) summarize() {
-	var rate, writes, reads, commits, xact, walSync, walBytes, perWAL, ratio, wratio, perTx, cpu, user, sys, srv, allocs []float64
+	var rate, writes, reads, commits, xact, xids, walSync, walBytes, perWAL, ratio, wratio, perTx, cpu, user, sys, srv, allocs []float64
 	var a50, a99, c50, c99 []float64
 	methods := map[string][]float64{}
 	for i, r := range l.Rounds {
@@ -334,25 +354,31 @@ func (l *loopResult) summarize() {
 		reads = append(reads, float64(r.Reads)/n)
 		var c float64
 		switch {
-		case l.Kind == "sqlite" && r.HasWriteStats:
+		case l.Kind == "memory":
+		case r.HasWriteStats:
 			c = float64(r.Transactions) / n
 			if r.Transactions > 0 {
 				perTx = append(perTx, float64(r.Batches)/float64(r.Transactions))
 			}
 			l.CommitsFrom = "WriteStats().Transactions"
-		case l.Kind == "sqlite":
+		case r.Writes > 0:
 			c = float64(r.Writes) / n
-			l.CommitsFrom = "store write calls (one transaction each; the store has no WriteStats)"
+			l.CommitsFrom = "store write calls, one transaction each (the store has no WriteStats)"
 		case l.Kind == "postgres":
+			// Without the counting wrapper: transaction ids, which count
+			// subtransactions too.
+			c = float64(r.WriteTx) / float64(r.ServerCycles)
+			l.CommitsFrom = "transaction ids assigned (subtransactions count too)"
+		}
+		if l.Kind == "postgres" {
 			sc := float64(r.ServerCycles)
-			c = float64(r.WriteTx) / sc
 			xact = append(xact, float64(r.XactCommit)/sc)
+			xids = append(xids, float64(r.WriteTx)/sc)
 			walSync = append(walSync, float64(r.WALSyncs)/sc)
 			walBytes = append(walBytes, float64(r.WALBytes)/sc)
 			if r.WALSyncs > 0 {
-				perWAL = append(perWAL, float64(r.WriteTx)/float64(r.WALSyncs))
+				perWAL = append(perWAL, c/(float64(r.WALSyncs)/sc))
 			}
-			l.CommitsFrom = "transaction ids assigned (txid_current_snapshot), store opened to closed"
 		}
 		commits = append(commits, c)
 		if i < len(l.RawConc) && l.RawConc[i].PerSecond > 0 {
@@ -378,7 +404,7 @@ func (l *loopResult) summarize() {
 	l.CyclesPerS = median(rate)
 	l.CyclesPerSMin, l.CyclesPerSMax = minMax(rate)
 	l.WritesPerCyc, l.ReadsPerCyc, l.CommitsPerCyc = median(writes), median(reads), median(commits)
-	l.XactPerCyc, l.WALSyncPerCyc, l.WALBytesCyc, l.CommitsPerWAL = median(xact), median(walSync), median(walBytes), median(perWAL)
+	l.XactPerCyc, l.XIDsPerCyc, l.WALSyncPerCyc, l.WALBytesCyc, l.CommitsPerWAL = median(xact), median(xids), median(walSync), median(walBytes), median(perWAL)
 	var rs, rc, rawPerWAL []float64
 	for i := range l.RawSeq {
 		rs = append(rs, l.RawSeq[i].PerSecond)
@@ -531,8 +557,9 @@ func (r *report) print(w io.Writer) {
 		}
 		if !printedPG {
 			printedPG = true
-			fmt.Fprintf(w, "\nPostgreSQL, per cycle (counted from the store's opening to its closing, warm-up included)\n")
-			fmt.Fprintf(w, "%5s %5s %12s %12s %12s %14s %18s %16s\n", "loops", "conns", "xact_commit", "write tx", "WAL flushes", "WAL bytes", "commits/WAL flush", "server CPU/cycle")
+			fmt.Fprintf(w, "\nPostgreSQL, per cycle, from the server (counted from the store's opening to its closing, warm-up included;\n"+
+				"xact_commit: every commit, read-only ones too; xids: transaction ids assigned, write transactions and their subtransactions)\n")
+			fmt.Fprintf(w, "%5s %5s %12s %12s %12s %14s %18s %16s\n", "loops", "conns", "xact_commit", "xids", "WAL flushes", "WAL bytes", "commits/WAL flush", "server CPU/cycle")
 		}
 		raw := ""
 		if l.RawPerWAL > 0 {
@@ -546,7 +573,7 @@ func (r *report) print(w io.Writer) {
 		if l.WALSyncPerCyc > 0 {
 			flushes, perFlush = fmt.Sprintf("%.2f", l.WALSyncPerCyc), fmt.Sprintf("%.2f%s", l.CommitsPerWAL, raw)
 		}
-		fmt.Fprintf(w, "%5d %5d %12.2f %12.2f %12s %14s %18s %16s\n", l.Loops, l.Conns, l.XactPerCyc, l.CommitsPerCyc, flushes,
+		fmt.Fprintf(w, "%5d %5d %12.2f %12.2f %12s %14s %18s %16s\n", l.Loops, l.Conns, l.XactPerCyc, l.XIDsPerCyc, flushes,
 			sizeStr(l.WALBytesCyc), perFlush, srv)
 	}
 	header := false
@@ -586,7 +613,11 @@ func (r *report) print(w io.Writer) {
 	for _, t := range r.Turns {
 		fmt.Fprintf(w, "\n%s: one thread of %d tool-call turns (%d-byte results) in %s; thread %s at the end; %s written in all\n",
 			t.Store, t.Turns, t.ResultBytes, ms(t.Total), sizeStr(float64(t.ThreadBytes)), sizeStr(float64(t.TotalWritten)))
-		fmt.Fprintf(w, "bytes written: %s\n", t.WrittenBy)
+		fmt.Fprintf(w, "bytes written: %s", t.WrittenBy)
+		if t.FileGrowth != 0 {
+			fmt.Fprintf(w, "; the database file, WAL and shm grew %s", sizeStr(float64(t.FileGrowth)))
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "%6s %7s %12s %16s %16s %8s\n", "turn", "steps", "step time", "written/step", "new content/step", "ratio")
 		for _, m := range t.Marks {
 			ratio := "—"

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
@@ -12,12 +12,7 @@ import (
 // group commit makes each one its own transaction.
 type countingStore struct {
 	checkpoint.Store
-	mu     sync.Mutex
-	counts map[string]int64
-}
-
-func newCountingStore(s checkpoint.Store) *countingStore {
-	return &countingStore{Store: s, counts: map[string]int64{}}
+	counts map[string]*atomic.Int64 // one per method, made by newCountingStore
 }
 
 // writeMethods are the methods that write; the others read.
@@ -26,19 +21,26 @@ var writeMethods = map[string]bool{
 	"CreateQuestion": true, "ResolveQuestion": true, "AppendEvent": true,
 }
 
-func (s *countingStore) count(method string) {
-	s.mu.Lock()
-	s.counts[method]++
-	s.mu.Unlock()
+var readMethods = []string{"LoadThread", "ListThreads", "ListToolCalls", "GetQuestion", "ListQuestions", "CountQuestions", "ListEvents"}
+
+func newCountingStore(s checkpoint.Store) *countingStore {
+	c := &countingStore{Store: s, counts: map[string]*atomic.Int64{}}
+	for m := range writeMethods {
+		c.counts[m] = new(atomic.Int64)
+	}
+	for _, m := range readMethods {
+		c.counts[m] = new(atomic.Int64)
+	}
+	return c
 }
 
-// snapshot returns a copy of the counts.
+func (s *countingStore) count(method string) { s.counts[method].Add(1) }
+
+// snapshot returns the counts so far.
 func (s *countingStore) snapshot() map[string]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := make(map[string]int64, len(s.counts))
 	for k, v := range s.counts {
-		out[k] = v
+		out[k] = v.Load()
 	}
 	return out
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/internal/pgtest"
 )
 
@@ -120,5 +123,42 @@ func checkReport(t *testing.T, kind string, rep *report) {
 	}
 	if len(rep.Parked) != 1 || rep.Parked[0].Parked != rep.Options.Parked || rep.Parked[0].RSSAfterKB <= 0 {
 		t.Errorf("parked: %+v", rep.Parked)
+	}
+}
+
+// Every method of the counting store counts under its own name, as a
+// write or as a read.
+func TestCountingStore(t *testing.T) {
+	ctx := t.Context()
+	s := newCountingStore(memory.New())
+	th := &checkpoint.Thread{ID: "t", Status: checkpoint.ThreadIdle, Messages: json.RawMessage(`[]`)}
+	_ = s.CreateThread(ctx, th)
+	_, _ = s.LoadThread(ctx, "t")
+	_ = s.SaveThread(ctx, th)
+	_, _, _ = s.ListThreads(ctx, checkpoint.ThreadFilter{})
+	_, _ = s.Commit(ctx, &checkpoint.Batch{})
+	_ = s.PutToolCall(ctx, &checkpoint.ToolCall{ThreadID: "t", RunID: "r", CallID: "c", Tool: "x", Args: json.RawMessage(`{}`), State: checkpoint.ToolCallExecuting})
+	_, _ = s.ListToolCalls(ctx, "t", "r")
+	_, _, _ = s.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "t", ID: "q", Kind: "approve", Payload: json.RawMessage(`{}`)})
+	_, _ = s.GetQuestion(ctx, "t", "q")
+	_, _, _ = s.ListQuestions(ctx, checkpoint.QuestionFilter{})
+	_, _ = s.CountQuestions(ctx, checkpoint.QuestionFilter{})
+	_, _ = s.ResolveQuestion(ctx, "t", "q", checkpoint.Resolution{Status: checkpoint.QuestionAborted})
+	_, _ = s.AppendEvent(ctx, &checkpoint.Event{ThreadID: "t", Type: "x", Data: json.RawMessage(`{}`)})
+	_, _ = s.ListEvents(ctx, "t", 0, 10)
+	got := s.snapshot()
+	// A method the Store interface gains must be counted too.
+	st := reflect.TypeFor[checkpoint.Store]()
+	for i := range st.NumMethod() {
+		if m := st.Method(i).Name; m != "Subscribe" && m != "Close" {
+			if _, ok := got[m]; !ok {
+				t.Errorf("checkpoint.Store.%s is not counted", m)
+			}
+		}
+	}
+	for m, n := range got {
+		if n != 1 {
+			t.Errorf("%s counted %d times, want 1", m, n)
+		}
 	}
 }

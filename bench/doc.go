@@ -47,19 +47,21 @@
 //     wrapping checkpoint.Store (-count-calls=false removes it), and by
 //     method on a line of their own. A write is one durable write request
 //     (a Commit of a batch, or a single-record write).
-//   - commits per cycle: the database transactions that wrote. SQLite:
-//     the store's WriteStats().Transactions when it has the method (with
-//     group commit, several writes share a transaction), else one per
-//     write. PostgreSQL: the transaction ids assigned, which are the
-//     transactions that wrote a commit record; beside it, per cycle,
-//     pg_stat_database.xact_commit (every commit, read-only ones too),
-//     pg_stat_wal.wal_sync (WAL flushes: commits per flush is what group
-//     commit shares), WAL bytes, and the server processes' CPU time when
-//     the server runs on this machine. PostgreSQL counts are taken from
-//     the store's opening to its closing (the sessions' statistics reach
-//     pg_stat_database only when they end), so they include the warm-up
-//     and are divided by warm-up plus measured cycles; they are
-//     cluster-wide (but xact_commit), so run it on a server of its own.
+//   - commits per cycle: the database transactions that wrote. The
+//     store's WriteStats().Transactions when it has the method (SQLite;
+//     with group commit several writes share a transaction), else one
+//     per write call (each is its own transaction). PostgreSQL adds, per
+//     cycle and from the server: pg_stat_database.xact_commit (every
+//     commit, read-only ones too), the transaction ids assigned (write
+//     transactions and their subtransactions: a cross-check, not the
+//     count), pg_stat_wal.wal_sync (WAL flushes: commits per flush is
+//     what concurrent commits share), WAL bytes, and the server
+//     processes' CPU time when the server runs on this machine. Those
+//     are taken from the store's opening to its closing (a session's
+//     statistics reach pg_stat_database only when it ends), so they
+//     include the warm-up and are divided by warm-up plus measured
+//     cycles; they are cluster-wide (but xact_commit), so run it on a
+//     server of its own.
 //   - answer→tool p50/p99: from host.Answer returning to the tool's
 //     function being entered (0 when the tool started first; the table
 //     says how often), and cycle p50/p99: from Prompt to the run's
@@ -111,6 +113,8 @@
 // TestCycleShort runs it on memory, SQLite and PostgreSQL (the throwaway
 // server of internal/pgtest, or TOLLGATE_TEST_POSTGRES) and checks that
 // every cycle finished and commits were counted, never timings.
+//
+// -print FILE prints the tables of a report written with -json-file.
 //
 // # Profiles
 //
