@@ -3,6 +3,7 @@ package postgres
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,4 +205,221 @@ func TestNotifyChild(t *testing.T) {
 			out.Flush()
 		}
 	}
+}
+
+// walCounters are the cluster's WAL flushes (pg_stat_wal) and the
+// database's commits (pg_stat_database), once every idle connection of
+// the pool has flushed its statistics (a backend reports them when it goes
+// idle, at most once a second unless told to).
+func walCounters(b *testing.B, s *Store) (syncs, commits int64) {
+	b.Helper()
+	ctx := context.Background()
+	for _, c := range s.pool.AcquireAllIdle(ctx) {
+		if _, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			b.Fatal(err)
+		}
+		c.Release()
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT wal_sync FROM pg_stat_wal), (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())`).Scan(&syncs, &commits); err != nil {
+		b.Fatal(err)
+	}
+	return syncs, commits
+}
+
+// BenchmarkCommit times a step's write, a Commit of a thread append (a
+// message of about 1 KB) and an audit event, beside the raw single-row
+// insert transaction of BenchmarkStore, on the throwaway cluster (fsync
+// on; synchronous_commit on, and off), with 1 and 8 writers. Each iteration runs
+// both, each writer doing perWriter of one then of the other (in turns
+// first), so that both see the disk at the same moment. commit/s and raw/s
+// are writes per second; x-raw is commit/s over raw/s; commits/flush and
+// raw-commits/flush are writes per WAL flush (pg_stat_wal wal_sync: above
+// 1, concurrent commits shared flushes).
+//
+//	go test -run '^$' -bench Commit ./checkpoint/postgres/
+func BenchmarkCommit(b *testing.B) {
+	// synchronous_commit off: what a commit costs but the flush (the CPU
+	// and the round trips).
+	for _, sync := range []string{"on", "off"} {
+		dsn := pgtest.WithParams(pgtest.Start(b), "synchronous_commit", sync)
+		s, err := Open(b.Context(), dsn, &Options{Schema: pgtest.Schema(b, dsn), MaxConns: 16})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.pool.Exec(b.Context(), `CREATE TABLE bench_raw (id bigserial PRIMARY KEY, v text NOT NULL)`); err != nil {
+			b.Fatal(err)
+		}
+		for _, writers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("sync=%s/writers=%d", sync, writers), func(b *testing.B) { benchCommit(b, s, writers) })
+		}
+	}
+}
+
+var benchRun atomic.Int64
+
+func benchCommit(b *testing.B, s *Store, writers int) {
+	const perWriter = 16
+	raw := func(w, i int) error {
+		_, err := s.pool.Exec(b.Context(), `INSERT INTO bench_raw (v) VALUES ($1)`, fmt.Sprint("row-", w, "-", i))
+		return err
+	}
+	msg := json.RawMessage(`{"role":"assistant","tool_calls":[{"id":"call_1","name":"bash","arguments":{"cmd":"` + strings.Repeat("make -j8 all && ", 60) + `true"}}]}`)
+	data := json.RawMessage(`{"call_id":"call_1","tool":"bash","decision":"ask","rule":"shell-write"}`)
+	run := benchRun.Add(1)
+	ths := make([]*checkpoint.Thread, writers)
+	for w := range ths {
+		ths[w] = &checkpoint.Thread{ID: fmt.Sprint("bench-", run, "-", w), Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: json.RawMessage(`[]`)}
+		if err := s.CreateThread(b.Context(), ths[w]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	step := func(w, i int) error {
+		th := ths[w]
+		tw := &checkpoint.ThreadWrite{ID: th.ID, Version: th.Version, Status: th.Status, RunID: th.RunID, Append: []json.RawMessage{msg}}
+		_, err := s.Commit(b.Context(), &checkpoint.Batch{Thread: tw,
+			Events: []*checkpoint.Event{{ThreadID: th.ID, RunID: th.RunID, Type: "tool_call_asked", Data: data}}})
+		th.Version = tw.Version
+		return err
+	}
+	var syncs [2]int64
+	phase := func(which int, f func(w, i int) error) time.Duration {
+		s0, _ := walCounters(b, s)
+		b.StartTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for i := range perWriter {
+					if err := f(w, i); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		d := time.Since(start)
+		b.StopTimer()
+		s1, _ := walCounters(b, s)
+		syncs[which] += s1 - s0
+		return d
+	}
+	var tRaw, tOp time.Duration
+	b.StopTimer()
+	b.ResetTimer()
+	for i := range b.N { // not b.Loop: the counters are read with the timer stopped
+		if i%2 == 0 {
+			tRaw += phase(0, raw)
+			tOp += phase(1, step)
+		} else {
+			tOp += phase(1, step)
+			tRaw += phase(0, raw)
+		}
+	}
+	n := float64(b.N * writers * perWriter)
+	b.ReportMetric(n/tOp.Seconds(), "commit/s")
+	b.ReportMetric(n/tRaw.Seconds(), "raw/s")
+	b.ReportMetric(tRaw.Seconds()/tOp.Seconds(), "x-raw")
+	b.ReportMetric(float64(tOp.Nanoseconds())/n/1e3, "commit-µs")
+	b.ReportMetric(float64(tRaw.Nanoseconds())/n/1e3, "raw-µs")
+	b.ReportMetric(n/float64(syncs[1]), "commits/flush")
+	b.ReportMetric(n/float64(syncs[0]), "raw-commits/flush")
+}
+
+// BenchmarkCycleWrites times the six commits of an approval cycle as
+// agent/doc.go lists them (the prompt; the model's message with its call
+// of ~1 KB of arguments, the question; the answer; the executing claim;
+// the result; the end — each with its audit event), by 1 and 8 writers,
+// each on threads of its own, on the throwaway cluster (fsync and
+// synchronous_commit on), without the reads a run makes between them.
+// commits/flush is commits per WAL flush (pg_stat_wal wal_sync): the
+// question's two commits take the questions' lock (held to commit: their
+// creation order is their commit order), the others take none.
+//
+//	go test -run '^$' -bench CycleWrites ./checkpoint/postgres/
+func BenchmarkCycleWrites(b *testing.B) {
+	dsn := pgtest.Start(b)
+	s, err := Open(b.Context(), dsn, &Options{Schema: pgtest.Schema(b, dsn), MaxConns: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, writers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			run := benchRun.Add(1)
+			var next atomic.Int64
+			s0, _ := walCounters(b, s)
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range writers {
+				wg.Go(func() {
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						if err := cycleWrites(b.Context(), s, fmt.Sprint("cycle-", run, "-", i)); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			s1, _ := walCounters(b, s)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
+			b.ReportMetric(float64(6*b.N)/float64(s1-s0), "commits/flush")
+		})
+	}
+}
+
+// cycleWrites makes the six commits of one approval cycle on thread id.
+func cycleWrites(ctx context.Context, s *Store, id string) error {
+	args := json.RawMessage(`{"cmd":"` + strings.Repeat("make -j8 all && ", 60) + `true"}`)
+	ev := func(typ string) []*checkpoint.Event {
+		return []*checkpoint.Event{{ThreadID: id, RunID: "run-1", Type: typ, Data: json.RawMessage(`{"call_id":"call_1"}`)}}
+	}
+	w := &checkpoint.ThreadWrite{ID: id, Status: checkpoint.ThreadRunning, RunID: "run-1",
+		Append: []json.RawMessage{json.RawMessage(`{"role":"user","content":"build it"}`)}}
+	grow := func(msgs ...string) *checkpoint.ThreadWrite {
+		w = &checkpoint.ThreadWrite{ID: id, Version: w.Version, Status: checkpoint.ThreadRunning, RunID: "run-1"}
+		for _, m := range msgs {
+			w.Append = append(w.Append, json.RawMessage(m))
+		}
+		return w
+	}
+	call := &checkpoint.ToolCall{ThreadID: id, RunID: "run-1", CallID: "call_1", Tool: "bash", Args: args, State: checkpoint.ToolCallExecuting}
+	for _, b := range []func() *checkpoint.Batch{
+		func() *checkpoint.Batch { return &checkpoint.Batch{Thread: w, Events: ev("run_started")} },
+		func() *checkpoint.Batch {
+			return &checkpoint.Batch{Thread: grow(`{"role":"assistant","tool_calls":[{"id":"call_1","name":"bash","arguments":` + string(args) + `}]}`),
+				Question: &checkpoint.Question{ThreadID: id, ID: "approve_call_1", RunID: "run-1", CallID: "call_1", Tool: "bash", Kind: "approve", Payload: args},
+				Events:   ev("question_asked")}
+		},
+		func() *checkpoint.Batch {
+			return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: id, ID: "approve_call_1",
+				Resolution: checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(`{"decision":"approve"}`), By: "bench"}},
+				Events: ev("question_resolved")}
+		},
+		func() *checkpoint.Batch {
+			return &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{call}, Events: ev("tool_started")}
+		},
+		func() *checkpoint.Batch {
+			done := *call
+			done.State, done.Result = checkpoint.ToolCallDone, json.RawMessage(`{"output":"ok","exit":0}`)
+			return &checkpoint.Batch{Thread: grow(`{"role":"tool","call_id":"call_1","content":"ok"}`), ToolCalls: []*checkpoint.ToolCall{&done}, Events: ev("tool_result")}
+		},
+		func() *checkpoint.Batch {
+			end := grow(`{"role":"assistant","content":"built"}`)
+			end.Status = checkpoint.ThreadIdle
+			return &checkpoint.Batch{Thread: end, Events: ev("run_finished")}
+		},
+	} {
+		if _, err := s.Commit(ctx, b()); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -19,14 +19,15 @@ import (
 )
 
 // A batch is one pipeline: its statements are sent together (pgx's
-// SendBatch, one Sync at the end), BEGIN to COMMIT, so a Commit is one
-// round trip and one WAL flush. A compare-and-set that loses raises (the
-// cas function of schema 5): the server skips the rest of the pipeline,
-// COMMIT included, and the transaction is rolled back; only then, off the
-// common path, a read says why. After COMMIT, in the same pipeline, come
-// the notifications of the batch's questions, in a transaction of their
-// own (see notifyQuestion): a failed batch skips them too, so nobody
-// hears of what did not commit.
+// SendBatch, one Sync at the end) and run in one transaction, so a Commit
+// is one round trip and one WAL flush. A compare-and-set that loses raises
+// (the cas function of schema 5): the server skips the rest of the
+// pipeline and the transaction is rolled back; only then, off the common
+// path, a read says why. A batch that writes a question runs BEGIN to
+// COMMIT, and after COMMIT, in the same pipeline, come its notifications,
+// in a transaction of their own (see notifyQuestion): a failed batch skips
+// them too, so nobody hears of what did not commit. Any other batch is the
+// pipeline's implicit transaction, committed at the Sync.
 
 // casLost is the SQLSTATE of a compare-and-set that lost.
 const casLost = "TGCAS"
@@ -39,7 +40,8 @@ const casLost = "TGCAS"
 const (
 	// begin: the compare-and-sets are written for READ COMMITTED (an
 	// UPDATE that waited for a row re-checks it), whatever the session's
-	// default.
+	// default. (An implicit transaction has the session's: READ
+	// COMMITTED unless the connection string says otherwise.)
 	begin = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
 	// writersLock comes first in every batch that numbers rows (events,
