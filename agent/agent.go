@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -246,6 +247,12 @@ type PromptOptions struct {
 	// from an idempotency key can tell a retried request from a new one:
 	// a RunID the thread already has is refused with ErrRunIDUsed.
 	RunID string
+	// Thread is the thread as the caller has just read it (LoadThread of
+	// the agent's thread; for a thread that does not exist, one with
+	// Version zero), or nil: the run starts from it instead of reading it
+	// again. Its Version is checked when the prompt is written, so a stale
+	// copy costs a read, never a lost write.
+	Thread *checkpoint.Thread
 }
 
 // PromptWith is [Agent.Prompt] with options.
@@ -255,7 +262,14 @@ func (a *Agent) PromptWith(ctx context.Context, text string, opts *PromptOptions
 	}
 	defer a.runMu.Unlock()
 	for attempt := 0; ; attempt++ {
-		th, err := a.store.LoadThread(ctx, a.threadID)
+		var th *checkpoint.Thread
+		var err error
+		if attempt == 0 && opts != nil && opts.Thread != nil && opts.Thread.ID == a.threadID {
+			c := *opts.Thread
+			th = &c
+		} else {
+			th, err = a.store.LoadThread(ctx, a.threadID)
+		}
 		if errors.Is(err, checkpoint.ErrNotFound) {
 			th, err = &checkpoint.Thread{ID: a.threadID, Status: checkpoint.ThreadIdle}, nil // created by the first write
 		}
@@ -477,7 +491,11 @@ func (a *Agent) callModel(ctx context.Context, runID string, msgs []Message) (*M
 		// Arguments that are not JSON at all cannot be stored as they are:
 		// keep them as a JSON string, which validation then reports to the
 		// model as not an object, quoting what it sent.
-		if args := msg.ToolCalls[i].Arguments; len(args) > 0 && !json.Valid(args) {
+		if args := msg.ToolCalls[i].Arguments; len(bytes.TrimSpace(args)) == 0 {
+			// No arguments at all (a provider's way of saying none): the
+			// empty object, which is what validation reads them as.
+			msg.ToolCalls[i].Arguments = json.RawMessage(`{}`)
+		} else if !json.Valid(args) {
 			quoted, _ := json.Marshal(string(args))
 			msg.ToolCalls[i].Arguments = quoted
 		}

@@ -567,3 +567,71 @@ func TestNewRefusesAChannelForAnotherThread(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The digest a run computes once for a call (ToolCallContext.ArgsDigest,
+// which hitl and interrupt bind questions to) is ArgsDigest of the
+// arguments as the model sent them, whatever their spelling, also after a
+// middleware replaced them.
+func TestCallDigestIsArgsDigest(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewRawTool("raw", "Anything.", func(ctx context.Context, args map[string]any) (agent.ToolResult, error) {
+		return agent.ToolResult{Content: "ok"}, nil
+	}, nil)
+	for _, args := range []string{
+		`{}`, ``, `{"b":1,"a":2}`, "{ \"x\" : [1, 2.50, 1e3],\n\"y\":{\"z\":null} }",
+		`{"html":"<a href='x'>&amp;</a>","u":"\u00e9\u2028😀","big":123456789012345678901234567890}`,
+	} {
+		var seen, replacedSeen string
+		replaced := json.RawMessage(`{"replaced": "<b>" , "n": 1.0}`)
+		mw := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+			if seen == "" {
+				seen = c.ArgsDigest()
+				return agent.ReplaceArgs(replaced), nil
+			}
+			return agent.Continue(), nil
+		})
+		after := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+			replacedSeen = c.ArgsDigest()
+			return agent.Continue(), nil
+		})
+		model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{{ID: "c1", Name: "raw", Arguments: json.RawMessage(args)}}}, scripted.Turn{Text: "done"})
+		a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{tool}, Middleware: []agent.Middleware{mw, after}})
+		if _, err := a.Prompt(context.Background(), "go"); err != nil {
+			t.Fatal(err)
+		}
+		if want := agent.ArgsDigest("raw", json.RawMessage(args)); seen != want {
+			t.Errorf("args %s: ToolCallContext.ArgsDigest = %s, ArgsDigest = %s", args, seen, want)
+		}
+		if want := agent.ArgsDigest("raw", replaced); replacedSeen != want {
+			t.Errorf("replaced args: ToolCallContext.ArgsDigest = %s, ArgsDigest = %s", replacedSeen, want)
+		}
+	}
+}
+
+// A caller that passes the thread as it read it saves the run a read; a
+// stale copy costs a read again, never a message.
+func TestPromptWithStaleThread(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	model := scripted.New(scripted.Turn{Text: "one"}, scripted.Turn{Text: "two"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, ThreadID: "t1"})
+	if _, err := a.PromptWith(context.Background(), "first", &agent.PromptOptions{Thread: &checkpoint.Thread{ID: "t1", Status: checkpoint.ThreadIdle}}); err != nil {
+		t.Fatal(err)
+	}
+	// "Not there" again, though it is now: the write is refused, the run
+	// reads the thread and appends after what is there.
+	if _, err := a.PromptWith(context.Background(), "second", &agent.PromptOptions{Thread: &checkpoint.Thread{ID: "t1", Status: checkpoint.ThreadIdle}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := a.Messages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Text)
+	}
+	if strings.Join(got, ",") != "first,one,second,two" {
+		t.Fatalf("messages %q", got)
+	}
+}

@@ -124,6 +124,22 @@ type ToolCallContext struct {
 
 	agent *Agent
 	run   *runState
+	// canonical: RawArgs is in canonical form (the run encoded it), so
+	// its digest needs no re-encoding; digest caches it.
+	canonical bool
+	digest    string
+}
+
+// ArgsDigest is [ArgsDigest] of the call's tool and RawArgs, computed once.
+func (c *ToolCallContext) ArgsDigest() string {
+	if c.digest == "" {
+		if c.canonical {
+			c.digest = digestCanonical(c.Call.Name, c.RawArgs)
+		} else {
+			c.digest = ArgsDigest(c.Call.Name, c.RawArgs)
+		}
+	}
+	return c.digest
 }
 
 // Ask writes a question durably, then waits until it is answered, times out
@@ -154,7 +170,11 @@ func (c *ToolCallContext) Question(ctx context.Context, id string) (*checkpoint.
 		// so no question is stored for it.
 		return nil, fmt.Errorf("agent: question %q outside a run: %w", id, checkpoint.ErrNotFound)
 	}
-	return c.agent.store.GetQuestion(ctx, c.ThreadID, id)
+	q, err := c.agent.store.GetQuestion(ctx, c.ThreadID, id)
+	if err == nil && c.run != nil {
+		c.run.noteRead(q)
+	}
+	return q, err
 }
 
 // Store is the checkpointer of the agent running the call.

@@ -161,7 +161,11 @@ func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest) (*ch
 	}
 	var stored *checkpoint.Question
 	var created bool
-	if !rs.turnFresh() {
+	if read := rs.takeRead(q.ID); read != nil {
+		// A middleware read it just before asking (hitl does, to let an
+		// answer already given decide): no need to read it again.
+		stored = read
+	} else if !rs.turnFresh() {
 		// A resumed turn: the question is likely there (a read costs less
 		// than a write that finds it).
 		stored, err = a.store.GetQuestion(ctx, q.ThreadID, q.ID)
@@ -351,10 +355,16 @@ func EscapeID(s string) string {
 // arguments' canonical JSON (keys sorted, no spaces). Two argument objects
 // that differ only in key order or spacing have the same digest.
 func ArgsDigest(tool string, args json.RawMessage) string {
+	return digestCanonical(tool, canonicalArgs(args))
+}
+
+// digestCanonical is ArgsDigest of arguments already in canonical form
+// (canonicalArgs of canonical arguments is the same bytes).
+func digestCanonical(tool string, canonical json.RawMessage) string {
 	h := sha256.New()
 	h.Write([]byte(tool))
 	h.Write([]byte{0})
-	h.Write(canonicalArgs(args))
+	h.Write(canonical)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 

@@ -131,6 +131,7 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 	tool := a.toolsByName[call.Name]
 	var res ToolResult
 	var ran json.RawMessage // the arguments the call ran with, or would have
+	var digest string       // their digest, when known already
 	switch {
 	case rec != nil && rec.State == checkpoint.ToolCallExecuting && tool != nil && tool.Idempotent():
 		// It was approved and started before the crash: run it again with
@@ -153,7 +154,7 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 		res = unknownOutcome(call.Name)
 	default:
 		var err error
-		res, ran, err = a.decideAndRun(ctx, rs, msgs, call, tool, sem)
+		res, ran, digest, err = a.decideAndRun(ctx, rs, msgs, call, tool, sem)
 		if err != nil {
 			return ToolResult{}, err
 		}
@@ -163,7 +164,7 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 	if endTurn != nil {
 		add = endTurn(res)
 	}
-	if err := a.recordDone(context.WithoutCancel(ctx), rs, call, ran, res, add); err != nil {
+	if err := a.recordDone(context.WithoutCancel(ctx), rs, call, ran, digest, res, add); err != nil {
 		return ToolResult{}, err
 	}
 	a.emit(&ToolCallFinishedEvent{meta: a.meta(runID), Call: call, Result: res})
@@ -180,13 +181,16 @@ func unknownOutcome(tool string) ToolResult {
 
 // recordDone is a call's durable result: its record, its tool_result
 // audit entry and (add) the turn's result messages in one write.
-func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, args json.RawMessage, res ToolResult, add []Message) error {
+func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, args json.RawMessage, digest string, res ToolResult, add []Message) error {
 	raw, err := jsontext.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
 	}
+	if digest == "" {
+		digest = ArgsDigest(call.Name, args)
+	}
 	entry := map[string]any{"call_id": call.ID, "tool": call.Name, "is_error": res.IsError,
-		"digest": ArgsDigest(call.Name, args)}
+		"digest": digest}
 	if h, ok := res.Details["hitl"]; ok {
 		entry["hitl"] = h
 	}
@@ -211,13 +215,13 @@ func (a *Agent) callContext(rs *runState, msgs []Message, call ToolCall, tool *T
 		Args: typed, RawArgs: raw, Messages: msgs, agent: a, run: rs}
 }
 
-func (a *Agent) decideAndRun(ctx context.Context, rs *runState, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (ToolResult, json.RawMessage, error) {
+func (a *Agent) decideAndRun(ctx context.Context, rs *runState, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (res ToolResult, ran json.RawMessage, digest string, err error) {
 	res, tc, err := a.decide(ctx, rs, msgs, call, tool)
 	if err != nil || tc == nil {
-		return res, call.Arguments, err
+		return res, call.Arguments, "", err
 	}
 	res, err = a.execute(ctx, tc, sem, res.Details, true)
-	return res, tc.RawArgs, err
+	return res, tc.RawArgs, tc.ArgsDigest(), err
 }
 
 // decide validates the call and runs the before-tool hooks. It returns
@@ -236,11 +240,12 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 	if r := checkArgSize(call, a.maxArgBytes); r != nil {
 		return *r, nil, nil
 	}
-	typed, err := tool.Validate(call.Arguments)
+	typed, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, call.Arguments)
 	if err != nil {
 		return invalidResult(err), nil, nil
 	}
-	tc = a.callContext(rs, msgs, call, tool, typed, canonicalArgs(call.Arguments))
+	tc = a.callContext(rs, msgs, call, tool, typed, encodeCanonical(obj, call.Arguments))
+	tc.canonical = true
 	details := map[string]any{}
 	for _, m := range a.middleware {
 		h, ok := m.(BeforeToolHook)
@@ -268,11 +273,11 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 			if err != nil {
 				return ToolResult{IsError: true, Content: fmt.Sprintf("middleware %T replaced the arguments with a value that cannot be encoded: %v", m, err)}, nil, nil
 			}
-			typed, err := tool.Validate(raw)
+			typed, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, raw)
 			if err != nil {
 				return invalidResult(err), nil, nil
 			}
-			tc.Args, tc.RawArgs = typed, canonicalArgs(raw)
+			tc.Args, tc.RawArgs, tc.digest = typed, encodeCanonical(obj, raw), ""
 		}
 	}
 	return ToolResult{Details: details}, tc, nil
@@ -335,6 +340,11 @@ func canonicalArgs(raw json.RawMessage) json.RawMessage {
 	if p != nil {
 		return raw
 	}
+	return encodeCanonical(obj, raw)
+}
+
+// encodeCanonical is canonicalArgs of raw, given raw decoded (obj).
+func encodeCanonical(obj map[string]any, raw json.RawMessage) json.RawMessage {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return raw

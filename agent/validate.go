@@ -145,18 +145,26 @@ func schemaError(doc any, err error) error {
 // validateCompiled checks raw arguments against a compiled schema and
 // decodes them.
 func validateCompiled(name string, c *compiledSchema, decode func(json.RawMessage) (any, error), raw json.RawMessage) (any, error) {
+	typed, _, err := validateDecoded(name, c, decode, raw)
+	return typed, err
+}
+
+// validateDecoded is validateCompiled that also returns the arguments as
+// decoded for the schema (numbers as json.Number), so that the caller can
+// encode their canonical form without decoding them again.
+func validateDecoded(name string, c *compiledSchema, decode func(json.RawMessage) (any, error), raw json.RawMessage) (any, map[string]any, error) {
 	obj, p := decodeObject(raw)
 	if p != nil {
-		return nil, &ValidationError{Tool: name, Problems: []Problem{*p}}
+		return nil, nil, &ValidationError{Tool: name, Problems: []Problem{*p}}
 	}
 	if ps := c.problems(obj); len(ps) > 0 {
-		return nil, &ValidationError{Tool: name, Problems: ps}
+		return nil, nil, &ValidationError{Tool: name, Problems: ps}
 	}
 	typed, err := decode(orEmptyObject(raw))
 	if err != nil {
-		return nil, &ValidationError{Tool: name, Problems: []Problem{{Message: err.Error()}}}
+		return nil, nil, &ValidationError{Tool: name, Problems: []Problem{{Message: err.Error()}}}
 	}
-	return typed, nil
+	return typed, obj, nil
 }
 
 // problems returns every problem of x, ordered by path.

@@ -31,6 +31,28 @@ type runState struct {
 	th      *checkpoint.Thread // as last committed: Version, Status, RunID
 	pending []Message          // the turn's message, not committed yet
 	solo    bool               // the turn handles one call
+	// read holds questions a middleware just read (ToolCallContext's
+	// Question), so that Ask, which follows, need not read them again.
+	read map[string]*checkpoint.Question
+}
+
+// noteRead keeps a question a middleware read for the Ask that follows.
+func (rs *runState) noteRead(q *checkpoint.Question) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.read == nil {
+		rs.read = map[string]*checkpoint.Question{}
+	}
+	rs.read[q.ID] = q
+}
+
+// takeRead returns (and forgets) the question noted by noteRead.
+func (rs *runState) takeRead(id string) *checkpoint.Question {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	q := rs.read[id]
+	delete(rs.read, id)
+	return q
 }
 
 // turnFresh reports whether the turn's message is not committed yet: then

@@ -240,7 +240,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: d.details, ArgsSchema: call.Tool.Schema()}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
 		ID: qid, Kind: KindApprove, Payload: payload, Timeout: d.timeout,
-		Digest: agent.ArgsDigest(call.Call.Name, call.RawArgs),
+		Digest: call.ArgsDigest(),
 		Check: func(ctx context.Context, raw json.RawMessage) error {
 			a, err := parseApprove(raw)
 			if err != nil || a.Decision != DecisionEdit {

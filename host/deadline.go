@@ -102,7 +102,9 @@ func (h *Host) deadlineLoop() {
 func (h *Host) fireDue(ctx context.Context) (time.Time, error) {
 	for {
 		qs, _, err := h.store.ListQuestions(ctx, checkpoint.QuestionFilter{
-			Status: checkpoint.QuestionPending, Order: checkpoint.DeadlineFirst, Limit: 100})
+			// Called on every question created: read a few (the next
+			// deadline is the first), not a page of payloads.
+			Status: checkpoint.QuestionPending, Order: checkpoint.DeadlineFirst, Limit: 8})
 		if err != nil {
 			return time.Time{}, err
 		}

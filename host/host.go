@@ -525,11 +525,18 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 	h.mu.Unlock()
 	// A thread whose run is unfinished (parked, or cut off) is refused
 	// without starting anything.
-	if th, err := h.store.LoadThread(ctx, threadID); err == nil && th.Status == checkpoint.ThreadRunning {
-		if runID != "" && th.RunID == runID {
+	loaded, err := h.store.LoadThread(ctx, threadID)
+	if err == nil && loaded.Status == checkpoint.ThreadRunning {
+		if runID != "" && loaded.RunID == runID {
 			return runID, true, nil
 		}
-		return "", false, fmt.Errorf("%w: thread %s has an unfinished run (run %s) waiting for answers", ErrRunActive, threadID, th.RunID)
+		return "", false, fmt.Errorf("%w: thread %s has an unfinished run (run %s) waiting for answers", ErrRunActive, threadID, loaded.RunID)
+	}
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		loaded = &checkpoint.Thread{ID: threadID, Status: checkpoint.ThreadIdle} // the prompt creates it
+	case err != nil:
+		loaded = nil // unreadable just now: the run reads it again
 	}
 	h.mu.Lock()
 	if h.runs[threadID] != nil || h.closing {
@@ -554,7 +561,7 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 	type outcome struct{ err error }
 	done := make(chan outcome, 1)
 	go h.drive(runCtx, threadID, r, func(ctx context.Context) (*agent.Message, error) {
-		msg, err := a.PromptWith(ctx, text, &agent.PromptOptions{RunID: runID})
+		msg, err := a.PromptWith(ctx, text, &agent.PromptOptions{RunID: runID, Thread: loaded})
 		done <- outcome{err}
 		return msg, err
 	})
