@@ -37,7 +37,7 @@ const casLost = "TGCAS"
 // resolution, the events. One order for every batch, so that two batches
 // do not wait for each other's rows in a cycle: a thread's row, then a
 // question's.
-const (
+var (
 	// begin: the compare-and-sets are written for READ COMMITTED (an
 	// UPDATE that waited for a row re-checks it), whatever the session's
 	// default. (An implicit transaction has the session's: READ
@@ -58,7 +58,7 @@ const (
 	WHERE id = $1 AND version = $2
 	RETURNING version, created_at
 )
-SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread save') LEFT JOIN t ON true`
+` + checked("t", "thread save", "t.version, t.created_at")
 	deleteMessages = `DELETE FROM messages WHERE thread_id = $1`
 
 	// claimToolCall writes "executing": a claim, an INSERT that does
@@ -70,7 +70,7 @@ SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread save')
 	ON CONFLICT (thread_id, run_id, call_id) DO NOTHING
 	RETURNING 1
 )
-SELECT cas((SELECT count(*) FROM w), 'tool call claim')`
+` + checked("w", "tool call claim", "")
 	putToolCall = `INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (thread_id, run_id, call_id) DO UPDATE SET
@@ -88,7 +88,7 @@ var (
 	ON CONFLICT (thread_id, id) DO NOTHING
 	RETURNING ` + questionCols + `, change_seq
 )
-SELECT w.*, ` + notice("question_created") + ` FROM cas((SELECT count(*) FROM w), 'question create') LEFT JOIN w ON true`
+` + checked("w", "question create", "w.*, "+notice("question_created"))
 
 	// resolveQuestion is the compare-and-set, with the rule of
 	// [checkpoint.CheckResolution] in its WHERE clause, and the change's
@@ -103,7 +103,7 @@ SELECT w.*, ` + notice("question_created") + ` FROM cas((SELECT count(*) FROM w)
 		ELSE true END
 	RETURNING ` + questionCols + `, change_seq
 )
-SELECT w.*, ` + notice("question_resolved") + ` FROM cas((SELECT count(*) FROM w), 'question resolve') LEFT JOIN w ON true`
+` + checked("w", "question resolve", "w.*, "+notice("question_resolved"))
 )
 
 const (
@@ -121,6 +121,19 @@ const (
 	// their connections and re-list: a Resync.)
 	notifyQuestion = `SELECT pg_notify($1, current_setting($2))`
 )
+
+// checked is the SELECT of cols, and one more column (NULL), from the
+// write of the CTE named cte: a compare-and-set, which raises (cas,
+// SQLSTATE TGCAS) when the write changed no row, so that the statement,
+// and with it the batch, fails. cas is called only then (a CASE branch):
+// on the common path the statement calls no function (a PL/pgSQL call
+// cost a thread append a sixth of its time).
+func checked(cte, what, cols string) string {
+	if cols != "" {
+		cols += ", "
+	}
+	return "SELECT " + cols + "CASE WHEN c.n = 0 THEN cas(0, '" + what + "') END FROM (SELECT count(*) AS n FROM " + cte + ") c LEFT JOIN " + cte + " ON true"
+}
 
 // notice is the column of a question's statement that keeps, in the
 // session's setting "tollgate.<kind>", the payload of its notification:
@@ -160,7 +173,7 @@ var (
 )`
 		}
 		return sql + `
-SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread create') LEFT JOIN t ON true`
+` + checked("t", "thread create", "t.version, t.created_at")
 	})
 
 	// appendThread is a ThreadWrite: a compare-and-set on the version
@@ -182,7 +195,7 @@ SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread create
 )`
 		}
 		return sql + `
-SELECT t.version, t.created_at FROM cas((SELECT count(*) FROM t), 'thread save') LEFT JOIN t ON true`
+` + checked("t", "thread save", "t.version, t.created_at")
 	})
 
 	// insertMessages: SaveThread's n messages, from the first position.
@@ -280,7 +293,10 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		n := len(bodies)
 		var version int64
 		var created pgtype.Timestamptz
-		read := func(br pgx.BatchResults) error { return br.QueryRow().Scan(&version, &created) }
+		read := func(br pgx.BatchResults) error {
+			var checked pgtype.Int8
+			return br.QueryRow().Scan(&version, &created, &checked)
+		}
 		st := step{what: "thread " + strconv.Quote(w.ID), read: read, lost: func(ctx context.Context) (*checkpoint.Committed, error) {
 			return nil, s.threadLost(ctx, w.ID, w.Version, w.Version == 0 && !o.replace)
 		}}
@@ -332,7 +348,8 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 			read: func(br pgx.BatchResults) error {
 				var change int64
 				var payload string
-				q, _, err := scanQuestion(br.QueryRow(), &change, &payload)
+				var checked pgtype.Int8
+				q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
 				out.Question, out.Created = q, true
 				return err
 			},
@@ -365,7 +382,8 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 			read: func(br pgx.BatchResults) error {
 				var change int64
 				var payload string
-				q, _, err := scanQuestion(br.QueryRow(), &change, &payload)
+				var checked pgtype.Int8
+				q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
 				out.Resolved = q
 				return err
 			},
