@@ -423,3 +423,74 @@ func cycleWrites(ctx context.Context, s *Store, id string) error {
 	}
 	return nil
 }
+
+// BenchmarkLongThread times a step of a thread that holds 10 or 1,000
+// messages of 4 KB (a tool's output), on the throwaway cluster (fsync and
+// synchronous_commit on): its Commit (an append of one more and an event)
+// with the WAL it writes (pg_current_wal_insert_lsn before and after),
+// and LoadThread (the whole thread, one statement). The step writes what
+// it adds, whatever the thread holds; the load reads the thread.
+//
+//	go test -run '^$' -bench LongThread ./checkpoint/postgres/
+func BenchmarkLongThread(b *testing.B) {
+	dsn := pgtest.Start(b)
+	s, err := Open(b.Context(), dsn, &Options{Schema: pgtest.Schema(b, dsn)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	out := json.RawMessage(`{"role":"tool","call_id":"call_1","content":"` + strings.Repeat("drwxr-xr-x 2 kim kim 4096 build\\n", 125) + `"}`)
+	lsn := func() (n int64) {
+		if err := s.pool.QueryRow(b.Context(), `SELECT pg_current_wal_insert_lsn() - '0/0'`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	for _, held := range []int{10, 1000} {
+		msgs := make([]json.RawMessage, held)
+		for i := range msgs {
+			msgs[i] = out
+		}
+		th := &checkpoint.Thread{ID: fmt.Sprint("long-", held), Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: checkpoint.JoinMessages(msgs)}
+		if err := s.CreateThread(b.Context(), th); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("messages=%d/append", held), func(b *testing.B) {
+			var wal int64
+			for b.Loop() {
+				b.StopTimer()
+				before := lsn()
+				b.StartTimer()
+				tw := &checkpoint.ThreadWrite{ID: th.ID, Version: th.Version, Status: th.Status, RunID: th.RunID, Append: []json.RawMessage{out}}
+				if _, err := s.Commit(b.Context(), &checkpoint.Batch{Thread: tw, Events: []*checkpoint.Event{{ThreadID: th.ID, Type: "tool_result"}}}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				wal += lsn() - before
+				th.Version = tw.Version
+				// Back to held messages, so that every step is at the same length.
+				if _, err := s.pool.Exec(b.Context(), `DELETE FROM messages WHERE thread_id = $1 AND position >= $2`, th.ID, held); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.pool.Exec(b.Context(), `UPDATE threads SET message_count = $2, message_bytes = $3 WHERE id = $1`, th.ID, held, held*len(out)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(wal)/float64(b.N), "wal-B/op")
+			b.ReportMetric(float64(len(out)), "message-B")
+		})
+		b.Run(fmt.Sprintf("messages=%d/load", held), func(b *testing.B) {
+			for b.Loop() {
+				got, err := s.LoadThread(b.Context(), th.ID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got.Messages) != held*(len(out)+1)+1 {
+					b.Fatalf("%d bytes", len(got.Messages))
+				}
+			}
+			b.ReportMetric(float64(held*len(out))/1e6, "MB")
+		})
+	}
+}

@@ -54,7 +54,7 @@ var (
 	// statement's parts see one snapshot, so one could not delete the rows
 	// another inserts).
 	saveThread = `WITH t AS (
-	UPDATE threads SET version = version + 1, status = $3, run_id = $4, updated_at = $5, message_count = $6
+	UPDATE threads SET version = version + 1, status = $3, run_id = $4, updated_at = $5, message_count = $6, message_bytes = $7
 	WHERE id = $1 AND version = $2
 	RETURNING version, created_at
 )
@@ -161,15 +161,15 @@ var (
 	// thread and its n messages, or nothing when the id exists.
 	createThread = newStatements(func(n int) string {
 		sql := `WITH t AS (
-	INSERT INTO threads (id, version, status, run_id, message_count, created_at, updated_at)
-	VALUES ($1, 1, $2, $3, ` + messageCount(n, 6) + `, $4, $5)
+	INSERT INTO threads (id, version, status, run_id, message_count, message_bytes, created_at, updated_at)
+	VALUES ($1, 1, $2, $3, ` + messageCount(n, 7) + `, $6, $4, $5)
 	ON CONFLICT (id) DO NOTHING
 	RETURNING version, created_at
 )`
 		if n > 0 {
 			sql += `, m AS (
 	INSERT INTO messages (thread_id, position, body)
-	SELECT $1, b.n, b.body::json FROM t, ` + rowsFrom(n, 6, messageColumns) + `
+	SELECT $1, b.n, b.body::json FROM t, ` + rowsFrom(n, 7, messageColumns) + `
 )`
 		}
 		return sql + `
@@ -184,14 +184,14 @@ var (
 	appendThread = newStatements(func(n int) string {
 		sql := `WITH t AS (
 	UPDATE threads SET version = version + 1, status = $3, run_id = $4, updated_at = $5,
-		message_count = message_count + ` + messageCount(n, 6) + `
+		message_count = message_count + ` + messageCount(n, 7) + `, message_bytes = message_bytes + $6
 	WHERE id = $1 AND version = $2
-	RETURNING version, created_at, message_count - ` + messageCount(n, 6) + ` AS first
+	RETURNING version, created_at, message_count - ` + messageCount(n, 7) + ` AS first
 )`
 		if n > 0 {
 			sql += `, m AS (
 	INSERT INTO messages (thread_id, position, body)
-	SELECT $1, t.first + b.n, b.body::json FROM t, ` + rowsFrom(n, 6, messageColumns) + `
+	SELECT $1, t.first + b.n, b.body::json FROM t, ` + rowsFrom(n, 7, messageColumns) + `
 )`
 		}
 		return sql + `
@@ -290,7 +290,10 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		if err != nil {
 			return nil, err
 		}
-		n := len(bodies)
+		n, size := len(bodies), 0
+		for _, m := range w.Append {
+			size += len(m)
+		}
 		var version int64
 		var created pgtype.Timestamptz
 		read := func(br pgx.BatchResults) error {
@@ -302,7 +305,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		}}
 		switch {
 		case o.replace:
-			queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n)
+			queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n, size)
 			queue(step{what: st.what, read: ignore}, deleteMessages, w.ID)
 			if n > 0 {
 				queue(step{what: st.what, read: ignore}, insertMessages.sql(n), append([]any{w.ID}, rowArgs(bodies, messageColumns)...)...)
@@ -315,9 +318,9 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 			if err := checkTimes("create thread "+strconv.Quote(w.ID), createdAt); err != nil {
 				return nil, err
 			}
-			queue(st, createThread.sql(n), append([]any{w.ID, string(w.Status), w.RunID, createdAt, now}, rowArgs(bodies, messageColumns)...)...)
+			queue(st, createThread.sql(n), append([]any{w.ID, string(w.Status), w.RunID, createdAt, now, size}, rowArgs(bodies, messageColumns)...)...)
 		default:
-			queue(st, appendThread.sql(n), append([]any{w.ID, w.Version, string(w.Status), w.RunID, now}, rowArgs(bodies, messageColumns)...)...)
+			queue(st, appendThread.sql(n), append([]any{w.ID, w.Version, string(w.Status), w.RunID, now, size}, rowArgs(bodies, messageColumns)...)...)
 		}
 		onCommit = append(onCommit, func() { w.Version, w.CreatedAt, w.UpdatedAt = version, decTime(created), now })
 	}

@@ -76,6 +76,7 @@ func TestBatchSizes(t *testing.T) {
 		} else if want := join(append(slices.Clone(msgs), msgs...)); string(got.Messages) != want {
 			t.Errorf("n=%d: after SaveThread and an append: %s\nwant %s", n, got.Messages, want)
 		}
+		checkCounts(t, s, thread)
 	}
 }
 
@@ -101,4 +102,19 @@ func TestLongNotificationIsResync(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, ch, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: "t", QuestionID: "short"})
+}
+
+// checkCounts checks a thread's message_count and message_bytes against
+// its messages' rows.
+func checkCounts(t *testing.T, s *Store, thread string) {
+	t.Helper()
+	var count, size, rows, bytes int64
+	err := s.pool.QueryRow(t.Context(), `SELECT message_count, message_bytes, (SELECT count(*) FROM messages WHERE thread_id = $1),
+	(SELECT coalesce(sum(octet_length(body::text)), 0) FROM messages WHERE thread_id = $1) FROM threads WHERE id = $1`, thread).Scan(&count, &size, &rows, &bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count != rows || size != bytes {
+		t.Errorf("thread %s: message_count %d, message_bytes %d; its messages: %d, %d bytes", thread, count, size, rows, bytes)
+	}
 }

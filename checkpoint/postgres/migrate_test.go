@@ -114,6 +114,9 @@ VALUES ($1, 1, 'idle', '', $2, now(), now())`, id, stored); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	for _, c := range cases {
+		checkCounts(t, s, c.ID)
+	}
 	migrationtest.CheckMessages(t, s, cases)
 	for id, want := range map[string]string{"object": `[{"not":"an array"}]`, "json-null": `[]`} {
 		th, err := s.LoadThread(t.Context(), id)

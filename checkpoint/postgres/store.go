@@ -82,25 +82,57 @@ func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
 	return nil
 }
 
-// loadThread reads the thread's row and its messages, joined into one
-// JSON array by the server: one statement, one snapshot.
-const loadThread = `SELECT version, status, run_id, created_at, updated_at,
-	'[' || coalesce((SELECT string_agg(body::text, ',' ORDER BY position) FROM messages WHERE thread_id = $1), '') || ']'
-FROM threads WHERE id = $1`
+// loadThread reads the thread's row and its messages, one a row, in one
+// statement (one snapshot): the rows carry the messages' stored values,
+// which are sent as they are read, where an aggregate in the server
+// (string_agg) decompressed and sorted them all first, six times slower
+// for a thread of 4 MB.
+const loadThread = `SELECT t.version, t.status, t.run_id, t.created_at, t.updated_at, t.message_count, t.message_bytes, m.body
+FROM threads t LEFT JOIN messages m ON m.thread_id = t.id
+WHERE t.id = $1 ORDER BY m.position`
 
+// LoadThread returns the thread with its messages joined: "[", the
+// messages separated by ",", "]".
 func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, error) {
-	t := &checkpoint.Thread{ID: id}
-	var status string
-	var msgs []byte
-	var created, updated pgtype.Timestamptz
-	err := s.pool.QueryRow(ctx, loadThread, id).Scan(&t.Version, &status, &t.RunID, &created, &updated, &msgs)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
-	}
+	rows, err := s.pool.Query(ctx, loadThread, id)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: load thread %q: %w", id, err)
 	}
-	t.Status, t.Messages, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), msgs, decTime(created), decTime(updated)
+	defer rows.Close()
+	var t *checkpoint.Thread
+	var msgs []byte
+	for rows.Next() {
+		var status string
+		var created, updated pgtype.Timestamptz
+		var count, size int64
+		var body pgtype.DriverBytes // the connection's buffer: copied at once
+		th := &checkpoint.Thread{ID: id}
+		if err := rows.Scan(&th.Version, &status, &th.RunID, &created, &updated, &count, &size, &body); err != nil {
+			return nil, fmt.Errorf("postgres: load thread %q: %w", id, err)
+		}
+		if t == nil {
+			t = th
+			t.Status, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decTime(created), decTime(updated)
+			// The size the messages take joined (a hint: the buffer grows
+			// past it if need be).
+			msgs = make([]byte, 1, min(size+count+2, 64<<20))
+			msgs[0] = '['
+		}
+		if body == nil {
+			continue // no message: the LEFT JOIN's one row
+		}
+		if len(msgs) > 1 {
+			msgs = append(msgs, ',')
+		}
+		msgs = append(msgs, body...)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: load thread %q: %w", id, err)
+	}
+	if t == nil {
+		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
+	}
+	t.Messages = append(msgs, ']')
 	return t, nil
 }
 

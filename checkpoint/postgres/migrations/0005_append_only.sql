@@ -9,7 +9,8 @@
 -- messages goes). A NULL or JSON null column is no message; a value that is
 -- not an array (never written by the agent; a caller of SaveThread could)
 -- becomes the thread's one message. message_count is where the next
--- append goes.
+-- append goes; message_bytes, the messages' length, lets a load size its
+-- buffer once.
 
 CREATE TABLE messages (
 	thread_id text NOT NULL,
@@ -19,6 +20,7 @@ CREATE TABLE messages (
 );
 
 ALTER TABLE threads ADD COLUMN message_count integer NOT NULL DEFAULT 0;
+ALTER TABLE threads ADD COLUMN message_bytes bigint NOT NULL DEFAULT 0;
 
 INSERT INTO messages (thread_id, position, body)
 SELECT t.id, e.n - 1, e.body
@@ -28,7 +30,8 @@ SELECT id, 0, messages FROM threads WHERE json_typeof(messages) NOT IN ('array',
 -- NULLed first, so that the old arrays' TOAST goes with the old row
 -- versions; then dropped.
 UPDATE threads SET messages = NULL,
-	message_count = (SELECT count(*) FROM messages m WHERE m.thread_id = threads.id)
+	message_count = (SELECT count(*) FROM messages m WHERE m.thread_id = threads.id),
+	message_bytes = coalesce((SELECT sum(octet_length(body::text)) FROM messages m WHERE m.thread_id = threads.id), 0)
 WHERE messages IS NOT NULL;
 ALTER TABLE threads DROP COLUMN messages;
 
