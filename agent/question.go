@@ -323,6 +323,11 @@ func TimeOut(ctx context.Context, store checkpoint.Store, q *checkpoint.Question
 	case errors.Is(err, checkpoint.ErrConflict):
 		// Someone answered (or aborted) first: theirs wins.
 		r, err = store.GetQuestion(ctx, q.ThreadID, q.ID)
+		if err == nil && r.Status == checkpoint.QuestionPending {
+			// A conflict with nothing to show for it: never hand a
+			// pending question on as resolved.
+			return nil, false, fmt.Errorf("recording timeout: the store refused it, yet question %q is still pending", q.ID)
+		}
 		return r, false, err
 	default:
 		return nil, false, fmt.Errorf("recording timeout: %w", err)

@@ -178,6 +178,10 @@ func (w *writer) group() {
 	t := &wtx{s: s, tx: tx}
 	savepoints := len(g) > 1
 	var written []*op
+	// applied: every batch the transaction saw. When it fails, none of
+	// their outcomes stands, not even a lost compare-and-set or a question
+	// found: they may have lost to, or found, a write that is not there.
+	var applied []*op
 	// abort: the transaction itself failed (a savepoint could not be
 	// taken, released or rolled back to): nothing of the group is written.
 	var abort error
@@ -192,6 +196,7 @@ func (w *writer) group() {
 				break
 			}
 		}
+		applied = append(applied, o)
 		err := s.apply(t, o)
 		if err == nil {
 			if savepoints {
@@ -221,13 +226,14 @@ func (w *writer) group() {
 			}
 		}
 	}
+	failAll := func(err error) {
+		for _, o := range applied {
+			o.err, o.written, o.notes, o.out.EventSeqs = err, false, nil, nil
+		}
+	}
 	if abort != nil {
 		tx.Rollback()
-		for _, o := range g {
-			if o.err == nil {
-				o.err, o.written = fmt.Errorf("sqlite: write transaction: %w", abort), false
-			}
-		}
+		failAll(fmt.Errorf("sqlite: write transaction: %w", abort))
 		return
 	}
 	if len(written) == 0 {
@@ -245,9 +251,7 @@ func (w *writer) group() {
 	s.hub.expect(changes)
 	if err := tx.Commit(); err != nil {
 		s.hub.forget(changes)
-		for _, o := range written {
-			o.err, o.written = fmt.Errorf("sqlite: commit: %w", err), false
-		}
+		failAll(fmt.Errorf("sqlite: commit: %w", err))
 		return
 	}
 	w.transactions.Add(1)
