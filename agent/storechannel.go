@@ -11,9 +11,12 @@ import (
 
 // StoreChannel waits for questions by watching a store's notifications. All
 // the runs of a process that wait on one store share one subscription and
-// one safety poll (every PollInterval, which bounds how long a missed
-// notification can delay a waiter): a waiting run costs a map entry and
-// its goroutine, nothing polls per run.
+// one ticker: a notification wakes only the waiters of its question, and
+// each tick (every PollInterval, the bound on how long a missed
+// notification can delay a waiter) wakes every waiter to read its question
+// once. A waiting run costs a map entry and its goroutine; no goroutine or
+// subscription per run. (Runs hosted by package host park instead, and
+// cost nothing while they wait.)
 type StoreChannel struct {
 	Store checkpoint.Store
 	// PollInterval bounds how long a missed notification can delay a
@@ -26,8 +29,15 @@ func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*
 	if poll <= 0 {
 		poll = 2 * time.Second
 	}
-	wake, leave := watch(c.Store, poll, threadID, questionID)
+	wake, subscribed, leave := watch(c.Store, poll, threadID, questionID)
 	defer leave()
+	// Subscribed (or failed to) before the first read, so that no
+	// resolution after that read goes unheard.
+	select {
+	case <-subscribed:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	failures := 0
 	for {
 		q, err := c.Store.GetQuestion(ctx, threadID, questionID)
@@ -66,6 +76,8 @@ type watcher struct {
 	store checkpoint.Store
 	poll  time.Duration
 	stop  context.CancelFunc
+	// subscribed is closed once the first Subscribe has returned.
+	subscribed chan struct{}
 
 	mu      sync.Mutex
 	waiters map[waitKey]map[chan struct{}]struct{}
@@ -85,24 +97,21 @@ var (
 )
 
 // watch registers a waiter for one question: wake receives (coalesced)
-// when the question may have changed. leave unregisters it.
-func watch(store checkpoint.Store, poll time.Duration, thread, question string) (wake <-chan struct{}, leave func()) {
+// when the question may have changed, once subscribed is closed. leave
+// unregisters it.
+func watch(store checkpoint.Store, poll time.Duration, thread, question string) (wake, subscribed <-chan struct{}, leave func()) {
 	ch := make(chan struct{}, 1)
 	k := waitKey{thread, question}
 	watchersMu.Lock()
 	w := watchers[watcherKey{store, poll}]
 	if w == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		w = &watcher{store: store, poll: poll, stop: cancel, waiters: map[waitKey]map[chan struct{}]struct{}{}}
+		w = &watcher{store: store, poll: poll, stop: cancel, subscribed: make(chan struct{}),
+			waiters: map[waitKey]map[chan struct{}]struct{}{}}
 		watchers[watcherKey{store, poll}] = w
-		// Subscribed before the waiter first reads its question, so that
-		// no resolution after that read goes unheard. (A store that cannot
-		// subscribe now is tried again at every tick.)
-		notes, err := store.Subscribe(ctx)
-		if err != nil {
-			notes = nil
-		}
-		go w.run(ctx, notes)
+		// Subscribing may take a while (a database far away): not under
+		// the lock every waiter of every store takes.
+		go w.run(ctx)
 	}
 	w.mu.Lock()
 	if w.waiters[k] == nil {
@@ -112,7 +121,7 @@ func watch(store checkpoint.Store, poll time.Duration, thread, question string) 
 	w.count++
 	w.mu.Unlock()
 	watchersMu.Unlock()
-	return ch, func() {
+	return ch, w.subscribed, func() {
 		watchersMu.Lock()
 		defer watchersMu.Unlock()
 		w.mu.Lock()
@@ -130,15 +139,19 @@ func watch(store checkpoint.Store, poll time.Duration, thread, question string) 
 	}
 }
 
-func (w *watcher) run(ctx context.Context, notes <-chan checkpoint.Notification) {
-	ticker := time.NewTicker(w.poll)
-	defer ticker.Stop()
+func (w *watcher) run(ctx context.Context) {
+	var notes <-chan checkpoint.Notification
 	subscribe := func() {
 		n, err := w.store.Subscribe(ctx)
 		if err == nil {
 			notes = n
 		}
 	}
+	// A store that cannot subscribe now is tried again at every tick.
+	subscribe()
+	close(w.subscribed)
+	ticker := time.NewTicker(w.poll)
+	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
