@@ -46,7 +46,9 @@ func TestStoreChannelSlowSubscribe(t *testing.T) {
 	if _, err := other.ResolveQuestion(t.Context(), "t", "q", checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "x", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	q, err := (&agent.StoreChannel{Store: other}).Wait(t.Context(), "t", "q")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a guard, not a timing
+	defer cancel()
+	q, err := (&agent.StoreChannel{Store: other}).Wait(ctx, "t", "q")
 	if err != nil || q.Status != checkpoint.QuestionAborted {
 		t.Fatalf("Wait on another store = %v, %v", q, err)
 	}
