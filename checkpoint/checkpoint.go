@@ -241,7 +241,8 @@ type Event struct {
 // When one compare-and-set loses (a stale thread version, a claimed call,
 // a question no longer pending, an answer after the deadline), nothing of
 // the batch is written and Commit returns that write's error (wrapping
-// ErrConflict, ErrExpired or ErrNotFound, as the single method would).
+// ErrConflict, ErrExpired or ErrNotFound, as the single method would),
+// also when the batch's question exists.
 // So an audit event committed with a change exists exactly when the
 // change does.
 //

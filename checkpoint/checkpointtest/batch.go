@@ -286,6 +286,20 @@ func testBatches(t *testing.T, setup setupFunc) {
 		}
 	})
 
+	// A lost compare-and-set is the answer, also when the question exists
+	// (every store decides the same way).
+	t.Run("LostCASBeforeExistingQuestion", func(t *testing.T) {
+		s := setup(t)
+		thread := id("thread")
+		th := mustCreateThread(t, s, &checkpoint.Thread{ID: thread, Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: json.RawMessage(`[]`)})
+		mustCreateQuestion(t, s, newQuestion(thread, "q"))
+		w := appendTo(th, `{}`)
+		w.Version++
+		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: w, Question: newQuestion(thread, "q")}); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Errorf("stale version with an existing question: Commit = %v, want ErrConflict", err)
+		}
+	})
+
 	t.Run("AppendsInOrder", func(t *testing.T) {
 		s := setup(t)
 		thread := id("thread")
@@ -414,7 +428,26 @@ func testBatches(t *testing.T, setup setupFunc) {
 		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: appendTo(th, `{}`), Question: newQuestion(thread, "q")}); err != nil {
 			t.Fatal(err)
 		}
-		waitNotification(t, notes, checkpoint.QuestionCreated, thread, "q")
+		// Nothing is said of the failed batch's question, before q's
+		// notification or in a short while after it.
+		var drain <-chan time.Time
+		limit := time.After(waitLimit)
+	heard:
+		for {
+			select {
+			case n := <-notes:
+				if n.QuestionID == "lost" {
+					t.Errorf("notified of a question whose batch failed: %+v", n)
+				}
+				if n.Kind == checkpoint.QuestionCreated && n.QuestionID == "q" && drain == nil {
+					drain = time.After(200 * time.Millisecond)
+				}
+			case <-drain:
+				break heard
+			case <-limit:
+				t.Fatalf("no notification of q within %v", waitLimit)
+			}
+		}
 		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "q", Resolution: answer("a", time.Time{})},
 			Events: []*checkpoint.Event{event(thread, "question_resolved")}}); err != nil {
 			t.Fatal(err)

@@ -135,12 +135,6 @@ func (s *Store) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Co
 	defer s.mu.Unlock()
 	now := s.now()
 	out := &checkpoint.Committed{}
-	if q := b.Question; q != nil {
-		if cur, ok := s.questions[questionKey{q.ThreadID, q.ID}]; ok {
-			out.Question = copyQuestion(cur)
-			return out, nil // the batch commits only if it creates its question
-		}
-	}
 	if w := b.Thread; w != nil {
 		cur, ok := s.threads[w.ID]
 		switch {
@@ -180,6 +174,15 @@ func (s *Store) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Co
 			return nil, err
 		}
 		resolving = q
+	}
+
+	if q := b.Question; q != nil {
+		// After the compare-and-sets: a lost one is the answer even when
+		// the question exists.
+		if cur, ok := s.questions[questionKey{q.ThreadID, q.ID}]; ok {
+			out.Question = copyQuestion(cur)
+			return out, nil // the batch commits only if it creates its question
+		}
 	}
 
 	// Every check passed: apply.
