@@ -543,3 +543,56 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// conflictOnResult refuses, as a stale version, the write that appends a
+// turn's results (another driver moved the thread), and counts the calls
+// of Commit that fail for a moment.
+type conflictOnResult struct {
+	checkpoint.Store
+	transient atomic.Int32
+}
+
+func (s *conflictOnResult) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Committed, error) {
+	if len(b.ToolCalls) == 1 && b.ToolCalls[0].State == checkpoint.ToolCallDone {
+		if s.transient.Add(-1) >= 0 {
+			return nil, errors.New("connection reset")
+		}
+		if b.Thread != nil {
+			return nil, fmt.Errorf("thread moved: %w", checkpoint.ErrConflict)
+		}
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+// A result once known is kept: tried again after a transient failure, and
+// recorded alone when the turn's messages cannot be appended, so whoever
+// carries the run on finds it instead of an unknown outcome.
+func TestResultKeptWhenThreadMoves(t *testing.T) {
+	t.Parallel()
+	base := storetest.New(t)
+	s := &conflictOnResult{Store: base}
+	s.transient.Store(2)
+	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}}, scripted.Turn{Text: "done"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: s, ThreadID: "t1", Tools: []*agent.Tool{echoTool()}})
+	if _, err := a.Prompt(context.Background(), "go"); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Prompt = %v, want the conflict", err)
+	}
+	th, err := base.LoadThread(context.Background(), "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, err := base.ListToolCalls(context.Background(), "t1", th.RunID, "c1")
+	if err != nil || len(calls) != 1 || calls[0].State != checkpoint.ToolCallDone {
+		t.Fatalf("the call's record: %+v, %v; want it done", calls, err)
+	}
+	evs, _ := base.ListEvents(context.Background(), "t1", 0, 100)
+	n := 0
+	for _, e := range evs {
+		if e.Type == "tool_result" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tool_result entries, want 1", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
@@ -204,7 +205,34 @@ func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, arg
 		}},
 		Events: []*checkpoint.Event{a.event(rs.th.RunID, "tool_result", entry)},
 	}
-	if _, err := rs.commit(ctx, b, add, false); err != nil {
+	// A result once known is kept: a store that fails for a moment (a
+	// dropped connection, a group transaction that failed for another
+	// caller's batch) is tried again.
+	err = nil
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt*attempt) * 50 * time.Millisecond)
+		}
+		b.Thread = nil
+		if _, err = rs.commit(ctx, b, add, false); err == nil {
+			return nil
+		}
+		if errors.Is(err, checkpoint.ErrConflict) {
+			break
+		}
+	}
+	if errors.Is(err, checkpoint.ErrConflict) && len(add) > 0 && !rs.turnFresh() {
+		// The thread moved under this run (another driver, an abort): its
+		// turn's messages cannot be appended, but the call's own record
+		// can, so that whoever carries the run on finds the result rather
+		// than an unknown outcome. (Only when the turn's message is
+		// durable: a record must never precede its call's message.)
+		b.Thread = nil
+		if _, rerr := a.store.Commit(ctx, b); rerr != nil {
+			return fmt.Errorf("agent: recording result of call %s: %w (and alone: %v)", call.ID, err, rerr)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("agent: recording result of call %s: %w", call.ID, err)
 	}
 	return nil
