@@ -251,7 +251,8 @@ type PromptOptions struct {
 	// the agent's thread; for a thread that does not exist, one with
 	// Version zero), or nil: the run starts from it instead of reading it
 	// again. Its Version is checked when the prompt is written, so a stale
-	// copy costs a read, never a lost write.
+	// copy costs a read, never a lost write; its Status and Messages are
+	// used as given, so pass LoadThread's result as it came.
 	Thread *checkpoint.Thread
 }
 

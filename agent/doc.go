@@ -60,6 +60,12 @@
 //     once known (else a crash would turn it into an unknown outcome).
 //  6. The end: the model's final message, the thread idle, run_finished.
 //
+// That is a turn of one call. A turn of N calls makes N claims and N
+// results (each call's durable points are its own), then one write of the
+// turn's result messages; a run parked by several questions records
+// run_parked in a write of its own, as does a run that stops on an error
+// (run_finished with the error: no change of state goes with it).
+//
 // A turn's message is not written alone: it goes with the turn's first
 // write (2, or 4 for a call allowed outright, or 5 for a blocked one). A
 // crash before that loses only the model's answer, which is asked again:

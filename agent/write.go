@@ -91,7 +91,7 @@ func (rs *runState) commit(ctx context.Context, b *checkpoint.Batch, add []Messa
 	b.Thread = w
 	c, err := rs.a.store.Commit(ctx, b)
 	if err != nil {
-		return nil, fmt.Errorf("agent: saving thread: %w", err)
+		return nil, fmt.Errorf("agent: writing the thread's step: %w", err)
 	}
 	if b.Question != nil && !c.Created {
 		return c, nil // nothing was written
