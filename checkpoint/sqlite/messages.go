@@ -55,6 +55,8 @@ func splitMessagesMigration(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	defer insert.Close()
+	// A page holds ids only, and each thread's messages are read, split
+	// and dropped one thread at a time: a thread may be tens of MB.
 	const page = 100
 	type thread struct {
 		id   string
@@ -62,25 +64,29 @@ func splitMessagesMigration(ctx context.Context, tx *sql.Tx) error {
 	}
 	var after string
 	for first := true; ; first = false {
-		rows, err := tx.QueryContext(ctx, `SELECT id, messages FROM threads
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM threads
 WHERE messages IS NOT NULL AND (?1 OR id > ?2) ORDER BY id LIMIT ?3`, first, after, page)
 		if err != nil {
 			return err
 		}
-		var ts []thread
+		var ids []string
 		for rows.Next() {
-			var t thread
-			if err := rows.Scan(&t.id, &t.msgs); err != nil {
+			var id string
+			if err := rows.Scan(&id); err != nil {
 				rows.Close()
 				return err
 			}
-			ts = append(ts, t)
+			ids = append(ids, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, t := range ts {
+		for _, id := range ids {
+			t := thread{id: id}
+			if err := tx.QueryRowContext(ctx, `SELECT messages FROM threads WHERE id = ?`, id).Scan(&t.msgs); err != nil {
+				return fmt.Errorf("thread %q: %w", id, err)
+			}
 			msgs, err := checkpoint.SplitMessages(json.RawMessage(t.msgs))
 			if err != nil {
 				continue // kept as it is: LoadThread returns it
@@ -95,9 +101,9 @@ WHERE messages IS NOT NULL AND (?1 OR id > ?2) ORDER BY id LIMIT ?3`, first, aft
 				return fmt.Errorf("thread %q: %w", t.id, err)
 			}
 		}
-		if len(ts) < page {
+		if len(ids) < page {
 			return nil
 		}
-		after = ts[len(ts)-1].id
+		after = ids[len(ids)-1]
 	}
 }
