@@ -298,6 +298,13 @@ func testBatches(t *testing.T, setup setupFunc) {
 		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Thread: w, Question: newQuestion(thread, "q")}); !errors.Is(err, checkpoint.ErrConflict) {
 			t.Errorf("stale version with an existing question: Commit = %v, want ErrConflict", err)
 		}
+		if _, err := s.ResolveQuestion(ctx(t), thread, "q", answer("first", time.Time{})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Question: newQuestion(thread, "q"),
+			Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "q", Resolution: answer("second", time.Time{})}}); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Errorf("a lost resolution with an existing question: Commit = %v, want ErrConflict", err)
+		}
 	})
 
 	t.Run("AppendsInOrder", func(t *testing.T) {

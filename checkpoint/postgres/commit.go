@@ -337,37 +337,6 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		}
 	}
 
-	if b.Question != nil {
-		c := *b.Question
-		c.Status = checkpoint.QuestionPending
-		c.Answer, c.AnsweredBy, c.Reason, c.ResolvedAt = nil, "", "", time.Time{}
-		if c.CreatedAt.IsZero() {
-			c.CreatedAt = now
-		}
-		if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
-			return nil, err
-		}
-		queue(step{what: "question " + strconv.Quote(c.ID),
-			read: func(br pgx.BatchResults) error {
-				var change int64
-				var payload string
-				var checked pgtype.Int8
-				q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
-				out.Question, out.Created = q, true
-				return err
-			},
-			lost: func(ctx context.Context) (*checkpoint.Committed, error) {
-				// It exists: nothing of the batch is written, and that is
-				// no error.
-				stored, err := s.GetQuestion(ctx, c.ThreadID, c.ID)
-				if err != nil {
-					return nil, err
-				}
-				return &checkpoint.Committed{Question: stored}, nil
-			}},
-			createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
-	}
-
 	if rv := b.Resolve; rv != nil {
 		r := rv.Resolution
 		switch r.Status {
@@ -408,6 +377,39 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 				return &checkpoint.Committed{Resolved: q}, fmt.Errorf("question %q changed while being resolved: %w", rv.ID, checkpoint.ErrConflict)
 			}},
 			resolveQuestion, rv.ThreadID, rv.ID, string(r.Status), encJSON(r.Answer), r.By, r.Reason, r.At)
+	}
+
+	// The question last of the compare-and-sets: a lost one is the
+	// answer even when the question exists (checkpoint.Batch).
+	if b.Question != nil {
+		c := *b.Question
+		c.Status = checkpoint.QuestionPending
+		c.Answer, c.AnsweredBy, c.Reason, c.ResolvedAt = nil, "", "", time.Time{}
+		if c.CreatedAt.IsZero() {
+			c.CreatedAt = now
+		}
+		if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
+			return nil, err
+		}
+		queue(step{what: "question " + strconv.Quote(c.ID),
+			read: func(br pgx.BatchResults) error {
+				var change int64
+				var payload string
+				var checked pgtype.Int8
+				q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
+				out.Question, out.Created = q, true
+				return err
+			},
+			lost: func(ctx context.Context) (*checkpoint.Committed, error) {
+				// It exists: nothing of the batch is written, and that is
+				// no error.
+				stored, err := s.GetQuestion(ctx, c.ThreadID, c.ID)
+				if err != nil {
+					return nil, err
+				}
+				return &checkpoint.Committed{Question: stored}, nil
+			}},
+			createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
 	}
 
 	if n := len(b.Events); n > 0 {

@@ -45,9 +45,17 @@ type hub struct {
 	closed  bool
 	started bool
 	ready   chan struct{} // closed when the first attempt to listen has finished
-	hw      int64         // highest change_seq delivered or known to be history
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// hw is the highest change_seq the poll has passed: every change at or
+	// below it was delivered or is history. Only the poll moves it, and
+	// only below the horizon (events.go): a notification must not, since
+	// a change numbered lower may still commit, and its own notification
+	// may be lost (its writer killed between COMMIT and the notification).
+	hw int64
+	// notified holds the change_seqs above hw already delivered by
+	// notification, so the poll does not deliver them again.
+	notified map[int64]struct{}
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	pid atomic.Uint32 // the listener's backend process, for tests
 }
@@ -193,8 +201,12 @@ func (h *hub) listen(ctx context.Context) (*pgx.Conn, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
+	// The mark starts at what is history: below the horizon. (Above it,
+	// changes still committing are found by the poll; a listener that
+	// (re)connects sends a Resync, so subscribers re-list the rest.)
 	var hw int64
-	if err := conn.QueryRow(cctx, "SELECT coalesce(max(change_seq), 0) FROM questions").Scan(&hw); err != nil {
+	if err := conn.QueryRow(cctx, `SELECT least(coalesce(max(change_seq), 0),
+	(pg_snapshot_xmin(pg_current_snapshot())::text::bigint + (SELECT base FROM seq_base)) * 65536 - 1) FROM questions`).Scan(&hw); err != nil {
 		conn.Close(context.Background())
 		return nil, err
 	}
@@ -255,7 +267,12 @@ func (h *hub) deliver(raw string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.hw = max(h.hw, p.Seq)
+	if p.Seq > h.hw {
+		if h.notified == nil {
+			h.notified = map[int64]struct{}{}
+		}
+		h.notified[p.Seq] = struct{}{}
+	}
 	h.sendLocked(n)
 }
 
@@ -278,9 +295,8 @@ type querier interface {
 // notification brought, up to the horizon (events.go): change_seq numbers
 // come from transaction ids, and a change below the horizon can no longer
 // be preceded by one that commits later, so nothing appears later below
-// the mark. (The mark also moves with notifications, which come after
-// their commits: a change committed out of order below it has its own
-// notification, and a listener that lost its connection re-lists.)
+// the mark. Notifications do not move the mark: a change whose
+// notification was lost is still found here.
 func (h *hub) pollOnce(ctx context.Context, q querier) error {
 	writers, err := h.s.writersHorizon(ctx, q)
 	if err != nil {
@@ -315,9 +331,17 @@ ORDER BY change_seq LIMIT 1000`, hw, writers)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range changes {
-		if c.seq > h.hw {
-			h.hw = c.seq
-			h.sendLocked(c.n)
+		if c.seq <= h.hw {
+			continue
+		}
+		h.hw = c.seq
+		if _, done := h.notified[c.seq]; !done {
+			h.sendLocked(c.n) // its notification never came (or not yet)
+		}
+	}
+	for seq := range h.notified {
+		if seq <= h.hw {
+			delete(h.notified, seq)
 		}
 	}
 	return nil

@@ -301,21 +301,31 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 			return page.Add(q, seq), nil
 		})
 	} else {
+		// The page stops at the first question not settled yet (events.go):
+		// a question numbered lower may still commit, and a cursor past it
+		// would skip it. The read waits a little for it to settle.
 		st := listsql.Questions(dialect, questionCols+", "+horizonCols, f, after, page.Limit)[0]
+		var cut bool
 		err = s.settle(ctx, func(writers int64) (unsettled bool, err error) {
 			page, _, _ = cursor.StartQuestions(f)
+			cut = false
 			err = s.each(ctx, st, func(row pgx.Row) (bool, error) {
 				var xmin, base int64
 				q, seq, err := scanQuestion(row, &xmin, &base)
 				if err != nil {
 					return false, err
 				}
-				complete := page.Add(q, seq)
-				unsettled = unsettled || !complete && !settled(seq, xmin, base, writers)
-				return complete, nil
+				if !settled(seq, xmin, base, writers) && len(page.Items) < page.Limit {
+					cut = true
+					return true, nil
+				}
+				return page.Add(q, seq), nil
 			})
-			return unsettled, err
+			return cut, err
 		})
+		if err == nil && cut && !page.Cut() {
+			err = fmt.Errorf("a transaction writing questions has held the list back for over %v; try again", eventWait)
+		}
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: list questions: %w", err)

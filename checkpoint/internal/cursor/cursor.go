@@ -246,6 +246,18 @@ func (p *page[T, P]) add(item T, pos P) (complete bool) {
 }
 
 // Next returns the cursor of the next page: "" when the list ended.
+// Cut ends the page before an item that cannot be listed yet (a store
+// that must not list past it): Next continues after the last item added.
+// It reports false when no item was added, so there is nothing to
+// continue from.
+func (p *page[T, P]) Cut() bool {
+	if len(p.Items) == 0 {
+		return false
+	}
+	p.more = true
+	return true
+}
+
 func (p *page[T, P]) Next() string {
 	if !p.more {
 		return ""
