@@ -371,9 +371,21 @@ func (c *crasher) killAt(children []*child, tg target) bool {
 		c.byPhase[p]++
 	}
 	// After every kill, the audit log matches the state the kill left.
+	// (A killed child's last transaction may still be committing in the
+	// database, which finishes what the child sent: a mismatch is looked
+	// at again for a moment before it counts.)
 	c.rev.hold.Lock()
 	for _, thread := range threadNames(c.spec.Round, threadsPerRound) {
-		checkAudit(c.t, c.store, thread)
+		var mismatch string
+		for try := 0; try < 20; try++ {
+			if mismatch = auditMismatch(c.t, c.store, thread); mismatch == "" {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if mismatch != "" {
+			c.t.Error(mismatch)
+		}
 	}
 	c.rev.hold.Unlock()
 	return true
@@ -386,6 +398,14 @@ func (c *crasher) killAt(children []*child, tg target) bool {
 // one tool_result for each call that has its result, and a run_finished
 // (without error) when the run has ended; nothing else of these.
 func checkAudit(t *testing.T, store checkpoint.Store, thread string) {
+	t.Helper()
+	if m := auditMismatch(t, store, thread); m != "" {
+		t.Error(m)
+	}
+}
+
+// auditMismatch is checkAudit's finding, "" when the log matches.
+func auditMismatch(t *testing.T, store checkpoint.Store, thread string) string {
 	t.Helper()
 	s, err := load(t, store, thread)
 	if errors.Is(err, checkpoint.ErrNotFound) {
@@ -447,8 +467,9 @@ func checkAudit(t *testing.T, store checkpoint.Store, thread string) {
 		got = slices.Compact(got)
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("%s: the audit log does not match the state (%s):\n  log   %v\n  state %v", thread, s.describe(), got, want)
+		return fmt.Sprintf("%s: the audit log does not match the state (%s):\n  log   %v\n  state %v", thread, s.describe(), got, want)
 	}
+	return ""
 }
 
 // tail reads the lines appended to a file since the last call, as fields.

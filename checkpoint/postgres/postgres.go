@@ -222,6 +222,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	// Quoted, as in every statement: unquoted, PostgreSQL would fold a
 	// name with capital letters to lowercase, another schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
+	// The compare-and-sets are written for read committed: under a
+	// stricter default (set in the URL or the role) a lost one would be a
+	// serialization error, not a conflict.
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "tollgate"
 	}
