@@ -102,7 +102,10 @@ func (rs *runState) commit(ctx context.Context, b *checkpoint.Batch, add []Messa
 	}
 	rs.pending = nil
 	for _, m := range flushed {
-		// Told once it is durable, in the order it was written.
+		// Told once it is durable, in the order it was written, and under
+		// the lock: the turn's other calls tell of their own steps only
+		// after this (a slow subscriber holds them up no more than it
+		// would hold up their own events).
 		rs.a.emit(&MessageEvent{meta: rs.a.meta(rs.th.RunID), Message: m})
 	}
 	return c, nil
