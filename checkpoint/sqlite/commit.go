@@ -237,25 +237,6 @@ func (s *Store) apply(t *wtx, o *op) error {
 			return fmt.Errorf("tool call %q of run %q is already claimed: %w", tc.CallID, tc.RunID, checkpoint.ErrConflict)
 		}
 	}
-	if c := o.question; c != nil {
-		var change int64
-		err := t.stmt(wCreateQuestion).QueryRowContext(bg,
-			c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, string(c.Status),
-			encTime(c.CreatedAt), encTime(c.Deadline)).Scan(&change)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			stored, err := getQuestion(bg, t.stmt(wGetQuestion), c.ThreadID, c.ID)
-			if err != nil {
-				return err
-			}
-			o.out.Question = stored
-			return errQuestionExists
-		case err != nil:
-			return fmt.Errorf("sqlite: create question %q: %w", c.ID, err)
-		}
-		o.out.Question, o.out.Created = c, true
-		o.notes = append(o.notes, note{change, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: c.ThreadID, QuestionID: c.ID}})
-	}
 	if rv := b.Resolve; rv != nil {
 		r := o.resolve
 		q, err := getQuestion(bg, t.stmt(wGetQuestion), rv.ThreadID, rv.ID)
@@ -281,6 +262,27 @@ func (s *Store) apply(t *wtx, o *op) error {
 		}
 		o.out.Resolved = q
 		o.notes = append(o.notes, note{change, checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: rv.ThreadID, QuestionID: rv.ID}})
+	}
+	// The question last of the compare-and-sets: a lost one is the
+	// answer even when the question exists (checkpoint.Batch).
+	if c := o.question; c != nil {
+		var change int64
+		err := t.stmt(wCreateQuestion).QueryRowContext(bg,
+			c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, string(c.Status),
+			encTime(c.CreatedAt), encTime(c.Deadline)).Scan(&change)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			stored, err := getQuestion(bg, t.stmt(wGetQuestion), c.ThreadID, c.ID)
+			if err != nil {
+				return err
+			}
+			o.out.Question = stored
+			return errQuestionExists
+		case err != nil:
+			return fmt.Errorf("sqlite: create question %q: %w", c.ID, err)
+		}
+		o.out.Question, o.out.Created = c, true
+		o.notes = append(o.notes, note{change, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: c.ThreadID, QuestionID: c.ID}})
 	}
 	if len(b.Events) > 0 {
 		o.out.EventSeqs = make([]int64, len(b.Events))
