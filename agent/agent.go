@@ -407,19 +407,14 @@ func (a *Agent) loop(ctx context.Context, rs *runState, msgs []Message) (final *
 		last := msgs[len(msgs)-1]
 		switch {
 		case last.Role == RoleAssistant && len(last.ToolCalls) > 0:
-			results, appended, err := a.runTurn(ctx, rs, msgs)
+			add, committed, err := a.runTurn(ctx, rs, msgs)
 			if err != nil {
 				return nil, false, err
 			}
-			add := make([]Message, len(results))
-			for i, r := range results {
-				add[i] = ToolResultMessage(r)
-				add[i].RunID, add[i].CreatedAt = runID, a.clock.Now()
-			}
-			if appended != nil {
-				add = appended // committed with the turn's last result
-			} else if _, err := rs.commit(ctx, &checkpoint.Batch{}, add, false); err != nil {
-				return nil, false, err
+			if !committed { // else written with the turn's last result
+				if _, err := rs.commit(ctx, &checkpoint.Batch{}, add, false); err != nil {
+					return nil, false, err
+				}
 			}
 			msgs = append(msgs, add...)
 		case last.Role == RoleAssistant:

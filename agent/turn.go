@@ -21,11 +21,11 @@ import (
 // independently and are answered in any order; execution is bounded by
 // MaxParallelTools. Results come back in the model's call order.
 //
-// When one call is left to handle (a turn of one call, or a resumed turn
-// whose other calls have results), its result's write appends every result
-// message of the turn too, and runTurn returns them as appended: the turn
+// It returns the turn's result messages. When one call is left to handle
+// (a turn of one call, or a resumed turn whose other calls have results),
+// its result's write appends them too, and committed is true: the turn
 // ends in the write of its last result.
-func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (results []ToolResult, appended []Message, err error) {
+func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (add []Message, committed bool, err error) {
 	assistant := msgs[len(msgs)-1]
 	runID := rs.th.RunID
 	byID := map[string]*checkpoint.ToolCall{}
@@ -38,19 +38,19 @@ func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (resu
 		}
 		records, err := a.store.ListToolCalls(ctx, rs.th.ID, runID, ids...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("agent: reading tool call states: %w", err)
+			return nil, false, fmt.Errorf("agent: reading tool call states: %w", err)
 		}
 		for _, r := range records {
 			byID[r.CallID] = r
 		}
 	}
-	results = make([]ToolResult, len(assistant.ToolCalls))
+	results := make([]ToolResult, len(assistant.ToolCalls))
 	errs := make([]error, len(assistant.ToolCalls))
 	var todo []int
 	for i, call := range assistant.ToolCalls {
 		if rec := byID[call.ID]; rec != nil && rec.State == checkpoint.ToolCallDone {
 			if err := json.Unmarshal(rec.Result, &results[i]); err != nil {
-				return nil, nil, fmt.Errorf("agent: stored result of call %s is not readable: %w", call.ID, err)
+				return nil, false, fmt.Errorf("agent: stored result of call %s is not readable: %w", call.ID, err)
 			}
 			continue
 		}
@@ -66,18 +66,13 @@ func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (resu
 		i := todo[0]
 		endTurn := func(r ToolResult) []Message {
 			results[i] = r
-			add := make([]Message, len(results))
-			for j, r := range results {
-				add[j] = ToolResultMessage(r)
-				add[j].RunID, add[j].CreatedAt = runID, a.clock.Now()
-			}
-			appended = add
+			add = a.resultMessages(runID, results)
 			return add
 		}
 		call := assistant.ToolCalls[i]
 		results[i], errs[i] = a.handleCall(ctx, rs, msgs, call, byID[call.ID], sem, endTurn)
-		if errs[i] != nil {
-			appended = nil
+		if errs[i] == nil {
+			return add, true, nil
 		}
 	} else {
 		var wg sync.WaitGroup
@@ -90,9 +85,20 @@ func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (resu
 		wg.Wait()
 	}
 	if err := turnError(errs); err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
-	return results, appended, nil
+	return a.resultMessages(runID, results), false, nil
+}
+
+// resultMessages are the messages that give the model a turn's results,
+// in call order.
+func (a *Agent) resultMessages(runID string, results []ToolResult) []Message {
+	add := make([]Message, len(results))
+	for i, r := range results {
+		add[i] = ToolResultMessage(r)
+		add[i].RunID, add[i].CreatedAt = runID, a.clock.Now()
+	}
+	return add
 }
 
 // turnError combines the errors of a turn's calls. If every one that
