@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/cursor"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
 )
 
 var _ checkpoint.Store = (*Store)(nil)
@@ -70,7 +71,7 @@ func copyToolCall(tc *checkpoint.ToolCall) *checkpoint.ToolCall {
 }
 
 func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
-	msgs, err := checkpoint.SplitMessages(t.Messages)
+	msgs, err := messages.Split(t.Messages)
 	if err != nil {
 		return err
 	}
@@ -100,12 +101,12 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
 	}
 	c := *t
-	c.Messages = checkpoint.JoinMessages(s.msgs[id])
+	c.Messages = messages.Join(s.msgs[id])
 	return &c, nil
 }
 
 func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
-	msgs, err := checkpoint.SplitMessages(t.Messages)
+	msgs, err := messages.Split(t.Messages)
 	if err != nil {
 		return err
 	}

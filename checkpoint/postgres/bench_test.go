@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/checkpointtest"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
 	"github.com/tollgate-ai/tollgate/internal/pgtest"
 )
 
@@ -451,7 +452,7 @@ func BenchmarkLongThread(b *testing.B) {
 		for i := range msgs {
 			msgs[i] = out
 		}
-		th := &checkpoint.Thread{ID: fmt.Sprint("long-", held), Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: checkpoint.JoinMessages(msgs)}
+		th := &checkpoint.Thread{ID: fmt.Sprint("long-", held), Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: messages.Join(msgs)}
 		if err := s.CreateThread(b.Context(), th); err != nil {
 			b.Fatal(err)
 		}

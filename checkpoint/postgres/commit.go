@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
 )
 
 // A batch is one pipeline: its statements are sent together (pgx's
@@ -553,9 +554,9 @@ func messageRows(thread string, msgs []json.RawMessage) ([][]any, error) {
 	return out, nil
 }
 
-// splitMessages is [checkpoint.SplitMessages], naming the thread.
+// splitMessages is [messages.Split], naming the thread.
 func splitMessages(thread string, msgs json.RawMessage) ([]json.RawMessage, error) {
-	out, err := checkpoint.SplitMessages(msgs)
+	out, err := messages.Split(msgs)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: thread %q: %w", thread, err)
 	}

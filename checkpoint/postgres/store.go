@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/cursor"
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/listsql"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
 )
 
 // The times the store keeps: PostgreSQL's timestamptz starts on 24 November
@@ -100,7 +101,7 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	}
 	defer rows.Close()
 	var t *checkpoint.Thread
-	var msgs []byte
+	var j *messages.Joiner
 	for rows.Next() {
 		var status string
 		var created, updated pgtype.Timestamptz
@@ -113,18 +114,12 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 		if t == nil {
 			t = th
 			t.Status, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decTime(created), decTime(updated)
-			// The size the messages take joined (a hint: the buffer grows
-			// past it if need be).
-			msgs = make([]byte, 1, min(size+count+2, 64<<20))
-			msgs[0] = '['
+			j = messages.NewJoiner(size, count)
 		}
 		if body == nil {
 			continue // no message: the LEFT JOIN's one row
 		}
-		if len(msgs) > 1 {
-			msgs = append(msgs, ',')
-		}
-		msgs = append(msgs, body...)
+		j.Add(body)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: load thread %q: %w", id, err)
@@ -132,7 +127,7 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	if t == nil {
 		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
 	}
-	t.Messages = append(msgs, ']')
+	t.Messages = j.Messages()
 	return t, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/checkpointtest"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
 )
 
 // BenchmarkStore runs [checkpointtest.Benchmark] with synchronous=FULL (the
@@ -168,7 +169,7 @@ func BenchmarkLongThread(b *testing.B) {
 		for i := range msgs {
 			msgs[i] = out
 		}
-		th := &checkpoint.Thread{ID: "long", Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: checkpoint.JoinMessages(msgs)}
+		th := &checkpoint.Thread{ID: "long", Status: checkpoint.ThreadRunning, RunID: "run-1", Messages: messages.Join(msgs)}
 		if err := s.CreateThread(b.Context(), th); err != nil {
 			b.Fatal(err)
 		}

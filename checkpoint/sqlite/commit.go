@@ -21,7 +21,7 @@ type op struct {
 	// replace: the thread write is SaveThread's, which replaces every
 	// message with b.Thread.Append instead of appending them.
 	replace bool
-	// split: b.Thread.Append comes from checkpoint.SplitMessages, checked.
+	// split: b.Thread.Append comes from messages.Split, checked.
 	split bool
 
 	// Prepared by the caller.

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
 )
 
 // A thread's messages are rows of the messages table (schema 6), one per
@@ -87,7 +87,7 @@ WHERE messages IS NOT NULL AND (?1 OR id > ?2) ORDER BY id LIMIT ?3`, first, aft
 			if err := tx.QueryRowContext(ctx, `SELECT messages FROM threads WHERE id = ?`, id).Scan(&t.msgs); err != nil {
 				return fmt.Errorf("thread %q: %w", id, err)
 			}
-			msgs, err := checkpoint.SplitMessages(json.RawMessage(t.msgs))
+			msgs, err := messages.Split(json.RawMessage(t.msgs))
 			if err != nil {
 				continue // kept as it is: LoadThread returns it
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/cursor"
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/listsql"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
 )
 
 // Times are stored as Unix microseconds (schema 2; schema 1 had
@@ -77,7 +78,7 @@ func decJSON(s sql.NullString) json.RawMessage {
 // t's messages. They must be a JSON array (or nothing): each element is
 // kept as written.
 func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
-	msgs, err := checkpoint.SplitMessages(t.Messages)
+	msgs, err := messages.Split(t.Messages)
 	if err != nil {
 		return fmt.Errorf("sqlite: create thread %q: %w", t.ID, err)
 	}
@@ -104,8 +105,8 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	var count, size int64
 	var body sql.NullString // a string: the driver's copy, not one more
 	var null any
-	var buf []byte
-	found, n := false, 0
+	var j *messages.Joiner
+	found := false
 	for rows.Next() {
 		var err error
 		if !found {
@@ -118,17 +119,12 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 		}
 		if !found {
 			found = true
-			buf = make([]byte, 1, 2+size+count)
-			buf[0] = '['
+			j = messages.NewJoiner(size, count)
 		}
 		if !body.Valid { // no message: the LEFT JOIN's row
 			continue
 		}
-		if n > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, body.String...)
-		n++
+		j.AddString(body.String)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
@@ -136,8 +132,8 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	if !found {
 		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
 	}
-	t.Messages = append(buf, ']')
-	if legacy.Valid && n == 0 {
+	t.Messages = j.Messages()
+	if legacy.Valid && j.Len() == 0 {
 		t.Messages = json.RawMessage(legacy.String) // not an array: kept as an older store wrote it
 	}
 	t.Status, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decTime(created), decTime(updated)
@@ -148,7 +144,7 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 // writer (as a Commit): t.Messages must be a JSON array, each element is
 // kept as written.
 func (s *Store) SaveThread(ctx context.Context, t *checkpoint.Thread) error {
-	msgs, err := checkpoint.SplitMessages(t.Messages)
+	msgs, err := messages.Split(t.Messages)
 	if err != nil {
 		return fmt.Errorf("sqlite: save thread %q: %w", t.ID, err)
 	}
