@@ -223,6 +223,35 @@ func TestAbortPending(t *testing.T) {
 	if !sawAbort || ran.Load() != 1 {
 		t.Fatalf("aborted event %v, tool runs %d", sawAbort, ran.Load())
 	}
+	// The audit log records each step of the abort once, with its change:
+	// both questions resolved as aborted, a result for every call, the
+	// abort itself.
+	evs, err := store.ListEvents(context.Background(), "t1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, e := range evs {
+		var d struct {
+			Status string `json:"status"`
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		switch e.Type {
+		case "question_resolved":
+			if d.Status != string(checkpoint.QuestionAborted) || d.Reason != "user closed tab" {
+				t.Errorf("question_resolved entry %s", e.Data)
+			}
+		case "aborted":
+			if d.Reason != "user closed tab" {
+				t.Errorf("aborted entry %s", e.Data)
+			}
+		}
+		counts[e.Type]++
+	}
+	if counts["question_asked"] != 2 || counts["question_resolved"] != 2 || counts["tool_result"] != 3 || counts["aborted"] != 1 {
+		t.Errorf("audit entries %v: want 2 questions asked and resolved, 3 results, 1 abort", counts)
+	}
 	// The next prompt starts afresh.
 	a2 := newAgent(t, agent.Config{Provider: scripted.New(scripted.Turn{Text: "fresh"}), Checkpointer: store})
 	if msg, err := a2.Prompt(context.Background(), "new task"); err != nil || msg.Text != "fresh" {
