@@ -122,14 +122,10 @@ func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest) (*ch
 	if req.ID == "" {
 		return nil, fmt.Errorf("%w: empty question id", ErrQuestion)
 	}
-	payload, err := jsontext.Marshal(req.Payload)
-	if err != nil {
-		return nil, fmt.Errorf("%w %q: cannot encode payload: %v", ErrQuestion, req.ID, err)
-	}
 	now := a.clock.Now()
-	q := &checkpoint.Question{
+	q := &checkpoint.Question{ // its Payload is encoded only if it is written
 		ThreadID: a.threadID, ID: req.ID, RunID: runID, CallID: req.CallID, Tool: req.Tool,
-		Kind: req.Kind, Payload: payload, Digest: req.Digest, CreatedAt: now,
+		Kind: req.Kind, Digest: req.Digest, CreatedAt: now,
 	}
 	if req.Timeout > 0 {
 		q.Deadline = now.Add(req.Timeout)
@@ -144,23 +140,11 @@ func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest) (*ch
 		// leave its outcome unknown, so this question is waited for here.
 		ctx = context.WithValue(ctx, noParkKey{}, true)
 	}
-	// Written before anyone is told: a crash after this line finds the
-	// question on resume; a crash before it asks again with the same id.
-	// The audit entry is in the same write, so it exists exactly when the
-	// question does; so is the run's parking when this question is all
-	// the turn waits for and the channel parks (the run then parks
-	// whatever happens next: the answer resumes it).
-	b := &checkpoint.Batch{Question: q, Events: []*checkpoint.Event{a.event(runID, "question_asked", map[string]any{
-		"question_id": q.ID, "kind": q.Kind, "call_id": q.CallID,
-		"digest": q.Digest, "deadline": deadlineString(q.Deadline),
-	})}}
 	p, isParker := a.channel.(Parker)
 	parkNow := isParker && rs.soloCall() && MayPark(ctx) && p.Parks(ctx)
-	if parkNow {
-		b.Events = append(b.Events, a.event(runID, "run_parked", map[string]any{"questions": []string{q.ID}}))
-	}
 	var stored *checkpoint.Question
 	var created bool
+	var err error
 	if read := rs.takeRead(q.ID); read != nil {
 		// A middleware read it just before asking (hitl does, to let an
 		// answer already given decide): no need to read it again.
@@ -174,11 +158,7 @@ func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest) (*ch
 		}
 	}
 	if err == nil && stored == nil {
-		var c *checkpoint.Committed
-		c, err = rs.commit(ctx, b, nil, false)
-		if err == nil {
-			stored, created = c.Question, c.Created
-		}
+		stored, created, err = a.writeQuestion(ctx, rs, q, req.Payload, parkNow)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrQuestion, req.ID, err)
@@ -252,6 +232,33 @@ func ResolutionEvent(q *checkpoint.Question, r checkpoint.Resolution) *checkpoin
 		raw, _ = json.Marshal(map[string]string{"question_id": q.ID, "encoding_error": err.Error()})
 	}
 	return &checkpoint.Event{ThreadID: q.ThreadID, RunID: q.RunID, Type: "question_resolved", Data: raw, At: r.At}
+}
+
+// writeQuestion writes q, with its payload, before anyone is told: a crash
+// after this finds the question on resume; a crash before it asks again
+// with the same id. The audit entry is in the same write, so it exists
+// exactly when the question does; so is the run's parking (parkNow) when
+// this question is all the turn waits for and the channel parks (the run
+// then parks whatever happens next: the answer resumes it).
+func (a *Agent) writeQuestion(ctx context.Context, rs *runState, q *checkpoint.Question, payload any, parkNow bool) (*checkpoint.Question, bool, error) {
+	raw, err := jsontext.Marshal(payload)
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot encode payload: %v", err)
+	}
+	q.Payload = raw
+	runID := rs.th.RunID
+	b := &checkpoint.Batch{Question: q, Events: []*checkpoint.Event{a.event(runID, "question_asked", map[string]any{
+		"question_id": q.ID, "kind": q.Kind, "call_id": q.CallID,
+		"digest": q.Digest, "deadline": deadlineString(q.Deadline),
+	})}}
+	if parkNow {
+		b.Events = append(b.Events, a.event(runID, "run_parked", map[string]any{"questions": []string{q.ID}}))
+	}
+	c, err := rs.commit(ctx, b, nil, false)
+	if err != nil {
+		return nil, false, err
+	}
+	return c.Question, c.Created, nil
 }
 
 func deadlineString(t time.Time) string {
