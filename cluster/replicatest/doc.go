@@ -1,0 +1,38 @@
+// Package replicatest holds the multi-process test of several `tollgate
+// serve` replicas on one PostgreSQL database (issue 14, "Done when"). It
+// has no code of its own: everything is in its tests.
+//
+// TestReplicas builds the tollgate command, starts a fake OpenAI-compatible
+// model in the test process (each replica gets its own base URL path, so
+// the fake knows which replica called), and starts the replicas with the
+// same store, policy and working directory. Each thread's prompt says
+// "job N"; the fake's first turn asks the bash tool to append "job-N" and
+// the time to a log file in the working directory, its second turn (once
+// the conversation holds the tool's result) ends the run with a text. The
+// policy asks a person about every such command: the threads the test
+// means to leave unanswered get a command of another shape whose rule
+// times out in 20 s; the others wait 10 minutes. The test posts every
+// prompt, waits for every question, then answers through random replicas
+// (approve most, deny some; a replica that refuses the connection is
+// retried on another) while it SIGKILLs replica 1, restarts replica 2 with
+// SIGTERM and later starts replica 1 again. When every thread is idle it
+// checks the audit log, the questions, the tool's log file and the fake's
+// record of model calls: every run finished, no question lost, no tool run
+// twice or without approval, every deadline fired once, no turn's model
+// call made twice (except one in flight on the killed replica, which the
+// rescue repeats), and prints the figures.
+//
+// TestEventsAcrossReplicas checks that an event stream opened on one
+// replica sees, within a second, the events another replica writes.
+//
+// Run them (PostgreSQL as internal/pgtest finds it; with CI=true a missing
+// PostgreSQL fails):
+//
+//	go test ./cluster/replicatest/ -v
+//	TOLLGATE_REPLICA_THREADS=300 go test ./cluster/replicatest/ -run TestReplicas -v -timeout 30m
+//
+// Environment: TOLLGATE_REPLICA_THREADS (threads per replica, default 20),
+// TOLLGATE_REPLICAS (replicas, default 3; 1 checks the harness against the
+// single-process host), TOLLGATE_REPLICA_SEED (the random plan, printed by
+// every run).
+package replicatest
