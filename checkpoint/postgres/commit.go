@@ -278,12 +278,27 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	// notifications follow in a transaction of their own, in the same
 	// pipeline; any other is the pipeline's implicit transaction (two
 	// statements fewer).
-	explicit := b.Question != nil || b.Resolve != nil
+	//
+	// A batch a hook wants runs in a transaction of pgx's instead (see
+	// sendTx): BEGIN, the statements, the hook, COMMIT, then the
+	// notifications.
+	hook := s.txHook.Load()
+	if hook != nil && !hook.Wants(b) {
+		hook = nil
+	}
+	explicit := hook == nil && (b.Question != nil || b.Resolve != nil)
 	if explicit {
 		queue(step{what: "begin", read: ignore}, begin)
 	}
 	if len(b.Events) > 0 || b.Question != nil || b.Resolve != nil {
 		queue(step{what: "lock", read: ignore}, writersLock, int32(lockClass), s.writersKey)
+	}
+	// The lease first of the writes: a replica that lost it writes
+	// nothing, and one taking it over waits for this transaction.
+	if f, ok := fenceFrom(ctx); ok {
+		queue(step{what: "lease of thread " + strconv.Quote(f.ThreadID), read: ignore, lost: func(context.Context) (*checkpoint.Committed, error) {
+			return nil, fmt.Errorf("thread %q, lease %d: %w", f.ThreadID, f.Epoch, ErrFenced)
+		}}, checkFence, f.ThreadID, f.Epoch)
 	}
 
 	if w := b.Thread; w != nil {
@@ -454,14 +469,29 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		queue(step{what: "commit", read: ignore, commit: true}, "COMMIT")
 	}
 	channel := s.channel()
+	var notes pgx.Batch
+	notify := func(kind checkpoint.NotificationKind) {
+		if hook != nil {
+			notes.Queue(notifyQuestion, channel, "tollgate."+string(kind))
+			return
+		}
+		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, "tollgate."+string(kind))
+	}
 	if b.Question != nil {
-		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, "tollgate."+string(checkpoint.QuestionCreated))
+		notify(checkpoint.QuestionCreated)
 	}
 	if b.Resolve != nil {
-		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, "tollgate."+string(checkpoint.QuestionResolved))
+		notify(checkpoint.QuestionResolved)
 	}
 
-	if c, err := s.send(ctx, &batch, steps); err != nil || c != nil {
+	var c *checkpoint.Committed
+	var err error
+	if hook != nil {
+		c, err = s.sendTx(ctx, &batch, steps, &notes, hook, b, out)
+	} else {
+		c, err = s.send(ctx, &batch, steps)
+	}
+	if err != nil || c != nil {
 		return c, err
 	}
 	for _, f := range onCommit {
@@ -509,9 +539,15 @@ func (s *Store) send(ctx context.Context, batch *pgx.Batch, steps []step) (*chec
 		s.logf(slog.LevelWarn, "checkpoint/postgres: a notification after a commit failed", "err", err)
 		return nil, nil
 	}
+	return failure(ctx, err, steps, failed)
+}
+
+// failure is what a batch that failed at step failed (-1: before any)
+// returns, once its transaction is rolled back: for a lost
+// compare-and-set, what the store says about why.
+func failure(ctx context.Context, err error, steps []step, failed int) (*checkpoint.Committed, error) {
 	var pgErr *pgconn.PgError
 	if failed >= 0 && errors.As(err, &pgErr) && pgErr.Code == casLost && steps[failed].lost != nil {
-		// The transaction is rolled back; the store says why.
 		c, lerr := steps[failed].lost(ctx)
 		if lerr == nil && c == nil {
 			lerr = fmt.Errorf("postgres: commit: %s lost its compare-and-set", steps[failed].what)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -131,6 +132,8 @@ type Store struct {
 	clk        clock.Clock
 	log        *slog.Logger
 	hub        *hub
+	// txHook: see SetTxHook.
+	txHook atomic.Pointer[TxHook]
 
 	closeOnce sync.Once
 }
