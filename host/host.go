@@ -42,6 +42,10 @@ type Config struct {
 	// deadline from the store in case a notification was missed. It is one
 	// query whatever the number of waiting runs. Zero: 30s.
 	DeadlinePoll time.Duration
+	// Coordinator shares the store's threads with other hosts (replicas
+	// in other processes): see [Coordinator] and package cluster. Nil:
+	// this host is the only one driving the store's runs.
+	Coordinator Coordinator
 }
 
 // Errors of the host's methods.
@@ -74,6 +78,7 @@ type Host struct {
 	parkCh   *parkChannel
 	maxRes   int
 	poll     time.Duration
+	coord    Coordinator
 
 	mu       sync.Mutex
 	started  bool
@@ -108,6 +113,10 @@ type run struct {
 	aborting, driveDone, abortDone bool
 	cancel                         context.CancelFunc
 	done                           chan struct{} // closed when the host lets go of the thread
+	// With a Coordinator: the lease the run is driven under, and where
+	// the drive says whether it got it (nil error) before anything ran.
+	lease    Lease
+	acquired chan error
 }
 
 // New returns a host for cfg. Call [Host.Start] to resume and fire
@@ -122,7 +131,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	h := &Host{
 		store: cfg.Store, template: cfg.Agent, tools: map[string]*agent.Tool{},
-		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll,
+		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll, coord: cfg.Coordinator,
 		runs: map[string]*run{}, queued: map[string]bool{}, parked: map[string]struct{}{},
 		failed: map[string]error{}, selfResolved: map[string]time.Time{},
 		wakeDeadline: make(chan struct{}, 1),
@@ -196,6 +205,18 @@ func (h *Host) Start(ctx context.Context) error {
 	if err != nil {
 		h.cancel()
 		return fmt.Errorf("host: subscribing to the store: %w", err)
+	}
+	if h.coord != nil {
+		// The coordinator resumes runs and fires deadlines; the
+		// notifications only tell the runs driven here of answers.
+		h.loops.Add(1)
+		go h.notificationLoop(notes)
+		if err := h.coord.Start(h.ctx, h); err != nil {
+			h.cancel()
+			h.loops.Wait()
+			return fmt.Errorf("host: starting the coordinator: %w", err)
+		}
+		return nil
 	}
 	if err := h.reconcile(h.ctx); err != nil {
 		h.cancel()
@@ -293,6 +314,9 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 			case checkpoint.QuestionCreated:
 				h.poke()
 			case checkpoint.Resync:
+				if h.coord != nil {
+					continue // the coordinator has its own record
+				}
 				go func() {
 					if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
 						h.log.Error("tollgate: re-reading runs after a resync", "err", err)
@@ -307,6 +331,9 @@ func (h *Host) resubscribe() <-chan checkpoint.Notification {
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
 		notes, err := h.store.Subscribe(h.ctx)
 		if err == nil {
+			if h.coord != nil {
+				return notes
+			}
 			if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
 				h.log.Error("tollgate: re-reading runs after subscribing again", "err", err)
 			}
@@ -341,7 +368,9 @@ func (h *Host) consumeSelfResolved(threadID, questionID string) bool {
 }
 
 // kick makes the thread's run go on: at once if a resume slot is free,
-// after the run in progress if there is one, else in the queue.
+// after the run in progress if there is one, else in the queue. With a
+// Coordinator only a run driven here is told (the coordinator resumes
+// the others, from whichever host).
 func (h *Host) kick(threadID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -350,6 +379,9 @@ func (h *Host) kick(threadID string) {
 	}
 	if r := h.runs[threadID]; r != nil {
 		r.again = true
+		return
+	}
+	if h.coord != nil {
 		return
 	}
 	if h.queued[threadID] {
@@ -363,20 +395,70 @@ func (h *Host) kick(threadID string) {
 	h.startResumeLocked(threadID)
 }
 
-func (h *Host) startResumeLocked(threadID string) {
+func (h *Host) startResumeLocked(threadID string) *run {
 	a, err := h.newAgent(threadID)
 	if err != nil {
 		h.failed[threadID] = err
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	r := &run{agent: a, resume: true, cancel: cancel, done: make(chan struct{})}
+	if h.coord != nil {
+		r.acquired = make(chan error, 1)
+	}
 	h.runs[threadID] = r
 	h.resuming++
 	delete(h.parked, threadID)
 	delete(h.failed, threadID)
 	h.runsDone.Add(1)
 	go h.drive(ctx, threadID, r, a.Resume)
+	return r
+}
+
+// Drive makes the thread's run go on here: the [Coordinator]'s call, for
+// a run to resume after an answer or a deadline, or one another host
+// left. It returns once the run holds its lease, or [ErrHeldElsewhere]
+// (another host drives it: that one goes on), [ErrBusy], or [ErrClosed].
+// A run driven here already is resumed once more when it would stop.
+func (h *Host) Drive(ctx context.Context, threadID string) error {
+	h.mu.Lock()
+	switch {
+	case !h.started:
+		h.mu.Unlock()
+		return ErrNotStarted
+	case h.closing:
+		h.mu.Unlock()
+		return ErrClosed
+	}
+	if r := h.runs[threadID]; r != nil {
+		r.again = true
+		h.mu.Unlock()
+		return nil
+	}
+	if h.resuming >= h.maxRes {
+		h.mu.Unlock()
+		return ErrBusy
+	}
+	r := h.startResumeLocked(threadID)
+	h.mu.Unlock()
+	if r == nil {
+		return fmt.Errorf("host: thread %s: %w", threadID, h.failure(threadID))
+	}
+	if r.acquired == nil {
+		return nil
+	}
+	select {
+	case err := <-r.acquired:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *Host) failure(threadID string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failed[threadID]
 }
 
 // drive works one thread until its run ends, parks or fails, resuming it
@@ -384,6 +466,24 @@ func (h *Host) startResumeLocked(threadID string) {
 func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(context.Context) (*agent.Message, error)) {
 	defer h.runsDone.Done()
 	defer r.cancel()
+	if h.coord != nil {
+		lease, err := h.coord.Acquire(ctx, threadID)
+		r.acquired <- err
+		if err != nil {
+			// Nothing ran. Whoever holds the thread goes on with it: a
+			// question resolved meanwhile is theirs.
+			if !errors.Is(err, ErrHeldElsewhere) && ctx.Err() == nil {
+				h.log.Warn("tollgate: taking a thread's lease", "thread", threadID, "err", err)
+			}
+			h.mu.Lock()
+			r.again = false
+			h.driveEndedLocked(threadID, r)
+			h.mu.Unlock()
+			return
+		}
+		r.lease = lease
+		ctx = lease.Context(ctx)
+	}
 	sub := r.agent.Subscribe(1024)
 	forwarded := make(chan struct{})
 	go func() {
@@ -402,7 +502,11 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		// Nothing ran: no run to resume, or a prompt refused (Prompt
 		// reports those to its caller).
 		noRun := errors.Is(err, agent.ErrNoRun) || errors.Is(err, agent.ErrRunInProgress) || errors.Is(err, agent.ErrRunIDUsed)
-		if err != nil && !parked && !noRun && ctx.Err() == nil {
+		lost := r.lease != nil && r.lease.Lost()
+		switch {
+		case lost:
+			h.log.Warn("tollgate: lost the lease of a thread; another replica goes on with its run", "thread", threadID, "err", err)
+		case err != nil && !parked && !noRun && ctx.Err() == nil:
 			h.log.Warn("tollgate: run stopped with an error; it can be resumed or aborted", "thread", threadID, "err", err)
 		}
 		h.mu.Lock()
@@ -412,24 +516,42 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 			step = r.agent.Resume
 			continue
 		}
-		r.driveDone = true
+		if r.lease != nil && !lost {
+			// Let go of the lease after the run's last write, outside the
+			// lock (a round trip). A question resolved meanwhile makes
+			// releaseLocked take it again.
+			h.mu.Unlock()
+			cutOff := err != nil && !parked && !noRun && ctx.Err() != nil
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			r.lease.Release(rctx, cutOff)
+			cancel()
+			h.mu.Lock()
+		}
 		switch {
 		case r.aborting:
 		case parked:
 			h.parked[threadID] = struct{}{}
+		case lost:
 		case err != nil && !noRun && ctx.Err() == nil:
 			h.failed[threadID] = err
 		}
-		if r.resume {
-			h.resuming--
-		}
-		if !r.aborting || r.abortDone {
-			h.releaseLocked(threadID, r)
-		}
-		h.dispatchLocked()
+		h.driveEndedLocked(threadID, r)
 		h.mu.Unlock()
 		return
 	}
+}
+
+// driveEndedLocked: r's drive is over; the thread is let go unless an
+// abort still closes it, and the queue moves.
+func (h *Host) driveEndedLocked(threadID string, r *run) {
+	r.driveDone = true
+	if r.resume {
+		h.resuming--
+	}
+	if !r.aborting || r.abortDone {
+		h.releaseLocked(threadID, r)
+	}
+	h.dispatchLocked()
 }
 
 // releaseLocked lets go of the thread r held, resuming it once more if a
@@ -482,6 +604,30 @@ type PromptOptions struct {
 // With an IdempotencyKey already used on the thread, it returns that run's
 // id and existing true, starting nothing.
 func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOptions) (runID string, existing bool, err error) {
+	if h.coord == nil {
+		return h.prompt(ctx, threadID, text, opts)
+	}
+	// Another replica may still hold a thread whose run has just ended
+	// there (it lets go of the lease after its last write): try again
+	// for a moment rather than refuse a message that comes right after.
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		runID, existing, err = h.prompt(ctx, threadID, text, opts)
+		if !errors.Is(err, ErrHeldElsewhere) {
+			return runID, existing, err
+		}
+		th, lerr := h.store.LoadThread(ctx, threadID)
+		if lerr == nil && th.Status == checkpoint.ThreadRunning || wait >= time.Second {
+			return "", false, fmt.Errorf("%w: thread %s is being driven by another replica", ErrRunActive, threadID)
+		}
+		select {
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOptions) (runID string, existing bool, err error) {
 	var key string
 	if opts != nil {
 		key = opts.IdempotencyKey
@@ -510,7 +656,7 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 		if err == nil && th.Status != checkpoint.ThreadRunning {
 			select {
 			case <-r.done:
-				return h.Prompt(ctx, threadID, text, opts)
+				return h.prompt(ctx, threadID, text, opts)
 			case <-time.After(5 * time.Second):
 			case <-ctx.Done():
 				return "", false, ctx.Err()
@@ -542,7 +688,7 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 	if h.runs[threadID] != nil || h.closing {
 		// Taken meanwhile: decide again.
 		h.mu.Unlock()
-		return h.Prompt(ctx, threadID, text, opts)
+		return h.prompt(ctx, threadID, text, opts)
 	}
 	a, err := h.newAgent(threadID)
 	if err != nil {
@@ -551,6 +697,10 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 	}
 	runCtx, cancel := context.WithCancel(h.ctx)
 	r := &run{agent: a, runID: runID, cancel: cancel, done: make(chan struct{})}
+	if h.coord != nil {
+		r.acquired = make(chan error, 1)
+	}
+	acquired := r.acquired
 	h.runs[threadID] = r
 	delete(h.failed, threadID)
 	h.runsDone.Add(1)
@@ -568,6 +718,12 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 	defer started.Close()
 	for {
 		select {
+		case err := <-acquired:
+			acquired = nil
+			if err != nil {
+				<-r.done // nothing ran: the thread is let go
+				return "", false, err
+			}
 		case e, ok := <-started.C:
 			if !ok {
 				continue
@@ -657,6 +813,14 @@ func (h *Host) Resume(ctx context.Context, threadID string) error {
 		return ErrClosed
 	}
 	h.mu.Unlock()
+	if h.coord != nil {
+		switch err := h.Drive(ctx, threadID); {
+		case errors.Is(err, ErrHeldElsewhere):
+			return nil // it is going on, there
+		default:
+			return err
+		}
+	}
 	h.kick(threadID)
 	return nil
 }
@@ -693,6 +857,24 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 	r = &run{agent: a, cancel: func() {}, done: make(chan struct{}), aborting: true, driveDone: true}
 	h.runs[threadID] = r
 	h.mu.Unlock()
+	if h.coord != nil {
+		// Under the thread's lease when it is free, so that no replica
+		// starts driving the run while it is being closed. When another
+		// replica drives it, the abort goes on without: the thread's
+		// compare-and-set stops that run at its next write.
+		lease, err := h.coord.Acquire(ctx, threadID)
+		switch {
+		case err == nil:
+			defer lease.Release(context.WithoutCancel(ctx), false)
+			ctx = lease.Context(ctx)
+		case !errors.Is(err, ErrHeldElsewhere):
+			h.mu.Lock()
+			r.abortDone = true
+			h.releaseLocked(threadID, r)
+			h.mu.Unlock()
+			return err
+		}
+	}
 	sub := a.Subscribe(64)
 	go func() {
 		for e := range sub.C {
@@ -774,6 +956,12 @@ func (h *Host) Shutdown(ctx context.Context) (Stats, error) {
 	h.closing = true
 	h.queue, h.queued = nil, map[string]bool{}
 	h.mu.Unlock()
+	if h.coord != nil {
+		// No new work first; the runs in progress go on below.
+		if err := h.coord.Stop(ctx); err != nil {
+			h.log.Warn("tollgate: stopping the coordinator", "err", err)
+		}
+	}
 
 	finished := make(chan struct{})
 	go func() {

@@ -1,0 +1,53 @@
+package host
+
+import (
+	"context"
+	"errors"
+)
+
+// A Coordinator lets several hosts (replicas, in as many processes) share
+// one store's threads: package cluster is one, on PostgreSQL and River. With
+// a Coordinator the host drives a thread only under a lease it took from
+// the coordinator (one driver per thread at a time), and the coordinator,
+// not the host, decides when runs go on: it calls [Host.Drive] for a run
+// to resume after an answer or a deadline (from any replica), and for one
+// a dead replica left. The host then keeps no deadline timer and does not
+// look for unfinished runs at start-up; an answer it takes is the
+// coordinator's to act on (its store commits the answer with the job that
+// resumes the run).
+type Coordinator interface {
+	// Start begins handing h work; it is called by [Host.Start] once the
+	// host takes runs.
+	Start(ctx context.Context, h *Host) error
+	// Acquire takes the thread for this host: [ErrHeldElsewhere] when
+	// another host drives it now.
+	Acquire(ctx context.Context, threadID string) (Lease, error)
+	// Stop ends the work [Coordinator.Start] began; called by
+	// [Host.Shutdown] before it waits for the runs in progress, so that no
+	// new work comes.
+	Stop(ctx context.Context) error
+}
+
+// A Lease is a thread held by one host: see [Coordinator].
+type Lease interface {
+	// Context is parent carrying the lease: the store's writes made with
+	// it are fenced (refused once the lease is lost), and it is cancelled
+	// when the lease is lost or can no longer be renewed in time, so that
+	// a host never calls the model or runs a tool for a thread another
+	// host may be driving.
+	Context(parent context.Context) context.Context
+	// Lost reports whether the lease was lost: another host may drive the
+	// thread now, and this one must neither write nor report a failure.
+	Lost() bool
+	// Release lets the thread go, after the host's last write of the run.
+	// cutOff says the run neither finished nor parked (the host shuts
+	// down): the coordinator has another host go on with it.
+	Release(ctx context.Context, cutOff bool)
+}
+
+// ErrHeldElsewhere: another host drives the thread now.
+var ErrHeldElsewhere = errors.New("host: another replica drives the thread")
+
+// ErrBusy: the host drives as many runs as Config.MaxResumes allows; the
+// coordinator gives the run to another host or tries again.
+var ErrBusy = errors.New("host: too many runs in progress")
