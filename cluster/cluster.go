@@ -1,0 +1,352 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/host"
+)
+
+// Config builds a [Cluster]. Store is required.
+type Config struct {
+	// Store is the PostgreSQL store every replica shares. River's tables
+	// are made in its schema, beside tollgate's.
+	Store *postgres.Store
+	// ID names this replica in leases and River's records. Zero: the
+	// host name, the process id and a random suffix (a restarted replica
+	// is a new one: its old leases expire and are rescued).
+	ID string
+	// LeaseTTL is how long a replica keeps a thread after it last
+	// renewed the lease: the time another replica waits before it takes
+	// over the runs of one that died. Renewed every LeaseTTL/4. Zero:
+	// 15s.
+	LeaseTTL time.Duration
+	// Workers bounds the River jobs this replica works at once (they are
+	// short: taking a lease, firing a deadline). Zero: 100. The runs
+	// themselves are bounded by the host's MaxResumes.
+	Workers int
+	// ReconcileEvery is how often one replica looks for runs nothing
+	// would resume: an answer written by a program that did not insert
+	// its job, deadlines whose jobs are gone, runs that stopped with an
+	// error (retried). Also once at start-up. Zero: 10m; negative: never
+	// (for tests of what the jobs do alone).
+	ReconcileEvery time.Duration
+	// Clock times deadlines. Zero: the system clock.
+	Clock clock.Clock
+	// Logger receives the cluster's messages (River's below Warn are
+	// dropped). Zero: slog.Default().
+	Logger *slog.Logger
+}
+
+// The queue of tollgate's jobs, so that River jobs of other programs in
+// the schema, if any, are not worked here.
+const queue = "tollgate"
+
+// How long a run found held by another replica waits before its job tries
+// again: the holder goes on with the run, and the job only makes sure
+// that someone does once it lets go.
+const (
+	heldFirstRetry = 100 * time.Millisecond
+	heldMaxRetry   = 5 * time.Second
+)
+
+// deadlineEarly: deadline jobs are scheduled this long before the deadline
+// and snooze the rest. River makes a scheduled job available only every
+// 5 s (its scheduler's interval); a short snooze makes it available at
+// once, and it is fetched within FetchPollInterval of its time.
+const deadlineEarly = 6 * time.Second
+
+// Cluster is a [host.Coordinator] on PostgreSQL and River: with it,
+// several tollgate replicas share one store's threads. See the package
+// documentation.
+type Cluster struct {
+	store  *postgres.Store
+	id     string
+	ttl    time.Duration
+	clk    clock.Clock
+	log    *slog.Logger
+	river  *river.Client[pgx.Tx]
+	every  time.Duration
+	margin time.Duration
+
+	mu     sync.Mutex
+	host   *host.Host
+	leases map[string]*lease // by thread
+	// lastRenew is when the last renewal that succeeded was sent: every
+	// lease is valid here until lastRenew + ttl - margin.
+	lastRenew time.Time
+	started   bool
+	stop      context.CancelFunc
+	loops     sync.WaitGroup
+
+	stats Stats
+}
+
+// Stats counts what a replica's cluster did since it started.
+type Stats struct {
+	// Acquired leases, Released ones, Lost ones (taken over, or not
+	// renewed in time).
+	Acquired, Released, Lost int64
+	// Rescued: expired leases of replicas that stopped, whose runs were
+	// handed on.
+	Rescued int64
+	// HeldElsewhere: drive jobs that found the thread driven by another
+	// replica and waited.
+	HeldElsewhere int64
+	// DeadlinesFired: questions this replica timed out.
+	DeadlinesFired int64
+}
+
+// New readies the cluster on cfg.Store: River's tables are created or
+// upgraded (under a lock, so replicas starting together do it once), and
+// the store's commits get the hook that inserts the jobs. Pass it as
+// host.Config.Coordinator; [host.Host.Start] starts it. A program that only
+// answers (a command line) builds one too, and never starts it: its
+// answers then commit with the jobs that resume their runs.
+func New(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("cluster: Config.Store is required")
+	}
+	c := &Cluster{
+		store: cfg.Store, id: cfg.ID, ttl: cfg.LeaseTTL, clk: cfg.Clock, log: cfg.Logger,
+		every: cfg.ReconcileEvery, leases: map[string]*lease{},
+	}
+	if c.ttl <= 0 {
+		c.ttl = 15 * time.Second
+	}
+	if c.ttl < 400*time.Millisecond {
+		return nil, fmt.Errorf("cluster: LeaseTTL %s is too short: at least 400ms", c.ttl)
+	}
+	// A lease is trusted here until this long before the store lets
+	// another replica take it: room for a renewal's round trip and for
+	// the clocks' rates to differ.
+	c.margin = c.ttl / 5
+	if c.every == 0 {
+		c.every = 10 * time.Minute
+	}
+	if c.clk == nil {
+		c.clk = clock.Real
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.id == "" {
+		c.id = replicaID()
+	}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = 100
+	}
+	pool := cfg.Store.Pool()
+	if err := migrateRiver(ctx, cfg.Store); err != nil {
+		return nil, err
+	}
+	ws := river.NewWorkers()
+	if err := river.AddWorkerSafely(ws, &driveWorker{c: c}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(ws, &deadlineWorker{c: c}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(ws, &reconcileWorker{c: c}); err != nil {
+		return nil, err
+	}
+	var periodic []*river.PeriodicJob
+	if c.every > 0 {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(c.every),
+			func() (river.JobArgs, *river.InsertOpts) { return reconcileArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "tollgate_reconcile", RunOnStart: true}))
+	}
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		ID:      c.id,
+		Queues:  map[string]river.QueueConfig{queue: {MaxWorkers: workers}},
+		Workers: ws,
+		// Answers insert jobs: a replica hears of each at once
+		// (LISTEN/NOTIFY) and fetches it soon after; the poll catches
+		// what a notification missed, and snoozed jobs coming due.
+		FetchCooldown:     2 * time.Millisecond,
+		FetchPollInterval: 200 * time.Millisecond,
+		// The jobs are short (a lease taken, a deadline fired); the runs
+		// they start are the host's, under a lease, not River's.
+		JobTimeout:                  time.Minute,
+		RescueStuckJobsAfter:        2 * time.Minute,
+		CompletedJobRetentionPeriod: time.Hour,
+		MaxAttempts:                 100,
+		PeriodicJobs:                periodic,
+		Logger:                      slog.New(levelAtLeast{c.log.Handler(), slog.LevelWarn}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c.river = rc
+	cfg.Store.SetTxHook(&postgres.TxHook{Wants: wantsJobs, InTx: c.insertJobs})
+	return c, nil
+}
+
+// ID is the replica's name in leases and River's records.
+func (c *Cluster) ID() string { return c.id }
+
+// River is the cluster's River client (for its metrics, or to look at
+// its jobs).
+func (c *Cluster) River() *river.Client[pgx.Tx] { return c.river }
+
+// Stats returns the cluster's counts.
+func (c *Cluster) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+func replicaID() string {
+	name, _ := os.Hostname()
+	if name == "" {
+		name = "replica"
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	return name + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
+}
+
+// migrateRiver brings River's tables up to this River's version, once
+// for replicas that start together (an advisory lock on the schema).
+func migrateRiver(ctx context.Context, store *postgres.Store) error {
+	pool := store.Pool()
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(discard{})})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	// Each of River's migrations is a transaction of its own (some add
+	// an enum's value and use it), so the lock is a session's, on a
+	// connection held for the purpose.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: migrating River's tables: %w", err)
+	}
+	defer conn.Release()
+	key := store.Schema() + ".river"
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(1416588396, hashtext($1))", key); err != nil {
+		return fmt.Errorf("cluster: migrating River's tables: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(1416588396, hashtext($1))", key)
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("cluster: migrating River's tables: %w", err)
+	}
+	return nil
+}
+
+// Start implements [host.Coordinator]: River's client works the jobs,
+// and the replica renews its leases and rescues those of replicas that
+// stopped.
+func (c *Cluster) Start(ctx context.Context, h *host.Host) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("cluster: already started")
+	}
+	c.started, c.host = true, h
+	c.lastRenew = time.Now()
+	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	c.stop = stop
+	c.mu.Unlock()
+	if err := c.river.Start(loopCtx); err != nil {
+		stop()
+		return fmt.Errorf("cluster: starting River: %w", err)
+	}
+	c.loops.Add(2)
+	go c.renewLoop(loopCtx)
+	go c.rescueLoop(loopCtx)
+	return nil
+}
+
+// Stop implements [host.Coordinator]: no more jobs are fetched (those
+// being worked finish); the leases of the runs still going on are kept,
+// and renewed, until the host lets go of them.
+func (c *Cluster) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if !started {
+		return nil
+	}
+	return c.river.Stop(ctx)
+}
+
+// Close ends the lease renewal and the rescue loop, after the host's
+// Shutdown. Leases still held (runs cut off) then expire and are
+// rescued by other replicas.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	stop := c.stop
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	c.loops.Wait()
+}
+
+// levelAtLeast drops River's records below a level.
+type levelAtLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (l levelAtLeast) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= l.min && l.Handler.Enabled(ctx, level)
+}
+
+type discard struct{}
+
+func (discard) Enabled(context.Context, slog.Level) bool  { return false }
+func (discard) Handle(context.Context, slog.Record) error { return nil }
+func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discard) WithGroup(string) slog.Handler           { return d }
+
+var _ host.Coordinator = (*Cluster)(nil)
+
+// wantsJobs: the batches whose commit must insert a job — a resolution
+// (the run resumes; an abort closes its run itself) and a question with
+// a deadline (the deadline fires).
+func wantsJobs(b *checkpoint.Batch) bool {
+	if r := b.Resolve; r != nil && r.Resolution.Status != checkpoint.QuestionAborted {
+		return true
+	}
+	return b.Question != nil && !b.Question.Deadline.IsZero()
+}
+
+// insertJobs is the store's hook: in the transaction of a resolution, the
+// job that resumes the run; in that of a new question, its deadline's.
+func (c *Cluster) insertJobs(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch, out *checkpoint.Committed) error {
+	var params []river.InsertManyParams
+	if r := b.Resolve; r != nil && r.Resolution.Status != checkpoint.QuestionAborted && out.Resolved != nil {
+		params = append(params, river.InsertManyParams{Args: driveArgs{ThreadID: r.ThreadID}})
+	}
+	if q := out.Question; q != nil && out.Created && !q.Deadline.IsZero() {
+		params = append(params, river.InsertManyParams{
+			Args:       deadlineArgs{ThreadID: q.ThreadID, QuestionID: q.ID},
+			InsertOpts: &river.InsertOpts{ScheduledAt: q.Deadline.Add(-deadlineEarly)},
+		})
+	}
+	if len(params) == 0 {
+		return nil
+	}
+	if _, err := c.river.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("inserting the run's jobs: %w", err)
+	}
+	return nil
+}

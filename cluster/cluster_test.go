@@ -1,0 +1,394 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/cluster"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/pgtest"
+	"github.com/tollgate-ai/tollgate/provider/scripted"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+type cmdArgs struct {
+	Cmd string `json:"cmd" jsonschema:"the command"`
+}
+
+// world is what the replicas of a test share: the database, the model's
+// record of its calls, the tool's record of its runs.
+type world struct {
+	dsn, schema string
+
+	mu    sync.Mutex
+	calls map[string]int // model calls by thread and turn ("t1#1")
+	ran   map[string]int // tool runs by command
+	// gate, when set, holds every tool run until it is closed or the
+	// run's context ends.
+	gate chan struct{}
+}
+
+func newWorld(t *testing.T) *world {
+	dsn := pgtest.Start(t)
+	return &world{dsn: dsn, schema: pgtest.Schema(t, dsn), calls: map[string]int{}, ran: map[string]int{}}
+}
+
+// countingModel is the demo model, counting its calls by thread and turn
+// (the number of assistant messages before the call).
+type countingModel struct{ w *world }
+
+func (m countingModel) Complete(ctx context.Context, req *agent.Request, onText func(string)) (*agent.Message, error) {
+	turn := 1
+	for _, msg := range req.Messages {
+		if msg.Role == agent.RoleAssistant {
+			turn++
+		}
+	}
+	thread := ""
+	if len(req.Messages) > 0 {
+		thread, _, _ = strings.Cut(req.Messages[0].Text, "\n")
+	}
+	m.w.mu.Lock()
+	m.w.calls[fmt.Sprintf("%s#%d", thread, turn)]++
+	m.w.mu.Unlock()
+	return scripted.Demo{}.Complete(ctx, req, onText)
+}
+
+func (w *world) tool() *agent.Tool {
+	return agent.NewTool("bash", "Run a command.", func(ctx context.Context, a cmdArgs) (string, error) {
+		w.mu.Lock()
+		gate := w.gate
+		w.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		w.mu.Lock()
+		w.ran[a.Cmd]++
+		w.mu.Unlock()
+		return "ran " + a.Cmd, nil
+	}, nil)
+}
+
+// askAll asks a person for every call, with the timeout.
+func askAll(timeout time.Duration) hitl.Policy {
+	return hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, a cmdArgs) hitl.ApprovalDecision {
+		return hitl.AskUser(hitl.AskOptions{Timeout: timeout})
+	})
+}
+
+type replica struct {
+	store *postgres.Store
+	c     *cluster.Cluster
+	h     *host.Host
+}
+
+// replica starts one replica on the world's database: its own store
+// (pool, listener), cluster and host, as another process would have.
+func (w *world) replica(t *testing.T, ttl, timeout time.Duration) *replica {
+	t.Helper()
+	ctx := context.Background()
+	store, err := postgres.Open(ctx, w.dsn, &postgres.Options{Schema: w.schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.New(ctx, cluster.Config{Store: store, LeaseTTL: ttl, ReconcileEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(host.Config{Store: store, Coordinator: c, Agent: agent.Config{
+		Provider:   countingModel{w},
+		Tools:      []*agent.Tool{w.tool()},
+		Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), askAll(timeout))},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{store: store, c: c, h: h}
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *replica) stop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.h.Shutdown(ctx)
+	r.c.Close()
+	r.store.Close()
+}
+
+func eventually(t *testing.T, what string, d time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func pending(t *testing.T, store checkpoint.Store, thread string, n int) []*checkpoint.Question {
+	t.Helper()
+	var qs []*checkpoint.Question
+	eventually(t, fmt.Sprintf("%d pending questions on %s", n, thread), 15*time.Second, func() (bool, error) {
+		var err error
+		qs, _, err = store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: thread, Status: checkpoint.QuestionPending})
+		return len(qs) == n, err
+	})
+	return qs
+}
+
+func idle(t *testing.T, store checkpoint.Store, thread string) *checkpoint.Thread {
+	t.Helper()
+	var th *checkpoint.Thread
+	eventually(t, thread+" to finish", 20*time.Second, func() (bool, error) {
+		var err error
+		th, err = store.LoadThread(context.Background(), thread)
+		return err == nil && th.Status == checkpoint.ThreadIdle, nil
+	})
+	return th
+}
+
+func approve(t *testing.T, r *replica, q *checkpoint.Question) {
+	t.Helper()
+	a, _ := json.Marshal(map[string]any{"decision": "approve", "digest": q.Digest})
+	if _, err := r.h.Answer(context.Background(), q.ThreadID, q.ID, a, "alice"); err != nil {
+		t.Fatalf("answering %s on a replica: %v", q.ID, err)
+	}
+}
+
+// An answer taken by one replica resumes the run that parked on another:
+// the answer's commit inserts the job, whichever replica works it.
+func TestAnswerOnAnotherReplica(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica(t, 2*time.Second, time.Hour)
+	b := w.replica(t, 2*time.Second, time.Hour)
+	if _, _, err := a.h.Prompt(context.Background(), "t1", "t1\n$ echo one", nil); err != nil {
+		t.Fatal(err)
+	}
+	qs := pending(t, a.store, "t1", 1)
+	approve(t, b, qs[0])
+	idle(t, a.store, "t1")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ran["echo one"] != 1 {
+		t.Errorf("the tool ran %d times, want 1", w.ran["echo one"])
+	}
+	for k, n := range w.calls {
+		if n != 1 {
+			t.Errorf("model call %s made %d times", k, n)
+		}
+	}
+	if len(w.calls) != 2 {
+		t.Errorf("model calls %v, want turns 1 and 2 of t1", w.calls)
+	}
+}
+
+// Two answers to the two questions of one turn, given at once on two
+// replicas: the run goes on with both, and no turn is run twice.
+func TestTwoAnswersAtOnce(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica(t, 2*time.Second, time.Hour)
+	b := w.replica(t, 2*time.Second, time.Hour)
+	const threads = 8
+	for i := range threads {
+		id := fmt.Sprintf("t%d", i)
+		if _, _, err := a.h.Prompt(context.Background(), id, id+"\n$ echo "+id+"a\n$ echo "+id+"b", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range threads {
+		id := fmt.Sprintf("t%d", i)
+		qs := pending(t, a.store, id, 2)
+		wg.Add(2)
+		go func() { defer wg.Done(); approve(t, a, qs[0]) }()
+		go func() { defer wg.Done(); approve(t, b, qs[1]) }()
+	}
+	wg.Wait()
+	for i := range threads {
+		idle(t, a.store, fmt.Sprintf("t%d", i))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for cmd, n := range w.ran {
+		if n != 1 {
+			t.Errorf("%s ran %d times", cmd, n)
+		}
+	}
+	if len(w.ran) != 2*threads {
+		t.Errorf("%d tools ran, want %d", len(w.ran), 2*threads)
+	}
+	for k, n := range w.calls {
+		if n != 1 {
+			t.Errorf("model call %s made %d times", k, n)
+		}
+	}
+	if len(w.calls) != 2*threads {
+		t.Errorf("%d model calls, want %d", len(w.calls), 2*threads)
+	}
+}
+
+// A deadline fires once, as a job, though no replica's run waits for it.
+func TestDeadlineFiresOnce(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica(t, 2*time.Second, 300*time.Millisecond)
+	b := w.replica(t, 2*time.Second, 300*time.Millisecond)
+	_ = b
+	if _, _, err := a.h.Prompt(context.Background(), "t1", "t1\n$ echo late", nil); err != nil {
+		t.Fatal(err)
+	}
+	th := idle(t, a.store, "t1")
+	if !strings.Contains(string(th.Messages), "timed out") {
+		t.Errorf("the run's last message does not say the call timed out: %s", th.Messages)
+	}
+	evs, err := a.store.ListEvents(context.Background(), "t1", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved := 0
+	for _, e := range evs {
+		if e.Type == "question_resolved" {
+			resolved++
+		}
+	}
+	if resolved != 1 {
+		t.Errorf("%d question_resolved events, want 1", resolved)
+	}
+	if w.ran["echo late"] != 0 {
+		t.Errorf("a call that timed out ran")
+	}
+}
+
+// A replica that stops renewing its leases (frozen, cut off from the
+// database) loses its runs to another replica, which goes on under the
+// at-most-once rule; and whatever the first one writes after that is
+// refused by the fence.
+func TestRescueAndFence(t *testing.T) {
+	w := newWorld(t)
+	w.gate = make(chan struct{})
+	const ttl = time.Second
+	a := w.replica(t, ttl, time.Hour)
+	if _, _, err := a.h.Prompt(context.Background(), "t1", "t1\n$ echo once", nil); err != nil {
+		t.Fatal(err)
+	}
+	q := pending(t, a.store, "t1", 1)[0]
+	approve(t, a, q)
+	// The tool is running on a (held at the gate): its call is claimed.
+	eventually(t, "the call to be claimed", 10*time.Second, func() (bool, error) {
+		calls, err := a.store.ListToolCalls(context.Background(), "t1", q.RunID)
+		return len(calls) == 1 && calls[0].State == checkpoint.ToolCallExecuting, err
+	})
+	// a freezes: no more renewals, and nothing of its own stops its run.
+	a.c.Close()
+	b := w.replica(t, ttl, time.Hour)
+	th := idle(t, b.store, "t1")
+	if !strings.Contains(string(th.Messages), "interrupted") && !strings.Contains(string(th.Messages), "not run again") {
+		t.Logf("thread: %s", th.Messages)
+	}
+	if got := b.c.Stats().Rescued; got != 1 {
+		t.Errorf("b rescued %d runs, want 1", got)
+	}
+	// a wakes: its tool ends, and its result is refused.
+	close(w.gate)
+	time.Sleep(500 * time.Millisecond)
+	evs, err := b.store.ListEvents(context.Background(), "t1", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := 0
+	for _, e := range evs {
+		if e.Type == "tool_result" {
+			results++
+		}
+	}
+	if results != 1 {
+		t.Errorf("%d tool results in the audit log, want 1 (the rescue's)", results)
+	}
+	after, err := b.store.LoadThread(context.Background(), "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version != th.Version {
+		t.Errorf("the thread moved on after the rescue finished it (version %d → %d): the frozen replica wrote", th.Version, after.Version)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.calls["t1#2"] != 1 {
+		t.Errorf("turn 2 of t1 called the model %d times, want 1", w.calls["t1#2"])
+	}
+}
+
+// The fence: a write made under a lease that was taken over is refused,
+// all of it.
+func TestFence(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica(t, time.Second, time.Hour)
+	b := w.replica(t, time.Second, time.Hour)
+	ctx := context.Background()
+	if err := a.store.CreateThread(ctx, &checkpoint.Thread{ID: "t1", Status: checkpoint.ThreadIdle}); err != nil {
+		t.Fatal(err)
+	}
+	la, err := a.c.Acquire(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.c.Acquire(ctx, "t1"); !errors.Is(err, host.ErrHeldElsewhere) {
+		t.Fatalf("a second replica took a held lease: %v", err)
+	}
+	fenced := la.Context(ctx)
+	write := func(ctx context.Context, version int64) error {
+		_, err := a.store.Commit(ctx, &checkpoint.Batch{Thread: &checkpoint.ThreadWrite{ID: "t1", Version: version, Status: checkpoint.ThreadIdle,
+			Append: []json.RawMessage{json.RawMessage(`{"role":"user","text":"x"}`)}}})
+		return err
+	}
+	if err := write(fenced, 1); err != nil {
+		t.Fatalf("a write under a held lease: %v", err)
+	}
+	// The lease expires (a's renewals stopped) and b takes it.
+	a.c.Close()
+	if _, err := a.store.Pool().Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second' WHERE thread_id = 't1'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.c.Acquire(ctx, "t1"); err != nil {
+		t.Fatalf("taking an expired lease: %v", err)
+	}
+	if err := write(fenced, 2); !errors.Is(err, postgres.ErrFenced) {
+		t.Fatalf("a write under a lease taken over: %v, want ErrFenced", err)
+	}
+	th, err := a.store.LoadThread(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Version != 2 {
+		t.Errorf("thread at version %d after the refused write, want 2", th.Version)
+	}
+	if err := write(ctx, 2); err != nil {
+		t.Errorf("an unfenced write: %v", err)
+	}
+}

@@ -1,0 +1,70 @@
+// Package cluster lets several tollgate replicas (processes, machines)
+// share one PostgreSQL store: any replica takes any answer, any replica
+// resumes any run, a replica that dies loses nothing, and a deadline
+// fires once whatever restarts. It is a [host.Coordinator] built on River
+// (github.com/riverqueue/river), the PostgreSQL job queue; the runs are
+// the host's, so there is one run loop, the agent's.
+//
+//	store, _ := postgres.Open(ctx, dsn, nil)
+//	c, _ := cluster.New(ctx, cluster.Config{Store: store})
+//	h, _ := host.New(host.Config{Store: store, Coordinator: c, Agent: ...})
+//	_ = h.Start(ctx)            // starts c too
+//	...
+//	h.Shutdown(ctx); c.Close()
+//
+// # Jobs, committed with what they follow
+//
+// River's jobs, in tollgate's schema, are what makes runs go on:
+//   - an answer (or a timeout) commits in one transaction with a job that
+//     resumes its run (the store's [postgres.TxHook], River's InsertTx on
+//     the store's transaction): no answer is ever recorded without its
+//     resume, nor a resume without its answer;
+//   - a question commits with a job scheduled at its deadline, which times
+//     the question out by the compare-and-set an answer makes (nothing, if
+//     an answer came first) and resumes the run the same way;
+//   - a replica that lets go of a run it could not finish (shutting down)
+//     commits a job with the release, and another replica goes on.
+//
+// Whichever replica works the job drives the run. A run that waits for a
+// person holds nothing on any replica: its question, its deadline's job
+// and its thread are rows.
+//
+// # One driver per thread: a lease with fencing
+//
+// A replica drives a thread's run only under its lease: a row naming the
+// replica, until when (the database's clock), and an epoch from one
+// sequence. River's unique jobs are not enough for this: they keep two
+// jobs from being queued, not two replicas from running one (a job rescued
+// from a replica that is only slow runs again while the first still runs).
+// The lease is:
+//   - taken only when free or expired, with a new epoch;
+//   - renewed by the replica every LeaseTTL/4, for all its runs in one
+//     statement; one it no longer holds is cancelled at once;
+//   - fenced: every write of the run checks, in its transaction, that the
+//     row with its epoch still exists, and holds it until the commit, so a
+//     replica that lost the lease writes nothing more ([postgres.Fence]);
+//   - given up early: a replica whose renewals fail cancels its runs (the
+//     model call, the tool) LeaseTTL/5 before the database would let
+//     another replica take them, so two replicas never call the model or
+//     run a tool for one thread at the same time.
+//
+// # Rescue
+//
+// Every replica looks, about every LeaseTTL/2, for leases that expired (a
+// replica that died, or froze): each is deleted and a job inserted to
+// resume its run, in one transaction. The replica that works it resumes
+// the run under the agent's at-most-once rule: a tool found executing is
+// not run again unless it is idempotent; its result says it was cut off.
+//
+// Once at start-up and every ReconcileEvery, one replica (River's leader)
+// also fires deadlines whose jobs are missing (questions asked before the
+// cluster ran) and resumes unfinished runs that nothing holds and that
+// wait for no answer (an answer written by a program that inserted no
+// job; a run that stopped with an error is retried so).
+//
+// # Answers from other programs
+//
+// A program that answers questions on the store without being a replica
+// (a command line) builds a Cluster and never starts it: New installs the
+// hook, so its answers commit with their jobs.
+package cluster

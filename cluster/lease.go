@@ -1,0 +1,312 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/host"
+)
+
+// The lease of a thread is its row in the store's leases table: the replica
+// that drives the run, until when (the database's clock), and an epoch
+// from one sequence. Every write of the run checks the epoch (a
+// [postgres.Fence]), so a replica that lost the lease writes nothing
+// more; and the replica cancels the run itself, model call and tool,
+// before the store would let another replica take the lease (see
+// Cluster.margin), so that two replicas never drive one thread at once.
+
+// acquire takes the thread's lease when nobody holds it or its holder let
+// it expire; a new epoch either way.
+const acquire = `INSERT INTO leases AS l (thread_id, epoch, owner, expires_at)
+VALUES ($1, nextval('lease_epochs'), $2, now() + $3 * interval '1 millisecond')
+ON CONFLICT (thread_id) DO UPDATE SET epoch = excluded.epoch, owner = excluded.owner, expires_at = excluded.expires_at
+WHERE l.expires_at < now()
+RETURNING epoch`
+
+// release lets the thread go; nothing when the lease was taken over.
+const release = `DELETE FROM leases WHERE thread_id = $1 AND epoch = $2`
+
+// renew extends every lease this replica holds, in one statement, and
+// says which it still holds.
+const renew = `UPDATE leases SET expires_at = now() + $2 * interval '1 millisecond'
+WHERE owner = $1 AND thread_id = ANY($3)
+RETURNING thread_id, epoch`
+
+// rescue takes the leases their replicas stopped renewing.
+const rescue = `DELETE FROM leases WHERE expires_at < now() RETURNING thread_id`
+
+type lease struct {
+	c        *Cluster
+	threadID string
+	epoch    int64
+
+	mu      sync.Mutex
+	lost    bool
+	cancels []context.CancelFunc
+}
+
+// Acquire implements [host.Coordinator].
+func (c *Cluster) Acquire(ctx context.Context, threadID string) (host.Lease, error) {
+	var epoch int64
+	err := c.store.Pool().QueryRow(ctx, acquire, threadID, c.id, c.ttl.Milliseconds()).Scan(&epoch)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, host.ErrHeldElsewhere
+	case err != nil:
+		return nil, fmt.Errorf("cluster: taking the lease of thread %s: %w", threadID, err)
+	}
+	l := &lease{c: c, threadID: threadID, epoch: epoch}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.leases[threadID]; old != nil {
+		// The host holds a thread once: an old lease here was let go of
+		// without its row (a release that failed). Its epoch is dead.
+		old.markLost()
+	}
+	c.leases[threadID] = l
+	c.stats.Acquired++
+	return l, nil
+}
+
+func (l *lease) Context(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancel(postgres.WithFence(parent, postgres.Fence{ThreadID: l.threadID, Epoch: l.epoch}))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost {
+		cancel()
+	} else {
+		l.cancels = append(l.cancels, cancel)
+	}
+	return ctx
+}
+
+func (l *lease) Lost() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+func (l *lease) markLost() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost {
+		return
+	}
+	l.lost = true
+	for _, cancel := range l.cancels {
+		cancel()
+	}
+	l.cancels = nil
+}
+
+func (l *lease) Release(ctx context.Context, cutOff bool) {
+	c := l.c
+	c.mu.Lock()
+	if c.leases[l.threadID] == l {
+		delete(c.leases, l.threadID)
+	}
+	c.mu.Unlock()
+	err := l.release(ctx, cutOff)
+	c.mu.Lock()
+	if err == nil {
+		c.stats.Released++
+	}
+	c.mu.Unlock()
+	if err != nil {
+		// The row stays until it expires; then a replica rescues the run
+		// (resuming it finds nothing to do when it had finished).
+		c.log.Warn("tollgate: letting go of a thread's lease; it expires instead", "thread", l.threadID, "err", err)
+	}
+	// What was derived from the lease is done with.
+	l.mu.Lock()
+	for _, cancel := range l.cancels {
+		cancel()
+	}
+	l.cancels = nil
+	l.mu.Unlock()
+}
+
+func (l *lease) release(ctx context.Context, cutOff bool) error {
+	pool := l.c.store.Pool()
+	if !cutOff {
+		_, err := pool.Exec(ctx, release, l.threadID, l.epoch)
+		return err
+	}
+	// A run this replica could not finish (it shuts down): another
+	// replica goes on with it, as soon as the lease is gone.
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, release, l.threadID, l.epoch); err != nil {
+			return err
+		}
+		_, err := l.c.river.InsertTx(ctx, tx, driveArgs{ThreadID: l.threadID}, nil)
+		return err
+	})
+}
+
+// renewLoop renews the replica's leases every ttl/4. A lease missing from
+// the answer was taken over: its run is cancelled. When renewals fail for
+// so long that the store may soon let other replicas take the leases,
+// every run is cancelled.
+func (c *Cluster) renewLoop(ctx context.Context) {
+	defer c.loops.Done()
+	t := time.NewTicker(c.ttl / 4)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := c.renewOnce(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				c.log.Warn("tollgate: renewing leases", "err", err)
+			}
+			failing = true
+		case err == nil && failing:
+			c.log.Info("tollgate: renewing leases again")
+			failing = false
+		}
+		c.expireLocal()
+	}
+}
+
+func (c *Cluster) renewOnce(ctx context.Context) error {
+	c.mu.Lock()
+	held := make([]string, 0, len(c.leases))
+	epochs := make(map[string]*lease, len(c.leases))
+	for id, l := range c.leases {
+		held = append(held, id)
+		epochs[id] = l
+	}
+	c.mu.Unlock()
+	sent := time.Now()
+	if len(held) == 0 {
+		c.mu.Lock()
+		c.lastRenew = sent
+		c.mu.Unlock()
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.margin)
+	defer cancel()
+	rows, err := c.store.Pool().Query(rctx, renew, c.id, c.ttl.Milliseconds(), held)
+	if err != nil {
+		return err
+	}
+	kept := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var epoch int64
+		if err := rows.Scan(&id, &epoch); err != nil {
+			rows.Close()
+			return err
+		}
+		kept[id] = epoch
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.lastRenew = sent
+	c.mu.Unlock()
+	for id, l := range epochs {
+		if e, ok := kept[id]; !ok || e != l.epoch {
+			c.lose(l)
+		}
+	}
+	return nil
+}
+
+// expireLocal cancels every run when the leases can no longer be trusted
+// here: the last renewal that succeeded was sent more than ttl - margin
+// ago.
+func (c *Cluster) expireLocal() {
+	c.mu.Lock()
+	if time.Since(c.lastRenew) <= c.ttl-c.margin {
+		c.mu.Unlock()
+		return
+	}
+	var all []*lease
+	for _, l := range c.leases {
+		all = append(all, l)
+	}
+	c.mu.Unlock()
+	if len(all) > 0 {
+		c.log.Error("tollgate: the leases could not be renewed in time; the runs driven here stop, and other replicas go on with them", "runs", len(all))
+	}
+	for _, l := range all {
+		c.lose(l)
+	}
+}
+
+func (c *Cluster) lose(l *lease) {
+	c.mu.Lock()
+	if c.leases[l.threadID] == l {
+		delete(c.leases, l.threadID)
+	}
+	c.stats.Lost++
+	c.mu.Unlock()
+	l.markLost()
+}
+
+// rescueLoop hands on, every ttl/2 or so, the runs of replicas that
+// stopped renewing their leases: each expired lease is deleted and a job
+// inserted to resume its run, in one transaction. Every replica does it;
+// a lease is deleted once.
+func (c *Cluster) rescueLoop(ctx context.Context) {
+	defer c.loops.Done()
+	for {
+		wait := c.ttl/2 + time.Duration(rand.Int64N(int64(c.ttl/4)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		n, err := c.rescueOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("tollgate: rescuing the runs of stopped replicas", "err", err)
+		}
+		if n > 0 {
+			c.log.Info("tollgate: resuming the runs of a replica that stopped", "runs", n)
+			c.mu.Lock()
+			c.stats.Rescued += int64(n)
+			c.mu.Unlock()
+		}
+	}
+}
+
+func (c *Cluster) rescueOnce(ctx context.Context) (int, error) {
+	var n int
+	err := pgx.BeginTxFunc(ctx, c.store.Pool(), pgx.TxOptions{}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, rescue)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		n = len(ids)
+		if n == 0 {
+			return nil
+		}
+		params := make([]river.InsertManyParams, n)
+		for i, id := range ids {
+			params[i] = river.InsertManyParams{Args: driveArgs{ThreadID: id}}
+		}
+		_, err = c.river.InsertManyTx(ctx, tx, params)
+		return err
+	})
+	return n, err
+}
