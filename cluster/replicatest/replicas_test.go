@@ -367,13 +367,19 @@ func readLog(path string) ([]logLine, []string, error) {
 	var bad []string
 	sc := bufio.NewScanner(file)
 	for sc.Scan() {
+		// "job-N SECONDS.MICROSECONDS", read exactly (a float64 would
+		// round the microseconds).
 		var n int
-		var sec float64
-		if _, err := fmt.Sscanf(sc.Text(), "job-%d %f", &n, &sec); err != nil {
+		var stamp string
+		_, err := fmt.Sscanf(sc.Text(), "job-%d %s", &n, &stamp)
+		sec, frac, ok := strings.Cut(stamp, ".")
+		s, err1 := strconv.ParseInt(sec, 10, 64)
+		us, err2 := strconv.ParseInt(frac, 10, 64)
+		if err != nil || !ok || len(frac) != 6 || err1 != nil || err2 != nil {
 			bad = append(bad, sc.Text())
 			continue
 		}
-		lines = append(lines, logLine{n: n, at: time.UnixMicro(int64(sec * 1e6))})
+		lines = append(lines, logLine{n: n, at: time.Unix(s, us*1000)})
 	}
 	return lines, bad, sc.Err()
 }
@@ -389,6 +395,9 @@ type report struct {
 	notRun         []string // an approved call neither run nor reported cut off
 	badResult      []string // a denied or timed-out call whose result does not say so
 	unexpectedCall []string // the fake model's complaints
+	failedRuns     []string // a run that stopped on an error other than a shutdown's
+
+	interrupted []string // a run cut off by a shutdown (and resumed)
 
 	dupAllowed []string // a model call in flight on the killed replica, made again by the rescue
 	cutOff     []string // approved calls whose result says the outcome is unknown (at most once)
@@ -472,6 +481,19 @@ func checkJob(rep *report, j *job, th *apiThread, q *apiQuestion, qErr error, ev
 			if data["call_id"] == callID(j.n) {
 				results = append(results, data)
 			}
+		case "run_finished":
+			// A run stopped on an error writes its run_finished too: cut
+			// off by a shutdown ("run stopped: ..."), it is resumed; any
+			// other error is a driver that failed (another one had the
+			// run, say).
+			if msg, ok := data["error"].(string); ok {
+				count["run_finished"]--
+				if strings.HasPrefix(msg, "agent: run stopped") {
+					rep.interrupted = append(rep.interrupted, fmt.Sprintf("%s: %s", name, msg))
+				} else {
+					rep.failedRuns = append(rep.failedRuns, fmt.Sprintf("%s: %s", name, msg))
+				}
+			}
 		}
 	}
 	last := apiMessage{}
@@ -482,7 +504,7 @@ func checkJob(rep *report, j *job, th *apiThread, q *apiQuestion, qErr error, ev
 		rep.unfinished = append(rep.unfinished, fmt.Sprintf("%s: status %s, run %s %s, last message %s %q", name, th.Status, th.RunState, th.RunError, last.Role, last.Text))
 	}
 	if count["run_started"] != 1 || count["run_finished"] != 1 {
-		rep.unfinished = append(rep.unfinished, fmt.Sprintf("%s: %d run_started, %d run_finished", name, count["run_started"], count["run_finished"]))
+		rep.unfinished = append(rep.unfinished, fmt.Sprintf("%s: %d run_started, %d run_finished without an error", name, count["run_started"], count["run_finished"]))
 	}
 
 	// Its question resolved once, as the test meant.
@@ -629,6 +651,7 @@ func (rep *report) print(t *testing.T, f *fleet, jobs []*job, began, lastAnswer,
 	t.Logf("time to finish: %v from the first prompt, %v after the last answer", finished.Sub(began).Round(time.Millisecond), finished.Sub(lastAnswer).Round(time.Millisecond))
 	t.Logf("model calls: %d (by replica: %v); tools run: %d", len(rep.calls), callsPer, rep.ran)
 	t.Logf("rescues: %d runs (%d model calls in flight at the kill made again, %d tools cut off and reported unknown, not run again)", len(rescued), len(rep.dupAllowed), len(rep.cutOff))
+	t.Logf("runs cut off by the graceful restart, then resumed: %d", len(rep.interrupted))
 	t.Logf("duplicated model calls: %d allowed (in flight on the killed replica), %d forbidden", len(rep.dupAllowed), len(rep.dupForbidden))
 	t.Logf("answer to tool start, tool on the answering replica: %s", quantiles(rep.sameLat))
 	t.Logf("answer to tool start, tool on another replica:     %s", quantiles(rep.crossLat))
@@ -650,6 +673,7 @@ func (rep *report) print(t *testing.T, f *fleet, jobs []*job, began, lastAnswer,
 		{"turns whose model call was made twice", rep.dupForbidden},
 		{"approved tools neither run nor reported cut off", rep.notRun},
 		{"results that misreport the decision", rep.badResult},
+		{"runs that stopped on an error", rep.failedRuns},
 		{"requests the fake model could not place", rep.unexpectedCall},
 	} {
 		t.Logf("%s: %d", c.what, len(c.list))
