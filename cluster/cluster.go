@@ -350,3 +350,14 @@ func (c *Cluster) insertJobs(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch
 	}
 	return nil
 }
+
+// InUse reports whether replicas have used the store in cluster mode
+// (River's tables are there): a program that would drive the store's
+// runs by itself, without a lease (tollgate run), must not.
+func InUse(ctx context.Context, store *postgres.Store) (bool, error) {
+	var in bool
+	if err := store.Pool().QueryRow(ctx, `SELECT to_regclass('river_job') IS NOT NULL`).Scan(&in); err != nil {
+		return false, fmt.Errorf("cluster: %w", err)
+	}
+	return in, nil
+}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/cluster"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/display"
@@ -732,7 +734,27 @@ func (s *storeSource) host(ctx context.Context) (*host.Host, error) {
 		return nil, err
 	}
 	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, approval, s.log)
-	return host.New(host.Config{Store: s.store, Agent: tmpl, Logger: s.log})
+	return s.newHost(ctx, host.Config{Store: s.store, Agent: tmpl, Logger: s.log})
+}
+
+// newHost is host.New, in a cluster's when replicas serve the store: an
+// answer then commits with the job that resumes its run, and an abort
+// takes the thread's lease. The host is never started.
+func (s *storeSource) newHost(ctx context.Context, cfg host.Config) (*host.Host, error) {
+	if pg, ok := s.store.(*postgres.Store); ok {
+		in, err := cluster.InUse(ctx, pg)
+		if err != nil {
+			return nil, err
+		}
+		if in {
+			c, err := cluster.New(ctx, cluster.Config{Store: pg, Logger: s.log})
+			if err != nil {
+				return nil, err
+			}
+			cfg.Coordinator = c
+		}
+	}
+	return host.New(cfg)
 }
 
 func (s *storeSource) answer(ctx context.Context, thread, id string, answer json.RawMessage, by string) (*checkpoint.Question, error) {
@@ -844,7 +866,7 @@ func (s *storeSource) abort(ctx context.Context, id, reason string) error {
 		reason = "aborted by " + currentUser()
 	}
 	// Aborting needs no tools: the calls left are denied, not run.
-	h, err := host.New(host.Config{Store: s.store, Agent: agent.Config{Provider: scripted.Demo{}, Logger: s.log}, Logger: s.log})
+	h, err := s.newHost(ctx, host.Config{Store: s.store, Agent: agent.Config{Provider: scripted.Demo{}, Logger: s.log}, Logger: s.log})
 	if err != nil {
 		return err
 	}

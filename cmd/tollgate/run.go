@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/cluster"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
@@ -132,6 +134,18 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitFailed
 	}
 	defer store.Close()
+	if pg, ok := store.(*postgres.Store); ok {
+		// This host drives the store's runs alone, with no lease: on a
+		// store replicas serve, it would drive theirs too.
+		switch in, err := cluster.InUse(runCtx, pg); {
+		case err != nil:
+			fmt.Fprintln(stderr, "tollgate:", err)
+			return exitFailed
+		case in:
+			fmt.Fprintf(stderr, "tollgate: %s is served by tollgate serve replicas (cluster mode): tollgate run drives a store alone; give it a store of its own (--store sqlite:FILE, or another schema), and answer the replicas' questions with tollgate questions --server URL\n", storeurl.Redacted(*storeURL))
+			return exitUsage
+		}
+	}
 	var approval hitl.Policy = func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
 		if *allowAll {
 			return hitl.Approve()

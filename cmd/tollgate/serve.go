@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/cluster"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 	"github.com/tollgate-ai/tollgate/server"
@@ -50,6 +52,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var af agentFlags
 	af.register(fs, true)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
+	lease := fs.Duration("lease", 15*time.Second, "with a PostgreSQL store (cluster mode): how long the runs of a replica that stops answering stay held before another replica takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
 	}
@@ -101,7 +104,26 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 	log.Info("tollgate: " + af.sandbox.startupLine())
-	h, err := host.New(host.Config{Store: store, Agent: tmpl, Logger: log})
+	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log}
+	// On PostgreSQL every replica is one of a cluster, be it the only one:
+	// runs, answers and deadlines go through River's jobs and leases, so
+	// that more replicas can join at any time.
+	var coord *cluster.Cluster
+	var poll time.Duration
+	if pg, ok := store.(*postgres.Store); ok {
+		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log})
+		if err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return 1
+		}
+		defer coord.Close()
+		hcfg.Coordinator = coord
+		// Events other replicas write reach this one's streams by the
+		// log's poll (questions by notification, at once).
+		poll = 300 * time.Millisecond
+		log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String())
+	}
+	h, err := host.New(hcfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
@@ -115,13 +137,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		modelLabel = "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
 	}
 	srv, err := server.New(server.Config{
-		Host:       h,
-		Logger:     log,
-		Tokens:     tokens,
-		DevMode:    *dev,
-		ListenAddr: *addr,
-		Model:      modelLabel,
-		Page:       web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
+		Host:         h,
+		Logger:       log,
+		Tokens:       tokens,
+		DevMode:      *dev,
+		ListenAddr:   *addr,
+		Model:        modelLabel,
+		Page:         web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
+		PollInterval: poll,
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))
@@ -151,6 +174,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Warn("tollgate: requests still open at shutdown were cut", "err", err)
 	}
 	stats, _ := h.Shutdown(shutCtx)
+	if coord != nil {
+		log.Info("tollgate: stopped; other replicas go on with the runs cut off, and resume the others when answered",
+			"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
+		fmt.Fprintf(stdout, "tollgate: stopped: %s parked waiting for answers, %s cut off mid-way (other replicas go on with them, or the next start)\n", plural(stats.Parked, "run"), plural(stats.Active, "run"))
+		return 0
+	}
 	log.Info("tollgate: stopped; every unfinished run resumes at the next start",
 		"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
 	fmt.Fprintf(stdout, "tollgate: stopped: %s parked waiting for answers, %s cut off mid-way (they resume at the next start)\n", plural(stats.Parked, "run"), plural(stats.Active, "run"))
