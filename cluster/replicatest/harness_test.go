@@ -95,14 +95,15 @@ func newDatabase(t *testing.T) string {
 	return u.String()
 }
 
-// policyYAML asks a person about every job's command: "echo" for the jobs
-// to be answered (10 minutes), "printf" for those left to time out (20 s).
+// policyYAML asks a person about every job's command: "echo" (and
+// "sleep") for the jobs to be answered (10 minutes), "printf" for those
+// left to time out (20 s).
 const policyYAML = `version: 1
 default: block
 rules:
   - name: job
     tool: bash
-    command: [echo]
+    command: [echo, sleep]
     action: ask
     timeout: 10m
     impact: appends a line to tools.log
@@ -113,7 +114,7 @@ rules:
     timeout: 20s
     impact: appends a line to tools.log; nobody answers
 tests:
-  - cmd: echo job-3 $EPOCHREALTIME >> tools.log
+  - cmd: echo job-3 $EPOCHREALTIME >> tools.log && sleep 0.5
     want: ask
     rule: job
   - cmd: printf 'job-4 %s\n' $EPOCHREALTIME >> tools.log
@@ -130,12 +131,13 @@ const leftTimeout = 20 * time.Second
 const logFile = "tools.log"
 
 // jobCommand is the bash command of job n: it appends "job-n" and the
-// time it ran (bash's $EPOCHREALTIME, seconds with microseconds) to the log.
+// time it ran (bash's $EPOCHREALTIME, seconds with microseconds) to the
+// log, then takes half a second, so that a kill can catch some running.
 func jobCommand(n int, left bool) string {
 	if left {
 		return fmt.Sprintf(`printf 'job-%d %%s\n' $EPOCHREALTIME >> %s`, n, logFile)
 	}
-	return fmt.Sprintf(`echo job-%d $EPOCHREALTIME >> %s`, n, logFile)
+	return fmt.Sprintf(`echo job-%d $EPOCHREALTIME >> %s && sleep 0.5`, n, logFile)
 }
 
 // fleet is the replicas of a test and what they share.

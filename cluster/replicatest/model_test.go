@@ -31,6 +31,8 @@ type fakeModel struct {
 	srv     *httptest.Server
 	command func(job int) string
 	delay   time.Duration // how long a call takes, so that a kill can catch one in flight
+	// onCall, if set, is told of each call as it starts (before the delay).
+	onCall func(replica, turn int)
 
 	mu         sync.Mutex
 	calls      []modelCall
@@ -101,6 +103,9 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		m.unexpected = append(m.unexpected, fmt.Sprintf("replica %d, job %d: turn %d (tool result seen: %v)", replica, job, turn, sawResult))
 		m.mu.Unlock()
+	}
+	if m.onCall != nil {
+		m.onCall(replica, turn)
 	}
 	time.Sleep(m.delay)
 

@@ -61,6 +61,9 @@ const (
 	restartAfterKill = 2 * time.Second
 	reviveAfterKill  = 8 * time.Second // after --lease has passed: the others rescue first
 	inFlightWindow   = 10 * time.Second
+	// modelDelay is how long the fake model takes to answer: the window in
+	// which the kill catches a call in flight.
+	modelDelay = 150 * time.Millisecond
 )
 
 func envInt(t *testing.T, name string, def int) int {
@@ -109,7 +112,20 @@ func TestReplicas(t *testing.T) {
 	model := newFakeModel(t, func(n int) string {
 		j := byN[n]
 		return jobCommand(n, j != nil && j.plan == leave)
-	}, 30*time.Millisecond)
+	}, modelDelay)
+	// The kill waits for a call of replica 1's in flight (turn 2: a run
+	// that was answered and ran its tool), so that the rescue has one to
+	// make again.
+	var armed atomic.Bool
+	inFlight := make(chan struct{}, 1)
+	model.onCall = func(replica, turn int) {
+		if replica == 1 && turn == 2 && armed.Load() {
+			select {
+			case inFlight <- struct{}{}:
+			default:
+			}
+		}
+	}
 	f := newFleet(t, nReplicas, model)
 	for _, r := range f.replicas {
 		if err := r.start(); err != nil {
@@ -190,7 +206,15 @@ func TestReplicas(t *testing.T) {
 	var killedAt time.Time
 	disrupted := make(chan error, 1)
 	half := make(chan struct{})
-	go func() { disrupted <- disrupt(f, half, &killedAt) }()
+	go func() {
+		<-half
+		armed.Store(true)
+		select {
+		case <-inFlight:
+		case <-time.After(5 * time.Second):
+		}
+		disrupted <- disrupt(f, &killedAt)
+	}()
 	var rngMu sync.Mutex
 	pick := func(n int) int {
 		rngMu.Lock()
@@ -244,10 +268,9 @@ func TestReplicas(t *testing.T) {
 	r.print(t, f, jobs, began, lastAnswer, finished, killedAt)
 }
 
-// disrupt kills replica 1 once half the answers are sent (half closed),
-// restarts replica 2 (SIGTERM, wait, start) and starts replica 1 again.
-func disrupt(f *fleet, half <-chan struct{}, killedAt *time.Time) error {
-	<-half
+// disrupt kills replica 1, restarts replica 2 (SIGTERM, wait, start) and
+// starts replica 1 again.
+func disrupt(f *fleet, killedAt *time.Time) error {
 	*killedAt = time.Now()
 	f.replicas[0].kill()
 	if len(f.replicas) > 1 {
@@ -404,6 +427,7 @@ type report struct {
 	ran        int
 	sameLat    []time.Duration // answer's resolution to the tool's start, the tool on the answering replica
 	crossLat   []time.Duration // the same, the tool on another replica
+	lateBy     []time.Duration // a timed-out question's resolution after its deadline
 	calls      []modelCall
 }
 
@@ -523,6 +547,9 @@ func checkJob(rep *report, j *job, th *apiThread, q *apiQuestion, qErr error, ev
 		rep.lost = append(rep.lost, fmt.Sprintf("%s: answered %s, the test said %v", name, q.decision(), j.plan))
 	case j.plan == leave && q.AnsweredBy != "timeout":
 		rep.deadlines = append(rep.deadlines, fmt.Sprintf("%s: timed out by %q", name, q.AnsweredBy))
+	}
+	if qErr == nil && q.Status == "timed_out" && !q.Deadline.IsZero() {
+		rep.lateBy = append(rep.lateBy, q.ResolvedAt.Sub(q.Deadline.Time))
 	}
 	if len(resolutions) != 1 {
 		msg := fmt.Sprintf("%s (%v): %d question_resolved entries", name, j.plan, len(resolutions))
@@ -653,6 +680,8 @@ func (rep *report) print(t *testing.T, f *fleet, jobs []*job, began, lastAnswer,
 	t.Logf("rescues: %d runs (%d model calls in flight at the kill made again, %d tools cut off and reported unknown, not run again)", len(rescued), len(rep.dupAllowed), len(rep.cutOff))
 	t.Logf("runs cut off by the graceful restart, then resumed: %d", len(rep.interrupted))
 	t.Logf("duplicated model calls: %d allowed (in flight on the killed replica), %d forbidden", len(rep.dupAllowed), len(rep.dupForbidden))
+	t.Logf("rescues the replicas logged: %s", rescueLog(f))
+	t.Logf("deadlines fired after their time by: %s", quantiles(rep.lateBy))
 	t.Logf("answer to tool start, tool on the answering replica: %s", quantiles(rep.sameLat))
 	t.Logf("answer to tool start, tool on another replica:     %s", quantiles(rep.crossLat))
 	for _, s := range rep.dupAllowed {
@@ -682,6 +711,35 @@ func (rep *report) print(t *testing.T, f *fleet, jobs []*job, began, lastAnswer,
 			t.Errorf("%d %s:\n  %s", len(c.list), c.what, strings.Join(c.list[:min(len(c.list), 15)], "\n  "))
 		}
 	}
+}
+
+// rescueLog sums what the replicas' logs say they rescued (the cluster's
+// "resuming the runs of a replica that stopped", runs=N): a figure only,
+// read from a log message that may change.
+func rescueLog(f *fleet) string {
+	files, _ := filepath.Glob(filepath.Join(f.logs, "*.log"))
+	var parts []string
+	total := 0
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, "resuming the runs of a replica that stopped") {
+				continue
+			}
+			_, after, _ := strings.Cut(line, " runs=")
+			k, _ := strconv.Atoi(strings.Fields(after + " ")[0])
+			n += k
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", strings.TrimSuffix(filepath.Base(file), ".log"), n))
+			total += n
+		}
+	}
+	if total == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d runs (%s)", total, strings.Join(parts, ", "))
 }
 
 // quantiles prints p50, p99 and the maximum of ds.
