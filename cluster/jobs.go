@@ -116,9 +116,16 @@ func (c *Cluster) fire(ctx context.Context, q *checkpoint.Question) (fired bool,
 	}
 	now := c.clk.Now()
 	if d := q.Deadline.Sub(now); d > 0 {
-		return false, d + time.Millisecond, nil
+		// In steps River makes available at once (a longer snooze waits
+		// for its scheduler, up to 5 s late).
+		return false, min(d+time.Millisecond, 4*time.Second), nil
 	}
-	_, won, err := agent.TimeOut(ctx, c.store, q, now)
+	var won bool
+	if h := c.hostOf(); h != nil {
+		_, won, err = h.TimeOut(ctx, q)
+	} else {
+		_, won, err = agent.TimeOut(ctx, c.store, q, now)
+	}
 	if err != nil {
 		return false, 0, fmt.Errorf("cluster: timing out question %s of thread %s: %w", q.ID, q.ThreadID, err)
 	}

@@ -250,11 +250,15 @@ func (c *Cluster) expireLocal() {
 	}
 }
 
+// lose marks l lost and cancels its run, unless it was let go of
+// meanwhile (a renewal that no longer finds a released lease).
 func (c *Cluster) lose(l *lease) {
 	c.mu.Lock()
-	if c.leases[l.threadID] == l {
-		delete(c.leases, l.threadID)
+	if c.leases[l.threadID] != l {
+		c.mu.Unlock()
+		return
 	}
+	delete(c.leases, l.threadID)
 	c.stats.Lost++
 	c.mu.Unlock()
 	l.markLost()

@@ -280,6 +280,7 @@ func (h *Host) reconcile(ctx context.Context) error {
 func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 	defer h.loops.Done()
 	var lastResub time.Time
+	lastPrune := time.Now()
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -304,6 +305,11 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 				lastResub = time.Now()
 				notes = h.resubscribe()
 				continue
+			}
+			if h.coord != nil && time.Since(lastPrune) > time.Minute {
+				// No deadline loop prunes it with a Coordinator.
+				lastPrune = time.Now()
+				h.pruneSelfResolved()
 			}
 			switch n.Kind {
 			case checkpoint.QuestionResolved:
@@ -564,7 +570,10 @@ func (h *Host) releaseLocked(threadID string, r *run) {
 	close(r.done)
 	if r.again && !h.closing {
 		r.again = false
-		if h.resuming < h.maxRes {
+		// With a Coordinator nothing else would resume it: no job is left
+		// (the one that told this run was done), so it starts over the
+		// bound rather than wait in a queue another replica cannot see.
+		if h.resuming < h.maxRes || h.coord != nil {
 			h.startResumeLocked(threadID)
 		} else if !h.queued[threadID] {
 			h.queued[threadID] = true
