@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
@@ -390,5 +392,42 @@ func TestFence(t *testing.T) {
 	}
 	if err := write(ctx, 2); err != nil {
 		t.Errorf("an unfenced write: %v", err)
+	}
+}
+
+// The replica's metrics: its leases and River's queue, read from the
+// database at each scrape.
+func TestMetrics(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica(t, 2*time.Second, time.Hour)
+	if _, _, err := a.h.Prompt(context.Background(), "t1", "t1\n$ echo one", nil); err != nil {
+		t.Fatal(err)
+	}
+	pending(t, a.store, "t1", 1)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(a.c.Collector())
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range m.GetLabel() {
+				name += "{" + l.GetValue() + "}"
+			}
+			got[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	if got["tollgate_cluster_jobs_scrape_ok"] != 1 {
+		t.Errorf("the job counts could not be read: %v", got)
+	}
+	// The question's deadline job waits, scheduled.
+	if got["tollgate_cluster_jobs{scheduled}"] != 1 {
+		t.Errorf("scheduled jobs = %v, want 1 (the deadline's): %v", got["tollgate_cluster_jobs{scheduled}"], got)
+	}
+	if got["tollgate_cluster_leases_acquired_total"] != 1 {
+		t.Errorf("leases acquired = %v, want 1", got["tollgate_cluster_leases_acquired_total"])
 	}
 }

@@ -41,7 +41,7 @@ var (
 	toolDecisions   = []string{"allowed", "error", "human_deny", "edit", "policy_deny", "timed_out", "aborted", "other"}
 )
 
-func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
+func newMetrics(reg *prometheus.Registry, extra []prometheus.Collector, s *Server) (*metrics, error) {
 	own := reg == nil
 	if own {
 		reg = prometheus.NewRegistry()
@@ -73,6 +73,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.answers, m.answerSeconds, m.runs, m.toolCalls, m.storeErrors, m.streams,
 		&gaugeCollector{s: s, m: m}}
+	cs = append(cs, extra...)
 	if own {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -46,6 +46,9 @@ type Config struct {
 	// Registry receives the server's metrics, served at /metrics. Zero: a
 	// new registry, with the Go and process collectors.
 	Registry *prometheus.Registry
+	// Collectors are more metrics to serve at /metrics with the server's
+	// own (tollgate serve's cluster mode adds its replica's).
+	Collectors []prometheus.Collector
 	// MaxBodyBytes limits request bodies (413 beyond). Zero: 1 MiB.
 	MaxBodyBytes int64
 	// Clock times sessions. Zero: the system clock.
@@ -142,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	if s.auth, err = newAuthenticator(tokens, s.clock, ttl, maxSessions); err != nil {
 		return nil, err
 	}
-	if s.metrics, err = newMetrics(cfg.Registry, s); err != nil {
+	if s.metrics, err = newMetrics(cfg.Registry, cfg.Collectors, s); err != nil {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
 	"github.com/tollgate-ai/tollgate/cluster"
 	"github.com/tollgate-ai/tollgate/host"
@@ -145,6 +147,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Model:        modelLabel,
 		Page:         web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
 		PollInterval: poll,
+		Collectors:   collectorsOf(coord),
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))
@@ -184,6 +187,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
 	fmt.Fprintf(stdout, "tollgate: stopped: %s parked waiting for answers, %s cut off mid-way (they resume at the next start)\n", plural(stats.Parked, "run"), plural(stats.Active, "run"))
 	return 0
+}
+
+// collectorsOf is the cluster's metrics, when there is one.
+func collectorsOf(c *cluster.Cluster) []prometheus.Collector {
+	if c == nil {
+		return nil
+	}
+	return []prometheus.Collector{c.Collector()}
 }
 
 func loadTokens(file string) ([]server.Token, error) {
