@@ -87,11 +87,8 @@ type Cluster struct {
 
 	mu     sync.Mutex
 	host   *host.Host
-	leases map[string]*lease // by thread
-	// lastRenew is when the last renewal that succeeded was sent: every
-	// lease is valid here until lastRenew + ttl - margin.
-	lastRenew time.Time
-	started   bool
+	leases  map[string]*lease // by thread
+	started bool
 	stop      context.CancelFunc
 	loops     sync.WaitGroup
 
@@ -260,7 +257,6 @@ func (c *Cluster) Start(ctx context.Context, h *host.Host) error {
 		return errors.New("cluster: already started")
 	}
 	c.started, c.host = true, h
-	c.lastRenew = time.Now()
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	c.stop = stop
 	c.mu.Unlock()

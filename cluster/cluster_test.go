@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -429,5 +430,46 @@ func TestMetrics(t *testing.T) {
 	}
 	if got["tollgate_cluster_leases_acquired_total"] != 1 {
 		t.Errorf("leases acquired = %v, want 1", got["tollgate_cluster_leases_acquired_total"])
+	}
+}
+
+// A replica that cannot renew its leases stops its runs (the tool is
+// cancelled) before the database would let another replica take them.
+func TestRenewalsFailingStopTheRuns(t *testing.T) {
+	w := newWorld(t)
+	w.gate = make(chan struct{})
+	defer close(w.gate)
+	var cut atomic.Bool
+	cluster.FailRenewals(&cut)
+	defer cut.Store(false)
+	const ttl = 2 * time.Second
+	a := w.replica(t, ttl, time.Hour)
+	if _, _, err := a.h.Prompt(context.Background(), "t1", "t1\n$ echo once", nil); err != nil {
+		t.Fatal(err)
+	}
+	q := pending(t, a.store, "t1", 1)[0]
+	approve(t, a, q)
+	var expires time.Time
+	eventually(t, "the run to take its lease", 10*time.Second, func() (bool, error) {
+		err := a.store.Pool().QueryRow(context.Background(), `SELECT expires_at FROM leases WHERE thread_id = 't1'`).Scan(&expires)
+		return err == nil && a.c.Stats().Acquired >= 2, nil
+	})
+	cut.Store(true)
+	eventually(t, "the run to stop", 2*ttl, func() (bool, error) { return a.h.Stats().Active == 0, nil })
+	var dbNow, lastExpiry time.Time
+	if err := a.store.Pool().QueryRow(context.Background(), `SELECT now(), expires_at FROM leases WHERE thread_id = 't1'`).Scan(&dbNow, &lastExpiry); err != nil {
+		t.Fatal(err)
+	}
+	if !dbNow.Before(lastExpiry) {
+		t.Errorf("the run stopped at %s, after its lease expired at %s", dbNow, lastExpiry)
+	}
+	if a.c.Stats().Lost != 1 {
+		t.Errorf("leases lost = %d, want 1", a.c.Stats().Lost)
+	}
+	w.mu.Lock()
+	ran := w.ran["echo once"]
+	w.mu.Unlock()
+	if ran != 0 {
+		t.Errorf("the tool ran to its end though its lease could not be renewed")
 	}
 }

@@ -43,9 +43,10 @@
 //   - fenced: every write of the run checks, in its transaction, that the
 //     row with its epoch still exists, and holds it until the commit, so a
 //     replica that lost the lease writes nothing more ([postgres.Fence]);
-//   - given up early: a replica whose renewals fail cancels its runs (the
-//     model call, the tool) LeaseTTL/5 before the database would let
-//     another replica take them, so two replicas never call the model or
+//   - given up early: a replica whose renewals fail cancels each run (the
+//     model call, the tool) LeaseTTL/5 before the database could let
+//     another replica take its lease (timed from when the last renewal
+//     that succeeded was sent), so two replicas never call the model or
 //     run a tool for one thread at the same time.
 //
 // # Rescue

@@ -47,6 +47,11 @@ type lease struct {
 	c        *Cluster
 	threadID string
 	epoch    int64
+	// validUntil: the lease is trusted here until then, margin before
+	// the database lets another replica take it (the time the renewal
+	// or acquisition that set it was sent, plus ttl - margin). Under
+	// Cluster.mu.
+	validUntil time.Time
 
 	mu      sync.Mutex
 	lost    bool
@@ -55,6 +60,7 @@ type lease struct {
 
 // Acquire implements [host.Coordinator].
 func (c *Cluster) Acquire(ctx context.Context, threadID string) (host.Lease, error) {
+	sent := time.Now()
 	var epoch int64
 	err := c.store.Pool().QueryRow(ctx, acquire, threadID, c.id, c.ttl.Milliseconds()).Scan(&epoch)
 	switch {
@@ -63,7 +69,7 @@ func (c *Cluster) Acquire(ctx context.Context, threadID string) (host.Lease, err
 	case err != nil:
 		return nil, fmt.Errorf("cluster: taking the lease of thread %s: %w", threadID, err)
 	}
-	l := &lease{c: c, threadID: threadID, epoch: epoch}
+	l := &lease{c: c, threadID: threadID, epoch: epoch, validUntil: sent.Add(c.ttl - c.margin)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.leases[threadID]; old != nil {
@@ -152,19 +158,39 @@ func (l *lease) release(ctx context.Context, cutOff bool) error {
 }
 
 // renewLoop renews the replica's leases every ttl/4. A lease missing from
-// the answer was taken over: its run is cancelled. When renewals fail for
-// so long that the store may soon let other replicas take the leases,
-// every run is cancelled.
+// the answer was taken over: its run is cancelled. A lease not renewed in
+// time (renewals failing) is given up, and its run cancelled, at its
+// validUntil, to the moment, before the store would let another replica
+// take it.
 func (c *Cluster) renewLoop(ctx context.Context) {
 	defer c.loops.Done()
 	t := time.NewTicker(c.ttl / 4)
 	defer t.Stop()
 	failing := false
 	for {
+		var expiry <-chan time.Time
+		var timer *time.Timer
+		if next := c.earliestValidity(); !next.IsZero() {
+			timer = time.NewTimer(max(time.Until(next), 0))
+			expiry = timer.C
+		}
+		var expired, tick bool
 		select {
 		case <-ctx.Done():
-			return
+		case <-expiry:
+			expired = true
 		case <-t.C:
+			tick = true
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		switch {
+		case expired:
+			c.expireLocal()
+			continue
+		case !tick:
+			return
 		}
 		err := c.renewOnce(ctx)
 		switch {
@@ -181,7 +207,15 @@ func (c *Cluster) renewLoop(ctx context.Context) {
 	}
 }
 
+// testHookRenew, when set, fails renewals (a database out of reach).
+var testHookRenew func() error
+
 func (c *Cluster) renewOnce(ctx context.Context) error {
+	if testHookRenew != nil {
+		if err := testHookRenew(); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	held := make([]string, 0, len(c.leases))
 	epochs := make(map[string]*lease, len(c.leases))
@@ -192,9 +226,6 @@ func (c *Cluster) renewOnce(ctx context.Context) error {
 	c.mu.Unlock()
 	sent := time.Now()
 	if len(held) == 0 {
-		c.mu.Lock()
-		c.lastRenew = sent
-		c.mu.Unlock()
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.margin)
@@ -218,7 +249,11 @@ func (c *Cluster) renewOnce(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	c.lastRenew = sent
+	for id, l := range epochs {
+		if e, ok := kept[id]; ok && e == l.epoch && c.leases[id] == l {
+			l.validUntil = sent.Add(c.ttl - c.margin)
+		}
+	}
 	c.mu.Unlock()
 	for id, l := range epochs {
 		if e, ok := kept[id]; !ok || e != l.epoch {
@@ -228,18 +263,30 @@ func (c *Cluster) renewOnce(ctx context.Context) error {
 	return nil
 }
 
-// expireLocal cancels every run when the leases can no longer be trusted
-// here: the last renewal that succeeded was sent more than ttl - margin
-// ago.
-func (c *Cluster) expireLocal() {
+// earliestValidity is the first validUntil of the leases held (zero:
+// none).
+func (c *Cluster) earliestValidity() time.Time {
 	c.mu.Lock()
-	if time.Since(c.lastRenew) <= c.ttl-c.margin {
-		c.mu.Unlock()
-		return
+	defer c.mu.Unlock()
+	var first time.Time
+	for _, l := range c.leases {
+		if first.IsZero() || l.validUntil.Before(first) {
+			first = l.validUntil
+		}
 	}
+	return first
+}
+
+// expireLocal cancels the runs of the leases that can no longer be
+// trusted here (past their validUntil).
+func (c *Cluster) expireLocal() {
+	now := time.Now()
+	c.mu.Lock()
 	var all []*lease
 	for _, l := range c.leases {
-		all = append(all, l)
+		if !now.Before(l.validUntil) {
+			all = append(all, l)
+		}
 	}
 	c.mu.Unlock()
 	if len(all) > 0 {

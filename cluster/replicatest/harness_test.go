@@ -531,9 +531,9 @@ func (f *fleet) allQuestions(ctx context.Context) ([]apiQuestion, error) {
 	}
 }
 
-// runningThreads counts the threads whose status is running.
-func (f *fleet) runningThreads(ctx context.Context) ([]string, error) {
-	var ids []string
+// runningThreads lists the threads whose status is running.
+func (f *fleet) runningThreads(ctx context.Context) ([]apiThread, error) {
+	var ids []apiThread
 	cursor := ""
 	for {
 		var page apiThreads
@@ -544,9 +544,7 @@ func (f *fleet) runningThreads(ctx context.Context) ([]string, error) {
 		if err := f.get(ctx, path, &page); err != nil {
 			return nil, err
 		}
-		for _, th := range page.Threads {
-			ids = append(ids, th.ID)
-		}
+		ids = append(ids, page.Threads...)
 		if page.NextCursor == "" {
 			return ids, nil
 		}

@@ -133,7 +133,10 @@ func (m *fakeModel) fail(w http.ResponseWriter, what string) {
 	m.mu.Unlock()
 	// 400: the SDK does not retry it, and the run stops with an error the
 	// checks see.
-	http.Error(w, `{"error":{"message":"fake model: `+strconv.Quote(what)+`"}}`, http.StatusBadRequest)
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": "fake model: " + what}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	w.Write(b)
 }
 
 // completion is a Chat Completions reply, streamed (as SSE chunks) or not:
