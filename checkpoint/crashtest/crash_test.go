@@ -462,8 +462,10 @@ func auditMismatch(t *testing.T, store checkpoint.Store, thread string) string {
 	if pairRound(round) {
 		// Two children drive the run at once: a call that needs no claim
 		// (a blocked one, an idempotent one found executing) can have its
-		// result written by both, each write with its entry. (One driver
-		// per run is issue 14's lease.) The entries still match writes.
+		// result written by both, each write with its entry. (These
+		// children drive the agent with no coordinator; one driver per
+		// run is package cluster's lease, tested with real replicas in
+		// cluster/replicatest.) The entries still match writes.
 		got = slices.Compact(got)
 	}
 	if !slices.Equal(got, want) {
