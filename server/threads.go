@@ -69,6 +69,11 @@ func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*thre
 		}
 		cursor = next
 	}
+	if d.RunState == string(host.RunParked) && len(d.PendingQuestions) == 0 {
+		// Not waiting for anyone: about to resume, or driven by another
+		// replica.
+		d.RunState = string(host.RunActive)
+	}
 	return d, nil
 }
 
