@@ -37,6 +37,12 @@ type world struct {
 	mu    sync.Mutex
 	calls map[string]int // model calls by thread and turn ("t1#1")
 	ran   map[string]int // tool runs by command
+	// inFlight counts model calls under way by thread; overlaps counts
+	// the calls that began while another for the thread was under way.
+	inFlight map[string]int
+	overlaps int
+	// modelDelay, when set, makes each model call take that long.
+	modelDelay time.Duration
 	// gate, when set, holds every tool run until it is closed or the
 	// run's context ends.
 	gate chan struct{}
@@ -44,7 +50,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	dsn := pgtest.Start(t)
-	return &world{dsn: dsn, schema: pgtest.Schema(t, dsn), calls: map[string]int{}, ran: map[string]int{}}
+	return &world{dsn: dsn, schema: pgtest.Schema(t, dsn), calls: map[string]int{}, ran: map[string]int{}, inFlight: map[string]int{}}
 }
 
 // countingModel is the demo model, counting its calls by thread and turn
@@ -64,7 +70,24 @@ func (m countingModel) Complete(ctx context.Context, req *agent.Request, onText 
 	}
 	m.w.mu.Lock()
 	m.w.calls[fmt.Sprintf("%s#%d", thread, turn)]++
+	if m.w.inFlight[thread] > 0 {
+		m.w.overlaps++
+	}
+	m.w.inFlight[thread]++
+	delay := m.w.modelDelay
 	m.w.mu.Unlock()
+	defer func() {
+		m.w.mu.Lock()
+		m.w.inFlight[thread]--
+		m.w.mu.Unlock()
+	}()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return scripted.Demo{}.Complete(ctx, req, onText)
 }
 
@@ -472,4 +495,58 @@ func TestRenewalsFailingStopTheRuns(t *testing.T) {
 	if ran != 0 {
 		t.Errorf("the tool ran to its end though its lease could not be renewed")
 	}
+}
+
+// Many threads, each with two questions in its turn, answered at once on
+// three replicas picked at random, with a slow model: no thread's model is
+// ever called by two replicas at once, no turn twice, no tool twice.
+func TestNoTwoDrivers(t *testing.T) {
+	w := newWorld(t)
+	w.modelDelay = 20 * time.Millisecond
+	rs := []*replica{w.replica(t, 2*time.Second, time.Hour), w.replica(t, 2*time.Second, time.Hour), w.replica(t, 2*time.Second, time.Hour)}
+	const threads = 30
+	for i := range threads {
+		id := fmt.Sprintf("t%d", i)
+		if _, _, err := rs[i%3].h.Prompt(context.Background(), id, id+"\n$ echo "+id+"a\n$ echo "+id+"b", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range threads {
+		id := fmt.Sprintf("t%d", i)
+		for j, q := range pending(t, rs[0].store, id, 2) {
+			wg.Add(1)
+			go func() { defer wg.Done(); approve(t, rs[(i+j+1)%3], q) }()
+		}
+	}
+	wg.Wait()
+	for i := range threads {
+		idle(t, rs[0].store, fmt.Sprintf("t%d", i))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.overlaps != 0 {
+		t.Errorf("%d model calls began while another replica's call for the thread was under way", w.overlaps)
+	}
+	for k, n := range w.calls {
+		if n != 1 {
+			t.Errorf("model call %s made %d times", k, n)
+		}
+	}
+	if len(w.calls) != 2*threads {
+		t.Errorf("%d model calls, want %d", len(w.calls), 2*threads)
+	}
+	for cmd, n := range w.ran {
+		if n != 1 {
+			t.Errorf("%s ran %d times", cmd, n)
+		}
+	}
+	if len(w.ran) != 2*threads {
+		t.Errorf("%d tools ran, want %d", len(w.ran), 2*threads)
+	}
+	var held int64
+	for _, r := range rs {
+		held += r.c.Stats().HeldElsewhere
+	}
+	t.Logf("%d threads, 3 replicas: %d jobs found their thread driven elsewhere and waited", threads, held)
 }
