@@ -85,12 +85,12 @@ type Cluster struct {
 	every  time.Duration
 	margin time.Duration
 
-	mu     sync.Mutex
-	host   *host.Host
+	mu      sync.Mutex
+	host    *host.Host
 	leases  map[string]*lease // by thread
 	started bool
-	stop      context.CancelFunc
-	loops     sync.WaitGroup
+	stop    context.CancelFunc
+	loops   sync.WaitGroup
 
 	stats Stats
 }
