@@ -65,8 +65,10 @@
 // line that answers from another process builds a Host with the same tools
 // and policy and calls Answer without starting it.
 //
-// One host per store: two hosts on one SQLite file would both resume the
-// same runs (the executing claim keeps a tool from running twice, but the
-// model could be called twice for a turn). Several replicas on PostgreSQL
-// need the cluster mode.
+// One host per store, unless they share it through a [Coordinator]: two
+// hosts on one SQLite file would both resume the same runs (the executing
+// claim keeps a tool from running twice, but the model could be called
+// twice for a turn). Several replicas on PostgreSQL use package cluster,
+// a Coordinator on River: each thread is driven under a lease, by one
+// host at a time, and answers and deadlines are jobs any replica works.
 package host
