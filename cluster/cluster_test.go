@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -549,4 +550,33 @@ func TestNoTwoDrivers(t *testing.T) {
 		held += r.c.Stats().HeldElsewhere
 	}
 	t.Logf("%d threads, 3 replicas: %d jobs found their thread driven elsewhere and waited", threads, held)
+}
+
+// Parked runs hold nothing on any replica: no lease, no goroutine, no run
+// in the host.
+func TestParkedRunsHoldNothing(t *testing.T) {
+	w := newWorld(t)
+	a := w.replica(t, 2*time.Second, time.Hour)
+	b := w.replica(t, 2*time.Second, time.Hour)
+	time.Sleep(300 * time.Millisecond) // River's clients settle
+	before := runtime.NumGoroutine()
+	const n = 40
+	for i := range n {
+		id := fmt.Sprintf("p%d", i)
+		if _, _, err := a.h.Prompt(context.Background(), id, id+"\n$ echo "+id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		pending(t, b.store, fmt.Sprintf("p%d", i), 1)
+	}
+	eventually(t, "every run to park", 10*time.Second, func() (bool, error) {
+		var leases int
+		err := a.store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM leases`).Scan(&leases)
+		return err == nil && leases == 0 && a.h.Stats().Active == 0, err
+	})
+	time.Sleep(200 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before+5 {
+		t.Errorf("%d goroutines with %d parked runs, %d before: parked runs hold goroutines", after, n, before)
+	}
 }
