@@ -333,10 +333,7 @@ func (c *Cluster) insertJobs(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch
 		params = append(params, river.InsertManyParams{Args: driveArgs{ThreadID: r.ThreadID}})
 	}
 	if q := out.Question; q != nil && out.Created && !q.Deadline.IsZero() {
-		params = append(params, river.InsertManyParams{
-			Args:       deadlineArgs{ThreadID: q.ThreadID, QuestionID: q.ID},
-			InsertOpts: &river.InsertOpts{ScheduledAt: q.Deadline.Add(-deadlineEarly)},
-		})
+		params = append(params, deadlineJob(q))
 	}
 	if len(params) == 0 {
 		return nil

@@ -128,12 +128,18 @@ type replica struct {
 // (pool, listener), cluster and host, as another process would have.
 func (w *world) replica(t *testing.T, ttl, timeout time.Duration) *replica {
 	t.Helper()
+	return w.replicaWith(t, cluster.Config{LeaseTTL: ttl, ReconcileEvery: -1}, timeout)
+}
+
+func (w *world) replicaWith(t *testing.T, cfg cluster.Config, timeout time.Duration) *replica {
+	t.Helper()
 	ctx := context.Background()
 	store, err := postgres.Open(ctx, w.dsn, &postgres.Options{Schema: w.schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.New(ctx, cluster.Config{Store: store, LeaseTTL: ttl, ReconcileEvery: -1})
+	cfg.Store = store
+	c, err := cluster.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,5 +584,61 @@ func TestParkedRunsHoldNothing(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if after := runtime.NumGoroutine(); after > before+5 {
 		t.Errorf("%d goroutines with %d parked runs, %d before: parked runs hold goroutines", after, n, before)
+	}
+}
+
+// Questions asked with no replica's hook (by a program that is not one,
+// or before the store ran in cluster mode) have no deadline jobs, and
+// their answers no resume jobs: the start-up reconcile finds them — a
+// deadline already passed fires, one to come gets its job, a run answered
+// without its job resumes.
+func TestReconcileFindsWhatNoJobCovers(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	plain, err := postgres.Open(ctx, w.dsn, &postgres.Options{Schema: w.schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	// Three parked runs, made by a host with no coordinator.
+	timeouts := map[string]time.Duration{"echo t0": 1500 * time.Millisecond, "echo t1": 4 * time.Second, "echo t2": time.Hour}
+	policy := hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, a cmdArgs) hitl.ApprovalDecision {
+		return hitl.AskUser(hitl.AskOptions{Timeout: timeouts[a.Cmd]})
+	})
+	h, err := host.New(host.Config{Store: plain, Agent: agent.Config{
+		Provider: countingModel{w}, Tools: []*agent.Tool{w.tool()},
+		Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(plain, "", nil), policy)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"t0", "t1", "t2"} {
+		if _, _, err := h.Prompt(ctx, id, id+"\n$ echo "+id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the runs to park", 5*time.Second, func() (bool, error) { return h.Stats().Parked == 3, nil })
+	h.Shutdown(ctx)
+	// t2's question is answered by a program that inserts no job.
+	q := pending(t, plain, "t2", 1)[0]
+	a, _ := json.Marshal(map[string]any{"decision": "approve", "digest": q.Digest})
+	if _, err := hitl.NewCheckpointedChannel(plain, "", nil).AnswerWith(ctx, "t2", q.ID, a, &hitl.AnswerOptions{By: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1600 * time.Millisecond) // t0's deadline passes with no host
+	r := w.replicaWith(t, cluster.Config{LeaseTTL: 2 * time.Second, ReconcileEvery: time.Hour}, time.Hour)
+	for _, id := range []string{"t0", "t1", "t2"} {
+		idle(t, r.store, id)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ran["echo t2"] != 1 || w.ran["echo t0"] != 0 || w.ran["echo t1"] != 0 {
+		t.Errorf("tools ran %v, want only echo t2 once", w.ran)
+	}
+	if got := r.c.Stats().DeadlinesFired; got != 2 {
+		t.Errorf("%d deadlines fired, want 2 (t0 at start-up, t1 by the job reconcile scheduled)", got)
 	}
 }

@@ -35,7 +35,19 @@ type deadlineArgs struct {
 
 func (deadlineArgs) Kind() string { return "tollgate_deadline" }
 
-func (deadlineArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue} }
+// InsertOpts: one job per question, however often it is inserted (by
+// the question's commit and by reconcile); a fired one is kept an hour.
+func (deadlineArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// deadlineJob is q's deadline job, scheduled deadlineEarly before it.
+func deadlineJob(q *checkpoint.Question) river.InsertManyParams {
+	return river.InsertManyParams{
+		Args:       deadlineArgs{ThreadID: q.ThreadID, QuestionID: q.ID},
+		InsertOpts: &river.InsertOpts{ScheduledAt: q.Deadline.Add(-deadlineEarly)},
+	}
+}
 
 // reconcileArgs: look for runs nothing would resume (periodic, on one
 // replica).
@@ -159,26 +171,42 @@ AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id = t.id)
 ORDER BY t.id LIMIT 1000`
 
 // reconcile fires the deadlines that passed without their job (questions
-// asked before the cluster ran, jobs discarded) and resumes the orphans.
+// asked before the cluster ran, or by a program that is not a replica;
+// jobs discarded), makes sure every deadline due before the next
+// reconcile has its job (deadline jobs are unique by question, so one
+// that exists is not doubled), and resumes the orphans.
 func (c *Cluster) reconcile(ctx context.Context) error {
+	horizon := c.clk.Now().Add(c.every + deadlineEarly)
+	f := checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, Order: checkpoint.DeadlineFirst, Limit: 200}
 	for {
-		qs, _, err := c.store.ListQuestions(ctx, checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, Order: checkpoint.DeadlineFirst, Limit: 100})
+		qs, next, err := c.store.ListQuestions(ctx, f)
 		if err != nil {
 			return fmt.Errorf("cluster: listing pending deadlines: %w", err)
 		}
-		fired := 0
+		var soon []river.InsertManyParams
+		done := next == ""
 		for _, q := range qs {
-			if q.Deadline.IsZero() || q.Deadline.After(c.clk.Now()) {
+			if q.Deadline.IsZero() || q.Deadline.After(horizon) {
+				done = true
 				break
 			}
-			if _, _, err := c.fire(ctx, q); err != nil {
-				return err
+			if !q.Deadline.After(c.clk.Now()) {
+				if _, _, err := c.fire(ctx, q); err != nil {
+					return err
+				}
+				continue
 			}
-			fired++
+			soon = append(soon, deadlineJob(q))
 		}
-		if fired < len(qs) || fired == 0 {
+		if len(soon) > 0 {
+			if _, err := c.river.InsertMany(ctx, soon); err != nil {
+				return fmt.Errorf("cluster: scheduling deadlines: %w", err)
+			}
+		}
+		if done {
 			break
 		}
+		f.After = next
 	}
 	after, resumed := "", 0
 	for {
