@@ -22,8 +22,18 @@
 // call made twice (except one in flight on the killed replica, which the
 // rescue repeats), and prints the figures.
 //
-// TestEventsAcrossReplicas checks that an event stream opened on one
-// replica sees, within a second, the events another replica writes.
+// A run that stopped on an error writes a run_finished with the error:
+// one cut off by a shutdown ("agent: run stopped: ...") is resumed and
+// only counted; any other is a failed driver and fails the test. What the
+// rescue legitimately repeats (a model call in flight on the killed
+// replica, made again after the kill) and what it cuts off (a tool found
+// executing, whose result then says the outcome is unknown) is printed,
+// not failed. TestChecksCatch shows each check failing on a job where
+// what it checks went wrong.
+//
+// TestEventsAcrossReplicas opens a stream of each thread on both of two
+// replicas and checks that every event one replica writes reaches the
+// other's stream within a second of its time.
 //
 // Run them (PostgreSQL as internal/pgtest finds it; with CI=true a missing
 // PostgreSQL fails):

@@ -93,15 +93,26 @@ func TestEventsAcrossReplicas(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(eventsLatency) // what is late, not lost, is counted as late
+		events, err := f.threadEvents(ctx, thread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		complete := true
+		for _, st := range streams {
+			got := st.received()
+			for _, e := range events {
+				if _, ok := got[e.Seq]; !ok {
+					complete = false
+				}
+			}
+		}
+		if !complete {
+			time.Sleep(eventsLatency) // what is late, not lost, is counted as late
+		}
 		got := map[int]map[int64]time.Time{}
 		for n, st := range streams {
 			st.close()
 			got[n] = st.received()
-		}
-		events, err := f.threadEvents(ctx, thread)
-		if err != nil {
-			t.Fatal(err)
 		}
 		calls, _ := model.record()
 		driver := map[int]int{} // turn: the replica that called the model first

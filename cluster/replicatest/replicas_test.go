@@ -479,6 +479,17 @@ func check(ctx context.Context, t *testing.T, f *fleet, jobs []*job, killedAt ti
 		}
 	}
 
+	// No question but the one of each job's call.
+	qs, err := f.allQuestions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if j := byThread(jobs, q.ThreadID); j == nil || q.ID != j.questionID() {
+			rep.lost = append(rep.lost, fmt.Sprintf("%s: a question the test did not expect: %s (%s)", q.ThreadID, q.ID, q.Status))
+		}
+	}
+
 	var mu sync.Mutex
 	err = parallel(8, jobs, func(j *job) error {
 		var th apiThread
@@ -500,6 +511,14 @@ func check(ctx context.Context, t *testing.T, f *fleet, jobs []*job, killedAt ti
 		t.Fatal(err)
 	}
 	return rep
+}
+
+func byThread(jobs []*job, thread string) *job {
+	var n int
+	if _, err := fmt.Sscanf(thread, "job-%d", &n); err != nil || n < 1 || n > len(jobs) || jobs[n-1].thread != thread {
+		return nil
+	}
+	return jobs[n-1]
 }
 
 func checkJob(rep *report, j *job, th *apiThread, q *apiQuestion, qErr error, events []apiEvent, logged []logLine,
