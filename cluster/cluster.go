@@ -333,7 +333,7 @@ func (c *Cluster) insertJobs(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch
 		params = append(params, river.InsertManyParams{Args: driveArgs{ThreadID: r.ThreadID}})
 	}
 	if q := out.Question; q != nil && out.Created && !q.Deadline.IsZero() {
-		params = append(params, deadlineJob(q))
+		params = append(params, deadlineJob(q, c.clk.Now()))
 	}
 	if len(params) == 0 {
 		return nil

@@ -313,6 +313,11 @@ func TestDeadlineFiresOnce(t *testing.T) {
 	if resolved != 1 {
 		t.Errorf("%d question_resolved events, want 1", resolved)
 	}
+	qs, _, err := a.store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: "t1", Status: checkpoint.QuestionTimedOut})
+	if err != nil || len(qs) != 1 {
+		t.Fatalf("timed out questions: %v, %v", qs, err)
+	}
+	t.Logf("the deadline fired %s late", qs[0].ResolvedAt.Sub(qs[0].Deadline))
 	if w.ran["echo late"] != 0 {
 		t.Errorf("a call that timed out ran")
 	}

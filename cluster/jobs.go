@@ -41,12 +41,15 @@ func (deadlineArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
-// deadlineJob is q's deadline job, scheduled deadlineEarly before it.
-func deadlineJob(q *checkpoint.Question) river.InsertManyParams {
-	return river.InsertManyParams{
-		Args:       deadlineArgs{ThreadID: q.ThreadID, QuestionID: q.ID},
-		InsertOpts: &river.InsertOpts{ScheduledAt: q.Deadline.Add(-deadlineEarly)},
+// deadlineJob is q's deadline job, scheduled deadlineEarly before it. A
+// scheduled job waits for River's scheduler (every 5 s), so one due
+// sooner than that is inserted ready, to snooze until the deadline.
+func deadlineJob(q *checkpoint.Question, now time.Time) river.InsertManyParams {
+	p := river.InsertManyParams{Args: deadlineArgs{ThreadID: q.ThreadID, QuestionID: q.ID}}
+	if at := q.Deadline.Add(-deadlineEarly); at.After(now) {
+		p.InsertOpts = &river.InsertOpts{ScheduledAt: at}
 	}
+	return p
 }
 
 // reconcileArgs: look for runs nothing would resume (periodic, on one
@@ -196,7 +199,7 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 				}
 				continue
 			}
-			soon = append(soon, deadlineJob(q))
+			soon = append(soon, deadlineJob(q, c.clk.Now()))
 		}
 		if len(soon) > 0 {
 			if _, err := c.river.InsertMany(ctx, soon); err != nil {
