@@ -27,6 +27,9 @@ const usage = `usage: go run ./bench COMMAND [flags]
 Commands:
   cycle   the approval cycle through the public API, beside the raw
           commit rate of the same database (go run ./bench cycle -h)
+  cluster replicas on one PostgreSQL: answer on one to tool on another,
+          memory with many parked runs, cycles/s of several against one
+          (go run ./bench cluster -h)
 
 The service benchmark is a command of its own: go run ./bench/service -h
 `
@@ -40,6 +43,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "cycle":
 		return cycleCommand(ctx, args[1:], stdout, stderr)
+	case "cluster":
+		return clusterCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
