@@ -125,7 +125,7 @@ func measureClusterCycles(ctx context.Context, b *backend, dsn string, o cluster
 				c := configs[(i+r)%len(configs)]
 				profile := ""
 				if r == o.rounds-1 {
-					profile = cpuProfilePath(o.cpuProfile, "cycles", loops, c.label())
+					profile = cpuProfilePath(o.cpuProfile, "cycles", loops, c.short())
 				}
 				rc := replicaConfig{dsn: dsn, schema: schema, conns: conns, timeout: o.timeout, start: true, alone: c.Alone}
 				cr, err := runClusterCycleRound(ctx, b, w, rc, c.Replicas, loops, o, profile)
@@ -156,6 +156,14 @@ func (c *clusterCycles) label() string {
 		return "a host alone"
 	}
 	return plural(c.Replicas, "replica")
+}
+
+// short names the configuration in file names.
+func (c *clusterCycles) short() string {
+	if c.Alone {
+		return "alone"
+	}
+	return strconv.Itoa(c.Replicas)
 }
 
 func (c *clusterCycles) summarize(one *clusterCycles) {

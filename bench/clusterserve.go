@@ -63,15 +63,19 @@ type memoryResult struct {
 	// store whose commits insert the deadline jobs (a cluster built on
 	// it, never started); raw single-row inserts from as many loops just
 	// before and after.
-	SeedLoops     int         `json:"seed_loops"`
-	SeedSeconds   float64     `json:"seed_seconds"`
-	SeedPerS      float64     `json:"seeded_per_s"`
-	RawSeed       rawResult   `json:"raw_before_seed"`
-	RawSeedAfter  rawResult   `json:"raw_after_seed"`
-	DeadlineJobs  int64       `json:"deadline_jobs"`
-	DBBytesBefore int64       `json:"database_bytes_before"`
-	DBBytes       int64       `json:"database_bytes"`
-	Tables        []tableSize `json:"tables"`
+	SeedLoops     int       `json:"seed_loops"`
+	SeedSeconds   float64   `json:"seed_seconds"`
+	SeedPerS      float64   `json:"seeded_per_s"`
+	RawSeed       rawResult `json:"raw_before_seed"`
+	RawSeedAfter  rawResult `json:"raw_after_seed"`
+	DeadlineJobs  int64     `json:"deadline_jobs"`
+	DBBytesBefore int64     `json:"database_bytes_before"`
+	DBBytes       int64     `json:"database_bytes"`
+	// The schema tollgate serve uses (tables, their indexes and TOAST),
+	// before and after seeding.
+	SchemaBytesBefore int64       `json:"schema_bytes_before"`
+	SchemaBytes       int64       `json:"schema_bytes"`
+	Tables            []tableSize `json:"tables"`
 	// The replicas after starting on the seeded store and settling, then
 	// after the answers finished and they settled again.
 	Start     []procMem `json:"start"`
@@ -79,18 +83,21 @@ type memoryResult struct {
 	// The answers: through the HTTP API of random replicas, AnswerLoops at
 	// once; every answered run then finished (the thread idle), with a
 	// tool result each.
-	Answered      int       `json:"answered"`
-	AnswerLoops   int       `json:"answer_loops"`
-	AnswerSeconds float64   `json:"answer_seconds"`
-	FinishSeconds float64   `json:"finish_seconds"`
-	Finished      int64     `json:"finished"`
-	ToolResults   int64     `json:"tool_results"`
-	AnswersBy     []int64   `json:"answers_by_replica"`
-	AnswerRequest durStats  `json:"answer_request"`
-	After         []procMem `json:"after"`
-	LoadBefore    string    `json:"load_before"`
-	LoadSeeded    string    `json:"load_seeded"`
-	LoadAfter     string    `json:"load_after"`
+	Answered      int      `json:"answered"`
+	AnswerLoops   int      `json:"answer_loops"`
+	AnswerSeconds float64  `json:"answer_seconds"`
+	FinishSeconds float64  `json:"finish_seconds"`
+	Finished      int64    `json:"finished"`
+	ToolResults   int64    `json:"tool_results"`
+	AnswersBy     []int64  `json:"answers_by_replica"`
+	AnswerRequest durStats `json:"answer_request"`
+	// Healthz: GET /healthz round trips on the replicas just before the
+	// answers, the HTTP request's own cost.
+	Healthz    durStats  `json:"healthz"`
+	After      []procMem `json:"after"`
+	LoadBefore string    `json:"load_before"`
+	LoadSeeded string    `json:"load_seeded"`
+	LoadAfter  string    `json:"load_after"`
 }
 
 // moduleRoot is the directory of the go.mod above the working directory.
@@ -570,8 +577,12 @@ func measureMemory(ctx context.Context, b *backend, dsn string, o clusterOptions
 	f.replicas = nil
 
 	// The seeding.
-	if res.DBBytesBefore, _, err = databaseSize(ctx, store); err != nil {
+	var tables []tableSize
+	if res.DBBytesBefore, tables, err = databaseSize(ctx, store); err != nil {
 		return nil, err
+	}
+	for _, t := range tables {
+		res.SchemaBytesBefore += t.Bytes
 	}
 	if res.RawSeed, err = b.raw(ctx, o.seedLoops, o.rawTime); err != nil {
 		return nil, err
@@ -623,6 +634,9 @@ func measureMemory(ctx context.Context, b *backend, dsn string, o clusterOptions
 	if res.DBBytes, res.Tables, err = databaseSize(ctx, store); err != nil {
 		return nil, err
 	}
+	for _, t := range res.Tables {
+		res.SchemaBytes += t.Bytes
+	}
 	if err := store.Pool().QueryRow(ctx, `SELECT count(*) FROM tollgate.river_job WHERE kind = 'tollgate_deadline' AND state = 'scheduled'`).Scan(&res.DeadlineJobs); err != nil {
 		return nil, err
 	}
@@ -647,7 +661,20 @@ func measureMemory(ctx context.Context, b *backend, dsn string, o clusterOptions
 		progress("memory: replica %d, %d parked runs in the store: VmRSS %s (RssAnon %s), VmHWM %s, settled in %.0fs", r.n, o.parked, kbStr(m.RSSKB), kbStr(m.AnonKB), kbStr(m.HWMKB), st[i])
 	}
 
-	// The answers.
+	// The answers, after the HTTP round trip's own cost.
+	var hz []time.Duration
+	for i := range 200 {
+		r := f.replicas[i%len(f.replicas)]
+		t0 := time.Now()
+		resp, err := f.client.Get("http://" + r.addr + "/healthz")
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		hz = append(hz, time.Since(t0))
+	}
+	res.Healthz = statsOf(hz)
 	chosen := make([]string, 0, o.answers)
 	for _, i := range rand.Perm(len(ids))[:o.answers] {
 		chosen = append(chosen, ids[i])
@@ -752,8 +779,9 @@ func (m *memoryResult) print(w io.Writer) {
 	fmt.Fprintf(w, "seeding: %d parked runs, one Commit each (thread, messages, question, audit entries, deadline job) from %d goroutines,\n"+
 		"in %.1fs = %.0f runs/s; raw single-row inserts from %d loops: %.0f tx/s before, %.0f tx/s after; %d deadline jobs scheduled\n",
 		m.Parked, m.SeedLoops, m.SeedSeconds, m.SeedPerS, m.SeedLoops, m.RawSeed.PerSecond, m.RawSeedAfter.PerSecond, m.DeadlineJobs)
-	per := float64(m.DBBytes-m.DBBytesBefore) / float64(max(1, m.Parked))
-	fmt.Fprintf(w, "database: %s (%s before seeding; %s a parked run):", sizeStr(float64(m.DBBytes)), sizeStr(float64(m.DBBytesBefore)), sizeStr(per))
+	per := float64(m.SchemaBytes-m.SchemaBytesBefore) / float64(max(1, m.Parked))
+	fmt.Fprintf(w, "database: %s, of which the schema tollgate %s (%s before seeding; %s a parked run):", sizeStr(float64(m.DBBytes)),
+		sizeStr(float64(m.SchemaBytes)), sizeStr(float64(m.SchemaBytesBefore)), sizeStr(per))
 	for i, t := range m.Tables {
 		if i >= 8 {
 			break
@@ -761,7 +789,7 @@ func (m *memoryResult) print(w io.Writer) {
 		fmt.Fprintf(w, " %s %s", t.Name, sizeStr(float64(t.Bytes)))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "answers: %d approved through random replicas (%v by replica), %d at once, in %.1fs; request p50/p90/p99/max %s;\n"+
-		"every answered run finished %.1fs after the first answer (%d idle, %d tool results)\n",
-		m.Answered, m.AnswersBy, m.AnswerLoops, m.AnswerSeconds, m.AnswerRequest, m.FinishSeconds, m.Finished, m.ToolResults)
+	fmt.Fprintf(w, "answers: %d approved through random replicas (%v by replica), %d at once, in %.1fs; request p50/p90/p99/max %s\n"+
+		"(GET /healthz, the raw limit: %s); every answered run finished %.1fs after the first answer (%d idle, %d tool results)\n",
+		m.Answered, m.AnswersBy, m.AnswerLoops, m.AnswerSeconds, m.AnswerRequest, m.Healthz, m.FinishSeconds, m.Finished, m.ToolResults)
 }
