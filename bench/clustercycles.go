@@ -6,8 +6,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,17 @@ type clusterCycleRound struct {
 	XactCommit   int64 `json:"xact_commit"`
 	WALSyncs     int64 `json:"wal_syncs"`
 	WALBytes     int64 `json:"wal_bytes"`
+	// Statements: where the server's time went in the measured phase,
+	// from pg_stat_statements when the server has it loaded (this
+	// database's statements only), the dearest first.
+	Statements []stmtStat `json:"statements,omitempty"`
+}
+
+// stmtStat is one statement of pg_stat_statements over a round.
+type stmtStat struct {
+	Query  string  `json:"query"`
+	Calls  int64   `json:"calls"`
+	TimeMS float64 `json:"total_exec_ms"`
 }
 
 // clusterCycles is one number of loops on one number of replicas.
@@ -97,6 +110,7 @@ func measureClusterCycles(ctx context.Context, b *backend, dsn string, o cluster
 			configs = append([]*clusterCycles{{Loops: loops, Replicas: 1, Alone: true, Conns: conns}}, configs...)
 		}
 		w := newClusterWorld()
+		w.statements = statementsAvailable(ctx, b)
 		rawRound := func() error {
 			seq, err := b.raw(ctx, 1, o.rawTime)
 			if err != nil {
@@ -327,6 +341,9 @@ func runClusterCycleRound(ctx context.Context, b *backend, w *clusterWorld, rc r
 		answers[i].Store(0)
 		tools[i].Store(0)
 	}
+	if w.statements {
+		resetStatements(ctx, b)
+	}
 	srvBefore := b.serverCPU(ctx)
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
@@ -354,6 +371,9 @@ func runClusterCycleRound(ctx context.Context, b *backend, w *clusterWorld, rc r
 	}
 	cr := &clusterCycleRound{Replicas: k, Cycles: len(samples), Warmup: warm, Seconds: el.Seconds(), PerSecond: float64(len(samples)) / el.Seconds(),
 		CPU: user1 - user0 + sys1 - sys0}
+	if w.statements {
+		cr.Statements = readStatements(ctx, b, 20)
+	}
 	if d, ok := cpuDelta(srvBefore, b.serverCPU(ctx)); ok {
 		cr.ServerCPU, cr.HasSrvCPU = d, true
 	}
@@ -438,6 +458,24 @@ func printClusterCycles(w io.Writer, cs []*clusterCycles) {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, c := range cs {
+		if len(c.Rounds) == 0 || len(c.Rounds[len(c.Rounds)-1].Statements) == 0 {
+			continue
+		}
+		last := c.Rounds[len(c.Rounds)-1]
+		var total float64
+		for _, st := range last.Statements {
+			total += st.TimeMS
+		}
+		n := float64(last.Cycles)
+		fmt.Fprintf(w, "  %s on %s, last round, pg_stat_statements (the %d dearest: %.2f ms of execution a cycle):\n", plural(c.Loops, "loop"), c.label(), len(last.Statements), total/n)
+		for i, st := range last.Statements {
+			if i >= 14 {
+				break
+			}
+			fmt.Fprintf(w, "    %6.2f calls %6.3f ms  %s\n", float64(st.Calls)/n, st.TimeMS/n, st.Query)
+		}
+	}
 	if n := cs[0].Warnings; n > 0 {
 		fmt.Fprintf(w, "warnings logged by the replicas: %d\n", n)
 		for _, m := range cs[0].FirstWarns {
@@ -461,4 +499,58 @@ func waitAppGone(ctx context.Context, b *backend, name string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
+}
+
+// statementsAvailable reports whether the server has pg_stat_statements
+// loaded; the extension is created in the benchmark's database.
+func statementsAvailable(ctx context.Context, b *backend) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, err := b.monitor.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		return false
+	}
+	var n int64
+	return b.monitor.QueryRow(ctx, `SELECT count(*) FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n) == nil
+}
+
+// resetStatements forgets this database's statements (only this
+// database's: the server may be shared).
+func resetStatements(ctx context.Context, b *backend) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, _ = b.monitor.Exec(ctx, `SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)`)
+}
+
+var (
+	riverName = regexp.MustCompile(`^-- name: (\w+)`)
+	spaces    = regexp.MustCompile(`\s+`)
+)
+
+// readStatements reads this database's n dearest statements.
+func readStatements(ctx context.Context, b *backend, n int) []stmtStat {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rows, err := b.monitor.Query(ctx, `SELECT query, calls, total_exec_time FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_%'
+		ORDER BY total_exec_time DESC LIMIT $1`, n)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []stmtStat
+	for rows.Next() {
+		var st stmtStat
+		if rows.Scan(&st.Query, &st.Calls, &st.TimeMS) != nil {
+			return out
+		}
+		if m := riverName.FindStringSubmatch(st.Query); m != nil {
+			st.Query = "River's " + m[1]
+		}
+		st.Query = spaces.ReplaceAllString(strings.TrimSpace(st.Query), " ")
+		if len(st.Query) > 100 {
+			st.Query = st.Query[:100] + "..."
+		}
+		out = append(out, st)
+	}
+	return out
 }

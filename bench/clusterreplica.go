@@ -25,6 +25,9 @@ type clusterWorld struct {
 	waiters sync.Map // thread id -> *clusterWaiter
 	runs    atomic.Int64
 	log     *warnCounter
+	// statements: the server has pg_stat_statements (cycles rounds read
+	// it).
+	statements bool
 }
 
 // clusterWaiter is what one cycle waits for: its question (from the
