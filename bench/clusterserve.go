@@ -93,7 +93,11 @@ type memoryResult struct {
 	AnswerRequest durStats `json:"answer_request"`
 	// Healthz: GET /healthz round trips on the replicas just before the
 	// answers, the HTTP request's own cost.
-	Healthz    durStats  `json:"healthz"`
+	Healthz durStats `json:"healthz"`
+	// Queue: the reviewers' first page, GET /v1/questions (pending, the
+	// most urgent first, 50, with the total), on random replicas, every
+	// seeded run pending.
+	Queue      durStats  `json:"queue_first_page"`
 	After      []procMem `json:"after"`
 	LoadBefore string    `json:"load_before"`
 	LoadSeeded string    `json:"load_seeded"`
@@ -675,6 +679,28 @@ func measureMemory(ctx context.Context, b *backend, dsn string, o clusterOptions
 		hz = append(hz, time.Since(t0))
 	}
 	res.Healthz = statsOf(hz)
+	var qt []time.Duration
+	for i := range 60 {
+		r := f.replicas[rand.IntN(len(f.replicas))]
+		t0 := time.Now()
+		resp, err := f.client.Get("http://" + r.addr + "/v1/questions?status=pending&limit=50")
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Questions []json.RawMessage `json:"questions"`
+			Total     int64             `json:"total"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || len(page.Questions) != min(50, o.parked) || page.Total < int64(o.parked) {
+			return nil, fmt.Errorf("the queue's first page on replica %d: %d questions of %d, %v", r.n, len(page.Questions), page.Total, err)
+		}
+		if i >= 10 { // the first ones warm the replicas' statements up
+			qt = append(qt, time.Since(t0))
+		}
+	}
+	res.Queue = statsOf(qt)
 	chosen := make([]string, 0, o.answers)
 	for _, i := range rand.Perm(len(ids))[:o.answers] {
 		chosen = append(chosen, ids[i])
@@ -789,6 +815,8 @@ func (m *memoryResult) print(w io.Writer) {
 		fmt.Fprintf(w, " %s %s", t.Name, sizeStr(float64(t.Bytes)))
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "the reviewers' first page, GET /v1/questions?status=pending&limit=50 (with the total of %d pending), on random replicas: p50/p90/p99/max %s\n",
+		m.Parked, m.Queue)
 	fmt.Fprintf(w, "answers: %d approved through random replicas (%v by replica), %d at once, in %.1fs; request p50/p90/p99/max %s\n"+
 		"(GET /healthz, the raw limit: %s); every answered run finished %.1fs after the first answer (%d idle, %d tool results)\n",
 		m.Answered, m.AnswersBy, m.AnswerLoops, m.AnswerSeconds, m.AnswerRequest, m.Healthz, m.FinishSeconds, m.Finished, m.ToolResults)
