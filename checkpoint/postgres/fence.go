@@ -17,10 +17,10 @@ import (
 // share the store (package cluster): a [Store.Commit] whose context
 // carries one ([WithFence]) checks, in its transaction and before its
 // writes, that the thread's lease row still has that epoch, and fails
-// with [ErrFenced] when it does not. The check holds the row (FOR SHARE)
-// until the commit, so a replica taking the lease over waits for the
-// write, or the write sees the takeover: a replica that lost its lease
-// writes nothing more.
+// with [ErrFenced] when it does not. The check holds the row's key (FOR
+// KEY SHARE) until the commit, so a replica taking the lease over waits
+// for the write, or the write sees the takeover: a replica that lost its
+// lease writes nothing more.
 type Fence struct {
 	ThreadID string
 	Epoch    int64
@@ -43,9 +43,11 @@ func fenceFrom(ctx context.Context) (Fence, bool) {
 }
 
 // checkFence raises (cas, SQLSTATE TGCAS) when the lease row with the
-// epoch is gone; else it locks the row until the commit.
+// epoch is gone; else it holds the row's key until the commit (FOR KEY
+// SHARE: a takeover, which changes the epoch, a key, and a release, a
+// delete, wait for it; a renewal does not).
 const checkFence = `SELECT CASE WHEN count(*) = 0 THEN cas(0, 'lease') END
-FROM (SELECT 1 FROM leases WHERE thread_id = $1 AND epoch = $2 FOR SHARE) l`
+FROM (SELECT 1 FROM leases WHERE thread_id = $1 AND epoch = $2 FOR KEY SHARE) l`
 
 // TxHook is called inside the transaction of every Commit it wants,
 // after the batch's writes and before COMMIT, with the transaction and
@@ -80,17 +82,33 @@ func (s *Store) sendTx(ctx context.Context, batch *pgx.Batch, steps []step, note
 	}
 	// Released before a lost compare-and-set is looked into (that reads
 	// with a connection of its own: holding this one could leave a full
-	// pool waiting on itself).
+	// pool waiting on itself), and, whatever happens (a hook that
+	// panics), never with the transaction open.
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			conn.Release()
+		}
+	}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		conn.Release()
+		release()
 		return nil, fmt.Errorf("postgres: commit: %w", err)
 	}
+	finished := false
 	rollback := func() {
+		finished = true
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		tx.Rollback(rctx)
 		cancel()
 	}
+	defer func() {
+		if !finished {
+			rollback()
+		}
+		release()
+	}()
 	br := tx.SendBatch(ctx, batch)
 	failed := -1
 	for i, st := range steps {
@@ -104,15 +122,15 @@ func (s *Store) sendTx(ctx context.Context, batch *pgx.Batch, steps []step, note
 	}
 	if err != nil {
 		rollback()
-		conn.Release()
+		release()
 		return failure(ctx, err, steps, failed)
 	}
 	if err := hook.InTx(ctx, tx, b, out); err != nil {
 		rollback()
-		conn.Release()
+		release()
 		return nil, fmt.Errorf("postgres: commit: %w", err)
 	}
-	defer conn.Release()
+	finished = true
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("postgres: commit: %w", err)
 	}

@@ -232,6 +232,13 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "tollgate"
 	}
+	// A writer that stops mid-transaction (a process frozen, a network
+	// cut) would hold the numbered writers' lock, so every reader's
+	// horizon, and its rows' locks until the server noticed (TCP: hours).
+	// No transaction of the store waits for its client for long.
+	if cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] == "" {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "5000"
+	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
