@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
@@ -54,6 +55,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// minConns is the smallest pool a replica works with: River holds one for
+// LISTEN, and the rest is shared.
+const minConns = 4
+
 // The queue of tollgate's jobs, so that River jobs of other programs in
 // the schema, if any, are not worked here.
 const queue = "tollgate"
@@ -85,12 +90,15 @@ type Cluster struct {
 	every  time.Duration
 	margin time.Duration
 
-	mu      sync.Mutex
-	host    *host.Host
-	leases  map[string]*lease // by thread
-	started bool
-	stop    context.CancelFunc
-	loops   sync.WaitGroup
+	mu       sync.Mutex
+	host     *host.Host
+	leases   map[string]*lease // by thread
+	started  bool
+	renewing bool // the lease loops run (from the first lease on)
+	// bg is the context of the cluster's loops, ended by Close.
+	bg    context.Context
+	stop  context.CancelFunc
+	loops sync.WaitGroup
 
 	stats Stats
 }
@@ -124,6 +132,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		store: cfg.Store, id: cfg.ID, ttl: cfg.LeaseTTL, clk: cfg.Clock, log: cfg.Logger,
 		every: cfg.ReconcileEvery, leases: map[string]*lease{},
 	}
+	c.bg, c.stop = context.WithCancel(context.Background())
 	if c.ttl <= 0 {
 		c.ttl = 15 * time.Second
 	}
@@ -151,6 +160,9 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		workers = 100
 	}
 	pool := cfg.Store.Pool()
+	if n := pool.Config().MaxConns; n < minConns {
+		return nil, fmt.Errorf("cluster: the store's pool allows %d connections; cluster mode needs at least %d (River listens and fetches, leases are renewed, runs write): raise pool_max_conns in the URL", n, minConns)
+	}
 	if err := migrateRiver(ctx, cfg.Store); err != nil {
 		return nil, err
 	}
@@ -185,6 +197,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		RescueStuckJobsAfter:        2 * time.Minute,
 		CompletedJobRetentionPeriod: time.Hour,
 		MaxAttempts:                 100,
+		RetryPolicy:                 retryPolicy{},
 		PeriodicJobs:                periodic,
 		Logger:                      slog.New(levelAtLeast{c.log.Handler(), slog.LevelWarn}),
 	})
@@ -257,17 +270,30 @@ func (c *Cluster) Start(ctx context.Context, h *host.Host) error {
 		return errors.New("cluster: already started")
 	}
 	c.started, c.host = true, h
-	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	c.stop = stop
 	c.mu.Unlock()
-	if err := c.river.Start(loopCtx); err != nil {
-		stop()
+	if err := c.river.Start(c.bg); err != nil {
 		return fmt.Errorf("cluster: starting River: %w", err)
 	}
-	c.loops.Add(2)
-	go c.renewLoop(loopCtx)
-	go c.rescueLoop(loopCtx)
+	c.ensureRenewing()
+	c.loops.Add(1)
+	go c.rescueLoop(c.bg)
 	return nil
+}
+
+// ensureRenewing starts, once, the loops every lease needs: its renewal,
+// and the listener that hears at once of a lease seized by an abort. A
+// cluster never started (a command line that aborts) starts them with its
+// first lease.
+func (c *Cluster) ensureRenewing() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.renewing || c.bg.Err() != nil {
+		return
+	}
+	c.renewing = true
+	c.loops.Add(2)
+	go c.renewLoop(c.bg)
+	go c.listenSeized(c.bg)
 }
 
 // Stop implements [host.Coordinator]: no more jobs are fetched (those
@@ -287,12 +313,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 // Shutdown. Leases still held (runs cut off) then expire and are
 // rescued by other replicas.
 func (c *Cluster) Close() {
-	c.mu.Lock()
-	stop := c.stop
-	c.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
+	c.stop()
 	c.loops.Wait()
 }
 
@@ -353,4 +374,16 @@ func InUse(ctx context.Context, store *postgres.Store) (bool, error) {
 		return false, fmt.Errorf("cluster: %w", err)
 	}
 	return in, nil
+}
+
+// retryPolicy retries a job that failed (the database away a moment) soon
+// and often, not on River's default curve (1 s, 16 s, 81 s, 256 s...):
+// an answer's resume and a deadline must not wait minutes for a blip.
+// 100 ms doubling, at most 5 s apart; after MaxAttempts (about eight
+// minutes) the job is discarded and the reconcile finds its run.
+type retryPolicy struct{}
+
+func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	d := 100 * time.Millisecond << min(max(job.Attempt-1, 0), 6)
+	return time.Now().Add(min(d, 5*time.Second))
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -31,6 +32,17 @@ ON CONFLICT (thread_id) DO UPDATE SET epoch = excluded.epoch, owner = excluded.o
 WHERE l.expires_at < now()
 RETURNING epoch`
 
+// seize takes the thread's lease whoever holds it (an abort): a new
+// epoch, so the holder's writes are refused from the next one on.
+// The holder hears of it on the schema's seize channel (listenSeized).
+const seize = `WITH s AS (
+	INSERT INTO leases AS l (thread_id, epoch, owner, expires_at)
+	VALUES ($1, nextval('lease_epochs'), $2, now() + $3 * interval '1 millisecond')
+	ON CONFLICT (thread_id) DO UPDATE SET epoch = excluded.epoch, owner = excluded.owner, expires_at = excluded.expires_at
+	RETURNING epoch
+)
+SELECT epoch FROM s, LATERAL (SELECT pg_notify($4, json_build_object('t', $1::text, 'e', s.epoch)::text)) n`
+
 // release lets the thread go; nothing when the lease was taken over.
 const release = `DELETE FROM leases WHERE thread_id = $1 AND epoch = $2`
 
@@ -40,8 +52,12 @@ const renew = `UPDATE leases SET expires_at = now() + $2 * interval '1 milliseco
 WHERE owner = $1 AND thread_id = ANY($3)
 RETURNING thread_id, epoch`
 
-// rescue takes the leases their replicas stopped renewing.
-const rescue = `DELETE FROM leases WHERE expires_at < now() RETURNING thread_id`
+// rescue takes the leases their replicas stopped renewing; one still
+// locked (a write of its run in flight, or another replica's rescue)
+// waits for the next round.
+const rescue = `DELETE FROM leases WHERE thread_id IN (
+	SELECT thread_id FROM leases WHERE expires_at < now() FOR UPDATE SKIP LOCKED)
+RETURNING thread_id`
 
 type lease struct {
 	c        *Cluster
@@ -60,9 +76,21 @@ type lease struct {
 
 // Acquire implements [host.Coordinator].
 func (c *Cluster) Acquire(ctx context.Context, threadID string) (host.Lease, error) {
+	return c.take(ctx, threadID, acquire)
+}
+
+// Seize implements [host.Coordinator]. The replica that held the lease
+// finds it gone at its next renewal (within LeaseTTL/4) and cancels its
+// run; what it writes before that is refused.
+func (c *Cluster) Seize(ctx context.Context, threadID string) (host.Lease, error) {
+	return c.take(ctx, threadID, seize, c.seizeChannel())
+}
+
+func (c *Cluster) take(ctx context.Context, threadID, sql string, more ...any) (host.Lease, error) {
+	c.ensureRenewing()
 	sent := time.Now()
 	var epoch int64
-	err := c.store.Pool().QueryRow(ctx, acquire, threadID, c.id, c.ttl.Milliseconds()).Scan(&epoch)
+	err := c.store.Pool().QueryRow(ctx, sql, append([]any{threadID, c.id, c.ttl.Milliseconds()}, more...)...).Scan(&epoch)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, host.ErrHeldElsewhere
@@ -120,6 +148,9 @@ func (l *lease) Release(ctx context.Context, cutOff bool) {
 		delete(c.leases, l.threadID)
 	}
 	c.mu.Unlock()
+	l.mu.Lock()
+	l.lost = true // let go of: no more writes under it
+	l.mu.Unlock()
 	err := l.release(ctx, cutOff)
 	c.mu.Lock()
 	if err == nil {
@@ -360,4 +391,60 @@ func (c *Cluster) rescueOnce(ctx context.Context) (int, error) {
 		return err
 	})
 	return n, err
+}
+
+// seizeChannel is the schema's channel of seized leases.
+func (c *Cluster) seizeChannel() string { return "tollgate." + c.store.Schema() + ".seize" }
+
+// listenSeized hears of leases seized by an abort on any replica and
+// cancels, at once, the run here that held one: its tool is stopped now,
+// not at the next renewal (which would find the lease gone too, should
+// the notification be lost).
+func (c *Cluster) listenSeized(ctx context.Context) {
+	defer c.loops.Done()
+	for wait := 100 * time.Millisecond; ctx.Err() == nil; wait = min(2*wait, 5*time.Second) {
+		err := c.listenSeizedOnce(ctx, func() { wait = 100 * time.Millisecond })
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("tollgate: listening for seized leases (renewals still find them)", "err", err, "again_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Cluster) listenSeizedOnce(ctx context.Context, listening func()) error {
+	// A connection of its own, not the pool's: one held from the pool
+	// would keep the store's Close waiting for it.
+	conn, err := pgx.ConnectConfig(ctx, c.store.Pool().Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{c.seizeChannel()}.Sanitize()); err != nil {
+		return err
+	}
+	listening()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var p struct {
+			T string `json:"t"`
+			E int64  `json:"e"`
+		}
+		if json.Unmarshal([]byte(n.Payload), &p) != nil {
+			continue
+		}
+		c.mu.Lock()
+		l := c.leases[p.T]
+		c.mu.Unlock()
+		if l != nil && l.epoch != p.E {
+			c.lose(l)
+		}
+	}
 }

@@ -22,6 +22,10 @@ type Coordinator interface {
 	// Acquire takes the thread for this host: [ErrHeldElsewhere] when
 	// another host drives it now.
 	Acquire(ctx context.Context, threadID string) (Lease, error)
+	// Seize takes the thread for this host even from a live holder, for
+	// [Host.Abort]: the holder's writes are refused from then on, and its
+	// run is cancelled as soon as it hears of it.
+	Seize(ctx context.Context, threadID string) (Lease, error)
 	// Stop ends the work [Coordinator.Start] began; called by
 	// [Host.Shutdown] before it waits for the runs in progress, so that no
 	// new work comes.
@@ -36,8 +40,9 @@ type Lease interface {
 	// a host never calls the model or runs a tool for a thread another
 	// host may be driving.
 	Context(parent context.Context) context.Context
-	// Lost reports whether the lease was lost: another host may drive the
-	// thread now, and this one must neither write nor report a failure.
+	// Lost reports whether the lease was lost (or let go of): another
+	// host may drive the thread now, and this one must neither write nor
+	// report a failure.
 	Lost() bool
 	// Release lets the thread go, after the host's last write of the run.
 	// cutOff says the run neither finished nor parked (the host shuts

@@ -58,6 +58,21 @@ func (c *fakeCoordinator) Acquire(ctx context.Context, thread string) (host.Leas
 	return l, nil
 }
 
+func (c *fakeCoordinator) Seize(ctx context.Context, thread string) (host.Lease, error) {
+	c.mu.Lock()
+	old := c.held[thread]
+	c.mu.Unlock()
+	if old != nil {
+		old.takeOver()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.other, thread)
+	l := &fakeLease{c: c, thread: thread}
+	c.held[thread] = l
+	return l, nil
+}
+
 func (l *fakeLease) Context(parent context.Context) context.Context {
 	ctx, cancel := context.WithCancel(parent)
 	l.mu.Lock()

@@ -313,11 +313,21 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 			}
 			switch n.Kind {
 			case checkpoint.QuestionResolved:
+				if h.coord != nil {
+					// Whichever replica takes its job resumes it: it is no
+					// longer parked as far as this host knows.
+					h.forget(n.ThreadID)
+				}
 				if h.consumeSelfResolved(n.ThreadID, n.QuestionID) {
 					continue
 				}
 				h.kick(n.ThreadID)
 			case checkpoint.QuestionCreated:
+				if h.coord != nil {
+					// The run went on (here or on another replica): it did
+					// not stay failed.
+					h.forget(n.ThreadID)
+				}
 				h.poke()
 			case checkpoint.Resync:
 				if h.coord != nil {
@@ -352,6 +362,18 @@ func (h *Host) resubscribe() <-chan checkpoint.Notification {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// forget drops what this host knew of a thread's run that another host
+// may be driving now (with a Coordinator), unless it drives it itself.
+func (h *Host) forget(threadID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.runs[threadID] != nil {
+		return
+	}
+	delete(h.parked, threadID)
+	delete(h.failed, threadID)
 }
 
 func resolvedKey(threadID, questionID string) string { return threadID + "\x00" + questionID }
@@ -473,21 +495,19 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 	defer h.runsDone.Done()
 	defer r.cancel()
 	if h.coord != nil {
-		lease, err := h.coord.Acquire(ctx, threadID)
-		r.acquired <- err
+		lease, err := h.acquire(ctx, threadID, r)
 		if err != nil {
 			// Nothing ran. Whoever holds the thread goes on with it: a
 			// question resolved meanwhile is theirs.
-			if !errors.Is(err, ErrHeldElsewhere) && ctx.Err() == nil {
-				h.log.Warn("tollgate: taking a thread's lease", "thread", threadID, "err", err)
-			}
 			h.mu.Lock()
 			r.again = false
 			h.driveEndedLocked(threadID, r)
 			h.mu.Unlock()
 			return
 		}
+		h.mu.Lock()
 		r.lease = lease
+		h.mu.Unlock()
 		ctx = lease.Context(ctx)
 	}
 	sub := r.agent.Subscribe(1024)
@@ -509,27 +529,33 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		// reports those to its caller).
 		noRun := errors.Is(err, agent.ErrNoRun) || errors.Is(err, agent.ErrRunInProgress) || errors.Is(err, agent.ErrRunIDUsed)
 		lost := r.lease != nil && r.lease.Lost()
+		// Decided now: letting go of the lease below ends its context.
+		failed := err != nil && !parked && !noRun && ctx.Err() == nil && !lost
+		cut := err != nil && !parked && !noRun && ctx.Err() != nil && !lost
+		h.mu.Lock()
 		switch {
+		case r.aborting:
 		case lost:
 			h.log.Warn("tollgate: lost the lease of a thread; another replica goes on with its run", "thread", threadID, "err", err)
-		case err != nil && !parked && !noRun && ctx.Err() == nil:
+		case failed:
 			h.log.Warn("tollgate: run stopped with an error; it can be resumed or aborted", "thread", threadID, "err", err)
 		}
-		h.mu.Lock()
 		if r.again && !h.closing && ctx.Err() == nil && !r.aborting {
 			r.again = false
 			h.mu.Unlock()
 			step = r.agent.Resume
 			continue
 		}
-		if r.lease != nil && !lost {
+		if r.lease != nil && !lost && !r.aborting {
 			// Let go of the lease after the run's last write, outside the
 			// lock (a round trip). A question resolved meanwhile makes
-			// releaseLocked take it again.
+			// releaseLocked take it again. A run cut off by the shutdown,
+			// or one a resolution was to resume once more (the shutdown
+			// drops that), is handed on: its job went to this host.
+			handOn := cut || (r.again && h.closing)
 			h.mu.Unlock()
-			cutOff := err != nil && !parked && !noRun && ctx.Err() != nil
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			r.lease.Release(rctx, cutOff)
+			r.lease.Release(rctx, handOn)
 			cancel()
 			h.mu.Lock()
 		}
@@ -537,14 +563,36 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		case r.aborting:
 		case parked:
 			h.parked[threadID] = struct{}{}
-		case lost:
-		case err != nil && !noRun && ctx.Err() == nil:
+		case failed:
 			h.failed[threadID] = err
 		}
 		h.driveEndedLocked(threadID, r)
 		h.mu.Unlock()
 		return
 	}
+}
+
+// acquire takes the thread's lease for r's drive and tells whoever waits
+// (Drive, Prompt) how it went. A resume whose lease cannot be taken for
+// a reason other than another holder (the database) tries again, with
+// backoff, while the host runs: a resolution may have handed it on to
+// this host alone. A prompt does not: its caller has the error.
+func (h *Host) acquire(ctx context.Context, threadID string, r *run) (Lease, error) {
+	lease, err := h.coord.Acquire(ctx, threadID)
+	r.acquired <- err
+	for wait := 100 * time.Millisecond; err != nil && r.resume && !errors.Is(err, ErrHeldElsewhere) && ctx.Err() == nil; wait = min(2*wait, 5*time.Second) {
+		h.log.Warn("tollgate: taking a thread's lease; trying again", "thread", threadID, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		lease, err = h.coord.Acquire(ctx, threadID)
+	}
+	if err != nil && !errors.Is(err, ErrHeldElsewhere) && ctx.Err() == nil {
+		h.log.Warn("tollgate: taking a thread's lease", "thread", threadID, "err", err)
+	}
+	return lease, err
 }
 
 // driveEndedLocked: r's drive is over; the thread is let go unless an
@@ -625,6 +673,10 @@ func (h *Host) Prompt(ctx context.Context, threadID, text string, opts *PromptOp
 			return runID, existing, err
 		}
 		th, lerr := h.store.LoadThread(ctx, threadID)
+		if lerr == nil && th.Status == checkpoint.ThreadRunning && opts != nil && opts.IdempotencyKey != "" &&
+			th.RunID == IdempotentRunID(threadID, opts.IdempotencyKey) {
+			return th.RunID, true, nil // the retried request's run, going on there
+		}
 		if lerr == nil && th.Status == checkpoint.ThreadRunning || wait >= time.Second {
 			return "", false, fmt.Errorf("%w: thread %s is being driven by another replica", ErrRunActive, threadID)
 		}
@@ -847,7 +899,11 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 		// the abort is closing.
 		r.aborting = true
 		h.mu.Unlock()
-		err := r.agent.AbortPending(ctx, reason)
+		actx, release, err := h.seize(ctx, threadID)
+		if err == nil {
+			err = r.agent.AbortPending(actx, reason)
+			release()
+		}
 		h.mu.Lock()
 		r.abortDone = true
 		if r.driveDone {
@@ -866,24 +922,16 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 	r = &run{agent: a, cancel: func() {}, done: make(chan struct{}), aborting: true, driveDone: true}
 	h.runs[threadID] = r
 	h.mu.Unlock()
-	if h.coord != nil {
-		// Under the thread's lease when it is free, so that no replica
-		// starts driving the run while it is being closed. When another
-		// replica drives it, the abort goes on without: the thread's
-		// compare-and-set stops that run at its next write.
-		lease, err := h.coord.Acquire(ctx, threadID)
-		switch {
-		case err == nil:
-			defer lease.Release(context.WithoutCancel(ctx), false)
-			ctx = lease.Context(ctx)
-		case !errors.Is(err, ErrHeldElsewhere):
-			h.mu.Lock()
-			r.abortDone = true
-			h.releaseLocked(threadID, r)
-			h.mu.Unlock()
-			return err
-		}
+	actx, release, err := h.seize(ctx, threadID)
+	if err != nil {
+		h.mu.Lock()
+		r.abortDone = true
+		h.releaseLocked(threadID, r)
+		h.mu.Unlock()
+		return err
 	}
+	defer release()
+	ctx = actx
 	sub := a.Subscribe(64)
 	go func() {
 		for e := range sub.C {
@@ -899,6 +947,21 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 	delete(h.failed, threadID)
 	h.mu.Unlock()
 	return err
+}
+
+// seize takes the thread's lease for an abort, from whoever holds it —
+// this host's own drive, another replica's, nobody — so that no replica
+// goes on with the run while it is being closed, and whatever the holder
+// still writes is refused. Without a Coordinator it returns ctx.
+func (h *Host) seize(ctx context.Context, threadID string) (context.Context, func(), error) {
+	if h.coord == nil {
+		return ctx, func() {}, nil
+	}
+	lease, err := h.coord.Seize(ctx, threadID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("host: taking thread %s to abort its run: %w", threadID, err)
+	}
+	return lease.Context(ctx), func() { lease.Release(context.WithoutCancel(ctx), false) }, nil
 }
 
 // RunState says what the host knows of a thread's run.
