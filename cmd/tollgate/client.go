@@ -682,6 +682,8 @@ type storeSource struct {
 	// policy), as the serving process does.
 	policyFile string
 	log        *slog.Logger
+	// clusters made to answer or abort on a store replicas serve.
+	clusters []*cluster.Cluster
 }
 
 var _ source = (*storeSource)(nil)
@@ -703,7 +705,12 @@ func openStoreSource(ctx context.Context, storeURL string, write bool) (*storeSo
 }
 
 func (s *storeSource) where() string { return "the store " + storeurl.Redacted(s.url) }
-func (s *storeSource) close()        { s.store.Close() }
+func (s *storeSource) close() {
+	for _, c := range s.clusters {
+		c.Close() // its lease loops, before the store they use
+	}
+	s.store.Close()
+}
 
 func (s *storeSource) questions(ctx context.Context, thread string, status checkpoint.QuestionStatus) ([]*checkpoint.Question, error) {
 	f := checkpoint.QuestionFilter{ThreadID: thread, Status: status, Order: checkpoint.OldestFirst, Limit: 500}
@@ -751,6 +758,7 @@ func (s *storeSource) newHost(ctx context.Context, cfg host.Config) (*host.Host,
 			if err != nil {
 				return nil, err
 			}
+			s.clusters = append(s.clusters, c)
 			cfg.Coordinator = c
 		}
 	}

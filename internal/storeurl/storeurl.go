@@ -48,6 +48,10 @@ const (
 	readOnly             // OpenReadOnly: there, to read
 )
 
+// ServeConns is the pool a store opened by [Open] gets on PostgreSQL,
+// unless the URL sets pool_max_conns.
+const ServeConns = 16
+
 // Open opens the store that url names, creating it if it does not exist
 // (a SQLite file, a PostgreSQL schema).
 func Open(ctx context.Context, url string) (checkpoint.Store, error) {
@@ -91,7 +95,14 @@ func open(ctx context.Context, raw string, m mode) (checkpoint.Store, error) {
 		}
 		return openSQLite(ctx, path, m)
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
-		s, err := postgres.Open(ctx, raw, &postgres.Options{ConnectTimeout: ConnectTimeout, MustExist: existing, ReadOnly: m == readOnly})
+		o := &postgres.Options{ConnectTimeout: ConnectTimeout, MustExist: existing, ReadOnly: m == readOnly}
+		if m == create && !strings.Contains(raw, "pool_max_conns") {
+			// A service (a cluster replica): River, the lease loops and
+			// the runs share the pool; pgxpool's default is 4 on a
+			// small machine.
+			o.MaxConns = ServeConns
+		}
+		s, err := postgres.Open(ctx, raw, o)
 		switch {
 		case err == nil:
 			return s, nil
