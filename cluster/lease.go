@@ -355,12 +355,13 @@ func (c *Cluster) rescueLoop(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		n, err := c.rescueOnce(ctx)
+		ids, err := c.rescueOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("tollgate: rescuing the runs of stopped replicas", "err", err)
 		}
-		if n > 0 {
-			c.log.Info("tollgate: resuming the runs of a replica that stopped", "runs", n)
+		if n := len(ids); n > 0 {
+			shown := ids[:min(n, 10)]
+			c.log.Info("tollgate: resuming the runs of a replica that stopped", "runs", n, "threads", shown)
 			c.mu.Lock()
 			c.stats.Rescued += int64(n)
 			c.mu.Unlock()
@@ -368,8 +369,8 @@ func (c *Cluster) rescueLoop(ctx context.Context) {
 	}
 }
 
-func (c *Cluster) rescueOnce(ctx context.Context) (int, error) {
-	var n int
+func (c *Cluster) rescueOnce(ctx context.Context) ([]string, error) {
+	var rescued []string
 	err := pgx.BeginTxFunc(ctx, c.store.Pool(), pgx.TxOptions{}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, rescue)
 		if err != nil {
@@ -379,18 +380,20 @@ func (c *Cluster) rescueOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		n = len(ids)
-		if n == 0 {
+		if len(ids) == 0 {
 			return nil
 		}
-		params := make([]river.InsertManyParams, n)
+		params := make([]river.InsertManyParams, len(ids))
 		for i, id := range ids {
 			params[i] = river.InsertManyParams{Args: driveArgs{ThreadID: id}}
 		}
-		_, err = c.river.InsertManyTx(ctx, tx, params)
-		return err
+		if _, err = c.river.InsertManyTx(ctx, tx, params); err != nil {
+			return err
+		}
+		rescued = ids
+		return nil
 	})
-	return n, err
+	return rescued, err
 }
 
 // seizeChannel is the schema's channel of seized leases.

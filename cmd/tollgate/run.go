@@ -142,7 +142,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintln(stderr, "tollgate:", err)
 			return exitFailed
 		case in:
-			fmt.Fprintf(stderr, "tollgate: %s is served by tollgate serve replicas (cluster mode): tollgate run drives a store alone; give it a store of its own (--store sqlite:FILE, or another schema), and answer the replicas' questions with tollgate questions --server URL\n", storeurl.Redacted(*storeURL))
+			fmt.Fprintf(stderr, "tollgate: %s has been served by tollgate serve replicas (cluster mode): tollgate run drives a store alone, and would drive their runs; give it a store of its own (--store sqlite:FILE, or another database), and answer the replicas' questions with tollgate questions --server URL or --store %s\n", storeurl.Redacted(*storeURL), storeurl.Redacted(*storeURL))
 			return exitUsage
 		}
 	}

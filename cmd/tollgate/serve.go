@@ -42,6 +42,7 @@ examples:
   tollgate serve --addr 127.0.0.1:9090 --dev --store sqlite:/var/lib/tollgate/t.db
   tollgate token new --name alice --role reviewer >> tokens.yaml
   tollgate serve --addr :8080 --tokens tokens.yaml --store postgres://tollgate@db.internal/tollgate
+      a replica: start the same on other machines, behind one load balancer
   tollgate serve --model anthropic:claude-sonnet-4-6 --policy policy.yaml --dir ~/project --shutdown-grace 30s
 `
 
@@ -54,7 +55,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var af agentFlags
 	af.register(fs, true)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
-	lease := fs.Duration("lease", 15*time.Second, "with a PostgreSQL store (cluster mode): how long the runs of a replica that stops answering stay held before another replica takes them over, e.g. --lease 30s")
+	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
 	}
