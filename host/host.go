@@ -546,13 +546,15 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 			step = r.agent.Resume
 			continue
 		}
-		if r.lease != nil && !lost && !r.aborting {
+		if r.lease != nil && !lost {
 			// Let go of the lease after the run's last write, outside the
 			// lock (a round trip). A question resolved meanwhile makes
 			// releaseLocked take it again. A run cut off by the shutdown,
 			// or one a resolution was to resume once more (the shutdown
-			// drops that), is handed on: its job went to this host.
-			handOn := cut || (r.again && h.closing)
+			// drops that), is handed on: its job went to this host. (An
+			// abort seized the thread under a lease of its own: letting go
+			// of this one then changes nothing.)
+			handOn := !r.aborting && (cut || (r.again && h.closing))
 			h.mu.Unlock()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			r.lease.Release(rctx, handOn)
