@@ -58,9 +58,11 @@ type reconcileArgs struct{}
 
 func (reconcileArgs) Kind() string { return "tollgate_reconcile" }
 
-func (reconcileArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{ByPeriod: time.Minute}}
-}
+// InsertOpts: not unique. Each new leader runs one at its start (River's
+// RunOnStart): replicas restarted together within a minute must not skip
+// it, and two at once do nothing twice (they only insert jobs that are
+// harmless doubled).
+func (reconcileArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue} }
 
 type driveWorker struct {
 	river.WorkerDefaults[driveArgs]

@@ -1070,8 +1070,14 @@ func (h *Host) Shutdown(ctx context.Context) (Stats, error) {
 func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer json.RawMessage, by string) (*checkpoint.Question, error) {
 	// Marked before the compare-and-set: its notification can arrive
 	// before AnswerWith returns, and the run must be resumed once, after
-	// the answer is in the audit log.
-	h.markSelfResolved(threadID, questionID)
+	// the answer is in the audit log. (A host never started hears no
+	// notifications: nothing would ever take the mark away.)
+	h.mu.Lock()
+	started := h.started
+	h.mu.Unlock()
+	if started {
+		h.markSelfResolved(threadID, questionID)
+	}
 	q, err := h.answers.AnswerWith(ctx, threadID, questionID, answer, &hitl.AnswerOptions{By: by, Check: h.checkAnswer})
 	if err != nil {
 		h.consumeSelfResolved(threadID, questionID)
