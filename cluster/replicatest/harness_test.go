@@ -124,9 +124,6 @@ tests:
     want: block
 `
 
-// leftTimeout is the job-left rule's timeout.
-const leftTimeout = 20 * time.Second
-
 // logFile is the tool's log, in the replicas' working directory.
 const logFile = "tools.log"
 
