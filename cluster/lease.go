@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -239,11 +240,11 @@ func (c *Cluster) renewLoop(ctx context.Context) {
 }
 
 // testHookRenew, when set, fails renewals (a database out of reach).
-var testHookRenew func() error
+var testHookRenew atomic.Pointer[func() error]
 
 func (c *Cluster) renewOnce(ctx context.Context) error {
-	if testHookRenew != nil {
-		if err := testHookRenew(); err != nil {
+	if hook := testHookRenew.Load(); hook != nil {
+		if err := (*hook)(); err != nil {
 			return err
 		}
 	}

@@ -80,7 +80,12 @@ func TestRenewWaitsForOneFencedCommit(t *testing.T) {
 		})
 		t.Logf("A's fenced commit: %v", err)
 	}()
-	time.AfterFunc(1500*time.Millisecond, func() { holder.Exec(context.Background(), "ROLLBACK") })
+	rolledBack := make(chan struct{})
+	time.AfterFunc(1500*time.Millisecond, func() {
+		defer close(rolledBack)
+		holder.Exec(context.Background(), "ROLLBACK")
+	})
+	defer func() { <-rolledBack }() // before the deferred Close: one goroutine at a time on the connection
 	time.Sleep(200 * time.Millisecond)
 
 	var bLatency time.Duration
