@@ -27,7 +27,14 @@
 //
 // Whichever replica works the job drives the run. A run that waits for a
 // person holds nothing on any replica: its question, its deadline's job
-// and its thread are rows.
+// and its thread are rows. Questions reach every replica's event streams
+// at once (the store's notifications); other events by each replica's
+// poll of the log.
+//
+// What no lease can do: a replica that is frozen (SIGSTOP, a paused
+// virtual machine) while its tool runs cannot stop that tool's process;
+// it may finish after another replica took the run over, though nothing
+// it writes is recorded.
 //
 // # One driver per thread: a lease with fencing
 //
@@ -48,6 +55,15 @@
 //     another replica take its lease (timed from when the last renewal
 //     that succeeded was sent), so two replicas never call the model or
 //     run a tool for one thread at the same time.
+//
+// # Aborts
+//
+// An abort, given to any replica (or a command line on the database),
+// seizes the thread's lease from whichever replica drives it
+// ([host.Coordinator] Seize): that replica hears at once (a notification,
+// else its next renewal) and stops its run, model call and tool; whatever
+// it still writes is refused by the fence; the abort's own writes are
+// fenced by the seized lease.
 //
 // # Rescue
 //
