@@ -201,8 +201,12 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		FetchPollInterval: 50 * time.Millisecond,
 		// The jobs are short (a lease taken, a deadline fired); the runs
 		// they start are the host's, under a lease, not River's.
-		JobTimeout:                  time.Minute,
-		RescueStuckJobsAfter:        2 * time.Minute,
+		// A job a killed replica was working stays "running" until
+		// River's rescuer finds it: soon, since the jobs take
+		// milliseconds (a deadline fired 13 s late in the replicas test,
+		// found only by a new leader's reconcile, with 2 minutes).
+		JobTimeout:                  10 * time.Second,
+		RescueStuckJobsAfter:        15 * time.Second,
 		CompletedJobRetentionPeriod: time.Hour,
 		MaxAttempts:                 100,
 		RetryPolicy:                 retryPolicy{},

@@ -335,15 +335,17 @@ func answer(ctx context.Context, f *fleet, j *job, pick func(int) int) error {
 			j.answeredOn, j.answeredAt = r.n, time.Now()
 			return nil
 		case code == http.StatusConflict && lost:
+			// The winner is beside the error (server/API.md: 409
+			// already_answered carries the question).
 			var e struct {
 				Error struct {
-					Code     string      `json:"code"`
-					Question apiQuestion `json:"question"`
+					Code string `json:"code"`
 				} `json:"error"`
+				Question apiQuestion `json:"question"`
 			}
 			json.Unmarshal(resp, &e)
-			if e.Error.Code == "already_answered" && e.Error.Question.decision() == body["decision"] {
-				j.answeredOn, j.answeredAt = 0, e.Error.Question.ResolvedAt.Time
+			if e.Error.Code == "already_answered" && e.Question.decision() == body["decision"] {
+				j.answeredOn, j.answeredAt = 0, e.Question.ResolvedAt.Time
 				return nil
 			}
 			return fmt.Errorf("%s: %v: %d %s", j.thread, r, code, resp)
