@@ -316,7 +316,7 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 				if h.coord != nil {
 					// Whichever replica takes its job resumes it: it is no
 					// longer parked as far as this host knows.
-					h.forget(n.ThreadID)
+					h.forget(n.ThreadID, true)
 				}
 				if h.consumeSelfResolved(n.ThreadID, n.QuestionID) {
 					continue
@@ -325,8 +325,9 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 			case checkpoint.QuestionCreated:
 				if h.coord != nil {
 					// The run went on (here or on another replica): it did
-					// not stay failed.
-					h.forget(n.ThreadID)
+					// not stay failed. (Parked it may be: by this host, the
+					// notification coming after the park.)
+					h.forget(n.ThreadID, false)
 				}
 				h.poke()
 			case checkpoint.Resync:
@@ -366,13 +367,15 @@ func (h *Host) resubscribe() <-chan checkpoint.Notification {
 
 // forget drops what this host knew of a thread's run that another host
 // may be driving now (with a Coordinator), unless it drives it itself.
-func (h *Host) forget(threadID string) {
+func (h *Host) forget(threadID string, parked bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.runs[threadID] != nil {
 		return
 	}
-	delete(h.parked, threadID)
+	if parked {
+		delete(h.parked, threadID)
+	}
 	delete(h.failed, threadID)
 }
 
