@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -25,6 +26,15 @@ type driveArgs struct {
 func (driveArgs) Kind() string { return "tollgate_drive" }
 
 func (driveArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue} }
+
+// driveJobs are the drive jobs of the threads, for one InsertMany.
+func driveJobs(ids []string) []river.InsertManyParams {
+	params := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		params[i] = river.InsertManyParams{Args: driveArgs{ThreadID: id}}
+	}
+	return params
+}
 
 // deadlineArgs: the question's deadline passes (the job is scheduled
 // deadlineEarly before it).
@@ -219,26 +229,14 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cluster: looking for runs to resume: %w", err)
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
 			return fmt.Errorf("cluster: looking for runs to resume: %w", err)
 		}
 		if len(ids) == 0 {
 			break
 		}
-		params := make([]river.InsertManyParams, len(ids))
-		for i, id := range ids {
-			params[i] = river.InsertManyParams{Args: driveArgs{ThreadID: id}}
-		}
+		params := driveJobs(ids)
 		if _, err := c.river.InsertMany(ctx, params); err != nil {
 			return fmt.Errorf("cluster: resuming runs: %w", err)
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
 	"github.com/tollgate-ai/tollgate/host"
@@ -384,11 +383,7 @@ func (c *Cluster) rescueOnce(ctx context.Context) ([]string, error) {
 		if len(ids) == 0 {
 			return nil
 		}
-		params := make([]river.InsertManyParams, len(ids))
-		for i, id := range ids {
-			params[i] = river.InsertManyParams{Args: driveArgs{ThreadID: id}}
-		}
-		if _, err = c.river.InsertManyTx(ctx, tx, params); err != nil {
+		if _, err = c.river.InsertManyTx(ctx, tx, driveJobs(ids)); err != nil {
 			return err
 		}
 		rescued = ids
