@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -47,6 +48,12 @@ type ToolOptions struct {
 	// Schema overrides the inferred input schema (NewTool) and is the
 	// schema for NewRawTool. Zero: inferred; for NewRawTool, any object.
 	Schema *jsonschema.Schema
+	// Annotations describe the tool for policies and reviewers, as the
+	// tool's author states them: for a tool of an MCP server, its server,
+	// its name there and its hints (read_only, destructive, ...). They are
+	// shown, never trusted: no policy allows a call because of them unless
+	// a rule written by the policy's owner says so. Read only once given.
+	Annotations map[string]any
 }
 
 // NewTool returns a tool whose arguments are the JSON object form of In (a
@@ -122,6 +129,27 @@ func NewRawTool(name, description string, handler func(ctx context.Context, args
 	return t
 }
 
+// CheckSchema reports whether schema can be a tool's input schema: it
+// encodes, compiles, and describes an object. [NewRawTool] panics on a
+// schema this refuses; check schemas that come from elsewhere (an MCP
+// server) first.
+func CheckSchema(schema *jsonschema.Schema) error {
+	if schema == nil {
+		return nil
+	}
+	if schema.Type != "object" && !slices.Contains(schema.Types, "object") {
+		return fmt.Errorf("the input schema does not describe an object (type %q)", schema.Type)
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return fmt.Errorf("the input schema does not encode: %w", err)
+	}
+	if _, err := compileArgsSchema(b); err != nil {
+		return err
+	}
+	return nil
+}
+
 func newTool(name, description string, schema *jsonschema.Schema, o ToolOptions) *Tool {
 	b, err := json.Marshal(schema)
 	if err != nil {
@@ -165,6 +193,15 @@ func (t *Tool) Description() string { return t.description }
 
 // Schema is the JSON Schema of the tool's arguments.
 func (t *Tool) Schema() json.RawMessage { return t.schemaJSON }
+
+// Annotations are the tool's [ToolOptions.Annotations]; nil if none.
+// Read only.
+func (t *Tool) Annotations() map[string]any {
+	if t == nil {
+		return nil
+	}
+	return t.opts.Annotations
+}
 
 // Idempotent reports whether the tool may be re-run after a crash.
 func (t *Tool) Idempotent() bool { return t.opts.Idempotent }

@@ -102,6 +102,10 @@ type PolicyContext struct {
 	RawArgs json.RawMessage
 	// Messages is the conversation so far.
 	Messages []agent.Message
+	// Annotations are the tool's own description of itself
+	// ([agent.Tool.Annotations]: an MCP server's hints, for one). Hints,
+	// not facts: a server may say anything of its tools.
+	Annotations map[string]any
 }
 
 // Policy classifies a tool call. It must be free of side effects: it runs
@@ -219,7 +223,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		return agent.Decision{}, err
 	}
 	pc := &PolicyContext{ThreadID: call.ThreadID, CallID: call.Call.ID, Tool: call.Call.Name,
-		Args: call.Args, RawArgs: call.RawArgs, Messages: call.Messages}
+		Args: call.Args, RawArgs: call.RawArgs, Messages: call.Messages, Annotations: call.Tool.Annotations()}
 	d := m.evaluate(ctx, pc)
 	if d.kind == deny {
 		return agent.Block(d.reason, denyTrace(d, map[string]any{"reason": d.reason})), nil
@@ -237,7 +241,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 	}
 
 	args, _ := decodeArgs(call.RawArgs)
-	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: d.details, ArgsSchema: call.Tool.Schema()}
+	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: withAnnotations(d.details, call.Tool.Annotations()), ArgsSchema: call.Tool.Schema()}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
 		ID: qid, Kind: KindApprove, Payload: payload, Timeout: d.timeout,
 		Digest: call.ArgsDigest(),
@@ -355,9 +359,28 @@ func (m *ApprovalPolicyMiddleware) CheckEdit(ctx context.Context, c *agent.EditC
 		return err
 	}
 	d := m.evaluate(ctx, &PolicyContext{ThreadID: c.ThreadID, CallID: c.CallID, Tool: c.Tool.Name(),
-		Args: typed, RawArgs: agent.CanonicalArgs(c.Args), Messages: c.Messages})
+		Args: typed, RawArgs: agent.CanonicalArgs(c.Args), Messages: c.Messages, Annotations: c.Tool.Annotations()})
 	if d.kind == deny {
 		return &editDeniedError{d}
 	}
 	return nil
+}
+
+// withAnnotations adds the tool's annotations to a question's details
+// under "annotations", for the reviewer: what an MCP server says of its
+// tool is worth reading (and worth doubting) beside the call. Details the
+// policy set under that key stay.
+func withAnnotations(details, annotations map[string]any) map[string]any {
+	if len(annotations) == 0 {
+		return details
+	}
+	if _, set := details["annotations"]; set {
+		return details
+	}
+	out := maps.Clone(details)
+	if out == nil {
+		out = make(map[string]any, 1)
+	}
+	out["annotations"] = annotations
+	return out
 }

@@ -66,6 +66,7 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 		cel.Variable("tool", cel.StringType),
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("thread", cel.StringType),
+		cel.Variable("annotations", cel.MapType(cel.StringType, cel.DynType)),
 		ext.NativeTypes(reflect.TypeFor[shell.Command](), reflect.TypeFor[shell.Redirect](), ext.ParseStructTag("json")),
 		ext.Strings(),
 		ext.Lists(),
@@ -178,7 +179,7 @@ func compileCond(env *cel.Env, src string, costLimit uint64) (*condition, error)
 	c := &condition{}
 	for _, ref := range ast.NativeRep().ReferenceMap() {
 		switch ref.Name {
-		case "tool", "args", "thread":
+		case "tool", "args", "thread", "annotations":
 			c.callVars = true
 		}
 	}
@@ -287,6 +288,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.call.Args, true
 	case "thread":
 		return a.call.ThreadID, true
+	case "annotations":
+		if a.call.Annotations == nil {
+			return emptyArgs, true
+		}
+		return a.call.Annotations, true
 	case "command":
 		if a.cmd != nil {
 			return a.cmd, true

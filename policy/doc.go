@@ -45,7 +45,11 @@
 //     compiled and type-checked when the file loads, and their cost is
 //     limited ([DefaultCostLimit]).
 //
-// Conditions see tool, args and thread; rules with command also see
+// Conditions see tool, args, thread and annotations (what the tool says of
+// itself: an MCP server's tool has mcp_server, mcp_tool and the hints
+// read_only, destructive, idempotent and open_world, defaulted as the MCP
+// specification says; a hint is the server's word, so write rules that
+// allow on it only for servers you trust); rules with command also see
 // command (name, args, redirects, writes, via, review, files, outside,
 // secrets, ...). Helpers take a command string: commands(s),
 // commands_all_in(s, names), commands_any_in(s, names), writes_files(s),

@@ -69,6 +69,12 @@ type Call struct {
 	// float64 numbers, bools, nil, []any and map[string]any.
 	Args     map[string]any
 	ThreadID string
+	// Annotations are what the tool says of itself (agent.Tool's
+	// Annotations: for an MCP server's tool, mcp_server, mcp_tool and its
+	// hints read_only, destructive, idempotent, open_world). Conditions
+	// read them as annotations; no rule matches because of them alone,
+	// and an ask shows them to the reviewer. Nil: none.
+	Annotations map[string]any
 }
 
 // Decision is the engine's verdict on a call.

@@ -379,3 +379,39 @@ func TestHeavyAnalysesNotCached(t *testing.T) {
 		}
 	}
 }
+
+// Annotations are what a tool says of itself: conditions read them, they
+// are an empty map for a tool with none, and no rule matches on them
+// unless it says so.
+func TestAnnotationsInConditions(t *testing.T) {
+	p, err := Parse("annotations.yaml", []byte(`version: 1
+default: ask
+rules:
+  - name: destructive-mcp
+    tool: "mcp__*"
+    when: annotations.destructive == true
+    action: block
+    reason: the server says this tool destroys
+  - name: read-only-trusted
+    tool: "mcp__docs__*"
+    when: has(annotations.read_only) && annotations.read_only == true
+    action: allow
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		call Call
+		want Action
+	}{
+		{"destructive hint blocks", Call{Tool: "mcp__gh__delete_repo", Annotations: map[string]any{"destructive": true, "read_only": false}}, Block},
+		{"read-only hint on a trusted server allows", Call{Tool: "mcp__docs__search", Annotations: map[string]any{"destructive": false, "read_only": true}}, Allow},
+		{"read-only hint elsewhere is only a hint", Call{Tool: "mcp__gh__search", Annotations: map[string]any{"destructive": false, "read_only": true}}, Ask},
+		{"no annotations: an empty map", Call{Tool: "mcp__docs__search"}, Ask},
+	} {
+		if d := p.Evaluate(context.Background(), c.call); d.Action != c.want {
+			t.Errorf("%s: %s (rule %s), want %s", c.name, d.Action, d.Rule, c.want)
+		}
+	}
+}

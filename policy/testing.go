@@ -40,8 +40,10 @@ type testDoc struct {
 	Cmd    string         `yaml:"cmd"`
 	Cmds   []string       `yaml:"cmds"`
 	Thread string         `yaml:"thread"`
-	Want   string         `yaml:"want"`
-	Rule   string         `yaml:"rule"`
+	// Annotations: what the tool says of itself (an MCP server's hints).
+	Annotations map[string]any `yaml:"annotations"`
+	Want        string         `yaml:"want"`
+	Rule        string         `yaml:"rule"`
 	// Sandbox: the profile an allow must require.
 	Sandbox string `yaml:"sandbox"`
 }
@@ -91,7 +93,7 @@ func (l *loader) tests(n ast.Node, p *Policy) []TestCase {
 			}
 			a, _ := args.(map[string]any)
 			out = append(out, TestCase{Name: testName(doc.Name, tool, a), File: l.file, Line: line,
-				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
+				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread, Annotations: doc.Annotations}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
 			continue
 		}
 		if tool == "" {
@@ -121,7 +123,7 @@ func (l *loader) tests(n ast.Node, p *Policy) []TestCase {
 				name = strings.TrimSpace(doc.Name + " " + fmt.Sprintf("%q", c))
 			}
 			out = append(out, TestCase{Name: name, File: l.file, Line: line,
-				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
+				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread, Annotations: doc.Annotations}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
 		}
 	}
 	return out
