@@ -89,6 +89,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	by := fs.String("by", currentUser(), "who answers at this terminal, recorded with each answer (e.g. --by alice)")
 	var sandbox sandboxFlags
 	sandbox.register(fs.FlagSet)
+	var mcpf mcpFlags
+	mcpf.register(fs.FlagSet)
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
@@ -111,6 +113,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	if reserved(*by) {
 		fmt.Fprintf(stderr, "tollgate: --by %q is reserved; give the name of the person answering\n", *by)
+		return exitUsage
+	}
+	mcpConfigs, err := mcpf.configs()
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitUsage
 	}
 	task := strings.Join(fs.Args(), " ")
@@ -150,7 +157,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		if *allowAll {
 			return hitl.Approve()
 		}
-		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": "runs on this machine"}})
+		impact := "runs on this machine"
+		if server, ok := c.Annotations["mcp_server"].(string); ok {
+			impact = "a tool of the MCP server " + server
+		}
+		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": impact}})
 	}
 	var decide func(context.Context, json.RawMessage) (string, error)
 	if *policyFile != "" {
@@ -178,10 +189,27 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP)
 	defer signal.Stop(sigs)
 
+	// The MCP servers' tools are known before the agent is made; the
+	// servers are closed on return, once drive has stopped the host.
+	servers, err := connectMCP(ctx, mcpConfigs, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		func(line string) { fmt.Fprintln(stderr, line) })
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return exitFailed
+	}
+	if servers != nil {
+		defer servers.Close()
+		fmt.Fprintln(stderr, "tollgate:", mcpSummary(servers))
+	}
+	cfg, err := withMCP(bashAgent(store, provider, model, bashOpts, approval, nil), servers)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return exitUsage
+	}
 	// The same host as the service: a run that waits parks, and resumes
 	// when its question is answered here, from another process, or by the
 	// deadline.
-	h, err := host.New(host.Config{Store: store, Agent: bashAgent(store, provider, model, bashOpts, approval, nil)})
+	h, err := host.New(host.Config{Store: store, Agent: cfg})
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitFailed

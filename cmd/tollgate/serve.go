@@ -54,6 +54,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	dev := fs.Bool("dev", envDefault("TOLLGATE_DEV", "") == "1", "dev mode: no authentication (loopback addresses only) [TOLLGATE_DEV=1]")
 	var af agentFlags
 	af.register(fs, true)
+	var mcpf mcpFlags
+	mcpf.register(fs.FlagSet)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
 	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
@@ -87,6 +89,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
+	mcpConfigs, err := mcpf.configs()
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
 	// Bound first: a second serve started by mistake on a busy port must
 	// stop before its host resumes anything in the store.
 	ln, err := net.Listen("tcp", *addr)
@@ -101,8 +108,22 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1
 	}
 	defer store.Close()
+	// The MCP servers' tools are known before the agent is made; the
+	// servers are closed once the host has stopped.
+	servers, err := connectMCP(ctx, mcpConfigs, log, func(line string) { log.Warn(line) })
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
+	if servers != nil {
+		defer servers.Close()
+	}
 	tmpl, policyName, err := af.template(ctx, store, log)
 	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	if tmpl, err = withMCP(tmpl, servers); err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
@@ -159,6 +180,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	shownStore := storeurl.Redacted(*storeURL)
 	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", policyName, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
+	if servers != nil {
+		fmt.Fprintln(stdout, "tollgate:", mcpSummary(servers))
+	}
 	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), shownStore, policyName, af.model)
 
 	serveErr := make(chan error, 1)
@@ -178,6 +202,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Warn("tollgate: requests still open at shutdown were cut", "err", err)
 	}
 	stats, _ := h.Shutdown(shutCtx)
+	if servers != nil {
+		if err := servers.Close(); err != nil {
+			log.Warn("tollgate: closing the MCP servers", "err", err)
+		}
+	}
 	if coord != nil {
 		log.Info("tollgate: stopped; other replicas go on with the runs cut off, and resume the others when answered",
 			"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)

@@ -3,13 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/examples/policies"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/mcpgate"
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
@@ -100,4 +107,150 @@ func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy
 		}
 	})
 	return rp.HITL(), rp.SandboxFor("bash"), file, nil
+}
+
+// mcpFlags are the --mcp and --mcp-config flags of run and serve: MCP
+// servers whose tools the agent gets beside bash.
+type mcpFlags struct {
+	servers    []string // the --mcp values, as given
+	configFile string
+}
+
+// register adds the flags to fs; each usage has an example.
+func (f *mcpFlags) register(fs *flag.FlagSet) {
+	fs.Func("mcp", "an MCP server, `NAME=COMMAND [ARGS...]` on stdio or NAME=URL, repeatable; its tools are named mcp__<server>__<tool> and pass the policy like bash, e.g. --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /tmp/work'",
+		func(s string) error { f.servers = append(f.servers, s); return nil })
+	fs.StringVar(&f.configFile, "mcp-config", "", "MCP servers from a JSON `file` in the {\"mcpServers\": {...}} format of desktop assistants and IDEs, beside those of --mcp, e.g. --mcp-config mcp.json")
+}
+
+// configs are the servers of --mcp-config, then those of --mcp; a server
+// named twice is an error.
+func (f *mcpFlags) configs() ([]mcpgate.ServerConfig, error) {
+	var out []mcpgate.ServerConfig
+	if f.configFile != "" {
+		c, err := mcpgate.LoadConfig(f.configFile)
+		if err != nil {
+			return nil, err
+		}
+		out = c
+	}
+	for _, s := range f.servers {
+		c, err := mcpgate.ParseFlag(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := mcpgate.CheckNames(out); err != nil {
+		return nil, fmt.Errorf("%w (give each --mcp and each server of --mcp-config a name of its own)", err)
+	}
+	return out, nil
+}
+
+// connectMCP connects to the servers (none: nil servers, no error) and
+// reports each tool left out as a warning, one line each. log gets the
+// servers' restarts, and a warning when a server's tools change: the
+// agent keeps those it was given at start.
+func connectMCP(ctx context.Context, configs []mcpgate.ServerConfig, log *slog.Logger, warn func(string)) (*mcpgate.Servers, error) {
+	if len(configs) == 0 {
+		return nil, nil
+	}
+	h := &mcpLog{Handler: log.Handler(), connecting: new(atomic.Bool)}
+	h.connecting.Store(true)
+	var mu sync.Mutex
+	var atStart map[string][]string // tool names by server, once connected
+	var servers *mcpgate.Servers
+	changed := func(server string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if atStart == nil {
+			return
+		}
+		var now []string
+		if u := servers.Get(server); u != nil {
+			for _, t := range u.Tools() {
+				now = append(now, t.Name)
+			}
+		}
+		if !slices.Equal(now, atStart[server]) {
+			log.Warn("tollgate: MCP server "+server+" changed its tools; the agent keeps those it had at start until tollgate restarts", "at_start", atStart[server], "now", now)
+		}
+	}
+	servers, err := mcpgate.ConnectAll(ctx, configs, &mcpgate.Options{Logger: slog.New(h), ToolsChanged: changed})
+	h.connecting.Store(false)
+	if err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	atStart = map[string][]string{}
+	for _, u := range servers.Upstreams() {
+		for _, t := range u.Tools() {
+			atStart[u.Name()] = append(atStart[u.Name()], t.Name)
+		}
+	}
+	mu.Unlock()
+	for _, p := range servers.Problems() {
+		warn("tollgate: MCP " + p)
+	}
+	return servers, nil
+}
+
+// leftOut is the message mcpgate logs a tool left out with: while
+// connecting, connectMCP says it itself, in the user's terms.
+const leftOut = "tollgate: an MCP server's tool is left out"
+
+// mcpLog drops the records of tools left out while connecting.
+type mcpLog struct {
+	slog.Handler
+	connecting *atomic.Bool
+}
+
+func (h *mcpLog) Handle(ctx context.Context, r slog.Record) error {
+	if h.connecting.Load() && r.Message == leftOut {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *mcpLog) WithAttrs(a []slog.Attr) slog.Handler {
+	return &mcpLog{Handler: h.Handler.WithAttrs(a), connecting: h.connecting}
+}
+
+func (h *mcpLog) WithGroup(name string) slog.Handler {
+	return &mcpLog{Handler: h.Handler.WithGroup(name), connecting: h.connecting}
+}
+
+// withMCP adds the servers' tools to the agent's; a tool name taken twice
+// is an error.
+func withMCP(cfg agent.Config, servers *mcpgate.Servers) (agent.Config, error) {
+	if servers == nil {
+		return cfg, nil
+	}
+	seen := map[string]bool{}
+	for _, t := range cfg.Tools {
+		seen[t.Name()] = true
+	}
+	tools := slices.Clone(cfg.Tools)
+	for _, t := range servers.Tools() {
+		if seen[t.Name()] {
+			return cfg, fmt.Errorf("mcp: tool %s of server %v is named as another tool of the agent; rename the server", t.Name(), t.Annotations()["mcp_server"])
+		}
+		seen[t.Name()] = true
+		tools = append(tools, t)
+	}
+	cfg.Tools = tools
+	return cfg, nil
+}
+
+// mcpSummary says how many MCP tools the agent has from which servers:
+// "9 MCP tools: 6 from github, 3 from docs".
+func mcpSummary(servers *mcpgate.Servers) string {
+	total := 0
+	var from []string
+	for _, u := range servers.Upstreams() {
+		n := len(u.Tools())
+		total += n
+		from = append(from, fmt.Sprintf("%d from %s", n, u.Name()))
+	}
+	return fmt.Sprintf("%s: %s", plural(total, "MCP tool"), strings.Join(from, ", "))
 }
