@@ -90,6 +90,25 @@ func (d ApprovalDecision) Reason() string { return d.reason }
 // its trace ([DenyWith]). Shared: do not modify.
 func (d ApprovalDecision) Details() map[string]any { return d.details }
 
+// Timeout is an ask's time to answer (zero: none).
+func (d ApprovalDecision) Timeout() time.Duration { return d.timeout }
+
+// WithDetails returns the decision with extra details added (the extra
+// value wins on a shared key): a wrapper of a policy says more of a call
+// than the policy knows, as the MCP gateway says which client made it.
+func (d ApprovalDecision) WithDetails(extra map[string]any) ApprovalDecision {
+	if len(extra) == 0 {
+		return d
+	}
+	m := maps.Clone(d.details)
+	if m == nil {
+		m = make(map[string]any, len(extra))
+	}
+	maps.Copy(m, extra)
+	d.details = m
+	return d
+}
+
 // PolicyContext is what a policy sees of a tool call.
 type PolicyContext struct {
 	ThreadID string

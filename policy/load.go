@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -328,6 +329,8 @@ type ruleDoc struct {
 	Details     map[string]any `yaml:"details"`
 	AllowWrites bool           `yaml:"allow_writes"`
 	Sandbox     string         `yaml:"sandbox"`
+	// Elicit: through the MCP gateway, ask the client's own user too.
+	Elicit bool `yaml:"elicit"`
 }
 
 // loadedRule is a rule with what error messages need.
@@ -411,11 +414,20 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 		l.errorAt(field(m, "allow_writes"), label, "allow_writes is for allow rules with command")
 	}
 	if r.action != Ask {
-		for _, k := range []string{"timeout", "impact", "details"} {
+		for _, k := range []string{"timeout", "impact", "details", "elicit"} {
 			if n := field(m, k); n != nil {
 				l.errorAt(n, label, "%s is only for ask rules", k)
 			}
 		}
+	}
+	if doc.Elicit {
+		// The gateway reads it from the question's details: a call that
+		// asks goes to the MCP client's own user as well as to the page.
+		r.details = maps.Clone(r.details)
+		if r.details == nil {
+			r.details = map[string]any{}
+		}
+		r.details["elicit"] = true
 	}
 	if doc.Timeout != nil {
 		if d, ok := l.duration(field(m, "timeout"), label); ok {

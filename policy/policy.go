@@ -660,3 +660,24 @@ func (c *analysisCache) analyze(src string) *analysis {
 	c.mu.Unlock()
 	return a
 }
+
+// Blocks reports whether the policy blocks every call of tool, whatever
+// its arguments: a rule on the whole call names it, has no condition and
+// blocks; or the default blocks and no rule names the tool at all. The
+// MCP gateway hides such tools from its clients' tool lists (a call made
+// anyway is still evaluated, and blocked).
+func (p *Policy) Blocks(tool string) bool {
+	tr := p.rulesFor(tool)
+	if tr.isShell {
+		return false
+	}
+	for _, r := range tr.call {
+		if r.action == Block && r.cond == nil && r.commands == nil {
+			return true
+		}
+	}
+	return p.def == Block && len(tr.call) == 0
+}
+
+// Blocks is [Policy.Blocks] of the policy in force.
+func (r *Reloadable) Blocks(tool string) bool { return r.Policy().Blocks(tool) }

@@ -415,3 +415,40 @@ rules:
 		}
 	}
 }
+
+// Blocks is what the MCP gateway hides: only tools blocked whatever their
+// arguments.
+func TestBlocks(t *testing.T) {
+	p, err := Parse("blocks.yaml", []byte(`version: 1
+default: ask
+rules:
+  - name: no-deletes
+    tool: "mcp__*__delete_*"
+    action: block
+  - name: big-payments
+    tool: mcp__pay__send
+    when: args.amount > 100
+    action: block
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]bool{"mcp__gh__delete_repo": true, "mcp__pay__send": false, "mcp__gh__list": false, "bash": false} {
+		if got := p.Blocks(tool); got != want {
+			t.Errorf("Blocks(%s) = %v, want %v", tool, got, want)
+		}
+	}
+	strict, err := Parse("strict.yaml", []byte(`version: 1
+default: block
+rules:
+  - name: reads
+    tool: "mcp__gh__get_*"
+    action: allow
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strict.Blocks("mcp__gh__delete_repo") || strict.Blocks("mcp__gh__get_issue") {
+		t.Error("with default block, a tool no rule names is blocked, and one a rule allows is not")
+	}
+}

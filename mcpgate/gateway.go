@@ -1,0 +1,837 @@
+package mcpgate
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/host"
+)
+
+// GatewayConfig configures a [Gateway].
+type GatewayConfig struct {
+	// Servers are the upstream MCP servers the gateway fronts, connected
+	// with Options.KeepResults (so that a client gets each result as the
+	// server gave it).
+	Servers *Servers
+	// Store keeps every call the gateway forwards as a thread: the call,
+	// its decision, its question and answer, its result. The gateway owns
+	// its store's runs: do not let another host (a tollgate serve) drive
+	// the same store.
+	Store checkpoint.Store
+	// Policy decides each call, as for an agent's tools: the tools are
+	// named mcp__<server>__<tool> and carry the server's annotations.
+	Policy hitl.Policy
+	// Hidden says which tools tools/list leaves out: those the policy
+	// blocks whatever their arguments (see policy.Policy.Blocks). A
+	// hidden tool called anyway is refused by the policy. Nil: none
+	// hidden.
+	Hidden func(tool string, annotations map[string]any) bool
+	// Progress is how often a client whose call waits is sent a progress
+	// notification (when it gave a progress token), so that it does not
+	// time out. Zero: 5 s.
+	Progress time.Duration
+	// ReviewURL, if set, is named in progress messages: where the
+	// question can be answered.
+	ReviewURL string
+	Logger    *slog.Logger
+	Clock     clock.Clock
+	// Name and Version are the gateway's own, as its clients see them.
+	// Zero: "tollgate-mcp-gateway".
+	Name, Version string
+}
+
+// Gateway is an MCP server that fronts MCP servers for any MCP client and
+// holds every call for the policy: allowed calls go through, blocked ones
+// are refused (and hidden from tools/list when blocked whatever their
+// arguments), asked ones wait for a person — on the tollgate page, the
+// command line, the API, or the client's own user by elicitation — while
+// the client gets progress notifications.
+//
+// Each forwarded call is one run of an [agent.Agent] on a thread of its
+// own, driven by a [host.Host]: its "model" relays the client's call and
+// reports its result, so the call gets everything a native tool call
+// gets — the policy, the durable question bound to the arguments' digest,
+// edits checked against the schema, deadlines, the audit log. The run
+// loop is the agent's; the gateway adds no second one.
+type Gateway struct {
+	cfg    GatewayConfig
+	log    *slog.Logger
+	host   *host.Host
+	server *mcp.Server
+	clock  clock.Clock
+
+	mu      sync.Mutex
+	live    map[string]*liveCall // by thread: calls whose client waits
+	closing bool
+	exposed map[string]exposedTool // by the name the client sees
+	hidden  map[string]exposedTool // tools the policy blocks whatever their arguments
+	unsub   func()
+	cancel  context.CancelFunc
+	done    chan struct{}
+	key     [32]byte // signs request states
+}
+
+// exposedTool is an upstream tool as the gateway's clients see it.
+type exposedTool struct {
+	upstream  *Upstream
+	tool      *mcp.Tool
+	agentName string
+}
+
+// liveCall is a client's call that waits for its result.
+type liveCall struct {
+	thread    string
+	client    string
+	session   *mcp.ServerSession
+	result    chan agent.ToolResult     // one result: buffered
+	failed    chan error                // the run stopped on an error
+	elicitNow chan *checkpoint.Question // a question to ask the client's user
+
+	mu      sync.Mutex
+	ctx     context.Context // the client's request (this round's)
+	pending *checkpoint.Question
+	round   int // counts the rounds of input requests
+	elicit  sync.Once
+}
+
+// The relay "model" finds the call in the run's prompt: the envelope is
+// the prompt's last line.
+type envelope struct {
+	Thread    string          `json:"thread"`
+	Client    string          `json:"client"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	AgentTool string          `json:"agent_tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+const envelopeMark = "mcp-call: "
+
+// NewGateway builds a gateway; Start it, then serve it over stdio
+// ([Gateway.ServeStdio]) or HTTP ([Gateway.HTTPHandler]).
+func NewGateway(cfg GatewayConfig) (*Gateway, error) {
+	if cfg.Servers == nil || cfg.Store == nil || cfg.Policy == nil {
+		return nil, errors.New("mcpgate: a gateway needs Servers, Store and Policy")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	if cfg.Progress <= 0 {
+		cfg.Progress = 5 * time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = "tollgate-mcp-gateway"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "1"
+	}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, live: map[string]*liveCall{}, done: make(chan struct{})}
+	_, _ = rand.Read(g.key[:])
+	channel := hitl.NewCheckpointedChannel(cfg.Store, "", nil)
+	// The same liveness check goes before the approval (no question is
+	// asked for a call no client waits for: a run resumed after a
+	// restart) and after it (an approval given after the client left, or
+	// after a restart, is applied to nothing).
+	live := &liveCheck{g: g}
+	var tools []*agent.Tool
+	for _, u := range cfg.Servers.Upstreams() {
+		tools = append(tools, u.AgentTools()...)
+	}
+	h, err := host.New(host.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Agent: agent.Config{
+		Provider: relay{g}, Tools: tools, Logger: cfg.Logger, Clock: cfg.Clock, MaxTurns: 3,
+		Middleware: []agent.Middleware{live, hitl.NewApprovalPolicyMiddleware(channel, g.policy(cfg.Policy)), live},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	g.host = h
+	g.server = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
+		Logger: cfg.Logger, HasTools: true,
+	})
+	// tools/list reflects the upstreams and the policy as they are now.
+	g.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/list":
+				g.syncTools()
+			case "tools/call":
+				// A hidden tool called anyway (a client that cached an
+				// older list) goes through the policy like any call, so
+				// that its refusal says why and is in the audit log.
+				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+					g.mu.Lock()
+					e, hidden := g.hidden[r.Params.Name]
+					g.mu.Unlock()
+					if hidden {
+						return g.call(ctx, r, e), nil
+					}
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	g.syncTools()
+	return g, nil
+}
+
+// Host is the host that drives the gateway's calls: give it to a
+// tollgate server (package server) for the page and the API.
+func (g *Gateway) Host() *host.Host { return g.host }
+
+// Server is the MCP server the gateway's clients talk to.
+func (g *Gateway) Server() *mcp.Server { return g.server }
+
+// Start starts the host and closes what a previous process left: a call
+// a client waited for when the gateway stopped no longer exists (the
+// client was told, or lost its connection), so its pending questions are
+// aborted and an answer given later is refused, not applied.
+func (g *Gateway) Start(ctx context.Context) error {
+	if err := g.host.Start(ctx); err != nil {
+		return err
+	}
+	events, unsub := g.host.Subscribe(4096)
+	g.unsub = unsub
+	evCtx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	go g.watch(evCtx, events)
+	return g.abortOrphans(ctx)
+}
+
+func (g *Gateway) abortOrphans(ctx context.Context) error {
+	seen := map[string]bool{}
+	after := ""
+	for {
+		qs, next, err := g.cfg.Store.ListQuestions(ctx, checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, After: after})
+		if err != nil {
+			return fmt.Errorf("mcpgate: listing the questions a previous gateway left: %w", err)
+		}
+		for _, q := range qs {
+			if seen[q.ThreadID] || g.isLive(q.ThreadID) {
+				continue
+			}
+			seen[q.ThreadID] = true
+			if err := g.host.Abort(ctx, q.ThreadID, "the MCP gateway restarted: the client's call no longer exists"); err != nil {
+				g.log.Warn("tollgate: closing a call a previous gateway left", "thread", q.ThreadID, "err", err)
+			}
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if len(seen) > 0 {
+		g.log.Info("tollgate: closed the calls a previous gateway left waiting for approval; their clients were told to retry or lost their connection", "calls", len(seen))
+	}
+	return nil
+}
+
+// Shutdown stops taking calls; every call still waiting for a person is
+// answered with a retryable error (its question is aborted, so no answer
+// is applied to it later); calls already running finish within ctx.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.closing = true
+	waiting := make([]string, 0, len(g.live))
+	for id := range g.live {
+		waiting = append(waiting, id)
+	}
+	g.mu.Unlock()
+	for _, id := range waiting {
+		if err := g.host.Abort(ctx, id, "the MCP gateway is shutting down"); err != nil && !errors.Is(err, host.ErrClosed) {
+			g.log.Warn("tollgate: aborting a waiting call at shutdown", "thread", id, "err", err)
+		}
+		if lc := g.liveCall(id); lc != nil {
+			g.settle(ctx, lc)
+		}
+	}
+	_, err := g.host.Shutdown(ctx)
+	if g.unsub != nil {
+		g.unsub()
+		g.cancel()
+	}
+	return err
+}
+
+func (g *Gateway) isLive(thread string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.live[thread]
+	return ok
+}
+
+// syncTools makes the MCP server's tools the upstreams' tools the policy
+// does not hide.
+func (g *Gateway) syncTools() {
+	ups := g.cfg.Servers.Upstreams()
+	want := map[string]exposedTool{}
+	hidden := map[string]exposedTool{}
+	for _, u := range ups {
+		for _, t := range u.Tools() {
+			name := t.Name
+			if len(ups) > 1 {
+				name = u.Name() + "__" + t.Name
+			}
+			agentName := AgentName(u.Name(), t.Name)
+			if g.cfg.Hidden != nil && g.cfg.Hidden(agentName, Annotations(u.Name(), t)) {
+				hidden[name] = exposedTool{upstream: u, tool: t, agentName: agentName}
+				continue
+			}
+			want[name] = exposedTool{upstream: u, tool: t, agentName: agentName}
+		}
+	}
+	g.mu.Lock()
+	old := g.exposed
+	g.exposed, g.hidden = want, hidden
+	g.mu.Unlock()
+	var gone []string
+	for name := range old {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		g.server.RemoveTools(gone...)
+	}
+	for name, e := range want {
+		if o, ok := old[name]; ok && o.tool == e.tool {
+			continue
+		}
+		t := *e.tool
+		t.Name = name
+		g.server.AddTool(&t, g.handler(name))
+	}
+}
+
+// handler is the tools/call handler of one exposed tool.
+func (g *Gateway) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		g.mu.Lock()
+		e, ok := g.exposed[name]
+		closing := g.closing
+		g.mu.Unlock()
+		switch {
+		case closing:
+			return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment"), nil
+		case !ok:
+			return errorResult(fmt.Sprintf("tollgate: no tool %q (the policy hides it, or its server no longer lists it)", name)), nil
+		}
+		return g.call(ctx, req, e), nil
+	}
+}
+
+// call forwards one client call through a run, and waits for its result.
+func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedTool) *mcp.CallToolResult {
+	if req.Params.RequestState != "" {
+		return g.resumeCall(ctx, req, e)
+	}
+	client := describeClient(req.Session)
+	args := req.Params.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	thread := newThreadID()
+	env, err := json.Marshal(envelope{Thread: thread, Client: client, Server: e.upstream.Name(), Tool: e.tool.Name, AgentTool: e.agentName, Arguments: args})
+	if err != nil {
+		return errorResult("tollgate: the call's arguments are not JSON: " + err.Error())
+	}
+	lc := &liveCall{thread: thread, client: client, session: req.Session, ctx: ctx,
+		result: make(chan agent.ToolResult, 1), failed: make(chan error, 1), elicitNow: make(chan *checkpoint.Question, 1)}
+	g.mu.Lock()
+	if g.closing {
+		g.mu.Unlock()
+		return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment")
+	}
+	g.live[thread] = lc
+	g.mu.Unlock()
+	prompt := fmt.Sprintf("MCP client %s calls tool %s of server %s.\n%s%s", client, e.tool.Name, e.upstream.Name(), envelopeMark, env)
+	if _, _, err := g.host.Prompt(ctx, thread, prompt, nil); err != nil {
+		g.forget(lc)
+		if errors.Is(err, host.ErrClosed) {
+			return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment")
+		}
+		return retryable("tollgate could not record the call, so it was not made: " + err.Error())
+	}
+	return g.await(ctx, req, lc, e)
+}
+
+func (g *Gateway) forget(lc *liveCall) {
+	g.mu.Lock()
+	if g.live[lc.thread] == lc {
+		delete(g.live, lc.thread)
+	}
+	g.mu.Unlock()
+}
+
+// await waits for the call's outcome, keeping the client informed. It
+// returns early, with the call still live, to have the client's own user
+// asked (an input request: the client answers it and calls again with
+// the answer and the request state, see resumeCall).
+func (g *Gateway) await(ctx context.Context, req *mcp.CallToolRequest, lc *liveCall, e exposedTool) *mcp.CallToolResult {
+	thread := lc.thread
+	token := req.Params.GetProgressToken()
+	progress := 0.0
+	for {
+		tick, stop := g.clock.After(g.cfg.Progress)
+		select {
+		case r := <-lc.result:
+			stop()
+			g.forget(lc)
+			return g.clientResult(r)
+		case err := <-lc.failed:
+			stop()
+			g.forget(lc)
+			return errorResult(fmt.Sprintf("tollgate could not finish the call (thread %s): %v; whether it took effect: see the thread", thread, err))
+		case q := <-lc.elicitNow:
+			stop()
+			if res := g.inputRequest(lc, q); res != nil {
+				return res
+			}
+		case <-ctx.Done():
+			stop()
+			g.forget(lc)
+			g.abandon(thread, "the MCP client cancelled the call or disconnected")
+			return retryable("the call was cancelled")
+		case <-tick:
+			g.settle(ctx, lc)
+			if token == nil {
+				continue
+			}
+			progress++
+			msg := g.waitingMessage(thread, e)
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg}); err != nil {
+				g.log.Debug("tollgate: sending progress to an MCP client", "thread", thread, "err", err)
+			}
+		}
+	}
+}
+
+// abandon aborts a call no client waits for: nothing is applied for it
+// any more (a call already running upstream is cancelled there).
+func (g *Gateway) abandon(thread, reason string) {
+	g.mu.Lock()
+	closing := g.closing
+	g.mu.Unlock()
+	if closing {
+		return // Shutdown aborts it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.host.Abort(ctx, thread, reason); err != nil && !errors.Is(err, host.ErrClosed) {
+		g.log.Warn("tollgate: aborting a call its client left", "thread", thread, "err", err)
+	}
+}
+
+// inputAnswer is the id of the gateway's one input request.
+const inputAnswer = "tollgate_approval"
+
+// inputRequest ends this round of the call with a request that the
+// client's own user approve it. The call stays live for the client's
+// next round; if none comes before the question's deadline (or half an
+// hour), the call is abandoned.
+func (g *Gateway) inputRequest(lc *liveCall, q *checkpoint.Question) *mcp.CallToolResult {
+	r, err := hitl.RequestOf(q)
+	if err != nil {
+		return nil
+	}
+	args, _ := json.MarshalIndent(r.Payload.Args, "", "  ")
+	if len(args) > 4000 {
+		args = append(args[:4000], []byte("\n… (the rest is on the tollgate page)")...)
+	}
+	msg := fmt.Sprintf("tollgate asks you to approve a tool call.\n\nTool: %s\nServer: %v\nArguments:\n%s", r.Payload.ToolName, r.Payload.Details["mcp_server"], args)
+	if impact, ok := r.Payload.Details["impact"].(string); ok && impact != "" {
+		msg += "\n\nWhy it asks: " + impact
+	}
+	grace := 30 * time.Minute
+	if !q.Deadline.IsZero() {
+		grace = min(grace, time.Until(q.Deadline)+5*time.Second)
+	}
+	lc.mu.Lock()
+	lc.pending = q
+	lc.round++
+	round := lc.round
+	lc.mu.Unlock()
+	time.AfterFunc(grace, func() {
+		lc.mu.Lock()
+		stale := lc.round == round
+		lc.mu.Unlock()
+		if stale && g.liveCall(lc.thread) == lc {
+			g.forget(lc)
+			g.abandon(lc.thread, "the MCP client did not come back with its user's answer")
+		}
+	})
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{inputAnswer: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: elicitSchema}},
+		RequestState:  g.sign(lc.thread + "/" + q.ID),
+	}
+}
+
+// resumeCall is the client's next round of a call whose user was asked:
+// the answer is recorded as theirs, and the call waits on.
+func (g *Gateway) resumeCall(ctx context.Context, req *mcp.CallToolRequest, e exposedTool) *mcp.CallToolResult {
+	state, ok := g.verify(req.Params.RequestState)
+	thread, qid, _ := strings.Cut(state, "/")
+	lc := g.liveCall(thread)
+	if !ok || lc == nil {
+		return retryable("the call this answer is for no longer exists (the gateway restarted, or the call was abandoned): not made; call it again")
+	}
+	lc.mu.Lock()
+	lc.round++ // the grace timer of the last round is void
+	lc.session, lc.ctx = req.Session, ctx
+	q := lc.pending
+	lc.mu.Unlock()
+	if q != nil && q.ID == qid {
+		if resp, ok := req.Params.InputResponses[inputAnswer].(*mcp.ElicitResult); ok {
+			g.answerElicited(lc, q, resp)
+		}
+	}
+	return g.await(ctx, req, lc, e)
+}
+
+// answerElicited records the client's user's answer. The question is on
+// the page too: whichever answer comes first wins, the other is refused
+// as already answered. A dismissed form (cancel) leaves it waiting.
+func (g *Gateway) answerElicited(lc *liveCall, q *checkpoint.Question, res *mcp.ElicitResult) {
+	var a hitl.ApproveAnswer
+	switch res.Action {
+	case "accept":
+		a.Decision = hitl.DecisionDeny
+		if res.Content["approve"] == true {
+			a.Decision = hitl.DecisionApprove
+		}
+		a.Reason, _ = res.Content["reason"].(string)
+	case "decline":
+		a = hitl.ApproveAnswer{Decision: hitl.DecisionDeny, Reason: "the MCP client's user declined the call"}
+	default:
+		return
+	}
+	a.Digest = q.Digest
+	raw, _ := json.Marshal(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := g.host.Answer(ctx, q.ThreadID, q.ID, raw, "user of MCP client "+lc.client); err != nil {
+		g.log.Info("tollgate: the MCP client's user answered, and the answer was not taken", "thread", q.ThreadID, "question", q.ID, "err", err)
+	}
+}
+
+// sign and verify keep a call's request state from being forged: a
+// client could otherwise answer another client's question.
+func (g *Gateway) sign(state string) string {
+	m := hmac.New(sha256.New, g.key[:])
+	m.Write([]byte(state))
+	return state + "." + hex.EncodeToString(m.Sum(nil))
+}
+
+func (g *Gateway) verify(signed string) (string, bool) {
+	i := strings.LastIndexByte(signed, '.')
+	if i < 0 {
+		return "", false
+	}
+	state := signed[:i]
+	return state, hmac.Equal([]byte(g.sign(state)), []byte(signed))
+}
+
+func (g *Gateway) waitingMessage(thread string, e exposedTool) string {
+	qs, _, err := g.cfg.Store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: thread, Status: checkpoint.QuestionPending, Limit: 1})
+	if err != nil || len(qs) == 0 {
+		return fmt.Sprintf("tollgate: %s of %s is running", e.tool.Name, e.upstream.Name())
+	}
+	msg := fmt.Sprintf("tollgate: waiting for a person to approve %s of %s (question %s, thread %s)", e.tool.Name, e.upstream.Name(), qs[0].ID, thread)
+	if !qs[0].Deadline.IsZero() {
+		msg += fmt.Sprintf("; it times out at %s", qs[0].Deadline.UTC().Format(time.RFC3339))
+	}
+	if g.cfg.ReviewURL != "" {
+		msg += "; answer at " + g.cfg.ReviewURL
+	}
+	return msg
+}
+
+// clientResult is what the client receives for the run's tool result: the
+// upstream's result as it came, or an error result that says why the call
+// was not made.
+func (g *Gateway) clientResult(r agent.ToolResult) *mcp.CallToolResult {
+	if raw, ok := r.Details["mcp_result"]; ok {
+		var b []byte
+		switch v := raw.(type) {
+		case json.RawMessage:
+			b = v
+		default:
+			b, _ = json.Marshal(v)
+		}
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(b, &res); err == nil {
+			return &res
+		}
+	}
+	trace, _ := r.Details["hitl"].(map[string]any)
+	decision, _ := trace["decision"].(string)
+	g.mu.Lock()
+	closing := g.closing
+	g.mu.Unlock()
+	if closing && decision == "aborted" {
+		return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment")
+	}
+	switch decision {
+	case "policy_deny":
+		return errorResult("tollgate: the call was blocked by the policy: " + r.Content)
+	case "human_deny":
+		by, _ := trace["by"].(string)
+		if by != "" {
+			by = " (" + by + ")"
+		}
+		return errorResult("tollgate: a reviewer denied the call" + by + ": " + r.Content)
+	case "timed_out":
+		return errorResult("tollgate: nobody approved the call in time, so it was not made")
+	case "aborted":
+		return errorResult("tollgate: the call was aborted: " + r.Content)
+	}
+	if r.IsError {
+		return errorResult("tollgate: " + r.Content)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Content}}}
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// retryable is an error result a client may retry: the call was not made.
+func retryable(text string) *mcp.CallToolResult {
+	r := errorResult("tollgate: " + text)
+	r.Meta = mcp.Meta{"tollgate/retryable": true}
+	return r
+}
+
+func describeClient(ss *mcp.ServerSession) string {
+	name := "unknown client"
+	if ss == nil {
+		return name
+	}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		name = p.ClientInfo.Name
+		if p.ClientInfo.Version != "" {
+			name += " " + p.ClientInfo.Version
+		}
+	}
+	if id := ss.ID(); id != "" {
+		name += " (session " + shorten(id, 12) + ")"
+	}
+	return name
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func newThreadID() string {
+	var b [9]byte
+	_, _ = rand.Read(b[:])
+	return "mcp-" + hex.EncodeToString(b[:])
+}
+
+// policy wraps the gateway's policy: an ask shows the reviewer which
+// client asked and through which server (from the run's prompt, so it
+// holds when the run is resumed).
+func (g *Gateway) policy(p hitl.Policy) hitl.Policy {
+	return func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
+		d := p(ctx, c)
+		env, ok := callOf(c.Messages)
+		if !ok {
+			return d
+		}
+		if d.Action() != "ask" {
+			return d
+		}
+		return d.WithDetails(map[string]any{"mcp_client": env.Client, "mcp_server": env.Server, "mcp_tool": env.Tool})
+	}
+}
+
+// callOf finds the call's envelope in the run's first user message.
+func callOf(msgs []agent.Message) (envelope, bool) {
+	for _, m := range msgs {
+		if m.Role != agent.RoleUser {
+			continue
+		}
+		i := strings.LastIndex(m.Text, "\n"+envelopeMark)
+		if i < 0 {
+			continue
+		}
+		var env envelope
+		if err := json.Unmarshal([]byte(m.Text[i+1+len(envelopeMark):]), &env); err != nil {
+			continue
+		}
+		return env, true
+	}
+	return envelope{}, false
+}
+
+// watch follows the host's events: a run that stopped on an error is
+// reported to its client, and an approval question for a call whose rule
+// asks the client's own user goes to that user by elicitation.
+func (g *Gateway) watch(ctx context.Context, events <-chan agent.Event) {
+	defer close(g.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+
+			switch ev := ev.(type) {
+			case *agent.RunFinishedEvent, *agent.AgentAbortedEvent:
+				if lc := g.liveCall(ev.Meta().ThreadID); lc != nil {
+					g.settle(ctx, lc)
+				}
+			case *agent.HitlRequestEvent:
+				if lc := g.liveCall(ev.Meta().ThreadID); lc != nil && ev.Question != nil && ev.Question.Status == checkpoint.QuestionPending {
+					if wantsElicit(ev.Question) && supportsElicitation(lc.session) {
+						q := ev.Question
+						lc.elicit.Do(func() { lc.elicitNow <- q })
+					}
+				}
+			}
+		}
+	}
+}
+
+// settle hands a call the outcome its thread holds, if its run is over:
+// the relay hands on every result a run reaches, but a run can end
+// without reaching one (an abort from the page writes the result without
+// a model call; a run can stop on an error), and an event can be missed.
+func (g *Gateway) settle(ctx context.Context, lc *liveCall) {
+	th, err := g.cfg.Store.LoadThread(ctx, lc.thread)
+	if err != nil {
+		return
+	}
+	state, runErr := g.host.State(th)
+	switch state {
+	case host.RunFailed:
+		if runErr == nil {
+			runErr = errors.New("the run stopped on an error")
+		}
+		select {
+		case lc.failed <- runErr:
+		default:
+		}
+	case host.RunIdle:
+		var msgs []agent.Message
+		if err := json.Unmarshal(th.Messages, &msgs); err != nil {
+			return
+		}
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if r := msgs[i].Result; r != nil {
+				select {
+				case lc.result <- *r:
+				default:
+				}
+				return
+			}
+		}
+		if len(msgs) > 0 {
+			select {
+			case lc.failed <- errors.New("the run ended without a result"):
+			default:
+			}
+		}
+	}
+}
+
+func (g *Gateway) liveCall(thread string) *liveCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.live[thread]
+}
+
+// liveCheck refuses a call no client waits for any more.
+type liveCheck struct{ g *Gateway }
+
+func (l *liveCheck) BeforeTool(ctx context.Context, call *agent.ToolCallContext) (agent.Decision, error) {
+	if l.g.isLive(call.ThreadID) {
+		return agent.Continue(), nil
+	}
+	return agent.Block("the MCP client's call no longer exists (it was cancelled, or the gateway restarted): not made", map[string]any{
+		"hitl": map[string]any{"decision": "aborted", "reason": "no client waits for the call"}}), nil
+}
+
+// relay is the gateway's "model": the first turn makes the client's call;
+// the next hands the call's result to the waiting client and ends the run.
+type relay struct{ g *Gateway }
+
+func (r relay) Complete(ctx context.Context, req *agent.Request, _ func(string)) (*agent.Message, error) {
+	env, ok := callOf(req.Messages)
+	if !ok {
+		return nil, errors.New("mcpgate: the run's prompt holds no MCP call")
+	}
+	var result *agent.ToolResult
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Result != nil {
+			result = req.Messages[i].Result
+			break
+		}
+	}
+	if result == nil {
+		return &agent.Message{Role: agent.RoleAssistant, StopReason: agent.StopToolUse,
+			ToolCalls: []agent.ToolCall{{ID: "call_1", Name: env.AgentTool, Arguments: env.Arguments}}}, nil
+	}
+	// The turn's result was stored before this call: hand it on. (A call
+	// made twice, after a crash, hands it on twice: the first is taken.)
+	if lc := r.g.liveCall(env.Thread); lc != nil {
+		select {
+		case lc.result <- *result:
+		default:
+		}
+	}
+	return &agent.Message{Role: agent.RoleAssistant, Text: "relayed the result to the MCP client", StopReason: agent.StopEndTurn}, nil
+}
+
+// wantsElicit: the rule that asked says the client's own user may answer.
+func wantsElicit(q *checkpoint.Question) bool {
+	if q.Kind != hitl.KindApprove {
+		return false
+	}
+	r, err := hitl.RequestOf(q)
+	return err == nil && r.Payload.Details["elicit"] == true
+}
+
+func supportsElicitation(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil &&
+		(p.Capabilities.Elicitation.Form != nil || p.Capabilities.Elicitation.URL == nil)
+}
+
+// elicitSchema is the form the client's user answers: approve or not,
+// and why not.
+var elicitSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"approve": map[string]any{"type": "boolean", "title": "Approve this call", "description": "Run the call exactly as shown"},
+		"reason":  map[string]any{"type": "string", "title": "Reason", "description": "If you deny it: what the agent should do instead"},
+	},
+	"required": []string{"approve"},
+}

@@ -1,0 +1,478 @@
+package mcpgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/mcptest"
+	"github.com/tollgate-ai/tollgate/mcpgate"
+	"github.com/tollgate-ai/tollgate/policy"
+)
+
+const gatewayPolicy = `version: 1
+default: ask
+rules:
+  - name: reads
+    tool: mcp__t__echo
+    action: allow
+  - name: structured
+    tool: mcp__t__structured
+    action: allow
+  - name: crashes-are-allowed-here
+    tool: mcp__s__crash
+    action: allow
+  - name: stdio-echo
+    tool: mcp__s__echo
+    action: allow
+  - name: no-deletes
+    tool: "mcp__*__delete_*"
+    action: block
+    reason: deleting is not for agents
+  - name: notes
+    tool: mcp__t__write_note
+    action: ask
+    impact: writes a file
+  - name: slow-times-out
+    tool: mcp__t__slow
+    action: ask
+    timeout: 1s
+  - name: fail-asks-the-client
+    tool: mcp__t__fail
+    action: ask
+    timeout: 5s
+    elicit: true
+`
+
+// gw is a gateway between an SDK client and an in-process SDK server.
+type gw struct {
+	g       *mcpgate.Gateway
+	store   checkpoint.Store
+	ledger  *mcptest.Ledger
+	servers *mcpgate.Servers
+	client  *mcp.ClientSession
+
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+}
+
+type gwOptions struct {
+	store   checkpoint.Store
+	servers []mcpgate.ServerConfig
+	elicit  func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+}
+
+func newGateway(t *testing.T, o gwOptions) *gw {
+	t.Helper()
+	ctx := context.Background()
+	w := &gw{ledger: &mcptest.Ledger{}, store: o.store}
+	if w.store == nil {
+		w.store = memory.New()
+	}
+	if o.servers == nil {
+		ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcptest.NewServer(w.ledger, nil) }, nil))
+		t.Cleanup(ts.Close)
+		o.servers = []mcpgate.ServerConfig{{Name: "t", URL: ts.URL}}
+	}
+	servers, err := mcpgate.ConnectAll(ctx, o.servers, &mcpgate.Options{KeepResults: true, RestartBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { servers.Close() })
+	w.servers = servers
+	pol, err := policy.Parse("gateway.yaml", []byte(gatewayPolicy), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.g, err = mcpgate.NewGateway(mcpgate.GatewayConfig{Servers: servers, Store: w.store, Policy: pol.HITL(),
+		Hidden: func(tool string, _ map[string]any) bool { return pol.Blocks(tool) }, Progress: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.g.Shutdown(context.Background()) })
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := w.g.Server().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0.1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			w.mu.Lock()
+			w.progress = append(w.progress, r.Params)
+			w.mu.Unlock()
+		},
+		ElicitationHandler: o.elicit,
+	})
+	w.client, err = client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.client.Close() })
+	return w
+}
+
+func (w *gw) call(t *testing.T, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	p.SetProgressToken("tok-" + name)
+	res, err := w.client.CallTool(context.Background(), p)
+	if err != nil {
+		t.Fatalf("calling %s: %v", name, err)
+	}
+	return res
+}
+
+// callAsync calls in the background; the result comes on the channel.
+func (w *gw) callAsync(ctx context.Context, name string, args any) <-chan *mcp.CallToolResult {
+	ch := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		p := &mcp.CallToolParams{Name: name, Arguments: args}
+		p.SetProgressToken("tok-" + name)
+		res, err := w.client.CallTool(ctx, p)
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "client error: " + err.Error()}}}
+		}
+		ch <- res
+	}()
+	return ch
+}
+
+// question waits for the one pending question of a call of tool.
+func (w *gw) question(t *testing.T, tool string) *checkpoint.Question {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		qs, _, err := w.store.ListQuestions(context.Background(), checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, Tool: tool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(qs) == 1 {
+			return qs[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no question for %s", tool)
+	return nil
+}
+
+func (w *gw) answer(t *testing.T, q *checkpoint.Question, a hitl.ApproveAnswer) error {
+	t.Helper()
+	a.Digest = q.Digest
+	raw, _ := json.Marshal(a)
+	_, err := w.g.Host().Answer(context.Background(), q.ThreadID, q.ID, raw, "alice")
+	return err
+}
+
+func text(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func wait(t *testing.T, ch <-chan *mcp.CallToolResult) *mcp.CallToolResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not return")
+		return nil
+	}
+}
+
+func TestGatewayListsWhatThePolicyDoesNotBlock(t *testing.T) {
+	w := newGateway(t, gwOptions{})
+	res, err := w.client.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		names[tool.Name] = tool
+	}
+	for _, want := range []string{"echo", "write_note", "slow", "structured", "fail"} {
+		if names[want] == nil {
+			t.Errorf("tools/list lacks %s: %v", want, res.Tools)
+		}
+	}
+	if names["delete_repo"] != nil {
+		t.Error("delete_repo is blocked by the policy whatever its arguments, and listed")
+	}
+	if names["bad_schema"] != nil {
+		t.Error("bad_schema has a malformed schema, and is listed")
+	}
+	if e := names["echo"]; e != nil && (e.Annotations == nil || !e.Annotations.ReadOnlyHint) {
+		t.Error("the upstream's annotations are not passed on")
+	}
+}
+
+func TestGatewayAllowedAndBlocked(t *testing.T) {
+	w := newGateway(t, gwOptions{})
+	if r := w.call(t, "echo", map[string]any{"text": "hi"}); r.IsError || text(r) != "echo: hi" {
+		t.Fatalf("allowed call: %v %q", r.IsError, text(r))
+	}
+	// The structured result comes as the server gave it.
+	r := w.call(t, "structured", map[string]any{"n": 4})
+	if r.IsError || r.StructuredContent == nil {
+		t.Fatalf("structured: %v %v", r.IsError, r.StructuredContent)
+	}
+	// A hidden tool called anyway is refused, not forwarded.
+	r = w.call(t, "delete_repo", map[string]any{"repo": "x"})
+	if !r.IsError || !strings.Contains(text(r), "deleting is not for agents") || w.ledger.Count("delete_repo") != 0 {
+		t.Fatalf("a hidden tool called anyway: error %v %q, ledger %d", r.IsError, text(r), w.ledger.Count("delete_repo"))
+	}
+}
+
+func TestGatewayBlockedByCondition(t *testing.T) {
+	// A tool blocked for some arguments only is listed, and each call
+	// is decided.
+	w := newGateway(t, gwOptions{})
+	p, err := policy.Parse("p.yaml", []byte(`version: 1
+rules:
+  - name: no-deletes
+    tool: "mcp__*__delete_*"
+    when: args.repo == "prod"
+    action: block
+    reason: not prod
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Blocks("mcp__t__delete_repo") {
+		t.Fatal("a conditional block hides the tool")
+	}
+	_ = w
+}
+
+func TestGatewayAskedApproved(t *testing.T) {
+	w := newGateway(t, gwOptions{})
+	ch := w.callAsync(context.Background(), "write_note", map[string]any{"path": "/tmp/n", "text": "hello"})
+	q := w.question(t, "mcp__t__write_note")
+	r, err := hitl.RequestOf(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Payload.Details
+	if !strings.HasPrefix(d["mcp_client"].(string), "test-client 0.1") || d["mcp_server"] != "t" || d["mcp_tool"] != "write_note" || d["impact"] != "writes a file" {
+		t.Errorf("the question does not say who asks through what: %v", d)
+	}
+	// Progress keeps the client waiting.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		w.mu.Lock()
+		n := len(w.progress)
+		var last string
+		if n > 0 {
+			last = w.progress[n-1].Message
+		}
+		w.mu.Unlock()
+		if n >= 2 && strings.Contains(last, "waiting for a person") && strings.Contains(last, q.ID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("progress: %d notifications, last %q", n, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if w.ledger.Count("write_note") != 0 {
+		t.Fatal("the call was made before it was approved")
+	}
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	res := wait(t, ch)
+	if res.IsError || !strings.Contains(text(res), "wrote 5 bytes") || w.ledger.Count("write_note") != 1 {
+		t.Fatalf("approved: %v %q, ledger %d", res.IsError, text(res), w.ledger.Count("write_note"))
+	}
+}
+
+func TestGatewayAskedDeniedEditedTimedOut(t *testing.T) {
+	w := newGateway(t, gwOptions{})
+	ch := w.callAsync(context.Background(), "write_note", map[string]any{"path": "/etc/passwd", "text": "x"})
+	q := w.question(t, "mcp__t__write_note")
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionDeny, Reason: "not there"}); err != nil {
+		t.Fatal(err)
+	}
+	res := wait(t, ch)
+	if !res.IsError || !strings.Contains(text(res), "denied") || !strings.Contains(text(res), "not there") || w.ledger.Count("write_note") != 0 {
+		t.Fatalf("denied: %v %q, ledger %d", res.IsError, text(res), w.ledger.Count("write_note"))
+	}
+
+	ch = w.callAsync(context.Background(), "write_note", map[string]any{"path": "/etc/passwd", "text": "x"})
+	q = w.question(t, "mcp__t__write_note")
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionEdit, EditedArgs: map[string]any{"path": "/tmp/safe", "text": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	res = wait(t, ch)
+	calls := w.ledger.Calls()
+	if res.IsError || len(calls) != 1 || calls[0].Args["path"] != "/tmp/safe" {
+		t.Fatalf("edited: %v %q, ledger %v", res.IsError, text(res), calls)
+	}
+
+	// An invalid edit is refused and the question stays open.
+	ch = w.callAsync(context.Background(), "write_note", map[string]any{"path": "/etc/x", "text": "x"})
+	q = w.question(t, "mcp__t__write_note")
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionEdit, EditedArgs: map[string]any{"path": 5}}); !errors.Is(err, hitl.ErrInvalidAnswer) {
+		t.Fatalf("an edit the schema refuses: %v", err)
+	}
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionDeny}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch)
+
+	// Nobody answers: the call times out, and is not made.
+	start := time.Now()
+	res = w.call(t, "slow", map[string]any{"ms": 1})
+	if !res.IsError || !strings.Contains(text(res), "nobody approved the call in time") || w.ledger.Count("slow") != 0 {
+		t.Fatalf("timed out: %v %q, ledger %d", res.IsError, text(res), w.ledger.Count("slow"))
+	}
+	if el := time.Since(start); el < time.Second {
+		t.Fatalf("timed out after %s, before its 1s", el)
+	}
+}
+
+// A client that cancels its call leaves nothing to approve: the question
+// is aborted and a late answer is refused.
+func TestGatewayClientCancels(t *testing.T) {
+	w := newGateway(t, gwOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := w.callAsync(ctx, "write_note", map[string]any{"path": "/tmp/c", "text": "x"})
+	q := w.question(t, "mcp__t__write_note")
+	cancel()
+	<-ch
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := w.store.GetQuestion(context.Background(), q.ThreadID, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == checkpoint.QuestionAborted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the question of a cancelled call is %s", got.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err == nil {
+		t.Fatal("an answer to a cancelled call was taken")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if w.ledger.Count("write_note") != 0 {
+		t.Fatal("a cancelled call was made")
+	}
+}
+
+// A gateway that shuts down tells the waiting client to retry, and its
+// question's answer is not applied; one that crashed leaves questions the
+// next gateway on the store closes at start-up.
+func TestGatewayRestartMidWait(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	w := newGateway(t, gwOptions{store: store})
+	ch := w.callAsync(context.Background(), "write_note", map[string]any{"path": "/tmp/r", "text": "x"})
+	q := w.question(t, "mcp__t__write_note")
+	if err := w.g.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res := wait(t, ch)
+	if !res.IsError || res.Meta["tollgate/retryable"] != true || !strings.Contains(text(res), "not made") {
+		t.Fatalf("the client of a gateway shutting down got %v %q meta %v", res.IsError, text(res), res.Meta)
+	}
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err == nil {
+		t.Fatal("an answer to a call whose gateway stopped was taken")
+	}
+
+	// A crash: the first gateway's host stops without telling anyone.
+	w2 := newGateway(t, gwOptions{store: store})
+	ch = w2.callAsync(context.Background(), "write_note", map[string]any{"path": "/tmp/r2", "text": "x"})
+	q = w2.question(t, "mcp__t__write_note")
+	if _, err := w2.g.Host().Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w3 := newGateway(t, gwOptions{store: store})
+	got, err := store.GetQuestion(context.Background(), q.ThreadID, q.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != checkpoint.QuestionAborted {
+		t.Fatalf("the question a crashed gateway left is %s", got.Status)
+	}
+	if err := w3.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err == nil {
+		t.Fatal("an answer to a call a crashed gateway left was taken")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := w.ledger.Count("write_note") + w2.ledger.Count("write_note") + w3.ledger.Count("write_note"); n != 0 {
+		t.Fatalf("%d calls made that no client waits for", n)
+	}
+	_ = ch
+}
+
+// An upstream that crashes mid-call: the client gets an error result
+// that says the outcome is unknown, and the server is restarted.
+func TestGatewayUpstreamCrash(t *testing.T) {
+	bin := mcptest.BuildStdioServer(t)
+	w := newGateway(t, gwOptions{servers: []mcpgate.ServerConfig{{Name: "s", Command: bin}}})
+	res := w.call(t, "crash", map[string]any{})
+	if !res.IsError || !strings.Contains(text(res), "stopped during the call") || !strings.Contains(text(res), "unknown") {
+		t.Fatalf("crash: %v %q", res.IsError, text(res))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := w.call(t, "echo", map[string]any{"text": "back"})
+		if !r.IsError && text(r) == "echo: back" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not come back: %q", text(r))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A rule with elicit asks the client's own user when the client can be
+// asked; the answer is recorded as theirs.
+func TestGatewayElicitation(t *testing.T) {
+	var asked string
+	w := newGateway(t, gwOptions{elicit: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = r.Params.Message
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}})
+	res := w.call(t, "fail", map[string]any{})
+	// fail's own result is an error: it ran, so the user approved it.
+	if !strings.Contains(text(res), "failed on purpose") {
+		t.Fatalf("elicited call: %q", text(res))
+	}
+	if !strings.Contains(asked, "mcp__t__fail") {
+		t.Errorf("the client's user was asked %q", asked)
+	}
+	qs, _, err := w.store.ListQuestions(context.Background(), checkpoint.QuestionFilter{Tool: "mcp__t__fail"})
+	if err != nil || len(qs) != 1 {
+		t.Fatal(qs, err)
+	}
+	if !strings.HasPrefix(qs[0].AnsweredBy, "user of MCP client test-client") {
+		t.Errorf("answered by %q", qs[0].AnsweredBy)
+	}
+}

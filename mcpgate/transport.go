@@ -1,0 +1,43 @@
+package mcpgate
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServeStdio serves one client on standard input and output (a desktop
+// assistant or an IDE starts the gateway as its MCP server) until the
+// client closes the connection or ctx ends.
+func (g *Gateway) ServeStdio(ctx context.Context) error {
+	return g.server.Run(ctx, &mcp.StdioTransport{})
+}
+
+// HTTPHandler serves MCP clients over streamable HTTP. Every request must
+// carry "Authorization: Bearer <token>": the gateway runs tools with the
+// upstreams' credentials, so an open endpoint would lend them to anyone
+// who can reach it. Sessions idle for an hour are closed.
+func (g *Gateway) HTTPHandler(token string) (http.Handler, error) {
+	if len(token) < 16 {
+		return nil, errors.New("mcpgate: the HTTP endpoint needs a bearer token of at least 16 characters")
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+		&mcp.StreamableHTTPOptions{Logger: g.log, SessionTimeout: time.Hour})
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(strings.TrimSpace(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate-mcp-gateway"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"unauthorized","message":"send the gateway's token: Authorization: Bearer <token>"}` + "\n"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), nil
+}

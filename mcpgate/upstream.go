@@ -1,0 +1,610 @@
+package mcpgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate-ai/tollgate/agent"
+)
+
+// Options tune connections to MCP servers. A nil *Options means all zero
+// values.
+type Options struct {
+	// Logger receives what the servers write on stderr (at debug), their
+	// restarts and their tools left out. Zero: slog.Default().
+	Logger *slog.Logger
+	// MaxRestarts bounds the restarts of a server that keeps failing: a
+	// start that fails, or a session that ends within a minute of its
+	// start, counts; a session that lasts a minute resets the count. Past
+	// it, the server stays down and its calls fail with the last error.
+	// Zero: 5.
+	MaxRestarts int
+	// RestartBackoff is the wait before the first restart; it doubles
+	// with each failure up to 30 s. Zero: 250 ms.
+	RestartBackoff time.Duration
+	// KeepResults keeps each call's whole MCP result in the agent tool
+	// result's Details["mcp_result"] (the gateway hands it to its client
+	// as it came). Zero: only the text the model reads.
+	KeepResults bool
+	// ToolsChanged is called when a server's list of tools changes (it
+	// said so, or it was restarted), with the server's name.
+	ToolsChanged func(server string)
+	// Client is the name tollgate gives itself to servers. Zero:
+	// "tollgate".
+	Client string
+}
+
+func (o *Options) orDefault() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.Logger == nil {
+		v.Logger = slog.Default()
+	}
+	if v.MaxRestarts == 0 {
+		v.MaxRestarts = 5
+	}
+	if v.RestartBackoff == 0 {
+		v.RestartBackoff = 250 * time.Millisecond
+	}
+	if v.Client == "" {
+		v.Client = "tollgate"
+	}
+	return v
+}
+
+const (
+	maxBackoff   = 30 * time.Second
+	healthyAfter = time.Minute
+	pingTimeout  = 5 * time.Second
+	// connectTimeout bounds a start: the process, initialize, tools/list.
+	connectTimeout = 30 * time.Second
+)
+
+// Upstream is a connection to one MCP server, kept up: a server that dies
+// or hangs is restarted, with backoff and a bound, and its tools are read
+// again. Its methods are safe for concurrent use.
+type Upstream struct {
+	cfg  ServerConfig
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	session  *mcp.ClientSession
+	gen      int           // counts sessions; a stale session's news is ignored
+	ended    chan struct{} // closed when the current session ends
+	ready    chan struct{} // closed when a session is up, or the server is given up
+	started  time.Time
+	down     error // why no session is up
+	gaveUp   bool
+	failures int
+	tools    []*mcp.Tool // the usable tools, in the server's order
+	problems []string
+	closed   bool
+	stderr   *tail
+}
+
+// Connect starts (or reaches) the server, initializes a session and reads
+// its tools. A server that cannot be reached is an error: its tools are not
+// known, so an agent could not be given them.
+func Connect(ctx context.Context, cfg ServerConfig, opts *Options) (*Upstream, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	o := opts.orDefault()
+	u := &Upstream{cfg: cfg, opts: o, log: o.Logger.With("mcp_server", cfg.Name), ready: make(chan struct{}), stderr: newTail(4096)}
+	u.ctx, u.cancel = context.WithCancel(context.Background())
+	if err := u.start(ctx); err != nil {
+		u.cancel()
+		return nil, err
+	}
+	return u, nil
+}
+
+// Name is the server's name.
+func (u *Upstream) Name() string { return u.cfg.Name }
+
+// Config is the server's config.
+func (u *Upstream) Config() ServerConfig { return u.cfg }
+
+// Tools returns the server's usable tools as it listed them last.
+func (u *Upstream) Tools() []*mcp.Tool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.tools)
+}
+
+// Problems says which tools were left out, and why.
+func (u *Upstream) Problems() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.problems)
+}
+
+// Err is why the server is down, or nil if it is up.
+func (u *Upstream) Err() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.down
+}
+
+// Close ends the session (and a stdio server's process).
+func (u *Upstream) Close() error {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil
+	}
+	u.closed = true
+	cs := u.session
+	u.session = nil
+	u.down = errors.New("closed")
+	select { // calls waiting for a restart end now, not after 15 s
+	case <-u.ready:
+	default:
+		close(u.ready)
+	}
+	u.mu.Unlock()
+	u.cancel()
+	if cs != nil {
+		return cs.Close()
+	}
+	return nil
+}
+
+// start connects a session and reads its tools; on success it is the
+// current session.
+func (u *Upstream) start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	transport, err := u.transport()
+	if err != nil {
+		return err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: u.opts.Client, Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { go u.refreshTools() },
+	})
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return u.explain(fmt.Errorf("mcp: starting server %s: %w", u.cfg.describe(), err))
+	}
+	tools, problems, err := u.listTools(ctx, cs)
+	if err != nil {
+		_ = cs.Close()
+		return u.explain(fmt.Errorf("mcp: server %s: listing its tools: %w", u.cfg.describe(), err))
+	}
+	for _, p := range problems {
+		u.log.Warn("tollgate: an MCP server's tool is left out", "problem", p)
+	}
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		_ = cs.Close()
+		return errors.New("mcp: closed")
+	}
+	u.gen++
+	gen := u.gen
+	u.session, u.down, u.started = cs, nil, time.Now()
+	u.tools, u.problems = tools, problems
+	u.ended = make(chan struct{})
+	ended := u.ended
+	select {
+	case <-u.ready:
+	default:
+		close(u.ready)
+	}
+	u.mu.Unlock()
+	go func() {
+		err := cs.Wait()
+		// lost first: a call that sees ended closed must find the session
+		// gone (its next call waits for the restart instead of reaching
+		// the dead session) and the reason in Err.
+		u.lost(gen, err)
+		close(ended)
+	}()
+	return nil
+}
+
+// explain adds the end of what a stdio server wrote on stderr: why it
+// did not start is usually there.
+func (u *Upstream) explain(err error) error {
+	if s := u.stderr.String(); s != "" {
+		return fmt.Errorf("%w; it wrote on stderr: %s", err, s)
+	}
+	return err
+}
+
+func (u *Upstream) transport() (mcp.Transport, error) {
+	if u.cfg.URL != "" {
+		headers := http.Header{}
+		for k, v := range u.cfg.Headers {
+			x, err := expand(v)
+			if err != nil {
+				return nil, fmt.Errorf("mcp: server %s: header %s: %w", u.cfg.Name, k, err)
+			}
+			headers.Set(k, x)
+		}
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL,
+			HTTPClient: &http.Client{Transport: &withHeaders{headers: headers, next: http.DefaultTransport}}}, nil
+	}
+	cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
+	cmd.Dir = u.cfg.Dir
+	env, err := u.env()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = env
+	u.stderr.reset()
+	cmd.Stderr = &logWriter{tail: u.stderr, log: u.log}
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+}
+
+// passedEnv is what a stdio server gets of tollgate's environment unless
+// its config says inherit_env: what programs need to run, not the keys
+// tollgate holds (a third-party server is not given ANTHROPIC_API_KEY).
+var passedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM",
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "SYSTEMROOT", "APPDATA", "LOCALAPPDATA", "USERPROFILE"}
+
+func (u *Upstream) env() ([]string, error) {
+	var env []string
+	if u.cfg.InheritEnv {
+		env = os.Environ()
+	} else {
+		for _, k := range passedEnv {
+			if v, ok := os.LookupEnv(k); ok {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	keys := make([]string, 0, len(u.cfg.Env))
+	for k := range u.cfg.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v, err := expand(u.cfg.Env[k])
+		if err != nil {
+			return nil, fmt.Errorf("mcp: server %s: env %s: %w", u.cfg.Name, k, err)
+		}
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+type withHeaders struct {
+	headers http.Header
+	next    http.RoundTripper
+}
+
+func (w *withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range w.headers {
+		r.Header[k] = v
+	}
+	return w.next.RoundTrip(r)
+}
+
+// toolName is what model APIs accept as a tool name.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// AgentName is the agent tool name of an MCP server's tool.
+func AgentName(server, tool string) string { return "mcp__" + server + "__" + tool }
+
+// listTools reads every page of the server's tools and keeps the usable
+// ones: a tool whose name no model API accepts, whose schema does not
+// compile, or that is listed twice is left out with a problem, and the
+// rest of the server's tools stay.
+func (u *Upstream) listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, []string, error) {
+	var tools []*mcp.Tool
+	var problems []string
+	seen := map[string]bool{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, nil, err
+		}
+		name := AgentName(u.cfg.Name, t.Name)
+		switch {
+		case seen[t.Name]:
+			problems = append(problems, fmt.Sprintf("server %s lists tool %q twice; the second is left out", u.cfg.Name, t.Name))
+			continue
+		case !toolName.MatchString(name):
+			problems = append(problems, fmt.Sprintf("server %s: tool %q is left out: %s is not a name model APIs accept (letters, digits, '_' and '-', at most 64)", u.cfg.Name, t.Name, name))
+			continue
+		}
+		if _, err := inputSchema(t); err != nil {
+			problems = append(problems, fmt.Sprintf("server %s: tool %q is left out: %v", u.cfg.Name, t.Name, err))
+			continue
+		}
+		seen[t.Name] = true
+		tools = append(tools, t)
+	}
+	return tools, problems, nil
+}
+
+// inputSchema is the tool's input schema as the agent validates it.
+func inputSchema(t *mcp.Tool) (*jsonschema.Schema, error) {
+	if t.InputSchema == nil {
+		return nil, errors.New("it has no input schema")
+	}
+	b, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("its input schema does not encode: %w", err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("its input schema is malformed: %w", err)
+	}
+	if err := agent.CheckSchema(&s); err != nil {
+		return nil, fmt.Errorf("its input schema is malformed: %w", err)
+	}
+	return &s, nil
+}
+
+func (u *Upstream) refreshTools() {
+	u.mu.Lock()
+	cs := u.session
+	u.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(u.ctx, connectTimeout)
+	defer cancel()
+	tools, problems, err := u.listTools(ctx, cs)
+	if err != nil {
+		u.log.Warn("tollgate: an MCP server said its tools changed, and listing them failed", "err", err)
+		return
+	}
+	u.mu.Lock()
+	if u.session == cs {
+		u.tools, u.problems = tools, problems
+	}
+	u.mu.Unlock()
+	for _, p := range problems {
+		u.log.Warn("tollgate: an MCP server's tool is left out", "problem", p)
+	}
+	if u.opts.ToolsChanged != nil {
+		u.opts.ToolsChanged(u.cfg.Name)
+	}
+}
+
+// lost is told that session gen ended: unless tollgate closed it, the
+// server is restarted.
+func (u *Upstream) lost(gen int, err error) {
+	u.mu.Lock()
+	if u.closed || gen != u.gen {
+		u.mu.Unlock()
+		return
+	}
+	if err == nil {
+		err = errors.New("it closed the connection")
+	}
+	if time.Since(u.started) >= healthyAfter {
+		u.failures = 0
+	} else {
+		u.failures++
+	}
+	u.session = nil
+	u.down = u.explain(fmt.Errorf("the MCP server %s stopped: %w", u.cfg.describe(), err))
+	u.ready = make(chan struct{})
+	failures := u.failures
+	u.mu.Unlock()
+	u.log.Warn("tollgate: an MCP server stopped; restarting it", "err", err, "failures", failures)
+	go u.restart()
+}
+
+// restart starts the server again, with backoff, until it is up or has
+// failed MaxRestarts times in a row.
+func (u *Upstream) restart() {
+	for {
+		u.mu.Lock()
+		if u.closed {
+			u.mu.Unlock()
+			return
+		}
+		if u.failures > u.opts.MaxRestarts {
+			u.gaveUp = true
+			u.down = fmt.Errorf("%w (tollgate stopped restarting it after %d failures in a row; fix the server and restart tollgate)", u.down, u.failures)
+			close(u.ready)
+			u.mu.Unlock()
+			u.log.Error("tollgate: an MCP server keeps failing; not restarting it again", "err", u.Err())
+			return
+		}
+		wait := u.opts.RestartBackoff << max(u.failures-1, 0)
+		u.mu.Unlock()
+		select {
+		case <-time.After(min(wait, maxBackoff)):
+		case <-u.ctx.Done():
+			return
+		}
+		if err := u.start(u.ctx); err == nil {
+			u.log.Info("tollgate: an MCP server is up again")
+			if u.opts.ToolsChanged != nil {
+				u.opts.ToolsChanged(u.cfg.Name)
+			}
+			return
+		} else {
+			u.mu.Lock()
+			u.failures++
+			u.down = err
+			u.mu.Unlock()
+			u.log.Warn("tollgate: restarting an MCP server failed", "err", err)
+		}
+	}
+}
+
+// current returns the session, waiting (within ctx and a bound) for a
+// restart under way.
+func (u *Upstream) current(ctx context.Context) (*mcp.ClientSession, int, chan struct{}, error) {
+	for range 2 {
+		u.mu.Lock()
+		cs, gen, ended, ready, down := u.session, u.gen, u.ended, u.ready, u.down
+		gaveUp, closed := u.gaveUp, u.closed
+		u.mu.Unlock()
+		switch {
+		case cs != nil:
+			return cs, gen, ended, nil
+		case closed, gaveUp:
+			return nil, 0, nil, down
+		}
+		wait := time.NewTimer(15 * time.Second)
+		select {
+		case <-ready:
+			wait.Stop()
+		case <-wait.C:
+			return nil, 0, nil, fmt.Errorf("%w; it is being restarted: try again in a moment", down)
+		case <-ctx.Done():
+			wait.Stop()
+			return nil, 0, nil, ctx.Err()
+		}
+	}
+	return nil, 0, nil, u.Err()
+}
+
+// ErrOutcomeUnknown marks a call that may or may not have taken effect:
+// the server stopped, or did not answer in time, after it got the call.
+var ErrOutcomeUnknown = errors.New("whether the call took effect is unknown")
+
+// Call calls a tool of the server with JSON object arguments. An error
+// result (the tool's own failure) is a result, not an error; an error is
+// tollgate's or the connection's, and says whether the call may have taken
+// effect (ErrOutcomeUnknown).
+func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	cs, gen, ended, err := u.current(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: calling %s of server %s: %w", tool, u.cfg.Name, err)
+	}
+	timeout := u.cfg.callTimeout()
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err == nil {
+		return res, nil
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("mcp: calling %s of server %s: %w (%w)", tool, u.cfg.Name, ctx.Err(), ErrOutcomeUnknown)
+	}
+	select {
+	case <-ended:
+		return nil, fmt.Errorf("mcp: server %s stopped during the call of %s (%w); it is being restarted: %w", u.cfg.Name, tool, ErrOutcomeUnknown, u.sessionError())
+	case <-time.After(200 * time.Millisecond):
+	}
+	if callCtx.Err() != nil {
+		go u.checkAlive(gen, cs)
+		return nil, fmt.Errorf("mcp: server %s did not answer the call of %s within %s (%w)", u.cfg.Name, tool, timeout, ErrOutcomeUnknown)
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return nil, fmt.Errorf("mcp: server %s refused the call of %s: %w", u.cfg.Name, tool, err)
+	}
+	return nil, fmt.Errorf("mcp: calling %s of server %s: %w", tool, u.cfg.Name, err)
+}
+
+func (u *Upstream) sessionError() error {
+	if err := u.Err(); err != nil {
+		return err
+	}
+	return errors.New("the server ended the session")
+}
+
+// checkAlive pings a server whose call timed out: one that does not answer
+// hangs, and is stopped (and so restarted).
+func (u *Upstream) checkAlive(gen int, cs *mcp.ClientSession) {
+	ctx, cancel := context.WithTimeout(u.ctx, pingTimeout)
+	defer cancel()
+	if err := cs.Ping(ctx, nil); err == nil || u.ctx.Err() != nil {
+		return
+	}
+	u.mu.Lock()
+	current := u.gen == gen && u.session == cs
+	u.mu.Unlock()
+	if !current {
+		return
+	}
+	u.log.Warn("tollgate: an MCP server does not answer a ping after a call timed out; stopping it to restart it")
+	_ = cs.Close() // ends the session: lost restarts it
+}
+
+// tail keeps the last bytes a server wrote on stderr, for error messages.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func newTail(n int) *tail { return &tail{max: n} }
+
+func (t *tail) Write(p []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+}
+
+func (t *tail) reset() {
+	t.mu.Lock()
+	t.buf = nil
+	t.mu.Unlock()
+}
+
+// String is the last few lines, on one line.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.TrimSpace(strings.Join(lines, " | "))
+}
+
+// logWriter logs a stdio server's stderr, line by line, at debug, and
+// keeps its tail.
+type logWriter struct {
+	tail *tail
+	log  *slog.Logger
+	mu   sync.Mutex
+	line []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.tail.Write(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.line = append(w.line, p...)
+	for {
+		i := slices.Index(w.line, '\n')
+		if i < 0 {
+			break
+		}
+		w.log.Debug("tollgate: MCP server stderr", "line", string(w.line[:i]))
+		w.line = w.line[i+1:]
+	}
+	if len(w.line) > 4096 {
+		w.line = w.line[:0]
+	}
+	return len(p), nil
+}
