@@ -3,9 +3,13 @@
 // production.
 //
 // Beside the tools of mcptest.NewServer it has crash {}, which records the
-// call and exits with status 3 before answering, and hang {}, which blocks
+// call and exits with status 3 before answering, hang {}, which blocks
 // for good whatever the client does (and keeps the process alive after its
-// stdin closes, so only a signal ends it). Environment:
+// stdin closes, so only a signal ends it), freeze {}, which records the
+// call and then stops the whole process with SIGSTOP (a hung server that
+// answers nothing, not even a ping, until it is killed), and env {name},
+// which returns the value of the environment variable name ("" if unset)
+// and records nothing. Environment:
 //
 //	MCPTEST_LEDGER=file          append each call that took effect to file, a JSON line each
 //	MCPTEST_START_LOG=file       append "start <pid>" to file on each start
@@ -20,6 +24,7 @@ import (
 	"log"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -72,6 +77,29 @@ func main() {
 		return nil, nil, nil
 	})
 
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "freeze",
+		Description: "Freezes the server process (SIGSTOP).",
+	}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if err := l.Record("freeze", map[string]any{}); err != nil {
+			log.Printf("freeze: %v", err)
+		}
+		log.Print("freeze: stopping the process")
+		if err := syscall.Kill(os.Getpid(), syscall.SIGSTOP); err != nil {
+			return nil, nil, fmt.Errorf("freeze: %w", err)
+		}
+		// Here only if something sent SIGCONT: say so rather than answer
+		// as if the call had done something.
+		return nil, nil, fmt.Errorf("freeze: the process was continued")
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "env",
+		Description: "Returns an environment variable's value.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in envIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: os.Getenv(in.Name)}}}, nil, nil
+	})
+
 	log.Print("serving")
 	err := s.Run(context.Background(), &mcp.StdioTransport{})
 	if hung.Load() {
@@ -84,6 +112,10 @@ func main() {
 		return
 	}
 	log.Print("session ended")
+}
+
+type envIn struct {
+	Name string `json:"name" jsonschema:"the variable's name"`
 }
 
 // hangForever blocks for good, ignoring cancellation (a sleeping goroutine
