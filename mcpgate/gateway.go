@@ -165,7 +165,9 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	}
 	g.host = h
 	g.server = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
-		Logger: cfg.Logger, HasTools: true,
+		Logger: cfg.Logger,
+		// Tools even when the policy hides them all (for now).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	// tools/list reflects the upstreams and the policy as they are now.
 	g.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -262,6 +264,23 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		if lc := g.liveCall(id); lc != nil {
 			g.settle(ctx, lc)
 		}
+	}
+	// Calls running upstream finish within ctx, and every client's
+	// answer goes out before its session closes (an HTTP client's event
+	// stream would otherwise hold the listener's shutdown for its whole
+	// grace).
+	for ctx.Err() == nil {
+		g.mu.Lock()
+		n := len(g.live)
+		g.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the last responses leave their handlers
+	for ss := range g.server.Sessions() {
+		_ = ss.Close()
 	}
 	_, err := g.host.Shutdown(ctx)
 	if g.unsub != nil {
@@ -781,12 +800,26 @@ func (l *liveCheck) BeforeTool(ctx context.Context, call *agent.ToolCallContext)
 type relay struct{ g *Gateway }
 
 func (r relay) Complete(ctx context.Context, req *agent.Request, _ func(string)) (*agent.Message, error) {
-	env, ok := callOf(req.Messages)
+	// The run is the call only if its prompt is the call's envelope: a
+	// message posted to a gateway thread through the API starts a run
+	// that makes nothing.
+	var prompt *agent.Message
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := &req.Messages[i]; m.Role == agent.RoleUser && m.Result == nil {
+			prompt = m
+			break
+		}
+	}
+	env, ok := envelope{}, false
+	if prompt != nil {
+		env, ok = callOf([]agent.Message{*prompt})
+	}
 	if !ok {
-		return nil, errors.New("mcpgate: the run's prompt holds no MCP call")
+		return &agent.Message{Role: agent.RoleAssistant, StopReason: agent.StopEndTurn,
+			Text: "This thread is a call an MCP client made through tollgate's gateway; a message here makes no call."}, nil
 	}
 	var result *agent.ToolResult
-	for i := len(req.Messages) - 1; i >= 0; i-- {
+	for i := len(req.Messages) - 1; i >= 0 && &req.Messages[i] != prompt; i-- {
 		if req.Messages[i].Result != nil {
 			result = req.Messages[i].Result
 			break

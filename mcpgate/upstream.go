@@ -101,6 +101,8 @@ type Upstream struct {
 	problems []string
 	closed   bool
 	stderr   *tail
+	starting *exec.Cmd // the stdio process being started
+	proc     *exec.Cmd // the current session's stdio process, if any
 }
 
 // Connect starts (or reaches) the server, initializes a session and reads
@@ -113,7 +115,7 @@ func Connect(ctx context.Context, cfg ServerConfig, opts *Options) (*Upstream, e
 	o := opts.orDefault()
 	u := &Upstream{cfg: cfg, opts: o, log: o.Logger.With("mcp_server", cfg.Name), ready: make(chan struct{}), stderr: newTail(4096)}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
-	if err := u.start(ctx); err != nil {
+	if err := u.start(ctx, false); err != nil {
 		u.cancel()
 		return nil, err
 	}
@@ -133,7 +135,8 @@ func (u *Upstream) Tools() []*mcp.Tool {
 	return slices.Clone(u.tools)
 }
 
-// Problems says which tools were left out, and why.
+// Problems says which tools were left out, and why (Connect does not log
+// them: say them to the user).
 func (u *Upstream) Problems() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -172,8 +175,9 @@ func (u *Upstream) Close() error {
 }
 
 // start connects a session and reads its tools; on success it is the
-// current session.
-func (u *Upstream) start(ctx context.Context) error {
+// current session. The tools left out are logged on a restart (Connect's
+// caller reads them from Problems, to say them in its own terms).
+func (u *Upstream) start(ctx context.Context, restart bool) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	transport, err := u.transport()
@@ -192,8 +196,10 @@ func (u *Upstream) start(ctx context.Context) error {
 		_ = cs.Close()
 		return u.explain(fmt.Errorf("mcp: server %s: listing its tools: %w", u.cfg.describe(), err))
 	}
-	for _, p := range problems {
-		u.log.Warn("tollgate: an MCP server's tool is left out", "problem", p)
+	if restart {
+		for _, p := range problems {
+			u.log.Warn("tollgate: an MCP server's tool is left out", "problem", p)
+		}
 	}
 	u.mu.Lock()
 	if u.closed {
@@ -204,6 +210,7 @@ func (u *Upstream) start(ctx context.Context) error {
 	u.gen++
 	gen := u.gen
 	u.session, u.down, u.started = cs, nil, time.Now()
+	u.proc, u.starting = u.starting, nil
 	u.tools, u.problems = tools, problems
 	u.ended = make(chan struct{})
 	ended := u.ended
@@ -255,6 +262,9 @@ func (u *Upstream) transport() (mcp.Transport, error) {
 	cmd.Env = env
 	u.stderr.reset()
 	cmd.Stderr = &logWriter{tail: u.stderr, log: u.log}
+	u.mu.Lock()
+	u.starting = cmd
+	u.mu.Unlock()
 	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 }
 
@@ -435,7 +445,7 @@ func (u *Upstream) restart() {
 		case <-u.ctx.Done():
 			return
 		}
-		if err := u.start(u.ctx); err == nil {
+		if err := u.start(u.ctx, true); err == nil {
 			u.log.Info("tollgate: an MCP server is up again")
 			if u.opts.ToolsChanged != nil {
 				u.opts.ToolsChanged(u.cfg.Name)
@@ -531,18 +541,24 @@ func (u *Upstream) sessionError() error {
 // checkAlive pings a server whose call timed out: one that does not answer
 // hangs, and is stopped (and so restarted).
 func (u *Upstream) checkAlive(gen int, cs *mcp.ClientSession) {
-	ctx, cancel := context.WithTimeout(u.ctx, pingTimeout)
+	ctx, cancel := context.WithTimeout(u.ctx, min(pingTimeout, u.cfg.callTimeout()))
 	defer cancel()
 	if err := cs.Ping(ctx, nil); err == nil || u.ctx.Err() != nil {
 		return
 	}
 	u.mu.Lock()
 	current := u.gen == gen && u.session == cs
+	proc := u.proc
 	u.mu.Unlock()
 	if !current {
 		return
 	}
 	u.log.Warn("tollgate: an MCP server does not answer a ping after a call timed out; stopping it to restart it")
+	// A hung process heeds neither a closed stdin nor SIGTERM (a stopped
+	// one cannot): kill it, rather than wait the polite close's seconds.
+	if proc != nil && proc.Process != nil {
+		_ = proc.Process.Kill()
+	}
 	_ = cs.Close() // ends the session: lost restarts it
 }
 

@@ -27,7 +27,7 @@ import (
 
 // The tools of the stdio test program that the agent gets, in the order
 // it lists them: all but bad_schema, whose input schema is malformed.
-var mcptestTools = []string{"crash", "delete_repo", "echo", "fail", "hang", "slow", "structured", "write_note"}
+var mcptestTools = []string{"crash", "delete_repo", "echo", "env", "fail", "freeze", "hang", "slow", "structured", "write_note"}
 
 // leftOutLine is the warning about the test program's bad_schema tool.
 var leftOutLine = regexp.MustCompile(`(?m)^tollgate: MCP server t: tool "bad_schema" is left out: its input schema is malformed: \S`)
@@ -90,7 +90,7 @@ func TestMCPRun(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "`true`: ran, exit 0") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "tollgate: 16 MCP tools: 8 from cfg, 8 from t\n") {
+	if !strings.Contains(errOut, "tollgate: 20 MCP tools: 10 from cfg, 10 from t\n") {
 		t.Errorf("no start line counting the MCP tools:\n%s", errOut)
 	}
 	if n := len(leftOutLine.FindAllString(errOut, -1)); n != 1 {
@@ -119,7 +119,7 @@ func TestMCPFlagErrors(t *testing.T) {
 		{[]string{"--mcp", "nameless"}, 2, `tollgate: mcp: "nameless": write NAME=COMMAND [ARGS...] or NAME=URL`},
 		{[]string{"--mcp", "a__b=" + bin}, 2, `server name "a__b"`},
 		{[]string{"--mcp", "t=" + bin + " $HOME"}, 2, "$ would not expand"},
-		{[]string{"--mcp-config", unknownKey}, 2, `server gh: json: unknown field "colour"`},
+		{[]string{"--mcp-config", unknownKey}, 2, `server gh: unknown key "colour"`},
 		{[]string{"--mcp-config", filepath.Join(dir, "missing.json")}, 2, "mcp: reading the config"},
 		{[]string{"--mcp-config", dup, "--mcp", "t=" + bin}, 2, "two servers are named t"},
 		{[]string{"--mcp", "t=" + filepath.Join(dir, "no-such-server")}, 1, "tollgate: mcp: starting server t ("},
@@ -133,7 +133,7 @@ func TestMCPFlagErrors(t *testing.T) {
 	}
 	// serve says the same, before it listens.
 	code, out, errOut := runCLI(t, "", "serve", "--addr", "127.0.0.1:0", "--store", "memory", "--mcp-config", unknownKey)
-	if code != 2 || !strings.Contains(errOut, `tollgate serve: mcp: `) || !strings.Contains(errOut, `unknown field "colour"`) || out != "" {
+	if code != 2 || !strings.Contains(errOut, `tollgate serve: mcp: `) || !strings.Contains(errOut, `unknown key "colour"`) || out != "" {
 		t.Errorf("serve with an unknown key: exit %d:\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCLI(t, "", "serve", "--addr", "127.0.0.1:0", "--store", "memory", "--mcp", "t="+filepath.Join(dir, "no-such-server"))
@@ -276,7 +276,7 @@ func TestMCPServe(t *testing.T) {
 		}
 		return strings.Contains(out.String(), "open http://")
 	})
-	if !strings.Contains(out.String(), "tollgate: 16 MCP tools: 8 from cfg, 8 from t\n") {
+	if !strings.Contains(out.String(), "tollgate: 20 MCP tools: 10 from cfg, 10 from t\n") {
 		t.Errorf("serve's start does not count its MCP tools:\n%s", out.String())
 	}
 	if !leftOutLine.MatchString(logMessages(errOut.String())) || strings.Count(errOut.String(), `tool \"bad_schema\" is left out`) != 2 {

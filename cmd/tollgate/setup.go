@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -95,18 +94,28 @@ func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy
 		}
 		return p.HITL(), p.SandboxFor("bash"), policies.SandboxName, nil
 	}
-	rp, err := policy.NewReloadable(file, policyOptions())
+	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded")
 	if err != nil {
 		return nil, nil, "", err
+	}
+	return rp.HITL(), rp.SandboxFor("bash"), file, nil
+}
+
+// watchedPolicy loads a policy file and reloads it when it changes until
+// ctx ends; a reload that fails keeps the previous policy and says why.
+func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string) (*policy.Reloadable, error) {
+	rp, err := policy.NewReloadable(file, policyOptions())
+	if err != nil {
+		return nil, err
 	}
 	go rp.Watch(ctx, time.Second, func(changed bool, err error) {
 		if err != nil {
 			log.Error("tollgate: policy not reloaded, keeping the previous one", "file", file, "err", err)
 		} else if changed {
-			log.Info("tollgate: policy reloaded", "file", file)
+			log.Info(reloaded, "file", file)
 		}
 	})
-	return rp.HITL(), rp.SandboxFor("bash"), file, nil
+	return rp, nil
 }
 
 // mcpFlags are the --mcp and --mcp-config flags of run and serve: MCP
@@ -155,8 +164,6 @@ func connectMCP(ctx context.Context, configs []mcpgate.ServerConfig, log *slog.L
 	if len(configs) == 0 {
 		return nil, nil
 	}
-	h := &mcpLog{Handler: log.Handler(), connecting: new(atomic.Bool)}
-	h.connecting.Store(true)
 	var mu sync.Mutex
 	var atStart map[string][]string // tool names by server, once connected
 	var servers *mcpgate.Servers
@@ -176,8 +183,7 @@ func connectMCP(ctx context.Context, configs []mcpgate.ServerConfig, log *slog.L
 			log.Warn("tollgate: MCP server "+server+" changed its tools; the agent keeps those it had at start until tollgate restarts", "at_start", atStart[server], "now", now)
 		}
 	}
-	servers, err := mcpgate.ConnectAll(ctx, configs, &mcpgate.Options{Logger: slog.New(h), ToolsChanged: changed})
-	h.connecting.Store(false)
+	servers, err := mcpgate.ConnectAll(ctx, configs, &mcpgate.Options{Logger: log, ToolsChanged: changed})
 	if err != nil {
 		return nil, err
 	}
@@ -193,31 +199,6 @@ func connectMCP(ctx context.Context, configs []mcpgate.ServerConfig, log *slog.L
 		warn("tollgate: MCP " + p)
 	}
 	return servers, nil
-}
-
-// leftOut is the message mcpgate logs a tool left out with: while
-// connecting, connectMCP says it itself, in the user's terms.
-const leftOut = "tollgate: an MCP server's tool is left out"
-
-// mcpLog drops the records of tools left out while connecting.
-type mcpLog struct {
-	slog.Handler
-	connecting *atomic.Bool
-}
-
-func (h *mcpLog) Handle(ctx context.Context, r slog.Record) error {
-	if h.connecting.Load() && r.Message == leftOut {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *mcpLog) WithAttrs(a []slog.Attr) slog.Handler {
-	return &mcpLog{Handler: h.Handler.WithAttrs(a), connecting: h.connecting}
-}
-
-func (h *mcpLog) WithGroup(name string) slog.Handler {
-	return &mcpLog{Handler: h.Handler.WithGroup(name), connecting: h.connecting}
 }
 
 // withMCP adds the servers' tools to the agent's; a tool name taken twice

@@ -7,8 +7,11 @@
 // slow one that reports progress (slow), one with structured output
 // (structured), one that fails (fail), one whose input schema is malformed
 // (bad_schema), and, on request, one that never returns (hang). The stdio
-// program adds a tool that crashes the process (crash), and its environment
-// can make it hang for good or refuse to start.
+// program adds a tool that crashes the process (crash), one that freezes
+// it whole with SIGSTOP (freeze: a hung server that answers not even a
+// ping), one that reads its environment (env: what a server is given of
+// tollgate's), and its environment can make it hang for good or refuse to
+// start.
 //
 // A [Ledger] records every call that took effect, so a test can check
 // exactly which calls reached the server: the in-process server records

@@ -88,7 +88,7 @@ func TestStdio(t *testing.T) {
 	cs := s.cs
 
 	tools := listTools(t, cs)
-	want := "bad_schema crash delete_repo echo fail hang slow structured write_note"
+	want := "bad_schema crash delete_repo echo env fail freeze hang slow structured write_note"
 	if got := strings.Join(sortedNames(tools), " "); got != want {
 		t.Fatalf("tools %s, want %s", got, want)
 	}

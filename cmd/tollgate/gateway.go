@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
+	"github.com/tollgate-ai/tollgate/cluster"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/mcpgate"
+	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/server"
+	"github.com/tollgate-ai/tollgate/server/web"
+)
+
+func init() {
+	register("mcp-gateway", "an MCP server that holds any MCP client's tool calls for the policy and for approval", gatewayCmd)
+}
+
+const gatewayHelp = `usage: tollgate mcp-gateway --mcp NAME=COMMAND|URL ... [flags]
+
+Fronts MCP servers for any MCP client (a desktop assistant, an IDE agent):
+the client connects to the gateway instead of the servers, and every tool
+call passes the policy. Allowed calls go through; blocked tools are hidden
+from the client's tool list and refused; asked calls wait — the client
+gets progress notifications meanwhile — until a person approves, denies or
+edits them on the reviewer page (--addr), from 'tollgate questions' or the
+API, or, for rules with elicit: true, in the client itself.
+
+The client reaches the gateway over streamable HTTP at http://ADDR/mcp with
+a bearer token, or over stdio with --stdio (the client starts the gateway;
+the page still listens on --addr). Each call is a thread in the store: who
+called what through which server, the decision, the answer, the result.
+Tools are named mcp__<server>__<tool> in policies. Without --policy every
+call asks.
+
+examples:
+  tollgate mcp-gateway --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /tmp/work'
+      the MCP endpoint http://127.0.0.1:8090/mcp (its token in ./tollgate-gateway.token),
+      the reviewer page http://127.0.0.1:8090/
+  tollgate mcp-gateway --stdio --mcp-config ~/.config/tollgate/mcp.json --policy gateway.yaml
+      for a client's config: {"command": "tollgate", "args": ["mcp-gateway", "--stdio", ...]}
+`
+
+// gatewayPolicy is the gateway's policy without --policy: every call asks.
+const gatewayPolicy = `version: 1
+default: ask
+`
+
+func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("mcp-gateway", gatewayHelp, stderr)
+	addr := fs.String("addr", envDefault("TOLLGATE_GATEWAY_ADDR", "127.0.0.1:8090"), "the `host:port` of the reviewer page, the API and (without --stdio) the MCP endpoint /mcp [TOLLGATE_GATEWAY_ADDR]")
+	storeURL := storeFlag(fs, "sqlite:tollgate-gateway.db")
+	stdio := fs.Bool("stdio", false, "serve one MCP client on standard input and output (the client starts the gateway); logs go to stderr")
+	tokenFile := fs.String("token-file", envDefault("TOLLGATE_GATEWAY_TOKEN_FILE", "tollgate-gateway.token"), "the `file` holding the MCP endpoint's bearer token; made (mode 0600) if missing; TOLLGATE_GATEWAY_TOKEN gives the token itself [TOLLGATE_GATEWAY_TOKEN_FILE]")
+	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "the policy `file` (reloaded when it changes); tools are mcp__<server>__<tool>; without it every call asks [TOLLGATE_POLICY]")
+	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "the page's and API's tokens `file`, as for serve; none on a loopback address: dev mode [TOLLGATE_TOKENS_FILE]")
+	progress := fs.Duration("progress", 5*time.Second, "how often a client whose call waits for a person gets a progress notification (clients give up after a silence, often 60s)")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long calls already running upstream get to finish; calls waiting for a person are answered at once with a retryable error")
+	var mcpf mcpFlags
+	mcpf.register(fs.FlagSet)
+	if code, done := parseFlagsOnly(fs, args, stdout); done {
+		return code
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	fail := func(code int, err error) int {
+		fmt.Fprintln(stderr, "tollgate mcp-gateway:", err)
+		return code
+	}
+	// In stdio mode standard output is the protocol: tollgate says nothing
+	// there.
+	say := stdout
+	if *stdio {
+		say = stderr
+	}
+
+	configs, err := mcpf.configs()
+	if err != nil {
+		return fail(2, err)
+	}
+	if len(configs) == 0 {
+		return fail(2, errors.New("no MCP servers to front: give --mcp NAME=COMMAND (or NAME=URL) or --mcp-config FILE"))
+	}
+	tokens, err := loadTokens(*tokensFile)
+	if err != nil {
+		return fail(2, err)
+	}
+	if _, _, err := net.SplitHostPort(*addr); err != nil {
+		return fail(2, fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8090", *addr))
+	}
+	dev := len(tokens) == 0
+	if dev && !isLoopback(*addr) {
+		return fail(2, fmt.Errorf("no tokens for the page and %s is not a loopback address: give --tokens FILE (see 'tollgate token new'), or listen on 127.0.0.1", *addr))
+	}
+	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log)
+	if err != nil {
+		return fail(2, err)
+	}
+	var mcpToken, tokenWhere string
+	if !*stdio {
+		if mcpToken, tokenWhere, err = gatewayToken(*tokenFile); err != nil {
+			return fail(2, err)
+		}
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fail(1, err)
+	}
+	defer ln.Close()
+	store, err := storeurl.Open(ctx, *storeURL)
+	if err != nil {
+		return fail(1, err)
+	}
+	defer store.Close()
+	if pg, ok := store.(*postgres.Store); ok {
+		// Replicas would resume the gateway's threads with their own
+		// agent, which has none of these tools.
+		if in, err := cluster.InUse(ctx, pg); err != nil {
+			return fail(1, err)
+		} else if in {
+			return fail(2, errors.New("this database is served by tollgate serve replicas: give the gateway a store of its own (another database or schema, or sqlite:PATH)"))
+		}
+	}
+	servers, err := mcpgate.ConnectAll(ctx, configs, &mcpgate.Options{Logger: log, KeepResults: true})
+	if err != nil {
+		return fail(1, err)
+	}
+	defer servers.Close()
+	for _, p := range servers.Problems() {
+		log.Warn("tollgate: MCP " + p)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	g, err := mcpgate.NewGateway(mcpgate.GatewayConfig{Servers: servers, Store: store, Policy: approval, Hidden: hidden,
+		Progress: *progress, ReviewURL: url, Logger: log, Version: version})
+	if err != nil {
+		return fail(1, err)
+	}
+	if err := g.Start(ctx); err != nil {
+		return fail(1, err)
+	}
+	srv, err := server.New(server.Config{Host: g.Host(), Logger: log, Tokens: tokens, DevMode: dev, ListenAddr: *addr,
+		Model: "MCP gateway (each thread is one call of an MCP client)",
+		Page:  web.Handler(web.Options{DevMode: dev, Model: "MCP gateway", Version: version})})
+	if err != nil {
+		_ = g.Shutdown(context.WithoutCancel(ctx))
+		return fail(2, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", readDeadline(srv.Handler(), 30*time.Second))
+	if !*stdio {
+		h, err := g.HTTPHandler(mcpToken)
+		if err != nil {
+			return fail(2, err)
+		}
+		mux.Handle("/mcp", h)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- hs.Serve(ln) }()
+
+	fmt.Fprintln(say, "tollgate:", mcpSummary(servers))
+	if *stdio {
+		fmt.Fprintf(say, "tollgate %s: MCP gateway on stdio; reviewer page %s (store %s, policy %s)\n", version, url, storeurl.Redacted(*storeURL), policyName)
+		go func() {
+			err := g.ServeStdio(ctx)
+			if err == nil {
+				err = errors.New("the MCP client closed the connection")
+			}
+			serveErr <- err
+		}()
+	} else {
+		fmt.Fprintf(say, "tollgate %s: MCP endpoint %smcp (bearer token %s); reviewer page %s (store %s, policy %s)\n", version, url, tokenWhere, url, storeurl.Redacted(*storeURL), policyName)
+	}
+
+	select {
+	case err := <-serveErr:
+		log.Info("tollgate: stopping", "why", err)
+	case <-ctx.Done():
+		log.Info("tollgate: shutting down", "grace", grace.String())
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
+	defer cancel()
+	// Waiting calls are answered first (a retryable error), while their
+	// clients are still connected; then the page and the API stop.
+	if err := g.Shutdown(shutCtx); err != nil {
+		log.Warn("tollgate: stopping the gateway's runs", "err", err)
+	}
+	srv.Close()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		log.Warn("tollgate: requests still open at shutdown were cut", "err", err)
+	}
+	fmt.Fprintln(say, "tollgate: stopped; calls that waited for a person were told to retry")
+	return 0
+}
+
+// gatewayPolicyOf loads the policy file (watched for changes) or the
+// gateway's default, and says which tools it blocks whatever their
+// arguments (hidden from the clients' tool lists).
+func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, func(string, map[string]any) bool, string, error) {
+	if file == "" {
+		p, err := policy.Parse("gateway default", []byte(gatewayPolicy), nil)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return p.HITL(), func(string, map[string]any) bool { return false }, "built in: every call asks", nil
+	}
+	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded; clients see the tools it hides at their next tools/list")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return rp.HITL(), func(tool string, _ map[string]any) bool { return rp.Blocks(tool) }, file, nil
+}
+
+// gatewayToken is the MCP endpoint's bearer token: TOLLGATE_GATEWAY_TOKEN,
+// else the file's content, else a new token written to the file (0600).
+func gatewayToken(file string) (token, where string, err error) {
+	if t := strings.TrimSpace(os.Getenv("TOLLGATE_GATEWAY_TOKEN")); t != "" {
+		if len(t) < 16 {
+			return "", "", errors.New("TOLLGATE_GATEWAY_TOKEN is shorter than 16 characters")
+		}
+		return t, "from TOLLGATE_GATEWAY_TOKEN", nil
+	}
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		t := strings.TrimSpace(string(b))
+		if len(t) < 16 {
+			return "", "", fmt.Errorf("the token in %s is shorter than 16 characters", file)
+		}
+		return t, "in " + file, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", "", fmt.Errorf("reading the gateway's token: %w", err)
+	}
+	var raw [24]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", "", err
+	}
+	t := base64.RawURLEncoding.EncodeToString(raw[:])
+	if dir := filepath.Dir(file); dir != "." {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", "", err
+		}
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", "", fmt.Errorf("writing the gateway's token: %w", err)
+	}
+	if _, err := f.WriteString(t + "\n"); err != nil {
+		f.Close()
+		return "", "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", "", err
+	}
+	return t, "in " + file + " (new)", nil
+}

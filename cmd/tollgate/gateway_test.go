@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate-ai/tollgate/internal/mcptest"
+)
+
+const gatewayTestPolicy = `version: 1
+default: ask
+rules:
+  - name: reads
+    tool: mcp__s__echo
+    action: allow
+  - name: no-deletes
+    tool: "mcp__*__delete_*"
+    action: block
+    reason: deleting is not for agents
+  - name: notes
+    tool: mcp__s__write_note
+    action: ask
+    impact: writes a file
+`
+
+// gatewayProc is a `tollgate mcp-gateway` child process on HTTP.
+type gatewayProc struct {
+	cmd      *exec.Cmd
+	endpoint string // http://.../mcp
+	page     string // http://.../
+	token    string
+	logs     *lockedWriter
+}
+
+func startGateway(t *testing.T, dir string, extra ...string) *gatewayProc {
+	t.Helper()
+	bin := mcptest.BuildStdioServer(t)
+	pol := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(pol, []byte(gatewayTestPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The server gets only the environment its config gives it.
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"s": map[string]any{
+		"command": bin, "env": map[string]string{mcptest.EnvLedger: filepath.Join(dir, "ledger")}}}})
+	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"mcp-gateway", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(dir, "gw.db"),
+		"--token-file", filepath.Join(dir, "token"), "--policy", pol, "--progress", "100ms", "--mcp-config", filepath.Join(dir, "mcp.json")}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "TOLLGATE_TEST_AS_CLI=1", "TOLLGATE_TOKENS=", "TOLLGATE_TOKENS_FILE=", "TOLLGATE_GATEWAY_TOKEN=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &gatewayProc{cmd: cmd, logs: &lockedWriter{}}
+	cmd.Stderr = p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	found := make(chan []string, 1)
+	go func() {
+		re := regexp.MustCompile(`MCP endpoint (http://[0-9.:]+/)mcp`)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case m := <-found:
+		p.page, p.endpoint = m[1], m[1]+"mcp"
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the gateway did not start; its log:\n%s", p.logs.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.token = strings.TrimSpace(string(b))
+	return p
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (p *gatewayProc) api(t *testing.T, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	return (&serveProc{base: strings.TrimSuffix(p.page, "/")}).do(t, method, path, body)
+}
+
+// pendingQuestion waits for the gateway's one pending question.
+func (p *gatewayProc) pendingQuestion(t *testing.T) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		_, out := p.api(t, "GET", "/v1/questions?status=pending", "")
+		if qs, _ := out["questions"].([]any); len(qs) == 1 {
+			return qs[0].(map[string]any)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no pending question; the gateway's log:\n%s", p.logs.String())
+	return nil
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// The gateway between an MCP client and a stdio server, as a user runs
+// it: the token, the tool list, an allowed call, an asked call answered
+// through the API while the client gets progress, and a restart while a
+// call waits.
+func TestGatewayCommand(t *testing.T) {
+	dir := t.TempDir()
+	p := startGateway(t, dir)
+
+	// No token, no MCP.
+	resp, err := http.Post(p.endpoint, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", resp.StatusCode)
+	}
+
+	var progress []string
+	progressSeen := make(chan struct{}, 100)
+	c := mcp.NewClient(&mcp.Implementation{Name: "ide", Version: "2.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progress = append(progress, r.Params.Message)
+			progressSeen <- struct{}{}
+		}})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: p.endpoint,
+		HTTPClient: &http.Client{Transport: bearer{p.token}}}, nil)
+	if err != nil {
+		t.Fatalf("connecting: %v\n%s", err, p.logs.String())
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tool := range list.Tools {
+		names[tool.Name] = true
+	}
+	if !names["echo"] || !names["write_note"] || names["delete_repo"] || names["bad_schema"] {
+		t.Fatalf("tools/list: %v", names)
+	}
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || r.IsError || resultText(r) != "echo: hi" {
+		t.Fatalf("allowed: %v %v %q", err, r != nil && r.IsError, resultText(r))
+	}
+
+	// Asked: approved through the API while progress flows.
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "write_note", Arguments: map[string]any{"path": "/tmp/x", "text": "hello"}}
+		params.SetProgressToken("p1")
+		r, err := cs.CallTool(context.Background(), params)
+		if err != nil {
+			r = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		}
+		done <- r
+	}()
+	q := p.pendingQuestion(t)
+	details, _ := q["payload"].(map[string]any)["details"].(map[string]any)
+	if !strings.HasPrefix(details["mcp_client"].(string), "ide 2.0") || details["mcp_server"] != "s" {
+		t.Errorf("the question does not say which client and server: %v", details)
+	}
+	select {
+	case <-progressSeen:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no progress while the call waited")
+	}
+	code, out := p.api(t, "POST", "/v1/questions/"+q["thread_id"].(string)+"/"+q["id"].(string)+"/answer",
+		`{"decision": "approve", "digest": "`+q["digest"].(string)+`"}`)
+	if code != 200 {
+		t.Fatalf("answer: %d %v", code, out)
+	}
+	select {
+	case r := <-done:
+		if r.IsError || !strings.Contains(resultText(r), "wrote 5 bytes") {
+			t.Fatalf("approved call: %q", resultText(r))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the approved call did not return")
+	}
+	if !strings.Contains(progress[0], "waiting for a person") {
+		t.Errorf("progress says %q", progress[0])
+	}
+
+	// A call waits; the gateway is stopped: the client is told to retry,
+	// and after a restart the question is closed, its answer refused.
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_note", Arguments: map[string]any{"path": "/tmp/y", "text": "again"}})
+		if err != nil {
+			r = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "client error: " + err.Error()}}}
+		}
+		done <- r
+	}()
+	q = p.pendingQuestion(t)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case r := <-done:
+		if !r.IsError || r.Meta["tollgate/retryable"] != true {
+			t.Fatalf("a call waiting when the gateway stopped got %q (meta %v)", resultText(r), r.Meta)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting call was not answered at shutdown")
+	}
+	p.cmd.Wait()
+	p2 := startGateway(t, dir)
+	code, out = p2.api(t, "GET", "/v1/questions/"+q["thread_id"].(string)+"/"+q["id"].(string), "")
+	if code != 200 || out["status"] != "aborted" {
+		t.Fatalf("the question of a call whose gateway stopped: %d %v", code, out)
+	}
+	code, _ = p2.api(t, "POST", "/v1/questions/"+q["thread_id"].(string)+"/"+q["id"].(string)+"/answer",
+		`{"decision": "approve", "digest": "`+q["digest"].(string)+`"}`)
+	if code != http.StatusGone { // 410 aborted, as API.md says
+		t.Fatalf("an answer to a call that no longer exists: %d", code)
+	}
+	calls := mcptest.ReadLedger(t, filepath.Join(dir, "ledger"))
+	if len(calls) != 1 || calls[0].Args["path"] != "/tmp/x" {
+		t.Fatalf("the server's ledger: %v", calls)
+	}
+}
+
+// A client starts the gateway over stdio, as a desktop assistant's config
+// says to; the reviewer page listens meanwhile.
+func TestGatewayStdio(t *testing.T) {
+	dir := t.TempDir()
+	bin := mcptest.BuildStdioServer(t)
+	pol := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(pol, []byte(gatewayTestPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "mcp-gateway", "--stdio", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "gw.db"),
+		"--policy", pol, "--mcp", "s="+bin)
+	cmd.Env = append(os.Environ(), "TOLLGATE_TEST_AS_CLI=1", "TOLLGATE_TOKENS=", "TOLLGATE_TOKENS_FILE=")
+	logs := &lockedWriter{}
+	cmd.Stderr = logs
+	c := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("starting the gateway on stdio: %v\n%s", err, logs.String())
+	}
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over stdio"}})
+	if err != nil || r.IsError || resultText(r) != "echo: over stdio" {
+		t.Fatalf("echo over stdio: %v %q\n%s", err, resultText(r), logs.String())
+	}
+	r, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_repo", Arguments: map[string]any{"repo": "x"}})
+	if err != nil || !r.IsError || !strings.Contains(resultText(r), "deleting is not for agents") {
+		t.Fatalf("a blocked call over stdio: %v %q", err, resultText(r))
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("closing: %v", err)
+	}
+	if !strings.Contains(logs.String(), "reviewer page http://127.0.0.1:") {
+		t.Errorf("the gateway on stdio does not say where its page is:\n%s", logs.String())
+	}
+}
