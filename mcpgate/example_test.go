@@ -12,8 +12,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/internal/mcptest"
 	"github.com/tollgate-ai/tollgate/mcpgate"
+	"github.com/tollgate-ai/tollgate/policy"
 )
 
 func ExampleParseFlag() {
@@ -79,4 +81,70 @@ func ExampleUpstream_AgentTools() {
 	// mcp__t__write_note
 	// server t: tool "bad_schema" is left out
 	// write_note: destructive: false read_only: false open_world: true
+}
+
+// A gateway between an MCP client and a server: the policy allows echo,
+// hides delete_repo, and asks about the rest.
+func ExampleNewGateway() {
+	srv := mcptest.NewServer(nil, nil)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	servers, err := mcpgate.ConnectAll(ctx, []mcpgate.ServerConfig{{Name: "t", URL: ts.URL}}, &mcpgate.Options{Logger: quiet, KeepResults: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer servers.Close()
+	pol, err := policy.Parse("gateway.yaml", []byte(`version: 1
+default: ask
+rules:
+  - {name: reads, tool: mcp__t__echo, action: allow}
+  - {name: no-deletes, tool: "mcp__*__delete_*", action: block, reason: not for agents}
+`), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g, err := mcpgate.NewGateway(mcpgate.GatewayConfig{Servers: servers, Store: memory.New(), Policy: pol.HITL(),
+		Hidden: func(tool string, _ map[string]any) bool { return pol.Blocks(tool) }, Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := g.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer g.Shutdown(ctx)
+
+	// The client (over stdio or HTTP in real life; in memory here).
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := g.Server().Connect(ctx, st, nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cs.Close()
+	list, _ := cs.ListTools(ctx, nil)
+	var names []string
+	for _, t := range list.Tools {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	fmt.Println(slices.Contains(names, "echo"), slices.Contains(names, "delete_repo"))
+
+	res, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	res, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_repo", Arguments: map[string]any{"repo": "x"}})
+	fmt.Println(res.IsError, res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// true false
+	// echo: hi
+	// true tollgate: the call was blocked by the policy: not for agents
 }

@@ -452,3 +452,18 @@ rules:
 		t.Error("with default block, a tool no rule names is blocked, and one a rule allows is not")
 	}
 }
+
+// The MCP gateway's example policy passes its own tests.
+func TestMCPGatewayExample(t *testing.T) {
+	p, err := Load("../examples/policies/mcp-gateway.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := p.RunTests(context.Background(), p.Tests())
+	if !rep.OK() || rep.Passed < 6 {
+		t.Fatalf("%d passed, %d failed: %+v", rep.Passed, rep.Failed, rep.Results)
+	}
+	if !p.Blocks("mcp__github__delete_repository") || p.Blocks("mcp__fs__write_file") {
+		t.Error("the gateway would hide the wrong tools")
+	}
+}

@@ -245,6 +245,14 @@ func TestGatewayCommand(t *testing.T) {
 		t.Fatal("the waiting call was not answered at shutdown")
 	}
 	p.cmd.Wait()
+	// The audit log says who called what through which server, allowed
+	// calls too.
+	_, audit, _ := runCLI(t, "", "audit", "--store", "sqlite:"+filepath.Join(dir, "gw.db"))
+	for _, want := range []string{"calls tool echo of server s", "calls tool write_note of server s", "MCP client ide 2.0"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit log lacks %q:\n%s", want, audit)
+		}
+	}
 	p2 := startGateway(t, dir)
 	code, out = p2.api(t, "GET", "/v1/questions/"+q["thread_id"].(string)+"/"+q["id"].(string), "")
 	if code != 200 || out["status"] != "aborted" {
