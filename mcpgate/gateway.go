@@ -195,6 +195,15 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	return g, nil
 }
 
+// ToolsChanged tells the gateway that a server's tools changed: give it
+// as [Options.ToolsChanged] of the servers. Clients are told of the new
+// list (notifications/tools/list_changed).
+func (g *Gateway) ToolsChanged(server string) {
+	if g.host != nil {
+		g.syncTools()
+	}
+}
+
 // Host is the host that drives the gateway's calls: give it to a
 // tollgate server (package server) for the page and the API.
 func (g *Gateway) Host() *host.Host { return g.host }
@@ -298,7 +307,8 @@ func (g *Gateway) isLive(thread string) bool {
 }
 
 // syncTools makes the MCP server's tools the upstreams' tools the policy
-// does not hide.
+// does not hide (of those the gateway started with). It runs at each
+// tools/list and when an upstream's tools change ([Gateway.ToolsChanged]).
 func (g *Gateway) syncTools() {
 	ups := g.cfg.Servers.Upstreams()
 	want := map[string]exposedTool{}
@@ -310,6 +320,11 @@ func (g *Gateway) syncTools() {
 				name = u.Name() + "__" + t.Name
 			}
 			agentName := AgentName(u.Name(), t.Name)
+			if g.host.Tool(agentName) == nil {
+				// A tool the server listed after the gateway started: the
+				// runs' agent does not have it, so it is not offered.
+				continue
+			}
 			if g.cfg.Hidden != nil && g.cfg.Hidden(agentName, Annotations(u.Name(), t)) {
 				hidden[name] = exposedTool{upstream: u, tool: t, agentName: agentName}
 				continue

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
@@ -134,7 +135,15 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return fail(2, errors.New("this database is served by tollgate serve replicas: give the gateway a store of its own (another database or schema, or sqlite:PATH)"))
 		}
 	}
-	servers, err := mcpgate.ConnectAll(ctx, configs, &mcpgate.Options{Logger: log, KeepResults: true})
+	// A server's tools can change once the gateway runs (it said so, or
+	// it was restarted): the gateway tells its clients.
+	var started atomic.Pointer[mcpgate.Gateway]
+	changed := func(server string) {
+		if g := started.Load(); g != nil {
+			g.ToolsChanged(server)
+		}
+	}
+	servers, err := mcpgate.ConnectAll(ctx, configs, &mcpgate.Options{Logger: log, KeepResults: true, ToolsChanged: changed})
 	if err != nil {
 		return fail(1, err)
 	}
@@ -151,6 +160,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err := g.Start(ctx); err != nil {
 		return fail(1, err)
 	}
+	started.Store(g)
 	srv, err := server.New(server.Config{Host: g.Host(), Logger: log, Tokens: tokens, DevMode: dev, ListenAddr: *addr,
 		Model: "MCP gateway (each thread is one call of an MCP client)",
 		Page:  web.Handler(web.Options{DevMode: dev, Model: "MCP gateway", Version: version})})
