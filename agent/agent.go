@@ -460,7 +460,7 @@ func (a *Agent) callModel(ctx context.Context, runID string, msgs []Message) (*M
 			}
 		}
 	}
-	msg, err := a.provider.Complete(ctx, req, func(delta string) {
+	msg, err := a.provider.Complete(context.WithValue(ctx, threadCtxKey{}, a.threadID), req, func(delta string) {
 		a.emit(&TextDeltaEvent{meta: a.meta(runID), Delta: delta})
 	})
 	if err != nil {

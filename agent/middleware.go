@@ -187,6 +187,16 @@ func (c *ToolCallContext) Store() checkpoint.Store {
 
 type toolCallCtxKey struct{}
 
+type threadCtxKey struct{}
+
+// ThreadFrom returns the thread whose model call runs in ctx: a provider
+// that serves many threads (the MCP gateway's relay) tells them apart by
+// it, not by what the messages say. "" outside a model call.
+func ThreadFrom(ctx context.Context) string {
+	t, _ := ctx.Value(threadCtxKey{}).(string)
+	return t
+}
+
 // ToolCallFrom returns the context of the tool call running in ctx, so a
 // tool can ask a person from inside ([ToolCallContext.Ask]). Nil outside a
 // tool.

@@ -107,6 +107,11 @@ type liveCall struct {
 	ctx     context.Context // the client's request (this round's)
 	pending *checkpoint.Question
 	round   int // counts the rounds of input requests
+	// awaiting: between an input request and the client's next round;
+	// back is closed when the round ends (the client came back, or the
+	// call was given up).
+	awaiting bool
+	back     chan struct{}
 	elicit  sync.Once
 }
 
@@ -267,6 +272,16 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	for _, id := range waiting {
+		if lc := g.liveCall(id); lc != nil {
+			lc.mu.Lock()
+			awaiting := lc.awaiting
+			lc.mu.Unlock()
+			if awaiting {
+				// Between rounds no handler holds the call: the client's
+				// next round finds it gone and is told to retry.
+				g.forget(lc)
+			}
+		}
 		if err := g.host.Abort(ctx, id, "the MCP gateway is shutting down"); err != nil && !errors.Is(err, host.ErrClosed) {
 			g.log.Warn("tollgate: aborting a waiting call at shutdown", "thread", id, "err", err)
 		}
@@ -288,8 +303,20 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond) // the last responses leave their handlers
-	for ss := range g.server.Sessions() {
-		_ = ss.Close()
+	// A session whose client is gone can take its Close with it (the SDK
+	// waits for a handler stuck asking that client): the closes are
+	// bounded by ctx.
+	closed := make(chan struct{})
+	go func() {
+		for ss := range g.server.Sessions() {
+			_ = ss.Close()
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		g.log.Warn("tollgate: MCP sessions still closing at the end of the shutdown grace; leaving them")
 	}
 	_, err := g.host.Shutdown(ctx)
 	if g.unsub != nil {
@@ -396,7 +423,9 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 	}
 	g.live[thread] = lc
 	g.mu.Unlock()
-	prompt := fmt.Sprintf("MCP client %s calls tool %s of server %s.\n%s%s", client, e.tool.Name, e.upstream.Name(), envelopeMark, env)
+	// The envelope is signed: a message posted to a thread through the API
+	// cannot pass for a client's call.
+	prompt := fmt.Sprintf("MCP client %s calls tool %s of server %s.\n%s%s", client, e.tool.Name, e.upstream.Name(), envelopeMark, g.sign(string(env)))
 	if _, _, err := g.host.Prompt(ctx, thread, prompt, nil); err != nil {
 		g.forget(lc)
 		if errors.Is(err, host.ErrClosed) {
@@ -413,6 +442,18 @@ func (g *Gateway) forget(lc *liveCall) {
 		delete(g.live, lc.thread)
 	}
 	g.mu.Unlock()
+	lc.endRound()
+}
+
+// endRound ends an input round, if one is on: whoever waits for the
+// client's return is told.
+func (lc *liveCall) endRound() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.awaiting {
+		lc.awaiting = false
+		close(lc.back)
+	}
 }
 
 // await waits for the call's outcome, keeping the client informed. It
@@ -423,9 +464,21 @@ func (g *Gateway) await(ctx context.Context, req *mcp.CallToolRequest, lc *liveC
 	thread := lc.thread
 	token := req.Params.GetProgressToken()
 	progress := 0.0
+	// A client that is gone without a word (an HTTP client killed, its
+	// connection dropped) cancels nothing: it is pinged, and two missed
+	// pings in a row end the call as a cancel does.
+	gone := make(chan struct{})
+	roundCtx, endRound := context.WithCancel(ctx)
+	defer endRound()
+	go g.pingClient(roundCtx, req.Session, gone)
 	for {
 		tick, stop := g.clock.After(g.cfg.Progress)
 		select {
+		case <-gone:
+			stop()
+			g.forget(lc)
+			g.abandon(thread, "the MCP client stopped answering pings")
+			return retryable("the client stopped answering; the call was cancelled")
 		case r := <-lc.result:
 			stop()
 			g.forget(lc)
@@ -454,6 +507,39 @@ func (g *Gateway) await(ctx context.Context, req *mcp.CallToolRequest, lc *liveC
 			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg}); err != nil {
 				g.log.Debug("tollgate: sending progress to an MCP client", "thread", thread, "err", err)
 			}
+		}
+	}
+}
+
+// pingClient closes gone when the client misses two pings in a row.
+func (g *Gateway) pingClient(ctx context.Context, ss *mcp.ServerSession, gone chan struct{}) {
+	if ss == nil {
+		return
+	}
+	every := max(2*g.cfg.Progress, 200*time.Millisecond)
+	missed := 0
+	for {
+		wait, stop := g.clock.After(every)
+		select {
+		case <-ctx.Done():
+			stop()
+			return
+		case <-wait:
+		}
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err := ss.Ping(pctx, nil)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			missed = 0
+			continue
+		}
+		if missed++; missed >= 2 {
+			g.log.Info("tollgate: an MCP client whose call waits does not answer pings; the call is given up", "err", err)
+			close(gone)
+			return
 		}
 	}
 }
@@ -502,6 +588,9 @@ func (g *Gateway) inputRequest(lc *liveCall, q *checkpoint.Question) *mcp.CallTo
 	lc.pending = q
 	lc.round++
 	round := lc.round
+	if !lc.awaiting {
+		lc.awaiting, lc.back = true, make(chan struct{})
+	}
 	lc.mu.Unlock()
 	time.AfterFunc(grace, func() {
 		lc.mu.Lock()
@@ -537,6 +626,7 @@ func (g *Gateway) resumeCall(ctx context.Context, req *mcp.CallToolRequest, e ex
 			g.answerElicited(lc, q, resp)
 		}
 	}
+	lc.endRound() // after the answer: a run that waited for the client's return goes on
 	return g.await(ctx, req, lc, e)
 }
 
@@ -690,7 +780,7 @@ func newThreadID() string {
 func (g *Gateway) policy(p hitl.Policy) hitl.Policy {
 	return func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
 		d := p(ctx, c)
-		env, ok := callOf(c.Messages)
+		env, ok := g.callOf(c.ThreadID, c.Messages)
 		if !ok {
 			return d
 		}
@@ -701,23 +791,28 @@ func (g *Gateway) policy(p hitl.Policy) hitl.Policy {
 	}
 }
 
-// callOf finds the call's envelope in the run's first user message.
-func callOf(msgs []agent.Message) (envelope, bool) {
-	for _, m := range msgs {
-		if m.Role != agent.RoleUser {
-			continue
-		}
-		i := strings.LastIndex(m.Text, "\n"+envelopeMark)
-		if i < 0 {
-			continue
-		}
-		var env envelope
-		if err := json.Unmarshal([]byte(m.Text[i+1+len(envelopeMark):]), &env); err != nil {
-			continue
-		}
-		return env, true
+// callOf finds the call of a thread's run: the envelope in the thread's
+// first message, signed by this process, naming this thread. A run that
+// is not a live client's call (a message posted through the API, a thread
+// a previous process left) has none.
+func (g *Gateway) callOf(thread string, msgs []agent.Message) (envelope, bool) {
+	if len(msgs) == 0 || msgs[0].Role != agent.RoleUser || msgs[0].Result != nil {
+		return envelope{}, false
 	}
-	return envelope{}, false
+	text := msgs[0].Text
+	i := strings.LastIndex(text, "\n"+envelopeMark)
+	if i < 0 {
+		return envelope{}, false
+	}
+	raw, ok := g.verify(text[i+1+len(envelopeMark):])
+	if !ok {
+		return envelope{}, false
+	}
+	var env envelope
+	if err := json.Unmarshal([]byte(raw), &env); err != nil || env.Thread != thread {
+		return envelope{}, false
+	}
+	return env, true
 }
 
 // watch follows the host's events: a run that stopped on an error is
@@ -803,8 +898,24 @@ func (g *Gateway) liveCall(thread string) *liveCall {
 type liveCheck struct{ g *Gateway }
 
 func (l *liveCheck) BeforeTool(ctx context.Context, call *agent.ToolCallContext) (agent.Decision, error) {
-	if l.g.isLive(call.ThreadID) {
-		return agent.Continue(), nil
+	lc := l.g.liveCall(call.ThreadID)
+	if lc != nil {
+		// Answered on the page while the client's user was being asked in
+		// the client: the call runs only once the client is back (it may
+		// have failed the form and gone).
+		lc.mu.Lock()
+		awaiting, back := lc.awaiting, lc.back
+		lc.mu.Unlock()
+		if awaiting {
+			select {
+			case <-back:
+			case <-ctx.Done():
+				return agent.Decision{}, ctx.Err()
+			}
+		}
+		if l.g.liveCall(call.ThreadID) == lc {
+			return agent.Continue(), nil
+		}
 	}
 	return agent.Block("the MCP client's call no longer exists (it was cancelled, or the gateway restarted): not made", map[string]any{
 		"hitl": map[string]any{"decision": "aborted", "reason": "no client waits for the call"}}), nil
@@ -815,26 +926,22 @@ func (l *liveCheck) BeforeTool(ctx context.Context, call *agent.ToolCallContext)
 type relay struct{ g *Gateway }
 
 func (r relay) Complete(ctx context.Context, req *agent.Request, _ func(string)) (*agent.Message, error) {
-	// The run is the call only if its prompt is the call's envelope: a
-	// message posted to a gateway thread through the API starts a run
-	// that makes nothing.
-	var prompt *agent.Message
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if m := &req.Messages[i]; m.Role == agent.RoleUser && m.Result == nil {
-			prompt = m
-			break
+	// The run is a call only if the thread's one user message is a live
+	// client's envelope: a message posted to a gateway thread through the
+	// API starts a run that makes nothing.
+	users := 0
+	for _, m := range req.Messages {
+		if m.Role == agent.RoleUser && m.Result == nil {
+			users++
 		}
 	}
-	env, ok := envelope{}, false
-	if prompt != nil {
-		env, ok = callOf([]agent.Message{*prompt})
-	}
-	if !ok {
+	env, ok := r.g.callOf(agent.ThreadFrom(ctx), req.Messages)
+	if !ok || users != 1 {
 		return &agent.Message{Role: agent.RoleAssistant, StopReason: agent.StopEndTurn,
 			Text: "This thread is a call an MCP client made through tollgate's gateway; a message here makes no call."}, nil
 	}
 	var result *agent.ToolResult
-	for i := len(req.Messages) - 1; i >= 0 && &req.Messages[i] != prompt; i-- {
+	for i := len(req.Messages) - 1; i > 0; i-- {
 		if req.Messages[i].Result != nil {
 			result = req.Messages[i].Result
 			break

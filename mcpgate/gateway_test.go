@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
@@ -73,6 +75,8 @@ type gwOptions struct {
 	store   checkpoint.Store
 	servers []mcpgate.ServerConfig
 	elicit  func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// client wraps the client's side of the connection.
+	client func(mcp.Transport) mcp.Transport
 }
 
 func newGateway(t *testing.T, o gwOptions) *gw {
@@ -106,9 +110,13 @@ func newGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.g.Shutdown(context.Background()) })
+	var ct mcp.Transport
 	ct, st := mcp.NewInMemoryTransports()
 	if _, err := w.g.Server().Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
+	}
+	if o.client != nil {
+		ct = o.client(ct)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0.1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
@@ -546,5 +554,133 @@ func TestGatewayForgedEnvelope(t *testing.T) {
 	qs, _, _ := w.store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: "forged"})
 	if w.ledger.Count("write_note") != 0 || len(qs) != 0 {
 		t.Fatalf("a forged envelope made a call (%d) or asked (%d)", w.ledger.Count("write_note"), len(qs))
+	}
+
+	// A live call's own, signed prompt copied to another thread neither
+	// runs nor reaches the waiting client.
+	ch := w.callAsync(context.Background(), "write_note", map[string]any{"path": "/tmp/v", "text": "victim"})
+	q := w.question(t, "mcp__t__write_note")
+	th, err := w.store.LoadThread(context.Background(), q.ThreadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []agent.Message
+	if err := json.Unmarshal(th.Messages, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.g.Host().Prompt(context.Background(), "copied", msgs[0].Text, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-ch:
+		t.Fatalf("a copied envelope answered the victim's call: %q", text(r))
+	default:
+	}
+	qs, _, _ = w.store.ListQuestions(context.Background(), checkpoint.QuestionFilter{ThreadID: "copied"})
+	if len(qs) != 0 || w.ledger.Count("write_note") != 0 {
+		t.Fatalf("a copied envelope asked (%d) or ran (%d)", len(qs), w.ledger.Count("write_note"))
+	}
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionDeny}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch)
+}
+
+// freezable is a client's connection that can go silent: it reads and
+// answers nothing more, and says nothing either (a client killed, its
+// connection dropped without a word).
+type freezable struct {
+	mcp.Transport
+	frozen chan struct{}
+}
+
+func (f *freezable) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := f.Transport.Connect(ctx)
+	return &frozenConn{Connection: c, frozen: f.frozen}, err
+}
+
+type frozenConn struct {
+	mcp.Connection
+	frozen chan struct{}
+}
+
+func (c *frozenConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		m, err := c.Connection.Read(ctx)
+		select {
+		case <-c.frozen:
+			if err != nil {
+				return nil, err
+			}
+			continue // read into the void
+		default:
+		}
+		return m, err
+	}
+}
+
+func (c *frozenConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	select {
+	case <-c.frozen:
+		return nil
+	default:
+	}
+	return c.Connection.Write(ctx, m)
+}
+
+// A client that goes silent while its call waits: the gateway's pings go
+// unanswered, the call is given up, its question aborted, and a later
+// approval runs nothing.
+func TestGatewaySilentClient(t *testing.T) {
+	f := &freezable{frozen: make(chan struct{})}
+	w := newGateway(t, gwOptions{client: func(t mcp.Transport) mcp.Transport { f.Transport = t; return f }})
+	w.callAsync(context.Background(), "write_note", map[string]any{"path": "/tmp/s", "text": "x"})
+	q := w.question(t, "mcp__t__write_note")
+	close(f.frozen)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := w.store.GetQuestion(context.Background(), q.ThreadID, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == checkpoint.QuestionAborted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the question of a silent client's call is %s", got.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err == nil {
+		t.Fatal("an answer to a silent client's call was taken")
+	}
+	if w.ledger.Count("write_note") != 0 {
+		t.Fatal("a silent client's call was made")
+	}
+	for ss := range w.g.Server().Sessions() {
+		ss.Close() // the silent client's side ends with it
+	}
+}
+
+// The client's user is asked in the client and the client never comes
+// back (its form failed): an approval on the page meanwhile runs nothing
+// until the client is back, and nothing at all once the call is given up.
+func TestGatewayInputRoundNeverReturns(t *testing.T) {
+	w := newGateway(t, gwOptions{elicit: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return nil, errors.New("the client's form broke")
+	}})
+	ch := w.callAsync(context.Background(), "fail", map[string]any{})
+	res := wait(t, ch) // the client's side fails the call
+	if !res.IsError {
+		t.Fatalf("a failed form: %q", text(res))
+	}
+	q := w.question(t, "mcp__t__fail")
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := w.ledger.Count("fail"); n != 0 {
+		t.Fatalf("approved on the page while no client was back: %d calls made", n)
 	}
 }

@@ -58,6 +58,12 @@ examples:
 // gatewayPolicy is the gateway's policy without --policy: every call asks.
 const gatewayPolicy = `version: 1
 default: ask
+rules:
+  - name: every-call-asks
+    description: the gateway's default, without --policy
+    tool: "*"
+    action: ask
+    impact: a tool of an MCP server; no policy file says more
 `
 
 func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -222,7 +228,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 // arguments (hidden from the clients' tool lists).
 func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, func(string, map[string]any) bool, string, error) {
 	if file == "" {
-		p, err := policy.Parse("gateway default", []byte(gatewayPolicy), nil)
+		p, err := policy.Parse("the gateway's built-in policy", []byte(gatewayPolicy), nil)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/mcptest"
 )
 
@@ -301,5 +302,20 @@ func TestGatewayStdio(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "reviewer page http://127.0.0.1:") {
 		t.Errorf("the gateway on stdio does not say where its page is:\n%s", logs.String())
+	}
+}
+
+// Without --policy the gateway starts, and asks about every call.
+func TestGatewayDefaultPolicy(t *testing.T) {
+	approval, hidden, name, err := gatewayPolicyOf(context.Background(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hidden("mcp__s__delete_repo", nil) || !strings.Contains(name, "every call asks") {
+		t.Errorf("the default policy hides a tool, or is named %q", name)
+	}
+	d := approval(context.Background(), &hitl.PolicyContext{Tool: "mcp__s__echo", RawArgs: json.RawMessage(`{}`)})
+	if d.Action() != "ask" {
+		t.Errorf("the default policy decides %s on an MCP call", d)
 	}
 }
