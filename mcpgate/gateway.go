@@ -112,7 +112,7 @@ type liveCall struct {
 	// call was given up).
 	awaiting bool
 	back     chan struct{}
-	elicit  sync.Once
+	elicit   sync.Once
 }
 
 // The relay "model" finds the call in the run's prompt: the envelope is
