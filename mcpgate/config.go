@@ -82,12 +82,15 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as a Go duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-var serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+// serverName: no '_' or '-' at either end, and no "__", so that
+// mcp__<server>__<tool> names one server's tool (server "a_" with tool
+// "b" and server "a" with tool "_b" would both be mcp__a___b).
+var serverName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]{0,30}[A-Za-z0-9])?$`)
 
 // Check reports what is wrong with the config, in the user's terms.
 func (c *ServerConfig) Check() error {
 	if !serverName.MatchString(c.Name) || strings.Contains(c.Name, "__") {
-		return fmt.Errorf("mcp: server name %q: use 1 to 32 letters, digits, '-' and '_', starting with a letter or digit, without \"__\" (it becomes part of tool names: mcp__<server>__<tool>)", c.Name)
+		return fmt.Errorf("mcp: server name %q: use 1 to 32 letters, digits, '-' and '_', starting and ending with a letter or digit, without \"__\" (it becomes part of tool names: mcp__<server>__<tool>)", c.Name)
 	}
 	kind := c.Type
 	switch kind {

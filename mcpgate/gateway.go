@@ -282,6 +282,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 				g.forget(lc)
 			}
 		}
+		// A call running upstream is left to finish within ctx; one that
+		// waits for a person is answered now.
+		if qs, _, err := g.cfg.Store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: id, Status: checkpoint.QuestionPending, Limit: 1}); err == nil && len(qs) == 0 {
+			continue
+		}
 		if err := g.host.Abort(ctx, id, "the MCP gateway is shutting down"); err != nil && !errors.Is(err, host.ErrClosed) {
 			g.log.Warn("tollgate: aborting a waiting call at shutdown", "thread", id, "err", err)
 		}
@@ -301,6 +306,14 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// Past the grace, what still runs is cut (host.Shutdown leaves it
+	// resumable; the next start aborts it, as no client waits).
+	g.mu.Lock()
+	left := len(g.live)
+	g.mu.Unlock()
+	if left > 0 {
+		g.log.Warn("tollgate: calls still running upstream at the end of the shutdown grace are cut; their outcome is unknown", "calls", left)
 	}
 	time.Sleep(50 * time.Millisecond) // the last responses leave their handlers
 	// A session whose client is gone can take its Close with it (the SDK
@@ -693,17 +706,23 @@ func (g *Gateway) waitingMessage(thread string, e exposedTool) string {
 // was not made.
 func (g *Gateway) clientResult(r agent.ToolResult) *mcp.CallToolResult {
 	if raw, ok := r.Details["mcp_result"]; ok {
-		var b []byte
-		switch v := raw.(type) {
-		case json.RawMessage:
-			b = v
-		default:
-			b, _ = json.Marshal(v)
+		res := decodeResult(raw)
+		if res == nil {
+			return errorResult("tollgate: the server's result could not be read back")
 		}
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(b, &res); err == nil {
-			return &res
+		// A reviewer's edit is the client's to know: what ran is not what
+		// it asked for.
+		if trace, _ := r.Details["hitl"].(map[string]any); trace["decision"] == "edit" {
+			by, _ := trace["by"].(string)
+			edited, _ := json.Marshal(trace["edited_args"])
+			note := fmt.Sprintf("tollgate: a reviewer (%s) edited the arguments before the call ran; it ran with %s", by, edited)
+			res.Content = append([]mcp.Content{&mcp.TextContent{Text: note}}, res.Content...)
+			if res.Meta == nil {
+				res.Meta = mcp.Meta{}
+			}
+			res.Meta["tollgate/edited_args"] = trace["edited_args"]
 		}
+		return res
 	}
 	trace, _ := r.Details["hitl"].(map[string]any)
 	decision, _ := trace["decision"].(string)
@@ -731,6 +750,23 @@ func (g *Gateway) clientResult(r agent.ToolResult) *mcp.CallToolResult {
 		return errorResult("tollgate: " + r.Content)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Content}}}
+}
+
+// decodeResult reads back the server's result kept in a tool result's
+// details (json.RawMessage in the run, a decoded value once stored).
+func decodeResult(raw any) *mcp.CallToolResult {
+	var b []byte
+	switch v := raw.(type) {
+	case json.RawMessage:
+		b = v
+	default:
+		b, _ = json.Marshal(v)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil
+	}
+	return &res
 }
 
 func errorResult(text string) *mcp.CallToolResult {
@@ -894,6 +930,10 @@ func (g *Gateway) liveCall(thread string) *liveCall {
 	return g.live[thread]
 }
 
+// returnWait bounds how long an approved call waits for its client to
+// come back from asking its user; past it the call is not made.
+const returnWait = 30 * time.Second
+
 // liveCheck refuses a call no client waits for any more.
 type liveCheck struct{ g *Gateway }
 
@@ -907,11 +947,16 @@ func (l *liveCheck) BeforeTool(ctx context.Context, call *agent.ToolCallContext)
 		awaiting, back := lc.awaiting, lc.back
 		lc.mu.Unlock()
 		if awaiting {
+			// Bounded: the wait holds one of the host's resume slots.
+			wait, stop := l.g.clock.After(returnWait)
 			select {
 			case <-back:
+			case <-wait:
 			case <-ctx.Done():
+				stop()
 				return agent.Decision{}, ctx.Err()
 			}
+			stop()
 		}
 		if l.g.liveCall(call.ThreadID) == lc {
 			return agent.Continue(), nil

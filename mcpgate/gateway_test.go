@@ -335,6 +335,9 @@ func TestGatewayAskedDeniedEditedTimedOut(t *testing.T) {
 	if res.IsError || len(calls) != 1 || calls[0].Args["path"] != "/tmp/safe" {
 		t.Fatalf("edited: %v %q, ledger %v", res.IsError, text(res), calls)
 	}
+	if !strings.Contains(text(res), "edited the arguments") || !strings.Contains(text(res), "/tmp/safe") || res.Meta["tollgate/edited_args"] == nil {
+		t.Errorf("the client is not told its call was edited: %q %v", text(res), res.Meta)
+	}
 
 	// An invalid edit is refused and the question stays open.
 	ch = w.callAsync(context.Background(), "write_note", map[string]any{"path": "/etc/x", "text": "x"})
@@ -682,5 +685,29 @@ func TestGatewayInputRoundNeverReturns(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := w.ledger.Count("fail"); n != 0 {
 		t.Fatalf("approved on the page while no client was back: %d calls made", n)
+	}
+}
+
+// A call running upstream when the gateway stops gets its grace to
+// finish, and its client its result.
+func TestGatewayShutdownLetsRunningCallsFinish(t *testing.T) {
+	w := newGateway(t, gwOptions{})
+	ch := w.callAsync(context.Background(), "structured", map[string]any{"n": 1})
+	wait(t, ch)
+	// slow asks in this policy: approve it, then stop while it runs.
+	ch = w.callAsync(context.Background(), "slow", map[string]any{"ms": 600})
+	q := w.question(t, "mcp__t__slow")
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond) // the call is upstream now
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.g.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := wait(t, ch)
+	if res.IsError || !strings.Contains(text(res), "slept 600 ms") || w.ledger.Count("slow") != 1 {
+		t.Fatalf("a call running at shutdown: %v %q, ledger %d", res.IsError, text(res), w.ledger.Count("slow"))
 	}
 }

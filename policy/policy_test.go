@@ -460,10 +460,10 @@ func TestMCPGatewayExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := p.RunTests(context.Background(), p.Tests())
-	if !rep.OK() || rep.Passed < 6 {
+	if !rep.OK() || rep.Passed < 7 {
 		t.Fatalf("%d passed, %d failed: %+v", rep.Passed, rep.Failed, rep.Results)
 	}
-	if !p.Blocks("mcp__github__delete_repository") || p.Blocks("mcp__fs__write_file") {
+	if !p.Blocks("mcp__github__delete_repository") || !p.Blocks("mcp__fs__read_media_file") || p.Blocks("mcp__fs__write_file") {
 		t.Error("the gateway would hide the wrong tools")
 	}
 }

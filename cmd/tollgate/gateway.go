@@ -53,6 +53,12 @@ examples:
       the reviewer page http://127.0.0.1:8090/
   tollgate mcp-gateway --stdio --mcp-config ~/.config/tollgate/mcp.json --policy gateway.yaml
       for a client's config: {"command": "tollgate", "args": ["mcp-gateway", "--stdio", ...]}
+  tollgate mcp-gateway --addr 127.0.0.1:9000 --token-file ~/.config/tollgate/mcp-token \
+      --reviewer-token-file ~/.config/tollgate/reviewer-token --progress 10s --shutdown-grace 30s --mcp-config mcp.json
+  tollgate mcp-gateway --tokens tokens.yaml --mcp-config mcp.json
+      the page's sign-ins from a tokens file, as for serve
+  tollgate mcp-gateway --dev --mcp-config mcp.json
+      no sign-in on the page: anything on this machine can approve (trials only)
 `
 
 // gatewayPolicy is the gateway's policy without --policy: every call asks.
@@ -73,7 +79,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	stdio := fs.Bool("stdio", false, "serve one MCP client on standard input and output (the client starts the gateway); logs go to stderr")
 	tokenFile := fs.String("token-file", envDefault("TOLLGATE_GATEWAY_TOKEN_FILE", "tollgate-gateway.token"), "the `file` holding the MCP endpoint's bearer token; made (mode 0600) if missing; TOLLGATE_GATEWAY_TOKEN gives the token itself [TOLLGATE_GATEWAY_TOKEN_FILE]")
 	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "the policy `file` (reloaded when it changes); tools are mcp__<server>__<tool>; without it every call asks [TOLLGATE_POLICY]")
-	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "the page's and API's tokens `file`, as for serve; none on a loopback address: dev mode [TOLLGATE_TOKENS_FILE]")
+	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "the page's and API's tokens `file`, as for serve (without it: one reviewer token, see --reviewer-token-file) [TOLLGATE_TOKENS_FILE]")
+	reviewerFile := fs.String("reviewer-token-file", envDefault("TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE", "tollgate-gateway.reviewer-token"), "without --tokens, the `file` of the token reviewers sign in to the page (and the API) with; made (0600) if missing; keep it where the gated agent cannot read it [TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE]")
+	dev := fs.Bool("dev", false, "no authentication on the page and the API (loopback only): then anything on this machine, the gated agent too, can approve its calls")
 	progress := fs.Duration("progress", 5*time.Second, "how often a client whose call waits for a person gets a progress notification (clients give up after a silence, often 60s)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long calls already running upstream get to finish; calls waiting for a person are answered at once with a retryable error")
 	var mcpf mcpFlags
@@ -107,9 +115,19 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if _, _, err := net.SplitHostPort(*addr); err != nil {
 		return fail(2, fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8090", *addr))
 	}
-	dev := len(tokens) == 0
-	if dev && !isLoopback(*addr) {
-		return fail(2, fmt.Errorf("no tokens for the page and %s is not a loopback address: give --tokens FILE (see 'tollgate token new'), or listen on 127.0.0.1", *addr))
+	if *dev && !isLoopback(*addr) {
+		return fail(2, fmt.Errorf("--dev (no authentication) only listens on a loopback address, not %s", *addr))
+	}
+	// Unlike serve, the gateway has no dev mode by default: the agent it
+	// gates runs on this machine, and could approve its own calls.
+	reviewerWhere := ""
+	if len(tokens) == 0 && !*dev {
+		secret, where, err := secretFile("TOLLGATE_GATEWAY_REVIEWER_TOKEN", *reviewerFile, "the reviewers' token")
+		if err != nil {
+			return fail(2, err)
+		}
+		tokens = []server.Token{{Name: "reviewer", Role: server.RoleAdmin, SHA256: server.HashToken(secret)}}
+		reviewerWhere = where
 	}
 	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log)
 	if err != nil {
@@ -117,7 +135,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	var mcpToken, tokenWhere string
 	if !*stdio {
-		if mcpToken, tokenWhere, err = gatewayToken(*tokenFile); err != nil {
+		if mcpToken, tokenWhere, err = secretFile("TOLLGATE_GATEWAY_TOKEN", *tokenFile, "the MCP endpoint's token"); err != nil {
 			return fail(2, err)
 		}
 	}
@@ -167,9 +185,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fail(1, err)
 	}
 	started.Store(g)
-	srv, err := server.New(server.Config{Host: g.Host(), Logger: log, Tokens: tokens, DevMode: dev, ListenAddr: *addr,
+	srv, err := server.New(server.Config{Host: g.Host(), Logger: log, Tokens: tokens, DevMode: *dev, ListenAddr: *addr,
 		Model: "MCP gateway (each thread is one call of an MCP client)",
-		Page:  web.Handler(web.Options{DevMode: dev, Model: "MCP gateway", Version: version})})
+		Page:  web.Handler(web.Options{DevMode: *dev, Model: "MCP gateway", Version: version})})
 	if err != nil {
 		_ = g.Shutdown(context.WithoutCancel(ctx))
 		return fail(2, err)
@@ -189,6 +207,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	go func() { serveErr <- hs.Serve(ln) }()
 
 	fmt.Fprintln(say, "tollgate:", mcpSummary(servers))
+	if reviewerWhere != "" {
+		fmt.Fprintf(say, "tollgate: reviewers sign in to the page with the token %s\n", reviewerWhere)
+	}
 	if *stdio {
 		fmt.Fprintf(say, "tollgate %s: MCP gateway on stdio; reviewer page %s (store %s, policy %s)\n", version, url, storeurl.Redacted(*storeURL), policyName)
 		go func() {
@@ -219,7 +240,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err := hs.Shutdown(shutCtx); err != nil {
 		log.Warn("tollgate: requests still open at shutdown were cut", "err", err)
 	}
-	fmt.Fprintln(say, "tollgate: stopped; calls that waited for a person were told to retry")
+	fmt.Fprintln(say, "tollgate: stopped")
 	return 0
 }
 
@@ -241,25 +262,34 @@ func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger) (hitl.P
 	return rp.HITL(), func(tool string, _ map[string]any) bool { return rp.Blocks(tool) }, file, nil
 }
 
-// gatewayToken is the MCP endpoint's bearer token: TOLLGATE_GATEWAY_TOKEN,
-// else the file's content, else a new token written to the file (0600).
-func gatewayToken(file string) (token, where string, err error) {
-	if t := strings.TrimSpace(os.Getenv("TOLLGATE_GATEWAY_TOKEN")); t != "" {
+// secretFile is a token: the environment variable's value, else the
+// file's content, else a new token written to the file (0600). A file
+// others can read is refused: it holds a secret. what names the token in
+// messages.
+func secretFile(env, file, what string) (token, where string, err error) {
+	if t := strings.TrimSpace(os.Getenv(env)); t != "" {
 		if len(t) < 16 {
-			return "", "", errors.New("TOLLGATE_GATEWAY_TOKEN is shorter than 16 characters")
+			return "", "", fmt.Errorf("%s is shorter than 16 characters", env)
 		}
-		return t, "from TOLLGATE_GATEWAY_TOKEN", nil
+		return t, "from " + env, nil
 	}
-	b, err := os.ReadFile(file)
+	info, err := os.Stat(file)
 	switch {
 	case err == nil:
+		if info.Mode().Perm()&0o077 != 0 {
+			return "", "", fmt.Errorf("%s (%s) can be read by others (mode %v): chmod 600 %s", file, what, info.Mode().Perm(), file)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", "", fmt.Errorf("reading %s: %w", what, err)
+		}
 		t := strings.TrimSpace(string(b))
 		if len(t) < 16 {
 			return "", "", fmt.Errorf("the token in %s is shorter than 16 characters", file)
 		}
 		return t, "in " + file, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return "", "", fmt.Errorf("reading the gateway's token: %w", err)
+		return "", "", fmt.Errorf("reading %s: %w", what, err)
 	}
 	var raw [24]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -273,7 +303,7 @@ func gatewayToken(file string) (token, where string, err error) {
 	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", "", fmt.Errorf("writing the gateway's token: %w", err)
+		return "", "", fmt.Errorf("writing %s: %w", what, err)
 	}
 	if _, err := f.WriteString(t + "\n"); err != nil {
 		f.Close()

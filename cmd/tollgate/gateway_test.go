@@ -42,7 +42,8 @@ type gatewayProc struct {
 	cmd      *exec.Cmd
 	endpoint string // http://.../mcp
 	page     string // http://.../
-	token    string
+	token    string // the MCP endpoint's
+	reviewer string // the page's and the API's
 	logs     *lockedWriter
 }
 
@@ -60,7 +61,7 @@ func startGateway(t *testing.T, dir string, extra ...string) *gatewayProc {
 		t.Fatal(err)
 	}
 	args := append([]string{"mcp-gateway", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(dir, "gw.db"),
-		"--token-file", filepath.Join(dir, "token"), "--policy", pol, "--progress", "100ms", "--mcp-config", filepath.Join(dir, "mcp.json")}, extra...)
+		"--token-file", filepath.Join(dir, "token"), "--reviewer-token-file", filepath.Join(dir, "reviewer-token"), "--policy", pol, "--progress", "100ms", "--mcp-config", filepath.Join(dir, "mcp.json")}, extra...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "TOLLGATE_TEST_AS_CLI=1", "TOLLGATE_TOKENS=", "TOLLGATE_TOKENS_FILE=", "TOLLGATE_GATEWAY_TOKEN=")
 	stdout, err := cmd.StdoutPipe()
@@ -100,6 +101,10 @@ func startGateway(t *testing.T, dir string, extra ...string) *gatewayProc {
 		t.Fatal(err)
 	}
 	p.token = strings.TrimSpace(string(b))
+	if b, err = os.ReadFile(filepath.Join(dir, "reviewer-token")); err != nil {
+		t.Fatal(err)
+	}
+	p.reviewer = strings.TrimSpace(string(b))
 	return p
 }
 
@@ -111,9 +116,27 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// api calls the gateway's API as a reviewer (token "" : as nobody).
 func (p *gatewayProc) api(t *testing.T, method, path, body string) (int, map[string]any) {
 	t.Helper()
-	return (&serveProc{base: strings.TrimSuffix(p.page, "/")}).do(t, method, path, body)
+	return p.apiAs(t, p.reviewer, method, path, body)
+}
+
+func (p *gatewayProc) apiAs(t *testing.T, token, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, p.page+strings.TrimPrefix(path, "/"), strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
 }
 
 // pendingQuestion waits for the gateway's one pending question.
@@ -209,6 +232,14 @@ func TestGatewayCommand(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no progress while the call waited")
 	}
+	// Neither the MCP client's token nor none answers a question: the
+	// gated agent cannot approve its own calls.
+	for _, token := range []string{"", p.token} {
+		if code, _ := p.apiAs(t, token, "POST", "/v1/questions/"+q["thread_id"].(string)+"/"+q["id"].(string)+"/answer",
+			`{"decision": "approve", "digest": "`+q["digest"].(string)+`"}`); code != http.StatusUnauthorized {
+			t.Fatalf("an answer without the reviewers' token: %d", code)
+		}
+	}
 	code, out := p.api(t, "POST", "/v1/questions/"+q["thread_id"].(string)+"/"+q["id"].(string)+"/answer",
 		`{"decision": "approve", "digest": "`+q["digest"].(string)+`"}`)
 	if code != 200 {
@@ -280,7 +311,7 @@ func TestGatewayStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "mcp-gateway", "--stdio", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "gw.db"),
-		"--policy", pol, "--mcp", "s="+bin)
+		"--reviewer-token-file", filepath.Join(dir, "reviewer-token"), "--policy", pol, "--mcp", "s="+bin)
 	cmd.Env = append(os.Environ(), "TOLLGATE_TEST_AS_CLI=1", "TOLLGATE_TOKENS=", "TOLLGATE_TOKENS_FILE=")
 	logs := &lockedWriter{}
 	cmd.Stderr = logs
