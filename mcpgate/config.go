@@ -148,13 +148,19 @@ func (c *ServerConfig) callTimeout() time.Duration {
 // describe is how messages name the server: its name and what it runs.
 func (c *ServerConfig) describe() string {
 	if c.URL != "" {
-		if u, err := url.Parse(c.URL); err == nil {
-			u.User, u.RawQuery = nil, "" // a query may hold a key
-			return fmt.Sprintf("%s (%s)", c.Name, u)
-		}
-		return c.Name
+		return fmt.Sprintf("%s (%s)", c.Name, c.shownURL())
 	}
 	return fmt.Sprintf("%s (%s)", c.Name, strings.Join(append([]string{c.Command}, c.Args...), " "))
+}
+
+// shownURL is the URL without what may hold a key: its user and query.
+func (c *ServerConfig) shownURL() string {
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/display"
 )
 
 // GatewayConfig configures a [Gateway].
@@ -573,6 +574,9 @@ func (g *Gateway) abandon(thread, reason string) {
 	}
 }
 
+// maxElicitArgs bounds the arguments shown in a client's form.
+const maxElicitArgs = 4000
+
 // inputAnswer is the id of the gateway's one input request.
 const inputAnswer = "tollgate_approval"
 
@@ -585,11 +589,20 @@ func (g *Gateway) inputRequest(lc *liveCall, q *checkpoint.Question) *mcp.CallTo
 	if err != nil {
 		return nil
 	}
-	args, _ := json.MarshalIndent(r.Payload.Args, "", "  ")
-	if len(args) > 4000 {
-		args = append(args[:4000], []byte("\n… (the rest is on the tollgate page)")...)
+	raw, _ := json.MarshalIndent(r.Payload.Args, "", "  ")
+	if len(raw) > maxElicitArgs {
+		// The client's user would approve what they could not see whole:
+		// the question is left to the page, which shows all of it.
+		g.log.Info("tollgate: a call's arguments are too long to ask the MCP client's user; the question waits on the page", "thread", lc.thread, "bytes", len(raw))
+		return nil
 	}
+	// Invisible and direction-changing characters are shown, as the page
+	// shows them: what the user reads is what runs.
+	args := display.Text(string(raw))
 	msg := fmt.Sprintf("tollgate asks you to approve a tool call.\n\nTool: %s\nServer: %v\nArguments:\n%s", r.Payload.ToolName, r.Payload.Details["mcp_server"], args)
+	if n := display.Hidden(string(raw)); n > 0 {
+		msg += fmt.Sprintf("\n\n⚠ The arguments hold %d invisible or direction-changing characters, shown as ⟨U+…⟩: read them carefully.", n)
+	}
 	if impact, ok := r.Payload.Details["impact"].(string); ok && impact != "" {
 		msg += "\n\nWhy it asks: " + impact
 	}

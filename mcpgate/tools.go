@@ -109,7 +109,7 @@ func (u *Upstream) agentTool(t *mcp.Tool) *agent.Tool {
 			return agent.ToolResult{}, err
 		}
 		return u.toolResult(mcpName, res), nil
-	}, &agent.ToolOptions{Schema: schema, Annotations: Annotations(u.cfg.Name, t), Timeout: u.cfg.callTimeout() + pingTimeout})
+	}, &agent.ToolOptions{Schema: schema, Annotations: Annotations(u.cfg.Name, t), Timeout: u.cfg.callTimeout() + pingTimeout + restartWait})
 }
 
 // Annotations are what policies and reviewers are shown of an MCP tool:

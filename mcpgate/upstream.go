@@ -73,6 +73,10 @@ const (
 	maxBackoff   = 30 * time.Second
 	healthyAfter = time.Minute
 	pingTimeout  = 5 * time.Second
+	// restartWait bounds how long a call waits for a restart under way
+	// (twice half of it: a restart, then one more); the agent tool's
+	// timeout leaves it room beside the call's own.
+	restartWait = 30 * time.Second
 	// connectTimeout bounds a start: the process, initialize, tools/list.
 	connectTimeout = 30 * time.Second
 )
@@ -232,12 +236,51 @@ func (u *Upstream) start(ctx context.Context, restart bool) error {
 }
 
 // explain adds the end of what a stdio server wrote on stderr: why it
-// did not start is usually there.
+// did not start is usually there. And a URL's query (it may hold a key)
+// is cut from what the SDK's errors repeat.
 func (u *Upstream) explain(err error) error {
+	err = u.redact(err)
 	if s := u.stderr.String(); s != "" {
-		return fmt.Errorf("%w; it wrote on stderr: %s", err, s)
+		return fmt.Errorf("%w%s%s", err, stderrMark, s)
 	}
 	return err
+}
+
+const stderrMark = "; it wrote on stderr: "
+
+// scrubbed is an error with a message fit for an MCP client or a thread:
+// no URL query, no command line, no stderr (those go to the log and to
+// start-up errors, for the operator). It wraps the original.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+func (u *Upstream) redact(err error) error {
+	if err == nil || u.cfg.URL == "" {
+		return err
+	}
+	msg := err.Error()
+	if shown := u.cfg.shownURL(); shown != u.cfg.URL && strings.Contains(msg, u.cfg.URL) {
+		return &scrubbed{msg: strings.ReplaceAll(msg, u.cfg.URL, shown), err: err}
+	}
+	return err
+}
+
+// public is err as a client may read it.
+func (u *Upstream) public(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := u.redact(err).Error()
+	if i := strings.Index(msg, stderrMark); i >= 0 {
+		msg = msg[:i] + " (its stderr is in tollgate's log)"
+	}
+	msg = strings.ReplaceAll(msg, u.cfg.describe(), u.cfg.Name)
+	return &scrubbed{msg: msg, err: err}
 }
 
 func (u *Upstream) transport() (mcp.Transport, error) {
@@ -417,7 +460,7 @@ func (u *Upstream) lost(gen int, err error) {
 	u.ready = make(chan struct{})
 	failures := u.failures
 	u.mu.Unlock()
-	u.log.Warn("tollgate: an MCP server stopped; restarting it", "err", err, "failures", failures)
+	u.log.Warn("tollgate: an MCP server stopped; restarting it", "err", u.redact(err), "stderr", u.stderr.String(), "failures", failures)
 	go u.restart()
 }
 
@@ -432,7 +475,7 @@ func (u *Upstream) restart() {
 		}
 		if u.failures > u.opts.MaxRestarts {
 			u.gaveUp = true
-			u.down = fmt.Errorf("%w (tollgate stopped restarting it after %d failures in a row; fix the server and restart tollgate)", u.down, u.failures)
+			u.down = fmt.Errorf("tollgate stopped restarting the MCP server %s after %d failures in a row (fix the server and restart tollgate); the last: %w", u.cfg.Name, u.failures, u.down)
 			close(u.ready)
 			u.mu.Unlock()
 			u.log.Error("tollgate: an MCP server keeps failing; not restarting it again", "err", u.Err())
@@ -475,7 +518,7 @@ func (u *Upstream) current(ctx context.Context) (*mcp.ClientSession, int, chan s
 		case closed, gaveUp:
 			return nil, 0, nil, down
 		}
-		wait := time.NewTimer(15 * time.Second)
+		wait := time.NewTimer(restartWait / 2)
 		select {
 		case <-ready:
 			wait.Stop()
@@ -497,7 +540,15 @@ var ErrOutcomeUnknown = errors.New("whether the call took effect is unknown")
 // result (the tool's own failure) is a result, not an error; an error is
 // tollgate's or the connection's, and says whether the call may have taken
 // effect (ErrOutcomeUnknown).
+//
+// The error's message is fit for the client and the thread: no URL query,
+// no command line, no stderr (those are in the log).
 func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	res, err := u.call(ctx, tool, args)
+	return res, u.public(err)
+}
+
+func (u *Upstream) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	cs, gen, ended, err := u.current(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mcp: calling %s of server %s: %w", tool, u.cfg.Name, err)

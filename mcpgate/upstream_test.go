@@ -3,6 +3,7 @@ package mcpgate_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -496,7 +497,7 @@ exit 4
 	if gaveUp < 70*time.Millisecond {
 		t.Errorf("given up %v after the crash: no backoff", gaveUp)
 	}
-	upWantErr(t, "Err", u.Err(), "server t", fmt.Sprintf("stopped restarting it after %d failures in a row", maxRestarts+1), "the server is broken now")
+	upWantErr(t, "Err", u.Err(), "server t", fmt.Sprintf("stopped restarting the MCP server t after %d failures in a row", maxRestarts+1), "the server is broken now")
 	t.Logf("Err: %v", u.Err())
 
 	begin := time.Now()
@@ -585,5 +586,26 @@ func TestCloseDuringRestart(t *testing.T) {
 		upWantErr(t, "call waiting at Close", err, "closed")
 	case <-time.After(2 * time.Second):
 		t.Fatal("a call waiting for a restart did not end with Close")
+	}
+}
+
+// What a call's error says reaches MCP clients and threads: no URL query
+// (it may hold a key), no command line, no stderr.
+func TestCallErrorsHoldNoSecrets(t *testing.T) {
+	srv := mcptest.NewServer(nil, nil)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	u, err := mcpgate.Connect(context.Background(), mcpgate.ServerConfig{Name: "k", URL: ts.URL + "/?api_key=SEKRET1"},
+		&mcpgate.Options{Logger: slog.New(slog.DiscardHandler), MaxRestarts: 1, RestartBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	ts.Config.Close() // the server goes away at once: calls fail with the SDK's errors
+	_, err = u.Call(context.Background(), "echo", json.RawMessage(`{"text":"x"}`))
+	if err == nil {
+		t.Fatal("a call to a server that is gone succeeded")
+	}
+	if strings.Contains(err.Error(), "SEKRET1") {
+		t.Fatalf("the error repeats the URL's key: %v", err)
 	}
 }
