@@ -389,9 +389,13 @@ func TestStdioFreeze(t *testing.T) {
 	u := upConnect(t, cfg, opts)
 
 	start := time.Now()
-	_, err := u.Call(context.Background(), "freeze", nil)
+	res, err := u.Call(context.Background(), "freeze", nil)
 	if !errors.Is(err, mcpgate.ErrOutcomeUnknown) {
-		t.Fatalf("freeze: %v, want ErrOutcomeUnknown", err)
+		got := ""
+		if res != nil {
+			got = mcpgate.ResultText(res)
+		}
+		t.Fatalf("freeze: %v (result %q) after %v, want ErrOutcomeUnknown", err, got, time.Since(start))
 	}
 	upWantErr(t, "freeze", err, "server t did not answer the call of freeze within 500ms")
 	if d := time.Since(start); d > 3*time.Second {

@@ -85,12 +85,15 @@ func main() {
 			log.Printf("freeze: %v", err)
 		}
 		log.Print("freeze: stopping the process")
-		if err := syscall.Kill(os.Getpid(), syscall.SIGSTOP); err != nil {
-			return nil, nil, fmt.Errorf("freeze: %w", err)
+		// Stopped again whenever something continues it (under load the
+		// tests saw the process run on milliseconds after its SIGSTOP):
+		// a frozen server answers nothing, ever, until it is killed.
+		for {
+			if err := syscall.Kill(os.Getpid(), syscall.SIGSTOP); err != nil {
+				return nil, nil, fmt.Errorf("freeze: %w", err)
+			}
+			time.Sleep(time.Millisecond)
 		}
-		// Here only if something sent SIGCONT: say so rather than answer
-		// as if the call had done something.
-		return nil, nil, fmt.Errorf("freeze: the process was continued")
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "env",
