@@ -946,7 +946,7 @@ function editForm(q, dr, args, open, kind, digest) {
 	ta.addEventListener('keydown', (e) => {
 		if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) review();
 	});
-	const probs = dr.problems ? problemsView({ list: dr.problems.list, message: 'The server refused these arguments' + (dr.problems.list.length ? ':' : dr.problems.message ? ': ' + dr.problems.message : '.') }, '(the whole arguments)') : null;
+	const probs = dr.problems ? problemsView({ list: dr.problems.list, message: 'The server refused these arguments' + (dr.problems.list.length ? ':' : dr.problems.message ? ': ' + dr.problems.message : '.') }, '(the whole arguments)') : '';
 	box.append(el('label', { for: 'edit-json' }, 'Arguments as JSON — edit, then review the changes before sending'), ta, status, probs,
 		el('p', { class: 'hint' }, kind === 'tool_interrupt' ? 'Keys you give replace the call’s own; a key you delete keeps its old value.' : 'Invisible characters are written as \\u escapes. Ctrl+Enter reviews.'),
 		actionBar(open, btn('Review changes', 'primary', review, { 'data-act': 'review', id: 'review-edit' }), btn('Reset', '', () => {
