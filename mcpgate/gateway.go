@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -47,6 +48,10 @@ type GatewayConfig struct {
 	// notification (when it gave a progress token), so that it does not
 	// time out. Zero: 5 s.
 	Progress time.Duration
+	// PingTimeout is how long a client whose call waits has to answer a
+	// ping; two pings missed in a row give its call up (a client killed
+	// without a word cancels nothing). Zero: 10 s.
+	PingTimeout time.Duration
 	// ReviewURL, if set, is named in progress messages: where the
 	// question can be answered.
 	ReviewURL string
@@ -143,6 +148,9 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	}
 	if cfg.Progress <= 0 {
 		cfg.Progress = 5 * time.Second
+	}
+	if cfg.PingTimeout <= 0 {
+		cfg.PingTimeout = 10 * time.Second
 	}
 	if cfg.Name == "" {
 		cfg.Name = "tollgate-mcp-gateway"
@@ -490,6 +498,20 @@ func (g *Gateway) await(ctx context.Context, req *mcp.CallToolRequest, lc *liveC
 		select {
 		case <-gone:
 			stop()
+			select {
+			case r := <-lc.result: // it finished as the pings failed
+				g.forget(lc)
+				return g.clientResult(r)
+			default:
+			}
+			qs, _, err := g.cfg.Store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: thread, Status: checkpoint.QuestionPending, Limit: 1})
+			if err != nil || len(qs) == 0 {
+				// Past its approval, the call may be running upstream: it
+				// is left to finish (its outcome goes to the thread); only
+				// a call still waiting for a person is given up.
+				gone = nil
+				continue
+			}
 			g.forget(lc)
 			g.abandon(thread, "the MCP client stopped answering pings")
 			return retryable("the client stopped answering; the call was cancelled")
@@ -531,6 +553,7 @@ func (g *Gateway) pingClient(ctx context.Context, ss *mcp.ServerSession, gone ch
 		return
 	}
 	every := max(2*g.cfg.Progress, 200*time.Millisecond)
+	timeout := g.cfg.PingTimeout
 	missed := 0
 	for {
 		wait, stop := g.clock.After(every)
@@ -540,13 +563,16 @@ func (g *Gateway) pingClient(ctx context.Context, ss *mcp.ServerSession, gone ch
 			return
 		case <-wait:
 		}
-		pctx, cancel := context.WithTimeout(ctx, every)
+		pctx, cancel := context.WithTimeout(ctx, timeout)
 		err := ss.Ping(pctx, nil)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil {
+		// Any answer, an error too, shows the client is there: only no
+		// answer in time, or a connection that is gone, is a miss.
+		var rpcErr *jsonrpc.Error
+		if err == nil || errors.As(err, &rpcErr) {
 			missed = 0
 			continue
 		}
@@ -638,9 +664,17 @@ func (g *Gateway) inputRequest(lc *liveCall, q *checkpoint.Question) *mcp.CallTo
 func (g *Gateway) resumeCall(ctx context.Context, req *mcp.CallToolRequest, e exposedTool) *mcp.CallToolResult {
 	state, ok := g.verify(req.Params.RequestState)
 	thread, qid, _ := strings.Cut(state, "/")
+	if !ok {
+		return retryable("the call this answer is for no longer exists (the gateway restarted): not made; call it again")
+	}
 	lc := g.liveCall(thread)
-	if !ok || lc == nil {
-		return retryable("the call this answer is for no longer exists (the gateway restarted, or the call was abandoned): not made; call it again")
+	if lc == nil {
+		// A round replayed after its call ended (a lost response): what
+		// the thread holds is the call's outcome, made or not.
+		if r := g.outcome(ctx, thread); r != nil {
+			return g.clientResult(*r)
+		}
+		return retryable("the call this answer is for was given up before it ran: not made; call it again")
 	}
 	lc.mu.Lock()
 	lc.round++ // the grace timer of the last round is void
@@ -895,6 +929,27 @@ func (g *Gateway) watch(ctx context.Context, events <-chan agent.Event) {
 	}
 }
 
+// outcome is the result a finished thread holds, or nil.
+func (g *Gateway) outcome(ctx context.Context, thread string) *agent.ToolResult {
+	th, err := g.cfg.Store.LoadThread(ctx, thread)
+	if err != nil {
+		return nil
+	}
+	if state, _ := g.host.State(th); state != host.RunIdle {
+		return nil
+	}
+	var msgs []agent.Message
+	if err := json.Unmarshal(th.Messages, &msgs); err != nil {
+		return nil
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Result != nil {
+			return msgs[i].Result
+		}
+	}
+	return nil
+}
+
 // settle hands a call the outcome its thread holds, if its run is over:
 // the relay hands on every result a run reaches, but a run can end
 // without reaching one (an abort from the page writes the result without
@@ -965,6 +1020,8 @@ func (l *liveCheck) BeforeTool(ctx context.Context, call *agent.ToolCallContext)
 			select {
 			case <-back:
 			case <-wait:
+				// The client did not come back: its call is given up.
+				l.g.forget(lc) // and so the call is blocked below
 			case <-ctx.Done():
 				stop()
 				return agent.Decision{}, ctx.Err()

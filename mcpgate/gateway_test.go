@@ -102,7 +102,7 @@ func newGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	w.g, err = mcpgate.NewGateway(mcpgate.GatewayConfig{Servers: servers, Store: w.store, Policy: pol.HITL(),
-		Hidden: func(tool string, _ map[string]any) bool { return pol.Blocks(tool) }, Progress: 50 * time.Millisecond})
+		Hidden: func(tool string, _ map[string]any) bool { return pol.Blocks(tool) }, Progress: 50 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

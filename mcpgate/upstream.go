@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -260,15 +261,28 @@ func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
 func (u *Upstream) redact(err error) error {
-	if err == nil || u.cfg.URL == "" {
+	if err == nil {
 		return err
 	}
 	msg := err.Error()
-	if shown := u.cfg.shownURL(); shown != u.cfg.URL && strings.Contains(msg, u.cfg.URL) {
-		return &scrubbed{msg: strings.ReplaceAll(msg, u.cfg.URL, shown), err: err}
+	// Every URL in the message, as Go's errors print it (re-encoded, a
+	// password as ***, a redirect's target too), loses user and query.
+	out := urlInText.ReplaceAllStringFunc(msg, func(s string) string {
+		v, perr := url.Parse(strings.TrimRight(s, `".,;:)`))
+		if perr != nil {
+			return "(a URL)"
+		}
+		tail := s[len(strings.TrimRight(s, `".,;:)`)):]
+		v.User, v.RawQuery, v.Fragment = nil, "", ""
+		return v.String() + tail
+	})
+	if out == msg {
+		return err
 	}
-	return err
+	return &scrubbed{msg: out, err: err}
 }
+
+var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"']+`)
 
 // public is err as a client may read it.
 func (u *Upstream) public(err error) error {

@@ -139,6 +139,15 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return fail(2, err)
 		}
 	}
+	// The MCP client's token must not sign in to the page: the client
+	// would approve its own calls.
+	if mcpToken != "" {
+		for _, t := range tokens {
+			if t.SHA256 == server.HashToken(mcpToken) {
+				return fail(2, fmt.Errorf("the MCP endpoint's token is also a token of the page (%s): give them different tokens, or the gated agent can approve its own calls", t.Name))
+			}
+		}
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -350,3 +350,16 @@ func TestGatewayDefaultPolicy(t *testing.T) {
 		t.Errorf("the default policy decides %s on an MCP call", d)
 	}
 }
+
+// The MCP client's token cannot also be the reviewers'.
+func TestGatewaySameTokenRefused(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("the-same-token-for-both-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "", "mcp-gateway", "--addr", "127.0.0.1:0", "--store", "memory", "--token-file", tok, "--reviewer-token-file", tok, "--mcp", "s=/bin/true")
+	if code != 2 || !strings.Contains(errOut, "give them different tokens") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
