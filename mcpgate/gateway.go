@@ -369,9 +369,11 @@ func (g *Gateway) syncTools() {
 				name = u.Name() + "__" + t.Name
 			}
 			agentName := AgentName(u.Name(), t.Name)
-			if g.host.Tool(agentName) == nil {
-				// A tool the server listed after the gateway started: the
-				// runs' agent does not have it, so it is not offered.
+			if at := g.host.Tool(agentName); at == nil || !sameSchema(at, t) {
+				// A tool the server listed after the gateway started, or
+				// one whose schema changed (a restarted server): the runs'
+				// agent would validate it against what it does not have,
+				// so it is not offered until the gateway restarts.
 				continue
 			}
 			if g.cfg.Hidden != nil && g.cfg.Hidden(agentName, Annotations(u.Name(), t)) {
@@ -402,6 +404,17 @@ func (g *Gateway) syncTools() {
 		t.Name = name
 		g.server.AddTool(&t, g.handler(name))
 	}
+}
+
+// sameSchema: the agent tool validates against the MCP tool's input
+// schema as it is now.
+func sameSchema(at *agent.Tool, t *mcp.Tool) bool {
+	now, err := inputSchema(t)
+	if err != nil {
+		return false
+	}
+	b, err := json.Marshal(now)
+	return err == nil && string(b) == string(at.Schema())
 }
 
 // handler is the tools/call handler of one exposed tool.

@@ -178,6 +178,25 @@ func (w *gw) question(t *testing.T, tool string) *checkpoint.Question {
 	return nil
 }
 
+// waitStatus waits for a question to reach a status.
+func (w *gw) waitStatus(t *testing.T, q *checkpoint.Question, want checkpoint.QuestionStatus, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := w.store.GetQuestion(context.Background(), q.ThreadID, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %s, want %s", what, got.Status, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (w *gw) answer(t *testing.T, q *checkpoint.Question, a hitl.ApproveAnswer) error {
 	t.Helper()
 	a.Digest = q.Digest
@@ -370,20 +389,7 @@ func TestGatewayClientCancels(t *testing.T) {
 	q := w.question(t, "mcp__t__write_note")
 	cancel()
 	<-ch
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, err := w.store.GetQuestion(context.Background(), q.ThreadID, q.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == checkpoint.QuestionAborted {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the question of a cancelled call is %s", got.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	w.waitStatus(t, q, checkpoint.QuestionAborted, "the question of a cancelled call")
 	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err == nil {
 		t.Fatal("an answer to a cancelled call was taken")
 	}
@@ -641,20 +647,7 @@ func TestGatewaySilentClient(t *testing.T) {
 	w.callAsync(context.Background(), "write_note", map[string]any{"path": "/tmp/s", "text": "x"})
 	q := w.question(t, "mcp__t__write_note")
 	close(f.frozen)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, err := w.store.GetQuestion(context.Background(), q.ThreadID, q.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == checkpoint.QuestionAborted {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the question of a silent client's call is %s", got.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	w.waitStatus(t, q, checkpoint.QuestionAborted, "the question of a silent client's call")
 	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err == nil {
 		t.Fatal("an answer to a silent client's call was taken")
 	}

@@ -124,19 +124,7 @@ func (p *gatewayProc) api(t *testing.T, method, path, body string) (int, map[str
 
 func (p *gatewayProc) apiAs(t *testing.T, token, method, path, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, p.page+strings.TrimPrefix(path, "/"), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
+	return apiCall(t, token, method, p.page+strings.TrimPrefix(path, "/"), body)
 }
 
 // pendingQuestion waits for the gateway's one pending question.

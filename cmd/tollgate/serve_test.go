@@ -98,11 +98,21 @@ func (w *lockedWriter) String() string {
 
 func (p *serveProc) do(t *testing.T, method, path, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, p.base+path, strings.NewReader(body))
+	return apiCall(t, "", method, p.base+path, body)
+}
+
+// apiCall makes one JSON request to a service's API, with a bearer token
+// unless token is "".
+func apiCall(t *testing.T, token, method, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
 	var out map[string]any
