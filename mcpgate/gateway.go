@@ -89,7 +89,6 @@ type Gateway struct {
 	hidden  map[string]exposedTool // tools the policy blocks whatever their arguments
 	unsub   func()
 	cancel  context.CancelFunc
-	done    chan struct{}
 	key     [32]byte // signs request states
 }
 
@@ -110,7 +109,6 @@ type liveCall struct {
 	elicitNow chan *checkpoint.Question // a question to ask the client's user
 
 	mu      sync.Mutex
-	ctx     context.Context // the client's request (this round's)
 	pending *checkpoint.Question
 	round   int // counts the rounds of input requests
 	// awaiting: between an input request and the client's next round;
@@ -158,7 +156,7 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	if cfg.Version == "" {
 		cfg.Version = "1"
 	}
-	g := &Gateway{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, live: map[string]*liveCall{}, done: make(chan struct{})}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, live: map[string]*liveCall{}}
 	_, _ = rand.Read(g.key[:])
 	channel := hitl.NewCheckpointedChannel(cfg.Store, "", nil)
 	// The same liveness check goes before the approval (no question is
@@ -449,7 +447,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 	if err != nil {
 		return errorResult("tollgate: the call's arguments are not JSON: " + err.Error())
 	}
-	lc := &liveCall{thread: thread, client: client, session: req.Session, ctx: ctx,
+	lc := &liveCall{thread: thread, client: client, session: req.Session,
 		result: make(chan agent.ToolResult, 1), failed: make(chan error, 1), elicitNow: make(chan *checkpoint.Question, 1)}
 	g.mu.Lock()
 	if g.closing {
@@ -691,7 +689,7 @@ func (g *Gateway) resumeCall(ctx context.Context, req *mcp.CallToolRequest, e ex
 	}
 	lc.mu.Lock()
 	lc.round++ // the grace timer of the last round is void
-	lc.session, lc.ctx = req.Session, ctx
+	lc.session = req.Session
 	q := lc.pending
 	lc.mu.Unlock()
 	if q != nil && q.ID == qid {
@@ -915,7 +913,6 @@ func (g *Gateway) callOf(thread string, msgs []agent.Message) (envelope, bool) {
 // reported to its client, and an approval question for a call whose rule
 // asks the client's own user goes to that user by elicitation.
 func (g *Gateway) watch(ctx context.Context, events <-chan agent.Event) {
-	defer close(g.done)
 	for {
 		select {
 		case <-ctx.Done():
@@ -932,7 +929,10 @@ func (g *Gateway) watch(ctx context.Context, events <-chan agent.Event) {
 				}
 			case *agent.HitlRequestEvent:
 				if lc := g.liveCall(ev.Meta().ThreadID); lc != nil && ev.Question != nil && ev.Question.Status == checkpoint.QuestionPending {
-					if wantsElicit(ev.Question) && supportsElicitation(lc.session) {
+					lc.mu.Lock()
+					ss := lc.session // a later round's, after an input request
+					lc.mu.Unlock()
+					if wantsElicit(ev.Question) && supportsElicitation(ss) {
 						q := ev.Question
 						lc.elicit.Do(func() { lc.elicitNow <- q })
 					}

@@ -1,7 +1,6 @@
 package mcpgate_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,24 +24,8 @@ import (
 	"github.com/tollgate-ai/tollgate/mcpgate"
 )
 
-// upLog collects an Upstream's log, for assertions and for a failed
-// test's output.
-type upLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *upLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *upLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// upLog collects output another goroutine writes.
+type upLog = mcptest.Buffer
 
 // upOptions are Options whose log goes to a buffer, shown if the test
 // fails, and whose restarts are quick.
