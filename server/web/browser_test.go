@@ -22,13 +22,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -116,10 +117,11 @@ func shellOut(text string) shellResult {
 }
 
 type env struct {
-	t     *testing.T
-	ts    *httptest.Server
-	host  *host.Host
-	store checkpoint.Store
+	t      *testing.T
+	ts     *httptest.Server
+	outage *outage
+	host   *host.Host
+	store  checkpoint.Store
 	// running has a value each time "sleep until aborted" starts; that
 	// command runs until its run is stopped.
 	running chan struct{}
@@ -173,10 +175,37 @@ func newEnv(t *testing.T, dev bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	o := &outage{h: srv.Handler()}
+	ts := httptest.NewServer(o)
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { _ = srv.Close() })
-	return &env{t: t, ts: ts, host: h, store: store, running: running}
+	return &env{t: t, ts: ts, outage: o, host: h, store: store, running: running}
+}
+
+// outage serves h, or nothing while down: each request's connection is
+// closed unanswered, as by a server that went away.
+type outage struct {
+	h    http.Handler
+	down atomic.Bool
+}
+
+func (o *outage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o.down.Load() {
+		panic(http.ErrAbortHandler) // the connection is closed, nothing written
+	}
+	o.h.ServeHTTP(w, r)
+}
+
+// serverDown takes the server away (true), cutting the connections it
+// has open (the event stream's too), until serverDown(false) or the end
+// of the test.
+func (e *env) serverDown(t *testing.T, down bool) {
+	t.Helper()
+	e.outage.down.Store(down)
+	if down {
+		e.ts.CloseClientConnections()
+		t.Cleanup(func() { e.outage.down.Store(false) })
+	}
 }
 
 // api calls the server as another client would, with a bearer token.
@@ -300,9 +329,11 @@ func newBrowser(t *testing.T) *browser {
 		cancel()
 		cancelA()
 	})
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting chromium: %v", err)
+	v, err := chromedp.CallBrowser(ctx, cdpbrowser.GetVersion, cdp.Empty{})
+	if err != nil {
+		t.Fatalf("starting chromium (%s): %v", path, err)
 	}
+	t.Logf("chromium: %s (%s, protocol %s)", v.Product, path, v.ProtocolVersion)
 	shots := os.Getenv("TOLLGATE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -395,23 +426,6 @@ func (tb *tab) setValue(sel, text string) {
 	tb.wait(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
 	raw, _ := json.Marshal(text)
 	js[chromedp.Void](tb, fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.focus(); e.value = %s; e.dispatchEvent(new Event('input', {bubbles: true})); })()`, sel, raw))
-}
-
-// network cuts the tab off the API (up false) or lets it through.
-func (tb *tab) network(up bool) {
-	tb.t.Helper()
-	var rules []*network.Conditions
-	if !up {
-		origin := js[string](tb, `location.origin`)
-		rules = []*network.Conditions{{URLPattern: origin + "/v1/questions/*", Offline: true, DownloadThroughput: -1, UploadThroughput: -1}}
-	}
-	tb.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-			return err
-		}
-		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: rules})
-		return err
-	}))
 }
 
 // press types one key as a keyboard does: a keyDown that carries its
@@ -717,7 +731,7 @@ func TestBrowser(t *testing.T) {
 		tb, qs := review(t, b, e, "offline-1", "$ rm -rf /var/tmp/cache", 1)
 		tb.click("#act-deny")
 		tb.do(chromedp.SendKeys(chromedp.CSS("#deny-reason"), "use the cache tool"))
-		tb.network(false)
+		e.serverDown(t, true)
 		tb.click("#send-deny")
 		tb.wait("the retry banner", `document.getElementById('banners').textContent.includes('cannot be reached')`)
 		tb.shot("offline")
@@ -727,7 +741,7 @@ func TestBrowser(t *testing.T) {
 		if !js[bool](tb, queued(qs[0])) {
 			t.Error("the question left the queue though the answer was not sent")
 		}
-		tb.network(true)
+		e.serverDown(t, false)
 		tb.click("#banners .banner button")
 		tb.wait("the denied question to leave the queue", `!`+queued(qs[0]))
 		// The page has moved on to the next question: ask the API.
