@@ -1083,11 +1083,14 @@ func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer j
 	}
 	q, err := h.answers.AnswerWith(ctx, threadID, questionID, answer, &hitl.AnswerOptions{By: by, Check: h.checkAnswer})
 	if err != nil {
-		h.consumeSelfResolved(threadID, questionID)
-		// Whoever won may have had its notification taken for ours: make
-		// sure the run goes on (a kick of a run that has nothing to do is
-		// harmless).
-		if !errors.Is(err, hitl.ErrInvalidAnswer) && !errors.Is(err, hitl.ErrWrongKind) && !errors.Is(err, hitl.ErrDigestMismatch) {
+		// Whoever won may have had its notification taken for ours (the
+		// mark is gone: the notification loop consumed it): then make
+		// sure the run goes on. Only then: an answer refused because the
+		// question was resolved before (409 already_answered, 410) must
+		// not resume a run that waits for something else — it would park
+		// again, with a run_parked entry and metric each time.
+		if started && !h.consumeSelfResolved(threadID, questionID) &&
+			!errors.Is(err, hitl.ErrInvalidAnswer) && !errors.Is(err, hitl.ErrWrongKind) && !errors.Is(err, hitl.ErrDigestMismatch) {
 			h.kick(threadID)
 		}
 		return nil, err
