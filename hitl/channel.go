@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
+	"github.com/tollgate-ai/tollgate/interrupt"
 )
 
 // Channel carries questions between runs and the people who answer them.
@@ -230,7 +231,10 @@ func WithReviewer(ctx context.Context, name string) context.Context {
 //     ErrExpired or ErrAborted (when two answers race, the first wins and
 //     the second gets ErrAlreadyAnswered);
 //   - one whose deadline has passed: ErrExpired;
-//   - an answer of the wrong shape for the kind: ErrWrongKind;
+//   - an answer of the wrong shape for the kind: ErrWrongKind; so is an
+//     approve or deny that carries edited_args (or a tool_interrupt
+//     answer with arguments and an action other than "edit"), whose edit
+//     would be dropped without a word;
 //   - an approve answer whose Digest differs from the question's:
 //     ErrDigestMismatch;
 //   - an edit whose arguments fail the tool's schema (every problem
@@ -377,6 +381,10 @@ func checkAnswer(q *checkpoint.Question, answer any) (json.RawMessage, error) {
 			}
 		}
 		return canonicalJSON(mustJSON(a))
+	case interrupt.KindToolInterrupt:
+		if err := checkToolDecision(q, raw); err != nil {
+			return nil, err
+		}
 	case KindConfirm:
 		if _, err := parseConfirm(raw); err != nil {
 			return nil, err
@@ -397,6 +405,37 @@ func checkAnswer(q *checkpoint.Question, answer any) (json.RawMessage, error) {
 		}
 	}
 	return raw, nil
+}
+
+// checkToolDecision refuses an answer to a tool_interrupt question that
+// interrupt.Interpret would read otherwise than it says: arguments with an
+// action other than "edit" (dropped without a word), or the digest of
+// another call. Anything else is the seed's (a malformed answer denies).
+func checkToolDecision(q *checkpoint.Question, raw json.RawMessage) error {
+	var d struct {
+		Action    any             `json:"action"`
+		Arguments json.RawMessage `json:"arguments"`
+		Digest    *string         `json:"digest"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return nil // not an object: true, false, ...
+	}
+	if len(d.Arguments) > 0 && string(d.Arguments) != "null" && d.Action != interrupt.ActionEdit {
+		return fmt.Errorf("%w: only the action \"edit\" carries arguments (with %s they would be ignored): to run the call with other arguments, send the action \"edit\"", ErrWrongKind, jsonWord(d.Action))
+	}
+	if d.Digest != nil && *d.Digest != q.Digest {
+		return fmt.Errorf("%w (answer %s, question %s)", ErrDigestMismatch, *d.Digest, q.Digest)
+	}
+	return nil
+}
+
+// jsonWord is v as JSON, for a message.
+func jsonWord(v any) string {
+	if v == nil {
+		return "no action"
+	}
+	b, _ := json.Marshal(v)
+	return "the action " + string(b)
 }
 
 // duplicateKeys reports an object, anywhere in the JSON text, with a key
@@ -496,6 +535,11 @@ func parseApprove(raw json.RawMessage) (*ApproveAnswer, error) {
 	}
 	switch a.Decision {
 	case DecisionApprove, DecisionDeny:
+		if a.EditedArgs != nil {
+			// The call would run as it is (or not at all) and the edit be
+			// dropped without a word: the reviewer meant something else.
+			return nil, fmt.Errorf("%w: a %s carries no edited_args (they would be ignored): to run the call with other arguments, send the decision \"edit\"", ErrWrongKind, a.Decision)
+		}
 	case DecisionEdit:
 		if a.EditedArgs == nil {
 			return nil, fmt.Errorf("%w: an edit needs edited_args", ErrWrongKind)

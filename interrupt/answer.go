@@ -45,6 +45,11 @@ type ToolDecision struct {
 	// Message is the reason given to [ToolDeniedError] when the call is
 	// denied. Ignored when it is not.
 	Message string `json:"message,omitempty"`
+	// Digest, when set, must equal the question's digest: an answer
+	// taken by hitl's channels (and so the HTTP API, which requires it)
+	// is refused if the call changed since the reviewer looked. Interpret
+	// does not read it.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Approve is the answer that runs the call as it is.

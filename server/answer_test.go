@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"testing"
@@ -52,5 +53,24 @@ func TestAlreadyAnsweredLeavesTheRunParked(t *testing.T) {
 	}
 	if q, err := f.store.GetQuestion(context.Background(), "two", qs[1].ID); err != nil || q.Status != checkpoint.QuestionPending {
 		t.Errorf("the other question: %v, %v", q, err)
+	}
+}
+
+// An approve or a deny with edited_args is a 422, and the question stays
+// open: the edit would have been dropped and the original call run.
+func TestAnswerWithIgnoredEditRefused(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	q := f.ask("edit", "rm -r /tmp/a")
+	for _, decision := range []string{"approve", "deny"} {
+		res := f.do("POST", "/v1/questions/edit/"+q.ID+"/answer", aliceSecret, map[string]any{
+			"decision": decision, "edited_args": map[string]string{"cmd": "rm -r /tmp/a/old"}, "digest": q.Digest,
+		}).want(t, http.StatusUnprocessableEntity, "invalid_answer")
+		if !bytes.Contains(res.body, []byte(`edited_args`)) {
+			t.Errorf("%s: the refusal does not say why: %s", decision, res.body)
+		}
+	}
+	if got, err := f.store.GetQuestion(context.Background(), "edit", q.ID); err != nil || got.Status != checkpoint.QuestionPending {
+		t.Fatalf("question after the refusals: %+v, %v", got, err)
 	}
 }
