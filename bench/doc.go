@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench measures tollgate end to end, each figure beside the raw
 // limit of the same machine and database measured in the same run.
 //

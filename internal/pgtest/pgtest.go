@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package pgtest gives tests a real PostgreSQL server.
 //
 // When TOLLGATE_TEST_POSTGRES holds a server URL, tests use that server (a
@@ -259,7 +261,7 @@ func startCluster(bin binaries) (*server, error) {
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
+	cmd.SysProcAttr = serverProcAttr(cred)
 
 	// Pdeathsig fires when the thread that started the child exits, so that
 	// thread is locked to a goroutine that lives as long as the server.

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command stdioserver serves the mcptest tools over stdio, for the tests of
 // the MCP gateway; build it with mcptest.BuildStdioServer. It is not for
 // production.
