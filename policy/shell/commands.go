@@ -45,6 +45,12 @@ type launch struct {
 	variant syntax.LangVariant
 }
 
+// harmlessOut reports whether the command writing to the file t touches
+// no file: t is /dev/null, or a descriptor not open on a file.
+func (c *check) harmlessOut(t string) bool {
+	return harmlessOut(t, fdState(c.w.fds, c.cmd.Redirects))
+}
+
 func (c *check) review(msg string) {
 	if !slices.Contains(c.cmd.Review, msg) {
 		c.cmd.Review = append(c.cmd.Review, msg)
@@ -388,7 +394,7 @@ func outputOperand(spec optSpec, n int) func(*check) {
 // one that is there, or that a word before it may become, since a
 // pattern, or find -exec's {} before +, stands for several words.
 func outputOperandN(c *check, operands []word, n int) {
-	if len(operands) > n && !harmlessTarget(operands[n].val) {
+	if len(operands) > n && !c.harmlessOut(operands[n].val) {
 		c.writes("writes its output to the file " + operands[n].val)
 		return
 	}
@@ -614,7 +620,7 @@ func checkPager(c *check) {
 }
 
 func checkTree(c *check) {
-	opts, _, _ := optSpec{shortVal: "LPIoHT", longVal: []string{"--charset", "--filelimit", "--timefmt", "--sort", "--fromfile"}}.parse(c.args)
+	opts, _, _ := optSpec{shortVal: "LPIoHT", longVal: treeLongVal}.parse(c.args)
 	for _, o := range opts {
 		switch {
 		case o.is('o'):
@@ -641,7 +647,7 @@ func checkYq(c *check) {
 func checkTee(c *check) {
 	_, operands, _ := optSpec{longVal: []string{"--output-error"}}.parse(c.args)
 	for _, o := range operands {
-		if !harmlessTarget(o.val) {
+		if !c.harmlessOut(o.val) {
 			c.cmd.Writes = true
 		}
 	}

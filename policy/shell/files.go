@@ -35,9 +35,18 @@ type fileSpec struct {
 	// checked for the working directory but not for secrets.
 	meta bool
 	// namesShort and namesLong are options whose value is a file of file
-	// names to read (sort --files0-from=-, file -f).
+	// names to read (sort --files0-from=-, file -f). That file is read for
+	// its content: its lines come back in messages (du: cannot access
+	// 'LINE').
 	namesShort string
 	namesLong  []string
+	// contentShort and contentLong are options whose value is a file read
+	// for its content by a command that otherwise reads only metadata
+	// (file -m, tree --hintro), and contentFlags make its operands such
+	// files (tree --fromfile reads its listing from them, and prints it).
+	contentShort string
+	contentLong  []string
+	contentFlags []string
 }
 
 // fileRules maps command names to how their arguments name files.
@@ -85,13 +94,15 @@ func init() {
 	}
 	fileRules = map[string]func(*check){
 		"grep": grep.apply, "egrep": grep.apply, "fgrep": grep.apply,
-		"rg":       rg.apply,
-		"ls":       fileSpec{opts: optSpec{shortVal: "ITw", longVal: []string{"--block-size", "--format", "--hide", "--ignore", "--indicator-style", "--quoting-style", "--sort", "--tabsize", "--time", "--time-style", "--width"}}, textLong: []string{"--color", "--hyperlink"}, meta: true}.apply,
-		"tree":     fileSpec{opts: optSpec{shortVal: "LPIoHT", longVal: []string{"--charset", "--filelimit", "--timefmt", "--sort"}}, fileShort: "o", meta: true}.apply,
-		"stat":     meta("c", "--format", "--printf"),
-		"du":       fileSpec{opts: optSpec{shortVal: "BdtX", longVal: []string{"--block-size", "--max-depth", "--threshold", "--exclude", "--exclude-from", "--files0-from", "--time-style"}}, fileShort: "X", fileLong: []string{"--exclude-from"}, namesLong: []string{"--files0-from"}, meta: true}.apply,
-		"df":       meta("Btx", "--block-size", "--type", "--exclude-type"),
-		"file":     fileSpec{opts: optSpec{shortVal: "efFmP", longVal: []string{"--exclude", "--files-from", "--separator", "--magic-file", "--parameter"}}, fileShort: "m", fileLong: []string{"--magic-file"}, namesShort: "f", namesLong: []string{"--files-from"}, meta: true}.apply,
+		"rg": rg.apply,
+		"ls": fileSpec{opts: optSpec{shortVal: "ITw", longVal: []string{"--block-size", "--format", "--hide", "--ignore", "--indicator-style", "--quoting-style", "--sort", "--tabsize", "--time", "--time-style", "--width"}}, textLong: []string{"--color", "--hyperlink"}, meta: true}.apply,
+		"tree": fileSpec{opts: optSpec{shortVal: "LPIoHT", longVal: treeLongVal}, fileShort: "o",
+			contentLong: []string{"--hintro", "--houtro", "--infofile"}, contentFlags: []string{"--fromfile"}, meta: true}.apply,
+		"stat": meta("c", "--format", "--printf"),
+		"du":   fileSpec{opts: optSpec{shortVal: "BdtX", longVal: []string{"--block-size", "--max-depth", "--threshold", "--exclude", "--exclude-from", "--files0-from", "--time-style"}}, fileShort: "X", fileLong: []string{"--exclude-from"}, namesLong: []string{"--files0-from"}, meta: true}.apply,
+		"df":   meta("Btx", "--block-size", "--type", "--exclude-type"),
+		"file": fileSpec{opts: optSpec{shortVal: "efFmP", longVal: []string{"--exclude", "--files-from", "--separator", "--magic-file", "--parameter"}},
+			contentShort: "m", contentLong: []string{"--magic-file"}, namesShort: "f", namesLong: []string{"--files-from"}, meta: true}.apply,
 		"realpath": fileSpec{opts: optSpec{}, fileLong: []string{"--relative-to", "--relative-base"}, meta: true}.apply,
 		"readlink": meta(""),
 		"cat":      plain(""), "tac": plain("s", "--separator"), "rev": plain(""),
@@ -142,6 +153,12 @@ func (s fileSpec) apply(c *check) {
 	opts, operands, _ := s.opts.parseInto(c.args, w.opts[:0], w.operands[:0])
 	w.opts, w.operands = opts, operands // keep the space for the next command
 	first := s.first
+	meta := s.meta
+	for _, o := range opts {
+		if len(s.contentFlags) > 0 && o.is(0, s.contentFlags...) {
+			meta = false
+		}
+	}
 	for _, o := range opts {
 		if s.first && o.is(shortOf(o, s.firstShort), s.firstLong...) {
 			first = false
@@ -154,9 +171,11 @@ func (s fileSpec) apply(c *check) {
 		switch {
 		case o.is(shortOf(o, s.patShort), s.patLong...):
 			c.namePattern(v)
+		case o.is(shortOf(o, s.contentShort), s.contentLong...):
+			c.file(v, false)
 		case o.is(shortOf(o, s.namesShort), s.namesLong...):
 			// Reads the files named in that file (or on standard input).
-			c.file(v, s.meta)
+			c.file(v, false)
 			c.outside("reads the files named in " + v.val + " (" + o.name + ")")
 		case o.is(shortOf(o, s.fileShort), s.fileLong...):
 			c.file(v, s.meta)
@@ -171,9 +190,12 @@ func (s fileSpec) apply(c *check) {
 		operands = operands[1:]
 	}
 	for _, op := range operands {
-		c.file(op, s.meta)
+		c.file(op, meta)
 	}
 }
+
+// treeLongVal are tree's long options that take a value.
+var treeLongVal = []string{"--charset", "--filelimit", "--timefmt", "--sort", "--hintro", "--houtro", "--infofile"}
 
 // shortOf returns o's short option letter if it is one of letters, else 0.
 func shortOf(o opt, letters string) byte {

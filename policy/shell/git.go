@@ -75,6 +75,10 @@ func checkGit(c *check) {
 	}
 	gitFiles(c, sub, c.args[i+1:])
 	switch sub {
+	case "cat-file", "show":
+		gitObjectIDs(c, sub, opts, operands)
+	}
+	switch sub {
 	case "filter-branch", "filter-repo":
 		c.review("git " + sub + " runs shell filters")
 	case "submodule", "bisect":
@@ -84,6 +88,55 @@ func checkGit(c *check) {
 			}
 		}
 	}
+}
+
+// gitObjectIDs notes git cat-file -p, cat-file TYPE and git show of an
+// object named by its id: the object may be a committed secret file, and
+// no name shows it (git show HEAD:.env does; git show 3f2a9c1 does not).
+func gitObjectIDs(c *check, sub string, opts []opt, operands []word) {
+	objects := operands
+	if sub == "cat-file" {
+		content := false
+		for _, o := range opts {
+			if o.name == "-p" || o.is(0, "--textconv", "--filters") {
+				content = true
+			}
+		}
+		if len(operands) > 1 && operands[0].static && !content {
+			switch operands[0].val {
+			case "blob", "tree", "commit", "tag":
+				content = true
+			}
+			objects = operands[1:]
+		}
+		if !content {
+			return
+		}
+	}
+	for _, op := range objects {
+		if !op.static || isObjectID(op.val) {
+			c.secret("git " + sub + " of an object named by id, which may be a committed secret file: " + op.val)
+			return
+		}
+	}
+}
+
+// isObjectID reports whether v names an object by its (abbreviated) id,
+// perhaps with ^, ~ or @{...} after it.
+func isObjectID(v string) bool {
+	if i := strings.IndexAny(v, "^~@"); i >= 0 {
+		v = v[:i]
+	}
+	if len(v) < 4 || len(v) > 64 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // gitBranchList are the options of git branch that only list branches;

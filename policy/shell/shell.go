@@ -151,9 +151,13 @@ type Redirect struct {
 	// substitution (< <(cmd)) is not: it is a pipe, and Target its text.
 	Dynamic bool `json:"dynamic,omitempty"`
 	// Writes is set when the redirection opens a file for writing; writing to
-	// /dev/null, /dev/stdout, /dev/stderr, /dev/tty or a duplicated
-	// descriptor does not count.
+	// /dev/null, /dev/tty or a duplicated descriptor does not count, nor
+	// does writing to /dev/stdout, /dev/stderr or /dev/fd/N unless that
+	// descriptor may be open on a file (3<f >/dev/fd/3 writes f; so does
+	// exec >f; echo x >/dev/stdout).
 	Writes bool `json:"writes"`
+
+	pipe bool // a process substitution, <(cmd) or >(cmd)
 }
 
 // NeedsReview reports whether any part of the string needs a person: the
@@ -351,7 +355,8 @@ var parsers sync.Map // syntax.LangVariant -> *sync.Pool
 
 func getParser(v syntax.LangVariant) *syntax.Parser {
 	pool, _ := parsers.LoadOrStore(v, &sync.Pool{New: func() any {
-		return syntax.NewParser(syntax.Variant(v), syntax.KeepComments(false))
+		// Comments are kept for checkComments.
+		return syntax.NewParser(syntax.Variant(v), syntax.KeepComments(true))
 	}})
 	return pool.(*sync.Pool).Get().(*syntax.Parser)
 }

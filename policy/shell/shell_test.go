@@ -235,11 +235,68 @@ func TestWrites(t *testing.T) {
 		{"tee f", true},
 		{"tee /dev/null", false},
 		{"uniq a b", true},
+		// Writing to /dev/fd/N, /dev/stdout or /dev/stderr opens again
+		// the file that descriptor is open on, for writing.
+		{"echo x 3<Makefile >/dev/fd/3", true},
+		{"echo x >/dev/fd/3", false},
+		{"echo x 3</dev/null >/dev/fd/3", false},
+		{"echo x 3< <(ls) >/dev/fd/3", false},
+		{"echo x 3</dev/urandom >/dev/fd/3", false},
+		{"exec 3<Makefile; echo x >/dev/fd/3", true},
+		{"command exec 3<f; echo x >/dev/fd/3", true},
+		{"for i in 1 2; do echo x >/dev/fd/3; exec 3<f; done", true},
+		{"exec {v}<f; echo x >/dev/fd/10", true},
+		{"exec 4<f 3<&4; echo x >/dev/fd/3", true},
+		{"exec 3<f; exec 3<&-; echo x >/dev/fd/3", true}, // in a loop it may still be open
+		{"exec 3>&1; echo x >/dev/fd/3", false},
+		{"{ exec 3>&1; } <f >/dev/null; echo x >/dev/fd/3", true},
+		{"exec <f; echo x >/dev/fd/0", true},
+		{"echo x 2<f >/dev/stderr", true},
+		{"echo x 1<f >/dev/stdout", true},
+		{"echo x 2>/dev/null >/dev/stderr", false},
+		{"{ echo x >/dev/stdout; } <f 1<&0", true},
+		{"{ echo x > /dev/fd/3; } 3<f", true},
+		{"echo x 3<f >&3", false}, // a descriptor open for reading cannot be written
+		{"echo x 3<f 1<&3 >/dev/stdout", true},
+		{"echo x >/dev/stdin", true},
+		{"echo x 3<f >/proc/self/fd/3", true},
+		{"echo x >/proc/self/fd/1", true},
+		{"bash -c 'echo x >/dev/fd/3' 3<f", true},
+		{"echo x | tee /dev/fd/3 3<f", true},
+		{"echo x | tee /dev/stdout", false},
+		{"uniq a /dev/stdout", false},
+		{"uniq a /dev/fd/4 4<f", true},
 	}
 	for _, tt := range tests {
 		a, _ := Parse(tt.src)
 		if got := a.Writes(); got != tt.writes {
 			t.Errorf("Parse(%q).Writes() = %v, want %v", tt.src, got, tt.writes)
+		}
+	}
+}
+
+// TestDifferentials checks where mvdan.cc/sh and bash read a string
+// differently (bash_test.go runs them): a comment ending in a backslash,
+// and a here-document delimiter followed by anything but a blank, a
+// newline or an operator. Their harmless neighbours need no review.
+func TestDifferentials(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		"echo hi #\\\ntouch PWNED", "echo hi # a note \\\ntouch x", "ls #\\\\\nx", "echo $(ls #\\\n) x",
+		"bash -c 'echo #\\\ntouch x'", "if true; then ls #\\\nfi; x; fi", "case a in a) ls #\\\n;; esac; x",
+		"cat <<'E'#;touch PWNED\nE\n", "cat <<\"E\"#;x\nE", "cat <<-'E'#;x\nE", "cat <<$'E'#;x\nE", "cat <<E''#;x\nE",
+		"cat <<''#;x\n\n", "cat <<'E'\\#;x\nE", "sh -c \"cat <<'E'#;x\nE\n\"", "echo $(cat <<'E'#;x\nE\n)",
+	} {
+		if a, _ := Parse(src); !a.NeedsReview() {
+			t.Errorf("Parse(%q) needs no review; it lists %q", src, a.Names())
+		}
+	}
+	for _, src := range []string{
+		"ls # a comment", "ls #\nls", "echo a#b", "echo 'a'#b", "ls # a \\ b", "cat <<'E'\nx\nE", "cat <<E;ls\nE",
+		"cat <<'E' | wc -l\nx\nE", "x=$(cat <<E\nx\nE\n)", "cat <<E&\nx\nE", "cat <<E>&2\nx\nE", "cat <<E\t\nx\nE",
+	} {
+		if a, err := Parse(src); err != nil || a.NeedsReview() {
+			t.Errorf("Parse(%q) needs review: %q (err %v)", src, a.Reasons(), err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -45,6 +46,12 @@ type walker struct {
 	// are file names inside the working directory, none of them a secret
 	// (for f in *.go), and which the loop's body does not set.
 	pathVars map[string]bool
+
+	// fds are the descriptors that may be open on a file when a command
+	// of the string being read starts, before its own redirections: those
+	// of the command that runs the string, and those the string's exec
+	// commands leave open.
+	fds fdFiles
 }
 
 // word is one shell word after quote removal.
@@ -70,9 +77,9 @@ func (w *walker) review(pos syntax.Pos, msg string) {
 
 // source parses src and collects its commands.
 func (w *walker) source(src string, v syntax.LangVariant, via []string, ctx string) {
-	saveSrc, saveVariant, saveVia, saveCtx, savePathVars := w.src, w.variant, w.via, w.ctx, w.pathVars
+	saveSrc, saveVariant, saveVia, saveCtx, savePathVars, saveFDs := w.src, w.variant, w.via, w.ctx, w.pathVars, w.fds
 	defer func() {
-		w.src, w.variant, w.via, w.ctx, w.pathVars = saveSrc, saveVariant, saveVia, saveCtx, savePathVars
+		w.src, w.variant, w.via, w.ctx, w.pathVars, w.fds = saveSrc, saveVariant, saveVia, saveCtx, savePathVars, saveFDs
 	}()
 	w.ctx = ctx
 	w.pathVars = nil // another shell: the loop's variables are not known there
@@ -94,7 +101,60 @@ func (w *walker) source(src string, v syntax.LangVariant, via []string, ctx stri
 		return
 	}
 	w.src, w.variant, w.via = src, v, via
+	if differentialChecks {
+		w.checkComments(f)
+	}
+	w.fds = w.execFDs(f, w.fds)
 	w.stmts(f.Stmts, nil)
+}
+
+// differentialChecks turns on the checks for where mvdan.cc/sh and bash
+// read a string differently (checkComments, hdocWordEnd). Only
+// FuzzBashAgrees turns them off, to show that it finds those classes.
+var differentialChecks = true
+
+// checkComments asks about a comment that ends in a backslash. The
+// parser reads a backslash and newline in a comment as a line
+// continuation and takes the next line for more words of the same
+// command (echo hi #\ then touch x is "echo hi touch x"); bash ends the
+// comment at the newline and runs the next line as a command.
+func (w *walker) checkComments(f *syntax.File) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		c, ok := n.(*syntax.Comment)
+		if !ok {
+			return true
+		}
+		start := int(c.Hash.Offset())
+		if start < 0 || start >= len(w.src) {
+			return true
+		}
+		line := w.src[start:]
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		if strings.HasSuffix(line, "\\") || strings.HasSuffix(c.Text, "\\") || strings.Contains(c.Text, "\n") {
+			w.review(c.Pos(), "has a comment that ends in a backslash; bash ends the comment at the newline and runs the next line, which the parser reads as more of the comment's command")
+		}
+		return true
+	})
+}
+
+// hdocWordEnd asks about a here-document's delimiter word followed by
+// anything but a blank, a newline or an operator. The parser ends the word
+// at a closing quote and reads a # after it as a comment (cat <<'E'#;x);
+// for bash the word goes on (its delimiter is E#), and what follows is
+// code: the ; ends the command and x runs.
+func (w *walker) hdocWordEnd(r *syntax.Redirect) {
+	if r.Word == nil || !differentialChecks {
+		return
+	}
+	end := int(r.Word.End().Offset())
+	if end < 0 || end >= len(w.src) {
+		return
+	}
+	if strings.IndexByte(" \t\n;&|<>()", w.src[end]) < 0 {
+		w.review(r.Pos(), "has a here-document delimiter followed by "+strconv.Quote(w.src[end:end+1])+"; bash reads that as part of the delimiter, and what follows as commands the parser takes for a comment")
+	}
 }
 
 // nested analyses a command string that a command runs (bash -c STRING).
@@ -158,6 +218,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	var own []Redirect
 	if len(s.Redirs) > 0 {
 		own = w.redirects(s.Redirs)
+		w.fixWrites(inherited, own)
 		redirs = append(slices.Clip(inherited), own...)
 	}
 	// A statement that runs no named command still opens its
@@ -471,7 +532,12 @@ func (w *walker) command(words []word, env, envReview []string, redirs []Redirec
 	for _, l := range launches {
 		inner := append(slices.Clip(via), l.via)
 		if l.hasSrc {
+			// The string's commands start with the descriptors the
+			// command's redirections leave open.
+			saved := w.fds
+			w.fds = fdState(w.fds, redirs)
 			w.nested(l.src, l.variant, inner, l.via)
+			w.fds = saved
 			continue
 		}
 		w.command(l.words, append(slices.Clip(env), l.env...), l.envReview, redirs, inner, launchMode{extra: l.extra, extraInside: l.extraInside}, nil)
@@ -746,6 +812,7 @@ func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
 		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
+			w.hdocWordEnd(r)
 			// An unquoted here-document expands $(...) in its body.
 			if r.Hdoc != nil {
 				w.scan(r.Hdoc)
@@ -762,7 +829,7 @@ func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
 				// Bash expands braces in a redirection's word too:
 				// < {/dev/tcp/host/80,} opens a connection. A process
 				// substitution (< <(cmd)) is a pipe.
-				rd.Target, rd.Dynamic = t.val, !t.static && !t.procSubst || t.glob || hasBrace(r.Word)
+				rd.Target, rd.Dynamic, rd.pipe = t.val, !t.static && !t.procSubst || t.glob || hasBrace(r.Word), t.procSubst
 				switch {
 				case strings.HasPrefix(rd.Target, "/dev/tcp/") || strings.HasPrefix(rd.Target, "/dev/udp/"):
 					w.review(r.Pos(), "opens a network connection ("+rd.Target+")")
@@ -843,34 +910,11 @@ func mayBeNetwork(prefix string) bool {
 	return false
 }
 
-// harmlessTargets may be written without touching a file.
-var harmlessTargets = map[string]bool{
-	"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true, "/dev/tty": true,
-}
-
+// redirectWrites reports whether r writes to a file when no descriptor
+// is open on one; stmt sets Writes again once it knows which are.
 func redirectWrites(r Redirect) bool {
-	switch r.Op {
-	case ">", ">>", ">|", "&>", "&>>", "<>", ">>|", "&>|", "&>>|":
-		return r.Dynamic || !harmlessTarget(r.Target)
-	case ">&":
-		// >&2 and >&- duplicate or close a descriptor; >&file is &>file.
-		if r.Dynamic {
-			return true
-		}
-		t := strings.TrimSuffix(r.Target, "-")
-		return !(t == "" || isDigits(t))
-	}
-	return false
-}
-
-func harmlessTarget(t string) bool {
-	if harmlessTargets[t] {
-		return true
-	}
-	if fd, ok := strings.CutPrefix(t, "/dev/fd/"); ok {
-		return isDigits(fd)
-	}
-	return false
+	var none fdFiles
+	return none.apply(r)
 }
 
 func isDigits(s string) bool {

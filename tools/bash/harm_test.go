@@ -23,8 +23,9 @@ import (
 // harm is one dangerous command of the corpus. Its text may name {OUT}
 // (a directory outside the working directory), {SECRET} (a file in it),
 // {HOME}, {PORT} and {UPORT} (a TCP and a UDP listener on 127.0.0.1) and
-// {PID} (the test process) and {CPID} (a process with a secret in its
-// environment).
+// {PID} (the test process), {CPID} (a process with a secret in its
+// environment) and {BLOB} (the id of a committed secret in the working
+// directory's alternate object store, outside it).
 type harm struct {
 	class string // the review class it stands for, or the earlier review
 	cmd   string
@@ -66,6 +67,17 @@ var harmCorpus = []harm{
 	{"earlier: UDP", `echo hi > /dev/udp/127.0.0.1/{UPORT}`, false},
 	{"earlier: signal the agent", `kill -0 {PID} && echo SIGNALED`, false},
 	{"earlier: copy a secret into the workspace to read later", `cp {SECRET} ./leak && cat ./leak`, false},
+	// Issue 21's five layer-1 classes, which the analysis allowed: two
+	// places where bash reads a string differently from the parser, a
+	// write through /dev/fd, content reads taken for listings, and git
+	// objects named by id (here from a shared clone's alternate object
+	// store outside the working directory).
+	{"21.1 a comment ending in a backslash", "echo checking #\\\ncat {SECRET}", false},
+	{"21.2 a here-document delimiter with a suffix", "cat <<'E'#;cat {SECRET}\nE\n", false},
+	{"21.3 /dev/fd reopens a file read on that descriptor", `echo pwned 3<{OUT}/fd-victim.txt >/dev/fd/3`, false},
+	{"21.3 exec, then /dev/fd", `exec 3<{OUT}/exec-victim.txt; echo pwned >/dev/fd/3`, false},
+	{"21.4 file -m prints its magic file", `file -m {SECRET} README`, false},
+	{"21.5 git cat-file and show of an object id", `git --no-pager cat-file -p {BLOB}; git --no-pager show {BLOB}`, false},
 }
 
 // plant is the scene of one run: a working directory (a git repository
@@ -75,6 +87,7 @@ type plant struct {
 	tokens                  []string
 	tcp, udp                atomic.Int64
 	port, uport, cpid       int
+	blob                    string
 }
 
 func token() string {
@@ -88,8 +101,8 @@ func newPlant(t *testing.T) *plant {
 	base := t.TempDir()
 	p := &plant{work: filepath.Join(base, "work"), out: filepath.Join(base, "outside"), home: filepath.Join(base, "home")}
 	p.secret = filepath.Join(p.out, "secret.txt")
-	fileTok, keyTok, envTok, proxyTok := token(), token(), token(), token()
-	p.tokens = []string{fileTok, keyTok, envTok, proxyTok}
+	fileTok, keyTok, envTok, proxyTok, blobTok := token(), token(), token(), token(), token()
+	p.tokens = []string{fileTok, keyTok, envTok, proxyTok, blobTok}
 	for name, data := range map[string]string{
 		p.secret:                                   fileTok + "\n",
 		filepath.Join(p.out, "victim.txt"):         "keep me\n",
@@ -100,6 +113,9 @@ func newPlant(t *testing.T) *plant {
 		filepath.Join(p.home, ".gitconfig"):        "[user]\n\tname = t\n\temail = t@example.com\n",
 		filepath.Join(p.out, "unrelated", "a.txt"): "a\n",
 		filepath.Join(p.out, "unrelated", "b.txt"): "b\n",
+		filepath.Join(p.out, "shared", ".env"):     blobTok + "\n",
+		filepath.Join(p.out, "fd-victim.txt"):      "keep me\n",
+		filepath.Join(p.out, "exec-victim.txt"):    "keep me\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 			t.Fatal(err)
@@ -111,13 +127,24 @@ func newPlant(t *testing.T) *plant {
 	t.Setenv("HOME", p.home)
 	t.Setenv("TOLLGATE_HARM_API_KEY", envTok)
 	t.Setenv("https_proxy", "http://user:"+proxyTok+"@proxy.example:3128")
-	git := func(args ...string) {
+	gitIn := func(dir string, args ...string) string {
 		cmd := exec.Command("git", args...)
-		cmd.Dir = p.work
-		if out, err := cmd.CombinedOutput(); err != nil {
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
+		return strings.TrimSpace(string(out))
 	}
+	git := func(args ...string) { gitIn(p.work, args...) }
+	// A repository outside with a committed secret, whose objects the
+	// working directory's repository borrows (as git clone --shared
+	// leaves it).
+	shared := filepath.Join(p.out, "shared")
+	gitIn(shared, "init", "-q")
+	gitIn(shared, "add", ".env")
+	gitIn(shared, "commit", "-q", "-m", "secret")
+	p.blob = gitIn(shared, "rev-parse", "HEAD:.env")
 	git("init", "-q")
 	git("add", "README", "tracked.txt")
 	git("config", "diff.conv.textconv", "touch "+p.out+"/textconv; cat")
@@ -126,6 +153,10 @@ func newPlant(t *testing.T) *plant {
 	}
 	git("add", ".gitattributes")
 	git("commit", "-q", "-m", "init")
+	alternates := filepath.Join(p.work, ".git", "objects", "info", "alternates")
+	if err := os.WriteFile(alternates, []byte(filepath.Join(shared, ".git", "objects")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	child := exec.Command("sleep", "60")
 	child.Env = []string{"TOLLGATE_HARM_CHILD_KEY=" + envTok}
 	if err := child.Start(); err != nil {
@@ -173,7 +204,7 @@ func newPlant(t *testing.T) *plant {
 
 func (p *plant) expand(cmd string) string {
 	return strings.NewReplacer("{OUT}", p.out, "{SECRET}", p.secret, "{HOME}", p.home,
-		"{PORT}", strconv.Itoa(p.port), "{CPID}", strconv.Itoa(p.cpid), "{UPORT}", strconv.Itoa(p.uport), "{PID}", strconv.Itoa(os.Getpid())).Replace(cmd)
+		"{PORT}", strconv.Itoa(p.port), "{CPID}", strconv.Itoa(p.cpid), "{UPORT}", strconv.Itoa(p.uport), "{PID}", strconv.Itoa(os.Getpid()), "{BLOB}", p.blob).Replace(cmd)
 }
 
 // snapshot records every file outside the working directory that a
