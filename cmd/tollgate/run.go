@@ -186,7 +186,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// SIGQUIT (Ctrl-\\) stops as SIGTERM does, rather than dumping
 	// goroutines with the terminal left without echo; Ctrl-Z suspends
 	// with the terminal restored.
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, sigStop)
 	defer signal.Stop(sigs)
 
 	// The MCP servers' tools are known before the agent is made; the

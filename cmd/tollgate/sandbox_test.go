@@ -62,7 +62,7 @@ rules:
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "touch: cannot touch 'confined': Permission denied") {
+	if !strings.Contains(out, "touch: cannot touch 'confined': Read-only file system") {
 		t.Errorf("output:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "confined")); err == nil {

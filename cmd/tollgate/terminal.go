@@ -237,7 +237,7 @@ func (t *terminal) drive(ctx context.Context, stop <-chan struct{}, events <-cha
 // comes on aborted), a second exits at once; SIGTERM and SIGHUP stop the
 // run resumable.
 func (t *terminal) signal(ctx context.Context, sig os.Signal, aborted chan<- error) (code int, done bool) {
-	if sig == syscall.SIGTSTP {
+	if sig == sigStop {
 		// Ctrl-Z: give the terminal back as it was, stop, and take it
 		// again on fg.
 		t.clearPrompt()

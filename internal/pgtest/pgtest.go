@@ -63,6 +63,7 @@ var (
 
 type server struct {
 	dsn      string // the database the tests use
+	socket   string // the server's UNIX socket, when pgtest started it
 	cleanups []func()
 }
 
@@ -99,6 +100,23 @@ func Start(t testing.TB) string {
 		t.Fatalf("pgtest: %v", startErr)
 	}
 	return srv.dsn
+}
+
+// Socket returns the path of the UNIX socket of the cluster pgtest
+// started (trust authentication, as on the TCP port; database and user
+// "postgres"), for tests of what can reach it. With a server from
+// TOLLGATE_TEST_POSTGRES there is no socket it knows: the test skips, or
+// fails when CI=true.
+func Socket(t testing.TB) string {
+	t.Helper()
+	Start(t)
+	if srv.socket == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pgtest: CI=true and no local UNIX socket: the server is %s's", EnvURL)
+		}
+		t.Skipf("pgtest: no local UNIX socket: the server is %s's", EnvURL)
+	}
+	return srv.socket
 }
 
 var schemaSeq atomic.Int64
@@ -291,6 +309,7 @@ func startCluster(bin binaries) (*server, error) {
 	})
 
 	s.dsn = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	s.socket = filepath.Join(dir, fmt.Sprintf(".s.PGSQL.%d", port))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -108,6 +108,19 @@ type Options struct {
 	Env []string
 	// Limits bound each confined command's resources.
 	Limits Limits
+	// Masked are paths a confined command's view does not hold, besides
+	// [DefaultMasked]: each is covered by an empty, read-only directory or
+	// file (one that does not exist when the command starts is not). The
+	// caller passes tollgate's own state here: the store's files (an
+	// SQLite database and its -wal and -shm), the policy files, the
+	// tokens files, the database's UNIX socket directory; they are hidden
+	// wherever they are, inside the working directory too.
+	Masked []string
+	// Sockets are UNIX sockets (paths) a workspace-write command may use,
+	// such as docker's: its view holds them, and it may make UNIX sockets
+	// (without them no confined command may). Read-only commands get
+	// none.
+	Sockets []string
 }
 
 // New returns the bash tool.
@@ -309,21 +322,6 @@ func (c command) stop() error {
 		return nil
 	}
 	return c.stopped()
-}
-
-// directCommand runs the shell as the agent's own child, in its own
-// process group (attr sets Setpgid), which Cancel kills.
-func directCommand(ctx context.Context, o Options, cmdline string, attr *syscall.SysProcAttr) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, o.Shell, "-c", cmdline)
-	cmd.Dir = o.Dir
-	cmd.SysProcAttr = attr
-	cmd.Cancel = killGroup(cmd)
-	return cmd
-}
-
-// killGroup kills cmd's process group, which it leads.
-func killGroup(cmd *exec.Cmd) func() error {
-	return func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
 
 // removeTree removes a command's private TMPDIR, first giving back the

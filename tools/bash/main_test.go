@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/tollgate-ai/tollgate/internal/pgtest"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -16,6 +17,10 @@ const agentEnv = "TOLLGATE_BASH_TEST_AGENT"
 // agentMain is the agent process; it does not return. Nil where the tests
 // have none.
 var agentMain func(config string)
+
+// probes are the modes of the test binary that commands run to attack the
+// sandbox (os.Args[1] names one; it gets the rest).
+var probes = map[string]func(args []string){}
 
 // TestMain lets the test binary be the sandbox helper (and the supervisor)
 // of the tools it builds, and an agent process that tests kill.
@@ -32,8 +37,12 @@ func TestMain(m *testing.M) {
 		c.Close()
 		os.Exit(0)
 	}
+	if len(os.Args) >= 2 && probes[os.Args[1]] != nil {
+		probes[os.Args[1]](os.Args[2:])
+		os.Exit(0)
+	}
 	if cfg := os.Getenv(agentEnv); cfg != "" && agentMain != nil {
 		agentMain(cfg)
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }

@@ -81,7 +81,8 @@ func Stricter(a, b Profile) Profile {
 func (p Profile) confined() bool { return p == ReadOnly || p == WorkspaceWrite }
 
 // Limits bound the resources of one command (setrlimit in the helper, for
-// the shell and everything it starts). Zero fields take the defaults.
+// the shell and everything it starts; the PID namespace's pid_max). Zero
+// fields take the defaults.
 type Limits struct {
 	// CPUTime is the processor time of each process (RLIMIT_CPU). Zero:
 	// the tool's timeout, at least a second.
@@ -91,8 +92,14 @@ type Limits struct {
 	FileSize int64
 	// Procs is the processes the user may have (RLIMIT_NPROC). With a
 	// user namespace (see [Report]) that counts only the command's own
-	// processes; without one, every process of the user. Zero: 512.
+	// processes; without one, every process of the user. Root is not
+	// bound by it: where the kernel keeps a pid_max per PID namespace
+	// (Linux 6.14) the namespace's caps the command's processes at Procs,
+	// at least 300, for root too ([Report].PidCap). Zero: 512.
 	Procs int
+	// Memory is the address space of each process (RLIMIT_AS), root's
+	// too. Zero: 4 GiB.
+	Memory int64
 }
 
 func (l Limits) withDefaults(timeout time.Duration) Limits {
@@ -104,6 +111,9 @@ func (l Limits) withDefaults(timeout time.Duration) Limits {
 	}
 	if l.Procs <= 0 {
 		l.Procs = 512
+	}
+	if l.Memory <= 0 {
+		l.Memory = 4 << 30
 	}
 	return l
 }

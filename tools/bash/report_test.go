@@ -9,18 +9,19 @@ import (
 // the report says when they do not.
 func TestEnforceable(t *testing.T) {
 	t.Parallel()
-	full := Report{OS: "linux", ABI: 7, UserNS: true, NetNS: true, PidNS: true, helperOK: true}
+	full := Report{OS: "linux", ABI: 7, UserNS: true, NetNS: true, PidNS: true, MountNS: true, helperOK: true}
 	for _, c := range []struct {
 		name string
 		r    Report
 		want string // "" when enforced
 	}{
 		{"ABI 7 with namespaces", full, ""},
-		{"ABI 10 without namespaces", Report{OS: "linux", ABI: 10, helperOK: true}, ""},
+		{"ABI 10 with only a mount namespace", Report{OS: "linux", ABI: 10, MountNS: true, helperOK: true}, ""},
+		{"no mount namespace", Report{OS: "linux", ABI: 10, NetNS: true, PidNS: true, helperOK: true, NamespaceErr: "operation not permitted"}, "no mount namespace (operation not permitted): tollgate's own state"},
 		{"no Landlock", Report{OS: "linux", LandlockErr: "function not implemented", helperOK: true, NetNS: true}, "no Landlock (function not implemented)"},
 		{"not Linux", Report{OS: "darwin", LandlockErr: "Landlock is Linux only"}, "Landlock is Linux only, this is darwin"},
 		{"ABI 2", Report{OS: "linux", ABI: 2, NetNS: true, helperOK: true}, "cannot stop truncation"},
-		{"ABI 7 without a network namespace", Report{OS: "linux", ABI: 7, helperOK: true, NetNSErr: "operation not permitted"}, "no network namespace (operation not permitted), and Landlock ABI 7 cannot stop UDP"},
+		{"ABI 7 without a network namespace", Report{OS: "linux", ABI: 7, helperOK: true, NamespaceErr: "operation not permitted"}, "no network namespace (operation not permitted), and Landlock ABI 7 cannot stop UDP"},
 		{"no helper", Report{OS: "linux", ABI: 7, HelperErr: "bash.MaybeRunHelper() is not called"}, "MaybeRunHelper"},
 	} {
 		for _, p := range []Profile{ReadOnly, WorkspaceWrite} {

@@ -37,6 +37,15 @@ type helperConfig struct {
 	CPU      uint64   `json:"cpu_seconds"`
 	FileSize uint64   `json:"file_size"`
 	Procs    uint64   `json:"procs"`
+	Memory   uint64   `json:"memory"` // RLIMIT_AS
+	// View: build the mount view (see setupView) with these masked paths
+	// and sockets; FreshProc: mount a /proc of the PID namespace, whose
+	// pid_max is PidMax (0: unchanged).
+	View      bool     `json:"view"`
+	Masked    []string `json:"masked,omitempty"`
+	Sockets   []string `json:"sockets,omitempty"`
+	FreshProc bool     `json:"fresh_proc,omitempty"`
+	PidMax    uint64   `json:"pid_max,omitempty"`
 }
 
 // MaybeRunHelper turns the process into the sandbox helper when it was
@@ -96,7 +105,7 @@ func runHelper() error {
 	for _, l := range []struct {
 		res int
 		v   uint64
-	}{{unix.RLIMIT_CPU, c.CPU}, {unix.RLIMIT_FSIZE, c.FileSize}, {unix.RLIMIT_NPROC, c.Procs}, {unix.RLIMIT_CORE, 0}} {
+	}{{unix.RLIMIT_CPU, c.CPU}, {unix.RLIMIT_FSIZE, c.FileSize}, {unix.RLIMIT_NPROC, c.Procs}, {unix.RLIMIT_AS, c.Memory}, {unix.RLIMIT_CORE, 0}} {
 		var old unix.Rlimit
 		if err := unix.Getrlimit(l.res, &old); err != nil {
 			return fmt.Errorf("getrlimit %d: %w", l.res, err)
@@ -120,6 +129,11 @@ func runHelper() error {
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		return fmt.Errorf("parent-death signal: %w", err)
 	}
+	if c.View {
+		if err := setupView(c); err != nil {
+			return err
+		}
+	}
 	fd, flags, err := landlock.V11.BestEffort().NewRulesetFD(rules(c)...)
 	if err != nil {
 		return fmt.Errorf("landlock: %w", err)
@@ -139,11 +153,11 @@ func runHelper() error {
 	if err := clearCaps(); err != nil {
 		return err
 	}
-	if err := applySeccomp(c.Profile); err != nil {
+	if err := applySeccomp(c.Profile, c.Profile == WorkspaceWrite && len(c.Sockets) > 0); err != nil {
 		return err
 	}
 	if c.Probe {
-		return nil
+		return json.NewEncoder(os.Stdout).Encode(probeResult{SeccompOK: seccompEnforced})
 	}
 	// HOME is not readable under a confined profile, and programs such as
 	// git treat an unreadable ~/.gitconfig as fatal: HOME is the private
@@ -174,6 +188,9 @@ func rules(c helperConfig) []landlock.Rule {
 	}
 	if c.Profile == WorkspaceWrite {
 		rs = append(rs, landlock.RWDirs(c.Dir).WithRefer())
+		if len(c.Sockets) > 0 { // connecting to them (ABI 9)
+			rs = append(rs, landlock.ROFiles(c.Sockets...).WithResolveUnix().IgnoreIfMissing())
+		}
 	} else {
 		rs = append(rs, landlock.RODirs(c.Dir))
 	}
@@ -234,10 +251,15 @@ type namespaces struct {
 // (the command's capabilities mean nothing outside it, and process counts
 // are its own) with a network namespace (no interface but a loopback that
 // is down) and a PID namespace (the whole tree dies with its shell); the
-// same without the user namespace (root); none.
+// same without the user namespace (root); a user namespace alone; none.
+//
+// Each has a mount namespace (the command's own view of the file system,
+// see setupView); without one tollgate's state cannot be hidden, and no
+// confined profile is enforced.
 var nsChoices = []namespaces{
-	{unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWPID, true},
-	{unix.CLONE_NEWNET | unix.CLONE_NEWPID, false},
+	{unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS, true},
+	{unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS, false},
+	{unix.CLONE_NEWUSER | unix.CLONE_NEWNS, true},
 	{0, false},
 }
 
@@ -331,9 +353,14 @@ func selfCommand(ctx context.Context, mode string, data []byte, dir string, attr
 	return cmd, after, nil
 }
 
-// probe runs the helper once with ns and reports whether it confined
-// itself.
-func probe(ns namespaces) error {
+// probeResult is what a probe prints on its stdout.
+type probeResult struct {
+	SeccompOK bool `json:"seccomp"`
+}
+
+// probe runs the helper once with ns and c (Probe is set) and reports
+// whether it confined itself.
+func probe(ns namespaces, c helperConfig) error {
 	dir, err := os.MkdirTemp("", "tollgate-sandbox-probe-")
 	if err != nil {
 		return err
@@ -341,51 +368,137 @@ func probe(ns namespaces) error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd, after, err := helperCommand(ctx, helperConfig{Probe: true, Profile: ReadOnly, Dir: dir, Tmp: dir,
-		CPU: 5, FileSize: 1 << 20, Procs: 1 << 20}, ns)
+	c.Probe, c.Profile, c.Dir, c.Tmp = true, ReadOnly, dir, dir
+	c.CPU, c.FileSize, c.Procs, c.Memory = 5, 1<<20, 1<<20, 1<<40
+	cmd, after, err := helperCommand(ctx, c, ns)
 	if err != nil {
 		return err
 	}
+	var out strings.Builder
+	cmd.Stdout = &out
 	if err := after(cmd.Start()); err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}
 		return err
 	}
-	return cmd.Wait()
+	if err := cmd.Wait(); err != nil {
+		return err
+	}
+	var res probeResult
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
+		return fmt.Errorf("the probe said %q: %w", out.String(), err)
+	}
+	return nil
 }
 
+// pidMaxPerNamespace says whether the kernel keeps a pid_max per PID
+// namespace (Linux 6.14): before, /proc/sys/kernel/pid_max is the whole
+// machine's, and root writing it in the sandbox would lower it for every
+// process.
+func pidMaxPerNamespace() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	if _, err := fmt.Sscanf(rel, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 6 || major == 6 && minor >= 14
+}
+
+// minPidMax is the smallest pid_max the kernel takes (RESERVED_PIDS + 1).
+const minPidMax = 301
+
+// pidMax is the pid_max that caps a PID namespace at procs processes.
+func pidMax(procs uint64) uint64 { return max(procs+1, minPidMax) }
+
 func check() Report {
-	r := Report{OS: "linux"}
+	r := Report{OS: "linux", Memory: "address space (RLIMIT_AS)"}
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil {
 		r.LandlockErr = err.Error()
 	} else {
 		r.ABI = abi
 	}
+	r.CgroupErr = cgroupV2()
 	if !helperWired.Load() {
 		r.HelperErr = "bash.MaybeRunHelper() is not called at the start of main (or TestMain): the binary cannot be its own sandbox helper"
 		return r
 	}
 	var errs []string
 	for _, ns := range nsChoices {
-		err := probe(ns)
+		c := helperConfig{View: ns.flags&unix.CLONE_NEWNS != 0, FreshProc: ns.flags&unix.CLONE_NEWPID != 0}
+		capped := false
+		if c.FreshProc && pidMaxPerNamespace() {
+			c.PidMax, capped = pidMax(512), true
+		}
+		err := probe(ns, c)
+		if err != nil && capped {
+			c.PidMax, capped = 0, false
+			if err2 := probe(ns, c); err2 == nil {
+				r.PidCapErr = err.Error()
+				err = nil
+			}
+		}
 		if err == nil {
 			r.UserNS = ns.user
 			r.NetNS = ns.flags&unix.CLONE_NEWNET != 0
 			r.PidNS = ns.flags&unix.CLONE_NEWPID != 0
+			r.MountNS = c.View
+			r.PidCap = capped
 			r.ns = ns
 			r.helperOK = true
 			break
 		}
 		errs = append(errs, err.Error())
 	}
-	if !r.helperOK {
+	switch {
+	case !r.helperOK:
 		r.HelperErr = "the sandbox helper failed: " + errs[len(errs)-1]
-	} else if !r.NetNS && len(errs) > 0 {
-		r.NetNSErr = errs[len(errs)-1]
+	case len(errs) > 0:
+		r.NamespaceErr = errs[0]
+	}
+	if r.PidNS && !r.PidCap && r.PidCapErr == "" {
+		r.PidCapErr = "this kernel has one pid_max for the whole machine (a PID namespace's own is Linux 6.14)"
 	}
 	return r
+}
+
+// cgroupV2 says why no delegated cgroup v2 bounds the commands' processes
+// and memory: this version does not use one yet, and says whether the
+// machine has one.
+func cgroupV2() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "no cgroup information: " + err.Error()
+	}
+	var path string
+	found := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			path, found = p, true
+		}
+	}
+	if !found {
+		return "no cgroup v2 hierarchy"
+	}
+	var st unix.Statfs_t
+	root := "/sys/fs/cgroup"
+	if unix.Statfs(root, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		root = "/sys/fs/cgroup/unified"
+	}
+	ctrl, err := os.ReadFile(filepath.Join(root, path, "cgroup.controllers"))
+	if err != nil {
+		return "no cgroup v2 hierarchy mounted at /sys/fs/cgroup"
+	}
+	f := strings.Fields(string(ctrl))
+	if !slices.Contains(f, "pids") || !slices.Contains(f, "memory") {
+		return fmt.Sprintf("the cgroup v2 group %s has no pids and memory controllers (has: %s)", path, strings.Join(f, " "))
+	}
+	return "a cgroup v2 group with pids and memory controllers exists (" + path + "), but this version does not use it yet"
 }
 
 // absShell resolves the shell to an absolute path, as the helper execs it
@@ -411,10 +524,22 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline str
 	if dir, err = filepath.Abs(dir); err != nil {
 		return command{}, err
 	}
+	masked, err := absPaths(append(append([]string{}, DefaultMasked...), o.Masked...))
+	if err != nil {
+		return command{}, err
+	}
+	sockets, err := absPaths(o.Sockets)
+	if err != nil {
+		return command{}, err
+	}
 	r := Check()
 	c := helperConfig{Profile: p, Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
 		Env: confinedEnv(o.Env), CPU: uint64((o.Limits.CPUTime + time.Second - 1) / time.Second),
-		FileSize: uint64(o.Limits.FileSize), Procs: uint64(o.Limits.Procs)}
+		FileSize: uint64(o.Limits.FileSize), Procs: uint64(o.Limits.Procs), Memory: uint64(o.Limits.Memory),
+		View: r.MountNS, Masked: masked, Sockets: sockets, FreshProc: r.MountNS && r.PidNS}
+	if r.PidCap {
+		c.PidMax = pidMax(c.Procs)
+	}
 	if r.PidNS {
 		cmd, after, err := helperCommand(ctx, c, r.ns) // the namespace takes the tree with the shell
 		return command{Cmd: cmd, after: after}, err

@@ -5,8 +5,8 @@ package bash
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"runtime"
-	"syscall"
 )
 
 // MaybeRunHelper records that the binary can be its own helper; off Linux
@@ -18,17 +18,24 @@ type namespaces struct{}
 // seccompEnforced: no seccomp off Linux.
 const seccompEnforced = false
 
+// DefaultMasked: there is no mount view off Linux.
+var DefaultMasked []string
+
 func check() Report {
-	return Report{OS: runtime.GOOS, LandlockErr: "Landlock is Linux only"}
+	return Report{OS: runtime.GOOS, LandlockErr: "Landlock is Linux only", Memory: "none", CgroupErr: "Linux only"}
 }
 
 func confinedCommand(context.Context, Options, Profile, string, string) (command, error) {
 	return command{}, errors.New("the sandbox is Linux only")
 }
 
-// unconfinedCommand runs the shell in its own process group, killed on
-// timeout and cancellation. There is no parent-death signal here, and no
-// supervisor: nothing kills the command when the agent's process dies.
+// unconfinedCommand runs the shell in its own process group (a process
+// tree of its own on Windows), killed on timeout and cancellation. There
+// is no parent-death signal here, and no supervisor: nothing kills the
+// command when the agent's process dies.
 func unconfinedCommand(ctx context.Context, o Options, cmdline string) (command, error) {
-	return command{Cmd: directCommand(ctx, o, cmdline, &syscall.SysProcAttr{Setpgid: true})}, nil
+	cmd := exec.CommandContext(ctx, o.Shell, "-c", cmdline)
+	cmd.Dir = o.Dir
+	ownGroup(cmd)
+	return command{Cmd: cmd}, nil
 }

@@ -31,57 +31,75 @@ const (
 	bpfRetK         = unix.BPF_RET | unix.BPF_K
 )
 
-// readOnlyFilter is the seccomp program of the read-only profile: the
-// metadata calls above, and socket(AF_UNIX) (Landlock below ABI 9 cannot
-// keep a command from connecting to a pathname socket outside the working
-// directory, such as a session bus), fail with EPERM; any other
-// architecture's or the x32 ABI's calls too. Everything else is allowed.
-func readOnlyFilter() []unix.SockFilter {
+// ioUringSyscalls are io_uring's: a ring's operations are not system
+// calls a filter sees, and IORING_OP_SOCKET makes the AF_UNIX socket that
+// socket(2) is refused (found by review: an allowed command connected to
+// the store's PostgreSQL socket that way and approved its own calls).
+var ioUringSyscalls = []uint32{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER}
+
+// filter is the seccomp program of a confined profile: io_uring and, unless
+// unixSockets, socket(AF_UNIX) (Landlock below ABI 9 cannot keep a command
+// from connecting to a pathname socket it can see) fail with EPERM; under
+// read-only, the metadata calls above too; any other architecture's or the
+// x32 ABI's calls too. Everything else is allowed (socketpair included: a
+// pair connects to nothing outside).
+func filter(p Profile, unixSockets bool) []unix.SockFilter {
 	deny := unix.SockFilter{Code: bpfRetK, K: seccompRetErrno | uint32(unix.EPERM)}
 	allow := unix.SockFilter{Code: bpfRetK, K: seccompRetAllow}
-	var p []unix.SockFilter
+	refused := append([]uint32{}, ioUringSyscalls...)
+	if p == ReadOnly {
+		refused = append(refused, metadataSyscalls...)
+	}
+	var prog []unix.SockFilter
 	// The program ends: ..., allow, deny(socket check), deny. Jumps are
 	// relative to the next instruction, so they are filled in at the end.
-	p = append(p, unix.SockFilter{Code: bpfLdWAbs, K: 4}) // arch
-	archCheck := len(p)
-	p = append(p, unix.SockFilter{Code: bpfJeqK, K: auditArchX86_64})
-	p = append(p, unix.SockFilter{Code: bpfLdWAbs, K: 0}) // nr
-	x32Check := len(p)
-	p = append(p, unix.SockFilter{Code: bpfJgeK, K: x32SyscallBit})
+	prog = append(prog, unix.SockFilter{Code: bpfLdWAbs, K: 4}) // arch
+	archCheck := len(prog)
+	prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: auditArchX86_64})
+	prog = append(prog, unix.SockFilter{Code: bpfLdWAbs, K: 0}) // nr
+	x32Check := len(prog)
+	prog = append(prog, unix.SockFilter{Code: bpfJgeK, K: x32SyscallBit})
 	var toDeny []int
-	for _, nr := range metadataSyscalls {
-		toDeny = append(toDeny, len(p))
-		p = append(p, unix.SockFilter{Code: bpfJeqK, K: nr})
+	for _, nr := range refused {
+		toDeny = append(toDeny, len(prog))
+		prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: nr})
 	}
-	socketCheck := len(p)
-	p = append(p, unix.SockFilter{Code: bpfJeqK, K: unix.SYS_SOCKET})
-	allowAt := len(p)
-	p = append(p, allow)
+	socketCheck := -1
+	if !unixSockets {
+		socketCheck = len(prog)
+		prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: unix.SYS_SOCKET})
+	}
+	allowAt := len(prog)
+	prog = append(prog, allow)
 	// socket: the domain is the low 32 bits of args[0] (offset 16).
-	socketAt := len(p)
-	p = append(p, unix.SockFilter{Code: bpfLdWAbs, K: 16})
-	p = append(p, unix.SockFilter{Code: bpfJeqK, K: unix.AF_UNIX, Jt: 1, Jf: 0})
-	p = append(p, allow)
-	denyAt := len(p)
-	p = append(p, deny)
+	socketAt := len(prog)
+	prog = append(prog, unix.SockFilter{Code: bpfLdWAbs, K: 16})
+	prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: unix.AF_UNIX, Jt: 1, Jf: 0})
+	prog = append(prog, allow)
+	denyAt := len(prog)
+	prog = append(prog, deny)
 
 	rel := func(from, to int) uint8 { return uint8(to - from - 1) }
-	p[archCheck].Jt, p[archCheck].Jf = 0, rel(archCheck, denyAt)
-	p[x32Check].Jt, p[x32Check].Jf = rel(x32Check, denyAt), 0
+	prog[archCheck].Jt, prog[archCheck].Jf = 0, rel(archCheck, denyAt)
+	prog[x32Check].Jt, prog[x32Check].Jf = rel(x32Check, denyAt), 0
 	for _, i := range toDeny {
-		p[i].Jt, p[i].Jf = rel(i, denyAt), 0
+		prog[i].Jt, prog[i].Jf = rel(i, denyAt), 0
 	}
-	p[socketCheck].Jt, p[socketCheck].Jf = rel(socketCheck, socketAt), rel(socketCheck, allowAt)
-	return p
+	if socketCheck >= 0 {
+		prog[socketCheck].Jt, prog[socketCheck].Jf = rel(socketCheck, socketAt), rel(socketCheck, allowAt)
+	}
+	return prog
 }
 
 // applySeccomp installs the profile's filter on the calling thread (which
 // then execs the shell: the filter is inherited). no_new_privs must be set.
-func applySeccomp(p Profile) error {
-	if p != ReadOnly {
+// unixSockets keeps socket(AF_UNIX) allowed (workspace-write with listed
+// sockets).
+func applySeccomp(p Profile, unixSockets bool) error {
+	if !p.confined() {
 		return nil
 	}
-	prog := readOnlyFilter()
+	prog := filter(p, unixSockets)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
@@ -89,6 +107,6 @@ func applySeccomp(p Profile) error {
 	return nil
 }
 
-// seccompEnforced says whether applySeccomp can block metadata writes and
-// UNIX sockets on this architecture.
+// seccompEnforced says whether applySeccomp can block metadata writes,
+// io_uring and UNIX sockets on this architecture.
 const seccompEnforced = true

@@ -3,8 +3,8 @@
 package bash
 
 // applySeccomp has no filter for this architecture yet: metadata writes
-// (chmod, utimes, xattrs) and UNIX sockets are not blocked by the
-// read-only profile here (sandbox check says so).
-func applySeccomp(p Profile) error { return nil }
+// (chmod, utimes, xattrs), io_uring and UNIX sockets are not blocked here
+// (sandbox check says so).
+func applySeccomp(Profile, bool) error { return nil }
 
 const seccompEnforced = false

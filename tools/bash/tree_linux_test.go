@@ -50,6 +50,11 @@ func treeAgent(config string) {
 	if a.NoPidNS {
 		bash.WithoutPidNamespace()
 	}
+	// The sandbox's probe runs once a process, on the first command; with
+	// every case's agent starting at once on two busy cores it took more
+	// than the timeout case's 1.5 s, and the command timed out before it
+	// started. The timeout is the command's: the probe runs first.
+	bash.Check()
 	ctx, cancel := context.WithCancel(context.Background())
 	if len(a.CancelOn) > 0 {
 		go func() {
@@ -92,13 +97,13 @@ func matches(patterns []string) bool {
 // working directory where it may, and in $TMPDIR). All of them carry TOKEN
 // in their environment.
 const treeCmd = `export TOLLGATE_TREE_TOKEN=TOKEN; T=$TMPDIR; W=$PWD
-(touch "$T/up-bg"; sleep 3; touch "$W/marker-bg" "$T/marker-bg") &
-nohup sh -c 'touch "$0/up-nohup"; sleep 3; touch "$1/marker-nohup" "$0/marker-nohup"' "$T" "$W" >/dev/null 2>&1 &
-setsid sh -c 'touch "$0/up-setsid"; sleep 3; touch "$1/marker-setsid" "$0/marker-setsid"' "$T" "$W" &
-(setsid sh -c 'touch "$0/up-daemon"; sleep 3; touch "$1/marker-daemon" "$0/marker-daemon"' "$T" "$W" &)
+(touch "$T/up-bg"; sleep 5; touch "$W/marker-bg" "$T/marker-bg") &
+nohup sh -c 'touch "$0/up-nohup"; sleep 5; touch "$1/marker-nohup" "$0/marker-nohup"' "$T" "$W" >/dev/null 2>&1 &
+setsid sh -c 'touch "$0/up-setsid"; sleep 5; touch "$1/marker-setsid" "$0/marker-setsid"' "$T" "$W" &
+(setsid sh -c 'touch "$0/up-daemon"; sleep 5; touch "$1/marker-daemon" "$0/marker-daemon"' "$T" "$W" &)
 until [ -e "$T/up-bg" ] && [ -e "$T/up-nohup" ] && [ -e "$T/up-setsid" ] && [ -e "$T/up-daemon" ]; do sleep 0.01; done
 echo y; touch "$T/started"
-EXIT || { sleep 3; echo z; touch "$W/marker-fg" "$T/marker-fg"; }`
+EXIT || { sleep 5; echo z; touch "$W/marker-fg" "$T/marker-fg"; }`
 
 // TestTreeDies: nothing of a command runs once the agent's process is
 // killed (SIGKILL), once the command timed out or was cancelled, or once
@@ -187,7 +192,7 @@ func treeDies(t *testing.T, profile bash.Profile, noPidNS bool, ending string) (
 	a := agentConfig{Profile: profile, NoPidNS: noPidNS, Dir: work, Cmd: cmd, Result: filepath.Join(tmp, "result.json")}
 	switch ending {
 	case "timeout":
-		a.Timeout = 1500 * time.Millisecond
+		a.Timeout = 3500 * time.Millisecond
 	case "cancelled":
 		a.CancelOn = started
 	}
@@ -239,7 +244,7 @@ func treeDies(t *testing.T, profile bash.Profile, noPidNS bool, ending string) (
 	if left := processesWith(token, agent.Process.Pid); len(left) > 0 {
 		errs = fail("processes of the command are left: %s", strings.Join(left, "; "))
 	}
-	time.Sleep(time.Until(ended.Add(3500 * time.Millisecond)))
+	time.Sleep(time.Until(ended.Add(5500 * time.Millisecond)))
 	for _, p := range []string{filepath.Join(work, "marker-*"), filepath.Join(tmp, "marker-*"), filepath.Join(tmp, "*", "marker-*")} {
 		if m, _ := filepath.Glob(p); len(m) > 0 {
 			errs = fail("ran after the end: %v", m)
