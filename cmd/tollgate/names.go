@@ -1,6 +1,10 @@
 package main
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/tollgate-ai/tollgate/internal/nearest"
+)
 
 func sortedCommandNames() []string {
 	names := make([]string, 0, len(commands))
@@ -13,40 +17,4 @@ func sortedCommandNames() []string {
 
 // closest returns the name among names nearest to a mistyped one (at most
 // two edits away, or one for a short name; a prefix counts too), or "".
-func closest(typed string, names []string) string {
-	best, bestDist := "", 3
-	if len(typed) <= 3 {
-		bestDist = 2
-	}
-	for _, n := range names {
-		d := editDistance(typed, n)
-		if len(typed) >= 3 && len(n) > len(typed) && n[:len(typed)] == typed {
-			d = 1 // a prefix: "ser" for serve
-		}
-		if d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+func closest(typed string, names []string) string { return nearest.Name(typed, names, true) }

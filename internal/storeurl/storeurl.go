@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
+	"github.com/tollgate-ai/tollgate/internal/nearest"
 )
 
 // ConnectTimeout is how long opening a PostgreSQL store waits for a server
@@ -38,6 +41,10 @@ const ConnectTimeout = 10 * time.Second
 // says what it cannot do: "cannot answer: the store at X is read-only for
 // you".
 var ErrReadOnly = errors.New("the store is read-only")
+
+// DefaultHint says where tollgate serve keeps its store by default, in
+// messages about a store that is not there.
+const DefaultHint = "$XDG_STATE_HOME/tollgate/tollgate.db (~/.local/state/tollgate/tollgate.db)"
 
 // mode is how a store is opened.
 type mode int
@@ -89,9 +96,9 @@ func open(ctx context.Context, raw string, m mode) (checkpoint.Store, error) {
 		}
 		return memory.New(), nil
 	case strings.HasPrefix(raw, "sqlite:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(raw, "sqlite:"), "//")
-		if path == "" {
-			return nil, fmt.Errorf("store %q: sqlite needs a path (sqlite:tollgate.db)", raw)
+		path, err := SQLitePath(raw)
+		if err != nil {
+			return nil, err
 		}
 		return openSQLite(ctx, path, m)
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
@@ -113,15 +120,78 @@ func open(ctx context.Context, raw string, m mode) (checkpoint.Store, error) {
 			return nil, &storeError{errs: []error{ErrReadOnly, err}, msg: fmt.Sprintf("the store at %s is read-only for you (%s)", Redacted(raw), why)}
 		}
 		return nil, err
-	case strings.HasSuffix(raw, ".db") || strings.HasSuffix(raw, ".sqlite"):
-		return openSQLite(ctx, raw, m)
+	}
+	if scheme, ok := schemeOf(raw); ok {
+		msg := fmt.Sprintf("store %q: unknown kind %q: want memory, sqlite:PATH or a postgres:// URL", Redacted(raw), scheme+":")
+		if near := nearest.Name(strings.ToLower(scheme), []string{"sqlite", "postgres", "memory"}, false); near != "" {
+			msg += fmt.Sprintf(" (did you mean %s:?)", near)
+		}
+		return nil, errors.New(msg)
+	}
+	if strings.HasSuffix(raw, ".db") || strings.HasSuffix(raw, ".sqlite") {
+		path, err := SQLitePath(raw)
+		if err != nil {
+			return nil, err
+		}
+		return openSQLite(ctx, path, m)
 	}
 	return nil, fmt.Errorf("store %q: want memory, sqlite:PATH or a postgres:// URL", Redacted(raw))
+}
+
+// SQLitePath returns the file a SQLite store URL names (sqlite:PATH, or a
+// bare path ending in .db or .sqlite), with a leading ~/ made the home
+// directory. It is an error for a URL of another kind, or for sqlite:
+// with no path.
+func SQLitePath(raw string) (string, error) {
+	path, ok := strings.CutPrefix(raw, "sqlite:")
+	if ok {
+		path = strings.TrimPrefix(path, "//")
+	} else if _, scheme := schemeOf(raw); scheme || !(strings.HasSuffix(raw, ".db") || strings.HasSuffix(raw, ".sqlite")) {
+		return "", fmt.Errorf("store %q: not a SQLite store (sqlite:PATH)", Redacted(raw))
+	}
+	if path == "" {
+		return "", fmt.Errorf("store %q: sqlite needs a path (sqlite:tollgate.db)", raw)
+	}
+	if path == "~" || strings.HasPrefix(path, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("store %q: ~ is your home directory, which is not known here (%v): give the full path", raw, err)
+		}
+		path = filepath.Join(home, path[1:])
+	}
+	return path, nil
+}
+
+// schemeOf returns the scheme of a string that starts like a URL
+// ("sqllite:x.db", "mysql://x"): a letter, then letters, digits, + - or
+// ., then a colon, before any / (a single letter is a Windows drive, not a
+// scheme).
+func schemeOf(raw string) (string, bool) {
+	i := strings.IndexByte(raw, ':')
+	if i < 2 || strings.ContainsAny(raw[:i], `/\`) {
+		return "", false
+	}
+	for j, r := range raw[:i] {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (j == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return "", false
+		}
+	}
+	return raw[:i], true
 }
 
 func openSQLite(ctx context.Context, path string, m mode) (checkpoint.Store, error) {
 	if m != create && path == ":memory:" {
 		return nil, fmt.Errorf("store sqlite::memory: is new and empty here; name the store tollgate serve or tollgate run keeps, such as sqlite:tollgate.db")
+	}
+	if m == create && path != ":memory:" {
+		// SQLite says only "unable to open database file (14)".
+		dir := filepath.Dir(path)
+		if info, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, &storeError{errs: []error{err}, msg: fmt.Sprintf("store %s: the directory %s does not exist (make it, or name a file in a directory that does)", path, dir)}
+		} else if err == nil && !info.IsDir() {
+			return nil, fmt.Errorf("store %s: %s is not a directory", path, dir)
+		}
 	}
 	s, err := sqlite.Open(ctx, path, &sqlite.Options{MustExist: m == existing, ReadOnly: m == readOnly})
 	switch {
@@ -129,7 +199,7 @@ func openSQLite(ctx context.Context, path string, m mode) (checkpoint.Store, err
 		return s, nil
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, &storeError{errs: []error{err}, msg: fmt.Sprintf("no store at %s: the file does not exist "+
-			"(tollgate serve creates tollgate.db in the directory it starts in; give --store sqlite:PATH or set TOLLGATE_STORE)", path)}
+			"(tollgate serve keeps its store in %s unless told otherwise; give --store sqlite:PATH or set TOLLGATE_STORE)", path, DefaultHint)}
 	case errors.Is(err, sqlite.ErrNotTollgate):
 		why := strings.TrimPrefix(err.Error(), sqlite.ErrNotTollgate.Error()+": ")
 		return nil, &storeError{errs: []error{err}, msg: fmt.Sprintf("no store at %s: it is not a tollgate database (%s)", path, why)}
@@ -249,3 +319,32 @@ var (
 	plainKey   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	plainValue = regexp.MustCompile(`^[A-Za-z0-9._%+-]*$`)
 )
+
+// HasPassword reports whether the store URL carries a password: in its
+// user information (postgres://me:s3cret@db/x) or in a password query
+// parameter. Anything that shows a process's command line (ps, /proc)
+// shows such a URL given as a flag; give the password in PGPASSWORD, a
+// password file or ~/.pgpass instead.
+func HasPassword(raw string) bool { return Redacted(raw) != raw }
+
+// WithPassword returns the PostgreSQL URL raw with password as its
+// password, replacing any it has. It is an error for a URL of another kind
+// (a SQLite store has no password) or for one that does not parse.
+func WithPassword(raw, password string) (string, error) {
+	if !strings.HasPrefix(raw, "postgres://") && !strings.HasPrefix(raw, "postgresql://") {
+		return "", fmt.Errorf("store %q: only a postgres:// store takes a password", Redacted(raw))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("store %s: %v", Redacted(raw), errors.Unwrap(err))
+	}
+	user := ""
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	if user == "" {
+		return "", fmt.Errorf("store %s: name the role the password is for (postgres://USER@HOST/DB)", Redacted(raw))
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String(), nil
+}

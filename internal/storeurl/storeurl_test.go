@@ -38,6 +38,71 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// Issue 22 item 11: a misspelt kind is refused with the nearest one, not
+// taken for a file name; a missing directory is named; ~/ is the home
+// directory.
+func TestOpenSaysWhatIsWrong(t *testing.T) {
+	dir := t.TempDir()
+	chdir(t, dir)
+	for url, want := range map[string]string{
+		"sqllite:x.db":                        `unknown kind "sqllite:": want memory, sqlite:PATH or a postgres:// URL (did you mean sqlite:?)`,
+		"postgress://db/x":                    `(did you mean postgres:?)`,
+		"memroy:x.db":                         `(did you mean memory:?)`,
+		"mysql://me:pw@db/x":                  `unknown kind "mysql:"`,
+		"sqlite:" + dir + "/missing/dir/t.db": "the directory " + dir + "/missing/dir does not exist",
+	} {
+		_, err := storeurl.Open(t.Context(), url)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", url, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw@") {
+			t.Errorf("%s: the password is shown: %v", url, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused stores created %v", entries)
+	}
+
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, url := range []string{"sqlite:~/t.db", "~/u.db"} {
+		s, err := storeurl.Open(t.Context(), url)
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		s.Close()
+	}
+	for _, name := range []string{"t.db", "u.db"} {
+		if _, err := os.Stat(filepath.Join(home, name)); err != nil {
+			t.Errorf("~/%s is not in the home directory: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "~")); err == nil {
+		t.Error("a directory named ~ was made")
+	}
+}
+
+func TestPasswords(t *testing.T) {
+	for url, want := range map[string]bool{
+		"postgres://me:s3cret@db/x": true, "postgres://db/x?password=s3cret": true,
+		"postgres://me@db/x": false, "sqlite:/tmp/t.db": false, "memory": false,
+	} {
+		if got := storeurl.HasPassword(url); got != want {
+			t.Errorf("HasPassword(%q) = %v", url, got)
+		}
+	}
+	got, err := storeurl.WithPassword("postgres://me@db:5432/x?sslmode=disable", "p@ss/w:rd")
+	if err != nil || got != "postgres://me:p%40ss%2Fw%3Ard@db:5432/x?sslmode=disable" {
+		t.Errorf("WithPassword: %q %v", got, err)
+	}
+	if _, err := storeurl.WithPassword("sqlite:t.db", "x"); err == nil {
+		t.Error("a password for a SQLite store is taken")
+	}
+	if _, err := storeurl.WithPassword("postgres://db/x", "x"); err == nil || !strings.Contains(err.Error(), "name the role") {
+		t.Errorf("no user: %v", err)
+	}
+}
+
 // OpenExisting opens what serve made and refuses the rest, in the user's
 // terms, creating nothing.
 func TestOpenExisting(t *testing.T) {
@@ -51,7 +116,7 @@ func TestOpenExisting(t *testing.T) {
 		}
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "no store at ") || !strings.Contains(msg, "typo.db: the file does not exist") ||
-			!strings.Contains(msg, "tollgate serve creates tollgate.db") || !strings.Contains(msg, "give --store sqlite:PATH") {
+			!strings.Contains(msg, "tollgate serve keeps its store in $XDG_STATE_HOME/tollgate/tollgate.db") || !strings.Contains(msg, "give --store sqlite:PATH") {
 			t.Errorf("%s: %q", url, msg)
 		}
 	}
