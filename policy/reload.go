@@ -3,10 +3,16 @@ package policy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/goccy/go-yaml"
 )
 
 // Reloadable is a policy file that can be loaded again while in use: by a
@@ -18,9 +24,11 @@ type Reloadable struct {
 	opts *Options
 	cur  atomic.Pointer[Policy]
 
-	mu      sync.Mutex // serialises reloads
-	data    []byte     // the contents of the file in force, or of the last broken one
-	lastErr error
+	mu       sync.Mutex // serialises reloads
+	data     []byte     // the contents of the file in force, or of the last broken one
+	inForce  []byte     // the contents of the file in force
+	lastErr  error
+	loosened []string // what the last reload allowed that the policy before it did not
 }
 
 // NewReloadable loads the policy file at path. The first load must
@@ -34,7 +42,7 @@ func NewReloadable(path string, opts *Options) (*Reloadable, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reloadable{path: path, opts: opts, data: data}
+	r := &Reloadable{path: path, opts: opts, data: data, inForce: data}
 	r.cur.Store(p)
 	return r, nil
 }
@@ -74,8 +82,92 @@ func (r *Reloadable) load(data []byte, readErr error) (changed bool, err error) 
 		return false, err
 	}
 	r.lastErr = nil
+	r.loosened = Looser(r.cur.Load(), r.inForce, p, data)
+	r.inForce = data
 	r.cur.Store(p)
 	return true, nil
+}
+
+// Loosened says what the policy put in force by the last reload that
+// changed it may allow that the one before it did not, one phrase each
+// (rule "rm" allows more (new, or changed)); nil when it allows nothing
+// more. A server logs it as a warning and shows it to reviewers: a policy
+// file a tool could write would otherwise loosen the policy silently.
+func (r *Reloadable) Loosened() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.loosened)
+}
+
+// ruleShape is what decides whether a rule lets a call through: the rule
+// without its name, descriptions and the words shown to people.
+type ruleShape struct {
+	Name        string `yaml:"name"`
+	Tool        any    `yaml:"tool"`
+	Command     any    `yaml:"command"`
+	When        string `yaml:"when"`
+	Action      string `yaml:"action"`
+	AllowWrites bool   `yaml:"allow_writes"`
+	Sandbox     string `yaml:"sandbox"`
+}
+
+func (s ruleShape) key() string {
+	s.Name = ""
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Looser compares two loaded policies and the files they were loaded
+// from, and says what after may allow that before did not: a default
+// less strict; an allow rule that before did not have, word for word
+// (tool, command, condition, sandbox, allow_writes); an ask or block rule
+// of before that after lacks or changed; a tool no longer analysed as a
+// shell. It errs on the side of saying so: a rule made stricter in place
+// counts as changed. Nil: after allows nothing more.
+func Looser(before *Policy, beforeData []byte, after *Policy, afterData []byte) []string {
+	var out []string
+	if after.def.rank() < before.def.rank() {
+		out = append(out, fmt.Sprintf("the default is %s, was %s", after.def, before.def))
+	}
+	for tool, arg := range before.shell {
+		if after.shell[tool] != arg {
+			out = append(out, fmt.Sprintf("tool %s is no longer analysed as a shell on its argument %s", tool, arg))
+		}
+	}
+	type file struct {
+		Rules []ruleShape `yaml:"rules"`
+	}
+	var b, a file
+	if yaml.Unmarshal(beforeData, &b) != nil || yaml.Unmarshal(afterData, &a) != nil {
+		// Both loaded, so both decode; if not, say it rather than nothing.
+		return append(out, "the rules could not be compared")
+	}
+	shapes := func(rules []ruleShape) map[string]bool {
+		m := map[string]bool{}
+		for _, r := range rules {
+			m[r.key()] = true
+		}
+		return m
+	}
+	was, now := shapes(b.Rules), shapes(a.Rules)
+	for i, r := range a.Rules {
+		if Action(r.Action) == Allow && !was[r.key()] {
+			out = append(out, fmt.Sprintf("rule %s allows more (new, or changed)", ruleLabel(r, i)))
+		}
+	}
+	for i, r := range b.Rules {
+		if Action(r.Action) != Allow && !now[r.key()] {
+			out = append(out, fmt.Sprintf("rule %s (%s) is gone or changed", ruleLabel(r, i), r.Action))
+		}
+	}
+	return out
+}
+
+func ruleLabel(r ruleShape, i int) string {
+	if r.Name != "" {
+		return strconv.Quote(r.Name)
+	}
+	return fmt.Sprintf("#%d", i+1)
 }
 
 // Err returns the error of the last reload, nil when the file in force is

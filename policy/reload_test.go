@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -130,5 +132,47 @@ func TestWatch(t *testing.T) {
 	case rep := <-reports:
 		t.Errorf("unexpected report %+v", rep)
 	case <-time.After(30 * time.Millisecond):
+	}
+}
+
+// A reload that may allow more than the policy it replaces says what;
+// one that allows the same or less says nothing.
+func TestReloadLoosened(t *testing.T) {
+	t.Parallel()
+	const base = `default: ask
+rules:
+  - {name: ls, tool: bash, command: ls, action: allow, sandbox: read-only}
+  - {name: no-rm, tool: bash, command: rm, action: block}
+  - {name: git, tool: bash, command: git, action: ask}
+`
+	for _, c := range []struct {
+		name, after string
+		want        []string
+		before      string
+	}{
+		{"same rules, other words", strings.Replace(base, "action: ask}", "action: ask, impact: changes the repository, description: git}", 1), nil, ""},
+		{"stricter default", strings.Replace(base, "default: ask", "default: block", 1), nil, ""},
+		{"an allow rule removed", strings.Replace(base, "  - {name: ls, tool: bash, command: ls, action: allow, sandbox: read-only}\n", "", 1), nil, ""},
+		{"default allow", strings.Replace(base, "default: ask", "default: allow", 1), []string{"the default is allow, was ask"}, ""},
+		{"a new allow", base + "  - {name: cat, tool: bash, command: cat, action: allow}\n", []string{`rule "cat" allows more (new, or changed)`}, ""},
+		{"a wider sandbox", strings.Replace(base, "sandbox: read-only", "sandbox: workspace-write", 1), []string{`rule "ls" allows more (new, or changed)`}, ""},
+		{"a block made ask", strings.Replace(base, "command: rm, action: block", "command: rm, action: ask", 1), []string{`rule "no-rm" (block) is gone or changed`}, ""},
+		{"an ask made allow", strings.Replace(base, "command: git, action: ask", "command: git, action: allow", 1),
+			[]string{`rule "git" allows more (new, or changed)`, `rule "git" (ask) is gone or changed`}, ""},
+		{"sh no longer a shell", "shell: {bash: cmd}\n" + base, []string{"tool sh is no longer analysed as a shell on its argument script"}, "shell: {bash: cmd, sh: script}\n" + base},
+	} {
+		path := filepath.Join(t.TempDir(), "p.yaml")
+		writeFile(t, path, cmp.Or(c.before, base))
+		r, err := NewReloadable(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, path, c.after)
+		if changed, err := r.Reload(); !changed || err != nil {
+			t.Fatalf("%s: changed %v, err %v", c.name, changed, err)
+		}
+		if got := r.Loosened(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: Loosened() = %q, want %q", c.name, got, c.want)
+		}
 	}
 }
