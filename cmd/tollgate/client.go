@@ -110,7 +110,7 @@ const sourceFlagsHelp = `  --store sqlite:/var/lib/tollgate/tollgate.db   read t
 `
 
 func (f *sourceFlags) register(fs *flagSet) {
-	f.store = storeFlag(fs, defaultStore)
+	f.store = storeFlag(fs, defaultStore())
 	fs.StringVar(&f.server, "server", os.Getenv("TOLLGATE_SERVER"), "the `URL` of a running tollgate serve to ask instead of a store: http://HOST:PORT [TOLLGATE_SERVER]")
 	fs.StringVar(&f.token, "token", os.Getenv("TOLLGATE_TOKEN"), "the API `token` for --server (prefer the variable: a flag shows in ps) [TOLLGATE_TOKEN]")
 }

@@ -184,7 +184,7 @@ func TestStoreFromTheEnvironment(t *testing.T) {
 		t.Errorf("serve --help with TOLLGATE_STORE set: exit %d:\n%s", code, out)
 	}
 	fs := newFlagSet("x", "", nil)
-	if got := *storeFlag(fs, defaultStore); got != "postgres://tollgate:s3cret@db.internal/tollgate" {
+	if got := *storeFlag(fs, defaultStore()); got != "postgres://tollgate:s3cret@db.internal/tollgate" {
 		t.Errorf("storeFlag default = %q, want $TOLLGATE_STORE", got)
 	}
 	t.Setenv("TOLLGATE_STORE", "")

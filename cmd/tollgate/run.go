@@ -173,7 +173,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return exitFailed
 		}
 	}
-	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout}, decide)
+	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout, Masked: statePaths(*storeURL, *policyFile)}, decide)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitUsage

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,8 +50,9 @@ examples:
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("serve", serveHelp, stderr)
 	addr := fs.String("addr", envDefault("TOLLGATE_ADDR", "127.0.0.1:8080"), "the `host:port` to listen on [TOLLGATE_ADDR]")
-	storeURL := storeFlag(fs, defaultStore)
+	storeURL := storeFlag(fs, defaultStore())
 	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "tokens `file` (YAML: tokens: [{name, role, token_sha256, threads}], made with tollgate token new); TOLLGATE_TOKENS=name:role:token,... adds more [TOLLGATE_TOKENS_FILE]")
+	stateInDir := fs.Bool("allow-state-in-workdir", false, "start even though the store, the policy or the tokens file is inside the bash tool's --dir: there, an approved or unconfined command can read and rewrite them, and so answer its own questions (confined commands never see them), e.g. --allow-state-in-workdir")
 	dev := fs.Bool("dev", envDefault("TOLLGATE_DEV", "") == "1", "dev mode: no authentication (loopback addresses only) [TOLLGATE_DEV=1]")
 	var af agentFlags
 	af.register(fs, true)
@@ -102,6 +104,19 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1
 	}
 	defer ln.Close()
+	state := statePaths(*storeURL, af.policyFile, *tokensFile)
+	if p := stateInside(af.dir, state); p != "" {
+		if !*stateInDir {
+			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
+			return 2
+		}
+		log.Warn("tollgate's state is inside the bash tool's working directory: unconfined and approved commands can rewrite it (--allow-state-in-workdir)", "path", p, "dir", af.dir)
+	}
+	af.masked = state
+	if err := ensureStoreDir(*storeURL); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
 	store, err := storeurl.Open(ctx, *storeURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)

@@ -30,6 +30,9 @@ type agentFlags struct {
 	dir        string
 	cmdTimeout time.Duration
 	sandbox    sandboxFlags
+	// masked are tollgate's own state files, kept out of confined
+	// commands' view of the machine (bash.Options.Masked).
+	masked []string
 }
 
 // register adds the flags to fs (a *flagSet or a *flag.FlagSet); withModel
@@ -60,7 +63,7 @@ func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *
 	if err != nil {
 		return agent.Config{}, "", err
 	}
-	bashOpts, err := f.sandbox.options(f.dir, bash.Options{Timeout: f.cmdTimeout}, decide)
+	bashOpts, err := f.sandbox.options(f.dir, bash.Options{Timeout: f.cmdTimeout, Masked: f.masked}, decide)
 	if err != nil {
 		return agent.Config{}, "", err
 	}

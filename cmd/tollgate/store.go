@@ -1,12 +1,51 @@
 package main
 
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tollgate-ai/tollgate/internal/storeurl"
+)
+
 // defaultStore is where tollgate serve keeps its store when neither
-// --store nor TOLLGATE_STORE says otherwise: a file in the directory it
-// starts in.
-const defaultStore = "sqlite:tollgate.db"
+// --store nor TOLLGATE_STORE says otherwise: a file in the user's state
+// directory ($XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate),
+// never the directory serve starts in — that is where the bash tool works
+// by default, and a store a tool can write is a store a tool can answer
+// (issue 21's attack B: one approved sqlite3 UPDATE approved another
+// pending call).
+func defaultStore() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return "sqlite:" + filepath.Join(d, "tollgate", "tollgate.db")
+	}
+	return "sqlite:~/.local/state/tollgate/tollgate.db"
+}
+
+// ensureStoreDir makes the directory of the default store (0700: the
+// store is the user's alone) when url is that default. Another store's
+// directory is the user's to make: a missing one is an error that says so.
+func ensureStoreDir(url string) error {
+	if url != defaultStore() {
+		return nil
+	}
+	path, err := storeurl.SQLitePath(url)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("making the store's directory: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("making the store's directory: %w", err)
+	}
+	return nil
+}
 
 // storeFlag defines --store, the store a command uses; its default is
-// $TOLLGATE_STORE, else def: defaultStore for serve and for the commands
+// $TOLLGATE_STORE, else def: defaultStore() for serve and for the commands
 // that read what serve wrote, "memory" for run. Open what it names with
 // storeurl.Open in a command that creates the store, with
 // storeurl.OpenReadOnly in one that only reads (it never writes, nor
@@ -21,4 +60,53 @@ func storeFlag(fs flagDefiner, def string) *string {
 	fs.StringVar(p, "store", envDefault("TOLLGATE_STORE", def),
 		"the store `URL`, where threads and questions live: "+kinds+", e.g. --store sqlite:tollgate.db or --store postgres://tollgate@db.internal/tollgate [TOLLGATE_STORE]")
 	return p
+}
+
+// statePaths are the files of tollgate's own state that a command of the
+// bash tool must not see: the SQLite store with its journal files, the
+// policy and the tokens files (those of them that are files). They are
+// masked from confined commands' view of the machine.
+func statePaths(storeURL string, files ...string) []string {
+	var out []string
+	add := func(p string) {
+		if p == "" || p == "builtin" {
+			return
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			out = append(out, abs)
+		}
+	}
+	if path, err := storeurl.SQLitePath(storeURL); err == nil {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			add(path + suffix)
+		}
+		if storeURL == defaultStore() {
+			add(filepath.Dir(path)) // the whole state directory
+		}
+	}
+	for _, f := range files {
+		add(f)
+	}
+	return out
+}
+
+// stateInside returns the first of paths inside dir (or dir itself), or "".
+func stateInside(dir string, paths []string) string {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		d = r
+	}
+	for _, p := range paths {
+		q := p
+		if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			q = filepath.Join(r, filepath.Base(p))
+		}
+		if rel, err := filepath.Rel(d, q); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return p
+		}
+	}
+	return ""
 }

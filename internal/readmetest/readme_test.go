@@ -96,7 +96,7 @@ const (
 // command's help must say it.
 var defaults = []struct{ command, help string }{
 	{"serve", `(default "127.0.0.1:8080")`},
-	{"serve", `(default "sqlite:tollgate.db")`},
+	{"serve", `(default "sqlite:~/.local/state/tollgate/tollgate.db")`},
 	{"serve", `(default "demo")`},
 	{"serve", `(default "workspace-write")`},
 	{"run", `(default "memory")`},

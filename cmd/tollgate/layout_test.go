@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeRefusesStateInWorkdir: a store, policy or tokens file inside the
+// bash tool's working directory is refused at start-up, naming the risk,
+// unless --allow-state-in-workdir (issue 21's attacks B and C: an
+// approved command rewrote the store and the policy there).
+func TestServeRefusesStateInWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	policyFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("default: ask\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	for name, args := range map[string][]string{
+		"store":  {"--store", "sqlite:" + filepath.Join(dir, "t.db")},
+		"policy": {"--store", outside, "--policy", policyFile},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"serve", "--addr", "127.0.0.1:0", "--dir", dir}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "inside the bash tool's working directory") || !strings.Contains(errOut, "--allow-state-in-workdir") {
+			t.Errorf("%s inside --dir: exit %d, %q; want 2 and the risk named", name, code, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "t.db")); err == nil {
+		t.Error("the refused store was created")
+	}
+}
+
+// TestDefaultStoreIsNotInTheWorkingDirectory: with no --store, serve's
+// store is in the user's state directory (0700), not where it starts.
+func TestDefaultStoreIsNotInTheWorkingDirectory(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	want := "sqlite:" + filepath.Join(state, "tollgate", "tollgate.db")
+	if got := defaultStore(); got != want {
+		t.Fatalf("defaultStore() = %q, want %q", got, want)
+	}
+	if err := ensureStoreDir(defaultStore()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(state, "tollgate"))
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("state directory: %v, %v; want 0700", st, err)
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	if got := defaultStore(); !strings.HasPrefix(got, "sqlite:~/.local/state/tollgate/") {
+		t.Errorf("without XDG_STATE_HOME: %q", got)
+	}
+}
+
+// TestConfinedCommandsDoNotSeeTheStore: a store the user keeps in the
+// working directory anyway is empty and read-only in a confined
+// command's view, while it holds the threads outside.
+func TestConfinedCommandsDoNotSeeTheStore(t *testing.T) {
+	needSandbox(t)
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "", "run", "--policy", "builtin", "--store", "sqlite:"+filepath.Join(dir, "t.db"), "--dir", dir, "$ wc -c t.db t.db-wal")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	st, err := os.Stat(filepath.Join(dir, "t.db"))
+	if err != nil || st.Size() == 0 {
+		t.Fatalf("the store outside the sandbox: %v, %v; the test proves nothing", st, err)
+	}
+	if !strings.Contains(out, "0 t.db\n") || !strings.Contains(out, "0 t.db-wal") || !strings.Contains(out, "0 total") {
+		t.Errorf("the confined command saw the store:\n%s", out)
+	}
+}
