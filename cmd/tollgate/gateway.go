@@ -49,7 +49,7 @@ call asks.
 
 examples:
   tollgate mcp-gateway --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /tmp/work'
-      the MCP endpoint http://127.0.0.1:8090/mcp (its token in ./tollgate-gateway.token),
+      the MCP endpoint http://127.0.0.1:8090/mcp (its token in ~/.config/tollgate/gateway.token),
       the reviewer page http://127.0.0.1:8090/
   tollgate mcp-gateway --stdio --mcp-config ~/.config/tollgate/mcp.json --policy gateway.yaml
       for a client's config: {"command": "tollgate", "args": ["mcp-gateway", "--stdio", ...]}
@@ -75,12 +75,12 @@ rules:
 func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("mcp-gateway", gatewayHelp, stderr)
 	addr := fs.String("addr", envDefault("TOLLGATE_GATEWAY_ADDR", "127.0.0.1:8090"), "the `host:port` of the reviewer page, the API and (without --stdio) the MCP endpoint /mcp [TOLLGATE_GATEWAY_ADDR]")
-	storeURL := storeFlag(fs, "sqlite:tollgate-gateway.db")
+	storeURL := storeFlag(fs, gatewayStore())
 	stdio := fs.Bool("stdio", false, "serve one MCP client on standard input and output (the client starts the gateway); logs go to stderr")
-	tokenFile := fs.String("token-file", envDefault("TOLLGATE_GATEWAY_TOKEN_FILE", "tollgate-gateway.token"), "the `file` holding the MCP endpoint's bearer token; made (mode 0600) if missing; TOLLGATE_GATEWAY_TOKEN gives the token itself [TOLLGATE_GATEWAY_TOKEN_FILE]")
+	tokenFile := fs.String("token-file", envDefault("TOLLGATE_GATEWAY_TOKEN_FILE", configFile("gateway.token")), "the `file` holding the MCP endpoint's bearer token; made (mode 0600) if missing; TOLLGATE_GATEWAY_TOKEN gives the token itself [TOLLGATE_GATEWAY_TOKEN_FILE]")
 	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "the policy `file` (reloaded when it changes); tools are mcp__<server>__<tool>; without it every call asks [TOLLGATE_POLICY]")
 	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "the page's and API's tokens `file`, as for serve (without it: one reviewer token, see --reviewer-token-file) [TOLLGATE_TOKENS_FILE]")
-	reviewerFile := fs.String("reviewer-token-file", envDefault("TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE", "tollgate-gateway.reviewer-token"), "without --tokens, the `file` of the token reviewers sign in to the page (and the API) with; made (0600) if missing; keep it where the gated agent cannot read it [TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE]")
+	reviewerFile := fs.String("reviewer-token-file", envDefault("TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE", configFile("gateway.reviewer-token")), "without --tokens, the `file` of the token reviewers sign in to the page (and the API) with; made (0600) if missing; keep it where the gated agent cannot read it [TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE]")
 	dev := fs.Bool("dev", false, "no authentication on the page and the API (loopback only): then anything on this machine, the gated agent too, can approve its calls")
 	progress := fs.Duration("progress", 5*time.Second, "how often a client whose call waits for a person gets a progress notification (clients give up after a silence, often 60s)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long calls already running upstream get to finish; calls waiting for a person are answered at once with a retryable error")
@@ -154,6 +154,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fail(1, err)
 	}
 	defer ln.Close()
+	if err := ensureStoreDir(*storeURL, gatewayStore()); err != nil {
+		return fail(1, err)
+	}
 	store, err := storeurl.Open(ctx, *storeURL)
 	if err != nil {
 		return fail(1, err)
@@ -281,6 +284,10 @@ func secretFile(env, file, what string) (token, where string, err error) {
 			return "", "", fmt.Errorf("%s is shorter than 16 characters", env)
 		}
 		return t, "from " + env, nil
+	}
+	file, err = expandHome(file)
+	if err != nil {
+		return "", "", err
 	}
 	info, err := os.Stat(file)
 	switch {

@@ -72,3 +72,33 @@ func TestConfinedCommandsDoNotSeeTheStore(t *testing.T) {
 		t.Errorf("the confined command saw the store:\n%s", out)
 	}
 }
+
+// TestGatewayTokensAreNotInTheWorkingDirectory: the gateway's token files
+// are made in the user's configuration directory, not the current one,
+// where an allowed read_file returned the reviewers' token (issue 21's
+// attack D).
+func TestGatewayTokensAreNotInTheWorkingDirectory(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Chdir(t.TempDir())
+	for _, name := range []string{"gateway.token", "gateway.reviewer-token"} {
+		file := configFile(name)
+		if !strings.HasPrefix(file, "~/.config/tollgate/") {
+			t.Fatalf("configFile(%q) = %q", name, file)
+		}
+		if _, _, err := secretFile("TOLLGATE_TEST_UNSET_TOKEN", file, "a token"); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(filepath.Join(home, ".config", "tollgate", name))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, %v; want a 0600 file in ~/.config/tollgate", name, st, err)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) > 0 {
+		t.Errorf("the current directory holds %v", entries)
+	}
+	if got := gatewayStore(); !strings.HasPrefix(got, "sqlite:~/.local/state/tollgate/") {
+		t.Errorf("gatewayStore() = %q", got)
+	}
+}

@@ -113,7 +113,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Warn("tollgate's state is inside the bash tool's working directory: unconfined and approved commands can rewrite it (--allow-state-in-workdir)", "path", p, "dir", af.dir)
 	}
 	af.masked = state
-	if err := ensureStoreDir(*storeURL); err != nil {
+	if err := ensureStoreDir(*storeURL, defaultStore()); err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
@@ -16,18 +17,47 @@ import (
 // by default, and a store a tool can write is a store a tool can answer
 // (issue 21's attack B: one approved sqlite3 UPDATE approved another
 // pending call).
-func defaultStore() string {
+func defaultStore() string { return "sqlite:" + stateFile("tollgate.db") }
+
+// gatewayStore is the default store of tollgate mcp-gateway.
+func gatewayStore() string { return "sqlite:" + stateFile("gateway.db") }
+
+// stateFile names a file in tollgate's state directory:
+// $XDG_STATE_HOME/tollgate, else ~/.local/state/tollgate (~/ is
+// expanded where the file is opened, and shown as ~ in help).
+func stateFile(name string) string {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return "sqlite:" + filepath.Join(d, "tollgate", "tollgate.db")
+		return filepath.Join(d, "tollgate", name)
 	}
-	return "sqlite:~/.local/state/tollgate/tollgate.db"
+	return "~/.local/state/tollgate/" + name
 }
 
-// ensureStoreDir makes the directory of the default store (0700: the
-// store is the user's alone) when url is that default. Another store's
+// configFile names a file in tollgate's configuration directory:
+// $XDG_CONFIG_HOME/tollgate, else ~/.config/tollgate.
+func configFile(name string) string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "tollgate", name)
+	}
+	return "~/.config/tollgate/" + name
+}
+
+// expandHome makes a leading ~/ the home directory.
+func expandHome(p string) (string, error) {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("%s: ~ is your home directory, which is not known here (%v): give the full path", p, err)
+	}
+	return filepath.Join(home, p[1:]), nil
+}
+
+// ensureStoreDir makes the directory of a default store (0700: the store
+// is the user's alone) when url is one of defaults. Another store's
 // directory is the user's to make: a missing one is an error that says so.
-func ensureStoreDir(url string) error {
-	if url != defaultStore() {
+func ensureStoreDir(url string, defaults ...string) error {
+	if !slices.Contains(defaults, url) {
 		return nil
 	}
 	path, err := storeurl.SQLitePath(url)
@@ -72,6 +102,7 @@ func statePaths(storeURL string, files ...string) []string {
 		if p == "" || p == "builtin" {
 			return
 		}
+		p, _ = expandHome(p)
 		if abs, err := filepath.Abs(p); err == nil {
 			out = append(out, abs)
 		}
@@ -80,7 +111,7 @@ func statePaths(storeURL string, files ...string) []string {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 			add(path + suffix)
 		}
-		if storeURL == defaultStore() {
+		if storeURL == defaultStore() || storeURL == gatewayStore() {
 			add(filepath.Dir(path)) // the whole state directory
 		}
 	}
