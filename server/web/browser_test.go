@@ -605,6 +605,105 @@ func TestBrowser(t *testing.T) {
 		e.waitThread("edit-1", "ran: echo edited")
 	})
 
+	t.Run("EditKeys", func(t *testing.T) {
+		// In the edit and "Check your changes" views only the send button
+		// sends: an answer key there approved the original call and
+		// dropped the edit (issue 22).
+		tb, qs := review(t, b, e, "edit-keys-1", "$ rm -rf build && git clean -fdx", 1)
+		tb.do(chromedp.Focus(chromedp.CSS("#question")))
+		tb.press("e")
+		tb.wait("the editor", `document.getElementById('edit-json').value.includes('"cmd": "rm -rf build && git clean -fdx"')`)
+		tb.setValue("#edit-json", "{\n  \"cmd\": \"rm -rf build\"\n}")
+		tb.do(chromedp.Focus(chromedp.CSS("#review-edit")))
+		for _, k := range []string{"a", "d", "e"} {
+			tb.press(k)
+		}
+		if got := js[string](tb, `document.activeElement.id + ' ' + document.getElementById('edit-json').value`); got != "review-edit {\n  \"cmd\": \"rm -rf build\"\n}" {
+			t.Errorf("after a, d, e on the edit view: %q", got)
+		}
+		tb.click("#review-edit")
+		tb.wait("the diff, the focus on its send button", `document.querySelector('.diff .d.add') && document.querySelector('.diff .d.add').textContent === '+rm -rf build' && document.activeElement.id === 'send-edit'`)
+		for _, k := range []string{"a", "d", "e"} {
+			tb.press(k)
+		}
+		if !js[bool](tb, `!!document.querySelector('#question .diff') && document.activeElement.id === 'send-edit' && document.getElementById('act-approve').disabled`) {
+			t.Errorf("after a, d, e on the diff view:\n%s", js[string](tb, `document.getElementById('question').innerText`))
+		}
+		tb.shot("edit-diff")
+		tb.click("#send-edit")
+		tb.wait("the edited question to leave the queue", `!`+queued(qs[0]))
+		e.waitThread("edit-keys-1", "ran: rm -rf build")
+		// The answer and the audit trail: the edit, by rita.
+		_, q := e.api("GET", "/v1/questions/edit-keys-1/"+qs[0]["id"].(string), reviewerSecret, nil)
+		want := mustJSON([]any{"rita", map[string]any{"decision": "edit", "digest": qs[0]["digest"], "edited_args": map[string]any{"cmd": "rm -rf build"}}})
+		if got := mustJSON([]any{q["answered_by"], q["answer"]}); !bytes.Equal(got, want) {
+			t.Errorf("the answer: %s, want %s", got, want)
+		}
+		_, evs := e.api("GET", "/v1/threads/edit-keys-1/events", reviewerSecret, nil)
+		var answers []string
+		for _, ev := range evs["events"].([]any) {
+			if ev := ev.(map[string]any); ev["type"] == "question_resolved" {
+				answers = append(answers, fmt.Sprint(ev["data"].(map[string]any)["decision"]))
+			}
+		}
+		if !slices.Equal(answers, []string{"edit"}) {
+			t.Errorf("the audit trail's answers: %q", answers)
+		}
+	})
+
+	t.Run("KeysAnswerWhatIsShown", func(t *testing.T) {
+		// An answer key answers the question shown, in the view shown: not
+		// while the deny form is open, not while another question's queue
+		// item has the focus, and a call with hidden characters is approved
+		// only by a click on the button that says so.
+		tb, qs := review(t, b, e, "keys-1", "$ make clean\n$ echo a\u200bb", 2)
+		tb.click("#act-deny")
+		tb.do(chromedp.SendKeys(chromedp.CSS("#deny-reason"), "not now"))
+		tb.do(chromedp.Focus(chromedp.CSS("#send-deny")))
+		tb.press("a")
+		tb.press("e")
+		if got := js[string](tb, `document.activeElement.id + ' ' + document.getElementById('deny-reason').value`); got != "send-deny not now" {
+			t.Errorf("after a and e on the deny form: %q", got)
+		}
+		tb.click("#cancel-deny")
+		tb.wait("the question's own buttons", `!document.getElementById('act-approve').disabled`)
+		other := string(mustJSON([]string{"keys-1", qs[1]["id"].(string)}))
+		tb.wait("the conversation's link to the other question", `!!document.querySelector(`+jsString(fmt.Sprintf(`#thread-body button[data-key=%q]`, other))+`)`)
+		for _, item := range []string{".qitem", "#thread-body button"} {
+			tb.do(chromedp.Focus(chromedp.CSS(fmt.Sprintf(`%s[data-key=%q]`, item, other))))
+			tb.press("a")
+			tb.press("d")
+			// Sending disables the buttons at once; d opens a form.
+			if got := js[string](tb, `document.getElementById('act-approve').disabled ? 'an answer sent' : document.querySelector('#question .subform') ? 'a form opened' : 'nothing'`); got != "nothing" {
+				t.Errorf("a, d with the other question's %s focused: %s", item, got)
+			}
+		}
+		// What the page shows is answered: the first call, approved.
+		tb.do(chromedp.Focus(chromedp.CSS(".qitem[aria-current=true]")))
+		tb.press("a")
+		tb.wait("the approved question to leave the queue", `!`+queued(qs[0]))
+		tb.show(qs[1])
+		tb.press("a")
+		tb.wait("the approval armed", `document.getElementById('act-approve').textContent === 'Approve despite the hidden characters'`)
+		tb.press("a")
+		if !js[bool](tb, queued(qs[1])) {
+			t.Error("a second a approved a call with hidden characters")
+		}
+		tb.click("#act-approve")
+		tb.wait("the approved question to leave the queue", `!`+queued(qs[1]))
+		_, evs := e.api("GET", "/v1/threads/keys-1/events", reviewerSecret, nil)
+		var answers []string
+		for _, ev := range evs["events"].([]any) {
+			if ev := ev.(map[string]any); ev["type"] == "question_resolved" {
+				d := ev["data"].(map[string]any)
+				answers = append(answers, fmt.Sprint(d["question_id"], " ", d["decision"]))
+			}
+		}
+		if want := []string{qs[0]["id"].(string) + " approve", qs[1]["id"].(string) + " approve"}; !slices.Equal(answers, want) {
+			t.Errorf("the audit trail's answers: %q, want %q", answers, want)
+		}
+	})
+
 	t.Run("Timeout", func(t *testing.T) {
 		tb, qs := review(t, b, e, "timeout-1", "$ sleep quick", 1)
 		tb.wait("a red countdown", `document.querySelector('#question .countdown.urgent') !== null`)
@@ -618,6 +717,9 @@ func TestBrowser(t *testing.T) {
 		if got := tb.text("#question .qbody pre.prose"); got != "Which branch should I deploy?" {
 			t.Errorf("the question shows as %q", got)
 		}
+		// a approves; a question has nothing to approve (a chose the first
+		// choice).
+		tb.press("a")
 		tb.click(`#question button[data-act=choice]:nth-of-type(2)`)
 		tb.wait("the answered question to leave the queue", `!`+queued(qs[0]))
 		e.waitThread("ask-1", `"content":"release-1.2"`)

@@ -202,6 +202,23 @@ function el(tag, props, ...kids) {
 }
 const btn = (label, cls, onclick, props) => el('button', Object.assign({ type: 'button', class: 'btn ' + (cls || ''), onclick }, props), label);
 const clear = (node) => node.replaceChildren();
+const onCtrlEnter = (ta, f) => ta.addEventListener('keydown', (e) => e.key === 'Enter' && (e.ctrlKey || e.metaKey) && f());
+const focus = (id) => $(id) && $(id).focus();
+const alertP = (text, cls = '') => el('p', { class: 'error-text ' + cls, role: 'alert' }, text);
+// holdFocus empties node; what it returns gives the focus (and a field's
+// selection) back to the element of the same id, once node is rebuilt.
+function holdFocus(node) {
+	const a = D.activeElement;
+	const id = a && node.contains(a) ? a.id : '';
+	const at = a && a.selectionStart != null ? [a.selectionStart, a.selectionEnd] : null; // not on a checkbox
+	clear(node);
+	return () => {
+		const f = id && $(id);
+		if (!f) return;
+		f.focus();
+		if (at && f.selectionStart != null) f.setSelectionRange(...at);
+	};
+}
 
 const FOLD_CHARS = 2000;
 const FOLD_LINES = 40;
@@ -719,10 +736,7 @@ function explain(r) {
 // ---------- the selected question ----------
 function renderDetail() {
 	const pane = $('question');
-	const act = D.activeElement;
-	const focusId = act && pane.contains(act) ? act.id : '';
-	const selStart = act && 'selectionStart' in act ? [act.selectionStart, act.selectionEnd] : null;
-	clear(pane);
+	const refocus = holdFocus(pane);
 	const q = shown.q;
 	if (!q) return pane.append(el('div', { class: 'placeholder' }, el('h2', null, 'Nothing to review'), el('p', { class: 'muted' }, 'Questions that wait for a person appear in the queue as they are asked.')));
 	const k = qKey(q);
@@ -770,14 +784,8 @@ function renderDetail() {
 		warnSlot.append(el('p', { class: 'warning', role: 'alert' }, '⚠ This call contains invisible or direction-changing characters (' + count.n + ', shown as ⟨U+…⟩). What you see may not be what runs: read it carefully.'));
 	}
 	shown.warn = count.n;
-	if (dr.error) pane.append(el('p', { class: 'error-text answer-error', role: 'alert' }, dr.error));
-	if (focusId) {
-		const f = $(focusId);
-		if (f) {
-			f.focus();
-			if (selStart && 'selectionStart' in f) f.setSelectionRange(selStart[0], selStart[1]);
-		}
-	}
+	if (dr.error) pane.append(alertP(dr.error, 'answer-error'));
+	refocus();
 }
 
 // send: post an answer and handle every outcome. On failure the
@@ -788,11 +796,11 @@ async function send(q, body, doneText, onProblems) {
 	if (dr.busy) return;
 	dr.busy = true;
 	dr.error = null;
-	setBusy(true);
+	for (const b of $('question').querySelectorAll('button[data-act]')) b.disabled = true;
 	const r = await call('POST', qPath(q) + '/answer', body);
 	if (!r) {
 		dr.busy = false;
-		setBusy(false);
+		renderDetail();
 		offline('your answer was not sent', () => send(q, body, doneText, onProblems));
 		return;
 	}
@@ -811,11 +819,7 @@ async function send(q, body, doneText, onProblems) {
 	if (code === 'invalid_answer' && onProblems) return onProblems(r.err.problems || [], r.err.message);
 	if (code === 'already_answered' || code === 'expired' || code === 'aborted') {
 		const info = code === 'already_answered' ? resolution(r.err.question || r.data.question) || {} : { status: code === 'expired' ? 'timed_out' : 'aborted', at: null };
-		if (code !== 'already_answered') {
-			gone.add(k);
-			queue.delete(k);
-			renderQueue();
-		} else removeQ(k, null);
+		removeQ(k, null);
 		shown.note = info;
 		if (code === 'already_answered' && !info.by) dr.error = explain(r);
 	} else if (code === 'digest_mismatch') {
@@ -829,9 +833,6 @@ async function send(q, body, doneText, onProblems) {
 		}, () => {});
 	} else dr.error = explain(r);
 	renderDetail();
-}
-function setBusy(on) {
-	for (const b of $('question').querySelectorAll('button[data-act]')) b.disabled = on;
 }
 
 function actionBar(open, ...buttons) {
@@ -859,14 +860,13 @@ function approveActions(q, dr, args, open, kind) {
 	const approveBtn = btn(dr.armed ? 'Approve despite the hidden characters' : 'Approve', 'primary' + (dr.armed ? ' danger' : ''), doApprove, { id: 'act-approve', 'data-act': 'approve', 'aria-keyshortcuts': 'a' });
 	const denyBtn = btn('Deny…', 'deny', () => setMode(k, 'deny'), { id: 'act-deny', 'data-act': 'deny', 'aria-keyshortcuts': 'd', 'aria-expanded': String(mode === 'deny') });
 	const editBtn = btn('Edit…', '', () => setMode(k, 'edit'), { id: 'act-edit', 'data-act': 'edit', 'aria-keyshortcuts': 'e', 'aria-expanded': String(mode === 'edit' || mode === 'diff') });
-	wrap.append(actionBar(open, approveBtn, denyBtn, editBtn));
+	// While the deny or edit form is open only its own buttons answer.
+	wrap.append(actionBar(open && mode === 'view', approveBtn, denyBtn, editBtn));
 
 	if (mode === 'deny') {
 		const ta = el('textarea', { id: 'deny-reason', rows: '3', class: 'reason', placeholder: 'Why not, or what to do instead. For example: “Do not delete anything; list the files first.”', value: dr.reason,
 			oninput: (e) => (dr.reason = e.target.value) });
-		ta.addEventListener('keydown', (e) => {
-			if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) sendDeny();
-		});
+		onCtrlEnter(ta, () => sendDeny());
 		const sendDeny = () => {
 			const reason = dr.reason.trim() || DEFAULT_REASON;
 			send(q, kind === 'approve' ? Object.assign({ decision: 'deny', reason }, digest) : { action: 'reject', message: reason }, 'Denied; the model is told why.');
@@ -885,9 +885,7 @@ function setMode(k, mode) {
 	dr.mode = mode;
 	dr.error = null;
 	renderDetail();
-	const focus = { deny: 'deny-reason', edit: 'edit-json', diff: 'send-edit' }[mode] || (mode === 'view' ? 'act-approve' : '');
-	const f = focus && $(focus);
-	if (f) f.focus();
+	focus({ deny: 'deny-reason', edit: 'edit-json', diff: 'send-edit', view: 'act-approve' }[mode]);
 }
 
 function editForm(q, dr, args, open, kind, digest) {
@@ -906,8 +904,7 @@ function editForm(q, dr, args, open, kind, digest) {
 				dr.mode = 'edit';
 				dr.problems = { list: problems, message };
 				renderDetail();
-				const f = $('edit-json');
-				if (f) f.focus();
+				focus('edit-json');
 			});
 		const same = canon(edited) === canon(args);
 		box.append(el('h3', null, 'Check your changes'), same ? el('p', { class: 'hint' }, 'Nothing changed: the call would run as asked.') : diffView(args, edited, kind === 'tool_interrupt'),
@@ -943,9 +940,7 @@ function editForm(q, dr, args, open, kind, digest) {
 		if (check() === undefined) return ta.focus();
 		setMode(k, 'diff');
 	};
-	ta.addEventListener('keydown', (e) => {
-		if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) review();
-	});
+	onCtrlEnter(ta, review);
 	const probs = dr.problems ? problemsView({ list: dr.problems.list, message: 'The server refused these arguments' + (dr.problems.list.length ? ':' : dr.problems.message ? ': ' + dr.problems.message : '.') }, '(the whole arguments)') : '';
 	box.append(el('label', { for: 'edit-json' }, 'Arguments as JSON — edit, then review the changes before sending'), ta, status, probs,
 		el('p', { class: 'hint' }, kind === 'tool_interrupt' ? 'Keys you give replace the call’s own; a key you delete keeps its old value.' : 'Invisible characters are written as \\u escapes. Ctrl+Enter reviews.'),
@@ -1272,9 +1267,7 @@ function renderThread() {
 	const body = $('thread-body');
 	const list0 = body.querySelector('.msgs');
 	const atEnd = !list0 || list0.scrollTop + list0.clientHeight >= list0.scrollHeight - 40;
-	const act = D.activeElement;
-	const focusId = act && body.contains(act) ? act.id : '';
-	clear(body);
+	const refocus = holdFocus(body);
 	$('thread-h').textContent = thread.mode === 'new' ? 'New thread' : 'Conversation';
 	if (thread.mode === 'new') return renderNewThread(body);
 	if (!thread.id) return body.append(el('p', { class: 'empty' }, 'Select a question to see its conversation, or start a new thread.'), btn('New thread', '', openNewThread));
@@ -1286,7 +1279,7 @@ function renderThread() {
 	if (th && th.run_state === 'failed') {
 		body.append(el('p', { class: 'warning' }, 'The run stopped with an error: ', txt(th.run_error || 'unknown'), ' ', btn('Retry the run', 'small', () => threadPost('/resume', undefined, 'Retrying the run.'))));
 	}
-	if (thread.error) body.append(el('p', { class: 'error-text', role: 'alert' }, thread.error));
+	if (thread.error) body.append(alertP(thread.error));
 	if (th) {
 		const list = el('ol', { class: 'msgs' });
 		for (const it of timeline()) {
@@ -1295,24 +1288,21 @@ function renderThread() {
 		}
 		if (!list.childNodes.length) list.append(el('li', { class: 'empty' }, 'No messages yet.'));
 		const pend = th.pending_questions || [];
-		if (pend.length) list.append(el('li', { class: 'msg event' }, el('span', null, 'waiting for ' + pend.length + ' answer' + (pend.length > 1 ? 's' : '') + ': ', pend.map((pq, j) => [j ? ', ' : '', btn(txt(pq.id), 'link', () => pick(qKey(pq)))]))));
+		if (pend.length) list.append(el('li', { class: 'msg event' }, el('span', null, 'waiting for ' + pend.length + ' answer' + (pend.length > 1 ? 's' : '') + ': ', pend.map((pq, j) => [j ? ', ' : '', btn(txt(pq.id), 'link', () => pick(qKey(pq)), { 'data-key': qKey(pq) })]))));
 		body.append(list);
 		if (atEnd) requestAnimationFrame(() => (list.scrollTop = list.scrollHeight));
 	}
 	// compose and abort
 	const running = th && th.status === 'running';
 	const ta = el('textarea', { id: 'compose', rows: '2', placeholder: 'Message to the agent. With the demo model, lines starting with "$ " become commands.', value: thread.compose, oninput: (e) => (thread.compose = e.target.value) });
-	ta.addEventListener('keydown', (e) => {
-		if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) sendMessage();
-	});
+	onCtrlEnter(ta, sendMessage);
 	const form = el('form', { class: 'compose', novalidate: true }, el('label', { for: 'compose' }, 'Send a message to start a run'), ta,
-		thread.composeError ? el('p', { class: 'error-text', role: 'alert' }, thread.composeError) : null,
+		thread.composeError ? alertP(thread.composeError) : null,
 		el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'btn primary', id: 'send-message' }, 'Send'),
 			running ? btn('Abort the run…', 'deny', () => {
 				thread.mode = thread.mode === 'abort' ? 'view' : 'abort';
 				renderThread();
-				const f = $('abort-reason');
-				if (f) f.focus();
+				focus('abort-reason');
 			}, { id: 'abort-open' }) : null));
 	form.addEventListener('submit', (e) => {
 		e.preventDefault();
@@ -1328,7 +1318,7 @@ function renderThread() {
 					renderThread();
 				}))));
 	}
-	if (focusId && $(focusId)) $(focusId).focus();
+	refocus();
 }
 
 async function threadPost(suffix, body, doneText) {
@@ -1366,15 +1356,14 @@ async function sendMessage() {
 function openNewThread() {
 	thread.mode = 'new';
 	renderThread();
-	const f = $('new-text');
-	if (f) f.focus();
+	focus('new-text');
 	$('thread').scrollIntoView({ block: 'nearest' });
 }
 function renderNewThread(body) {
 	const idIn = el('input', { id: 'new-id', type: 'text', value: thread.newId, spellcheck: 'false', autocomplete: 'off', placeholder: 'leave empty for a new id', oninput: (e) => (thread.newId = e.target.value) });
 	const ta = el('textarea', { id: 'new-text', rows: '4', value: thread.newText, placeholder: 'What should the agent do? With the demo model: $ ls -la', oninput: (e) => (thread.newText = e.target.value) });
 	const form = el('form', { class: 'subform', novalidate: true }, el('label', { for: 'new-id' }, 'Thread id (optional)'), idIn, el('label', { for: 'new-text' }, 'First message'), ta,
-		thread.newError ? el('p', { class: 'error-text', role: 'alert' }, thread.newError) : null,
+		thread.newError ? alertP(thread.newError) : null,
 		el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'btn primary', id: 'new-start' }, 'Start the thread'), btn('Cancel', '', () => {
 			const back = thread.nextId || thread.id;
 			Object.assign(thread, { mode: 'view', id: '', nextId: null });
@@ -1428,17 +1417,17 @@ D.addEventListener('keydown', (e) => {
 		return;
 	}
 	if (typing) return;
+	// An answer key clicks the shown question's button that names it, when
+	// enabled (not while a deny or edit form is open). It does nothing on
+	// a question that has only just come into view (a held or doubled key),
+	// while another question's item has the focus, or to confirm an
+	// approval despite hidden characters (that takes a click).
 	const click = (id) => {
 		const b = $(id);
-		if (b && !b.disabled) {
-			e.preventDefault();
-			b.click();
-		}
+		if (b && !b.disabled && b.getAttribute('aria-keyshortcuts') === e.key && !(e.key === 'a' && draft(k).armed)) b.click();
 	};
-	// A held or doubled key must not answer a question that has only just
-	// come into view (the next one, after an answer).
-	const fresh = e.repeat || performance.now() - (shown.at || 0) < 700;
-	if (fresh && 'ade'.includes(e.key)) return e.preventDefault();
+	const other = t.dataset && t.dataset.key && t.dataset.key !== sel;
+	if ('ade'.includes(e.key) && (e.preventDefault(), e.repeat || other || performance.now() - (shown.at || 0) < 700)) return;
 	const keys = { j: () => move(1), k: () => move(-1), a: () => click('act-approve'), d: () => click('act-deny'), e: () => click('act-edit'), '?': () => (e.preventDefault(), help.showModal()) };
 	if (Object.hasOwn(keys, e.key)) keys[e.key]();
 });
