@@ -117,6 +117,33 @@ type liveCall struct {
 	awaiting bool
 	back     chan struct{}
 	elicit   sync.Once
+
+	// probe asks the round's pinger to ping the client now: an HTTP
+	// request of its session ended because its connection was lost.
+	probe chan struct{}
+	// ended is closed when the client ends its session (an HTTP DELETE):
+	// the call is given up at once, as a cancel gives it up.
+	ended   chan struct{}
+	endOnce sync.Once
+
+	progress progress
+}
+
+// progress is where the notifications of a call's progress go: the
+// client's round (its session, its request's context, its token), with
+// what was sent on its token (progress must increase).
+type progress struct {
+	mu    sync.Mutex // held while sending: the values go out in order
+	ss    *mcp.ServerSession
+	ctx   context.Context // the round's: its notifications go on the call's own stream
+	token any
+	last  float64
+	// shift is added to the upstream's progress and total: the gateway's
+	// own notifications while the call waited came first, and the
+	// upstream's values start again from zero. The work left (total -
+	// progress) is the upstream's.
+	shift    float64
+	upstream bool // the upstream reports progress: the gateway's own notifications stop
 }
 
 // The relay "model" finds the call in the run's prompt: the envelope is
@@ -448,7 +475,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 		return errorResult("tollgate: the call's arguments are not JSON: " + err.Error())
 	}
 	lc := &liveCall{thread: thread, client: client, session: req.Session,
-		result: make(chan agent.ToolResult, 1), failed: make(chan error, 1), elicitNow: make(chan *checkpoint.Question, 1)}
+		result: make(chan agent.ToolResult, 1), failed: make(chan error, 1), elicitNow: make(chan *checkpoint.Question, 1),
+		probe: make(chan struct{}, 1), ended: make(chan struct{})}
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
@@ -495,15 +523,16 @@ func (lc *liveCall) endRound() {
 // the answer and the request state, see resumeCall).
 func (g *Gateway) await(ctx context.Context, req *mcp.CallToolRequest, lc *liveCall, e exposedTool) *mcp.CallToolResult {
 	thread := lc.thread
-	token := req.Params.GetProgressToken()
-	progress := 0.0
 	// A client that is gone without a word (an HTTP client killed, its
-	// connection dropped) cancels nothing: it is pinged, and two missed
-	// pings in a row end the call as a cancel does.
+	// connection dropped) cancels nothing: it is pinged, and a ping its
+	// transport could not deliver, or two missed in a row, end the call
+	// as a cancel does.
 	gone := make(chan struct{})
 	roundCtx, endRound := context.WithCancel(ctx)
 	defer endRound()
-	go g.pingClient(roundCtx, req.Session, gone)
+	lc.progress.start(roundCtx, req.Session, req.Params.GetProgressToken())
+	defer lc.progress.stop()
+	go g.pingClient(roundCtx, req.Session, lc.probe, gone)
 	for {
 		tick, stop := g.clock.After(g.cfg.Progress)
 		select {
@@ -544,55 +573,193 @@ func (g *Gateway) await(ctx context.Context, req *mcp.CallToolRequest, lc *liveC
 			g.forget(lc)
 			g.abandon(thread, "the MCP client cancelled the call or disconnected")
 			return retryable("the call was cancelled")
+		case <-lc.ended:
+			stop()
+			g.forget(lc)
+			g.abandon(thread, "the MCP client ended its session")
+			return retryable("the client ended its session; the call was cancelled")
 		case <-tick:
 			g.settle(ctx, lc)
-			if token == nil {
-				continue
-			}
-			progress++
-			msg := g.waitingMessage(thread, e)
-			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg}); err != nil {
-				g.log.Debug("tollgate: sending progress to an MCP client", "thread", thread, "err", err)
+			if lc.progress.wanted() {
+				lc.progress.tick(g.waitingMessage(thread, e), g.log)
 			}
 		}
 	}
 }
 
-// pingClient closes gone when the client misses two pings in a row.
-func (g *Gateway) pingClient(ctx context.Context, ss *mcp.ServerSession, gone chan struct{}) {
+// start points the call's progress at a round of the client's: its
+// session, its context and its token (nil: the client wants none).
+func (p *progress) start(ctx context.Context, ss *mcp.ServerSession, token any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ctx, p.ss, p.token = ctx, ss, token
+	p.last, p.shift, p.upstream = 0, 0, false // a new token: a new count
+}
+
+func (p *progress) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ctx, p.ss, p.token = nil, nil, nil
+}
+
+// wanted: the client gave a token, and the upstream does not report
+// progress itself.
+func (p *progress) wanted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.token != nil && !p.upstream
+}
+
+// tick is the gateway's own notification that the call is still on.
+func (p *progress) tick(msg string, log *slog.Logger) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.token == nil || p.upstream {
+		return
+	}
+	p.send(p.last+1, 0, msg, log)
+}
+
+func (p *progress) send(v, total float64, msg string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	defer cancel()
+	p.last = v
+	if err := p.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: v, Total: total, Message: msg}); err != nil {
+		log.Debug("tollgate: sending progress to an MCP client", "err", err)
+	}
+}
+
+// errRejected matches the go-sdk's jsonrpc2.ErrRejected (code -32005,
+// internal to the SDK), which wraps a message its transport could not
+// deliver: over streamable HTTP, a request on the stream of a call whose
+// client is gone ("undelivered message: stream not connected or already
+// closed"). jsonrpc.Error's Is compares codes only.
+var errRejected = &jsonrpc.Error{Code: -32005}
+
+// clientAnswered: the ping's error is one the client sent (the SDK
+// hands a JSON-RPC error response on as a *jsonrpc.Error). Its own
+// errors are also *jsonrpc.Error, but a transport's rejection is not an
+// answer: nobody heard the ping.
+func clientAnswered(err error) bool {
+	var rpcErr *jsonrpc.Error
+	return errors.As(err, &rpcErr) && !errors.Is(err, errRejected)
+}
+
+// pingClient closes gone when the client's transport could not deliver a
+// ping (the call's stream is gone: so would its result be), or when it
+// misses two pings in a row. A probe pings at once, beside a ping still
+// waiting for its answer (sent before the stream was gone, it would wait
+// its whole timeout).
+func (g *Gateway) pingClient(ctx context.Context, ss *mcp.ServerSession, probe <-chan struct{}, gone chan struct{}) {
 	if ss == nil {
 		return
 	}
 	every := max(2*g.cfg.Progress, 200*time.Millisecond)
-	timeout := g.cfg.PingTimeout
+	results := make(chan error, 2) // at most two pings out at once
+	outstanding := 0
+	send := func() {
+		outstanding++
+		go func() {
+			pctx, cancel := context.WithTimeout(ctx, g.cfg.PingTimeout)
+			defer cancel()
+			results <- ss.Ping(pctx, nil)
+		}()
+	}
+	var wait <-chan time.Time
+	stop := func() {}
+	defer func() { stop() }()
 	missed := 0
 	for {
-		wait, stop := g.clock.After(every)
+		if wait == nil && outstanding == 0 {
+			wait, stop = g.clock.After(every)
+		}
 		select {
 		case <-ctx.Done():
-			stop()
 			return
 		case <-wait:
-		}
-		pctx, cancel := context.WithTimeout(ctx, timeout)
-		err := ss.Ping(pctx, nil)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		// Any answer, an error too, shows the client is there: only no
-		// answer in time, or a connection that is gone, is a miss.
-		var rpcErr *jsonrpc.Error
-		if err == nil || errors.As(err, &rpcErr) {
-			missed = 0
-			continue
-		}
-		if missed++; missed >= 2 {
-			g.log.Info("tollgate: an MCP client whose call waits does not answer pings; the call is given up", "err", err)
-			close(gone)
-			return
+			wait = nil
+			send()
+		case <-probe:
+			if outstanding < 2 {
+				stop()
+				wait = nil
+				send()
+			}
+		case err := <-results:
+			outstanding--
+			if ctx.Err() != nil {
+				return
+			}
+			switch {
+			case err == nil || clientAnswered(err):
+				// Any answer, an error too, shows the client is there.
+				missed = 0
+				continue
+			case errors.Is(err, errRejected):
+				g.log.Info("tollgate: the connection of an MCP client whose call waits is gone; the call is given up", "err", err)
+				close(gone)
+				return
+			}
+			if missed++; missed >= 2 {
+				g.log.Info("tollgate: an MCP client whose call waits does not answer pings; the call is given up", "err", err)
+				close(gone)
+				return
+			}
 		}
 	}
+}
+
+// sessionLost is told that an HTTP request of a session ended because
+// its client's connection was lost: the session's waiting calls ping
+// their client now, rather than at their next ping.
+func (g *Gateway) sessionLost(session string) {
+	for _, lc := range g.sessionCalls(session) {
+		select {
+		case lc.probe <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sessionEnded is told that a client ends its session (an HTTP DELETE):
+// its calls are given up now, as a cancel gives them up (the SDK's close
+// of the session waits for their handlers).
+func (g *Gateway) sessionEnded(session string) {
+	for _, lc := range g.sessionCalls(session) {
+		lc.mu.Lock()
+		awaiting := lc.awaiting
+		lc.mu.Unlock()
+		if awaiting {
+			// Between rounds no handler holds the call.
+			g.forget(lc)
+			g.abandon(lc.thread, "the MCP client ended its session")
+			continue
+		}
+		lc.endOnce.Do(func() { close(lc.ended) })
+	}
+}
+
+// sessionCalls are the live calls of a session (by its MCP session ID).
+func (g *Gateway) sessionCalls(session string) []*liveCall {
+	if session == "" {
+		return nil
+	}
+	g.mu.Lock()
+	calls := make([]*liveCall, 0, len(g.live))
+	for _, lc := range g.live {
+		calls = append(calls, lc)
+	}
+	g.mu.Unlock()
+	var out []*liveCall
+	for _, lc := range calls {
+		lc.mu.Lock()
+		ss := lc.session
+		lc.mu.Unlock()
+		if ss != nil && ss.ID() == session {
+			out = append(out, lc)
+		}
+	}
+	return out
 }
 
 // abandon aborts a call no client waits for: nothing is applied for it

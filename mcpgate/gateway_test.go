@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
+	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/mcptest"
 	"github.com/tollgate-ai/tollgate/mcpgate"
@@ -77,6 +78,11 @@ type gwOptions struct {
 	elicit  func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	// client wraps the client's side of the connection.
 	client func(mcp.Transport) mcp.Transport
+	// defaults: the gateway's own progress and ping timings, not the
+	// tests' short ones.
+	defaults bool
+	// clock is the gateway's (and its host's) clock. Nil: the real one.
+	clock clock.Clock
 }
 
 func newGateway(t *testing.T, o gwOptions) *gw {
@@ -101,8 +107,13 @@ func newGateway(t *testing.T, o gwOptions) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.g, err = mcpgate.NewGateway(mcpgate.GatewayConfig{Servers: servers, Store: w.store, Policy: pol.HITL(),
-		Hidden: func(tool string, _ map[string]any) bool { return pol.Blocks(tool) }, Progress: 50 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
+	cfg := mcpgate.GatewayConfig{Servers: servers, Store: w.store, Policy: pol.HITL(),
+		Hidden: func(tool string, _ map[string]any) bool { return pol.Blocks(tool) }, Progress: 50 * time.Millisecond, PingTimeout: 300 * time.Millisecond}
+	if o.defaults {
+		cfg.Progress, cfg.PingTimeout = 0, 0
+	}
+	cfg.Clock = o.clock
+	w.g, err = mcpgate.NewGateway(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

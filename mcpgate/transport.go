@@ -38,6 +38,18 @@ func (g *Gateway) HTTPHandler(token string) (http.Handler, error) {
 			_, _ = w.Write([]byte(`{"error":"unauthorized","message":"send the gateway's token: Authorization: Bearer <token>"}` + "\n"))
 			return
 		}
+		session := r.Header.Get("Mcp-Session-Id")
+		if r.Method == http.MethodDelete {
+			// The SDK's close of the session waits for the handlers of
+			// its calls: they are given up first, not at their next ping.
+			g.sessionEnded(session)
+		}
 		h.ServeHTTP(w, r)
+		if r.Context().Err() != nil {
+			// The request ended because its client's connection was lost
+			// (a stream the SDK cannot resume: it keeps no events): what
+			// waits on it has no one to go to, and the pings say so now.
+			g.sessionLost(session)
+		}
 	}), nil
 }
