@@ -313,3 +313,11 @@ func currentUser() string {
 	}
 	return "cli"
 }
+
+// given reports whether the flag name was set on the command line (not
+// taken from its default or the environment).
+func given(fs *flagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

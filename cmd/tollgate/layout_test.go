@@ -41,7 +41,7 @@ func TestDefaultStoreIsNotInTheWorkingDirectory(t *testing.T) {
 	if got := defaultStore(); got != want {
 		t.Fatalf("defaultStore() = %q, want %q", got, want)
 	}
-	if err := ensureStoreDir(defaultStore()); err != nil {
+	if err := ensureStoreDir(defaultStore(), defaultStore()); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(filepath.Join(state, "tollgate"))
@@ -100,5 +100,28 @@ func TestGatewayTokensAreNotInTheWorkingDirectory(t *testing.T) {
 	}
 	if got := gatewayStore(); !strings.HasPrefix(got, "sqlite:~/.local/state/tollgate/") {
 		t.Errorf("gatewayStore() = %q", got)
+	}
+}
+
+// TestServeRefusesAPasswordOnTheCommandLine: a store URL's password on
+// the command line is readable by every process in /proc; serve says
+// where to put it instead.
+func TestServeRefusesAPasswordOnTheCommandLine(t *testing.T) {
+	code, _, errOut := runCLI(t, "", "serve", "--addr", "127.0.0.1:0", "--dir", t.TempDir(), "--store", "postgres://tollgate:s3cret@127.0.0.1:1/tollgate")
+	if code != 2 || !strings.Contains(errOut, "PGPASSWORD") || strings.Contains(errOut, "s3cret") {
+		t.Errorf("exit %d, %q; want 2, PGPASSWORD named and the password not shown", code, errOut)
+	}
+}
+
+// TestUnconfinedIsLoud: with --sandbox unconfined the start-up line says
+// that the tool's commands can reach tollgate's state.
+func TestUnconfinedIsLoud(t *testing.T) {
+	f := sandboxFlags{profile: "unconfined"}
+	if line := f.startupLine(); !strings.Contains(line, "UNCONFINED") || !strings.Contains(line, "approve its own calls") {
+		t.Errorf("unconfined: %q", line)
+	}
+	f.profile = "workspace-write"
+	if line := f.startupLine(); strings.Contains(line, "UNCONFINED") {
+		t.Errorf("workspace-write: %q", line)
 	}
 }

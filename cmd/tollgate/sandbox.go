@@ -114,7 +114,18 @@ func (f *sandboxFlags) startupLine() string {
 	if r.Enforceable(bash.ReadOnly) != nil {
 		line += "; rules that require read-only ask instead of allowing"
 	}
+	if f.unconfined() {
+		line += "; UNCONFINED: the bash tool's commands can read and rewrite tollgate's store, policy and tokens, so an approved command can approve its own calls"
+	}
 	return line
+}
+
+// unconfined reports whether the bash tool's approved commands run with
+// no kernel confinement. (A confined profile the kernel cannot enforce
+// runs nothing: the line says so.)
+func (f *sandboxFlags) unconfined() bool {
+	p, err := bash.ParseProfile(f.profile)
+	return err == nil && p == bash.Unconfined
 }
 
 // policyOptions are the options a policy that runs tools is loaded with:

@@ -104,6 +104,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1
 	}
 	defer ln.Close()
+	if given(fs, "store") && storeurl.HasPassword(*storeURL) {
+		fmt.Fprintln(stderr, "tollgate serve: --store carries a password, which every process on this machine can read in its command line: give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE), or the whole URL in TOLLGATE_STORE")
+		return 2
+	}
 	state := statePaths(*storeURL, af.policyFile, *tokensFile)
 	if p := stateInside(af.dir, state); p != "" {
 		if !*stateInDir {
@@ -142,7 +146,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
-	log.Info("tollgate: " + af.sandbox.startupLine())
+	if line := af.sandbox.startupLine(); af.sandbox.unconfined() {
+		log.Warn("tollgate: " + line)
+	} else {
+		log.Info("tollgate: " + line)
+	}
 	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log}
 	// On PostgreSQL every replica is one of a cluster, be it the only one:
 	// runs, answers and deadlines go through River's jobs and leases, so
