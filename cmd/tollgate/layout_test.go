@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestServeRefusesStateInWorkdir: a store, policy or tokens file inside the
@@ -124,4 +129,52 @@ func TestUnconfinedIsLoud(t *testing.T) {
 	if line := f.startupLine(); strings.Contains(line, "UNCONFINED") {
 		t.Errorf("workspace-write: %q", line)
 	}
+}
+
+// TestPolicyReloadThatAllowsMoreWarns: a reload that loosens the policy
+// is logged as a warning naming what it may now allow (issue 21's attack
+// C: an approved printf made the policy's default allow, silently).
+func TestPolicyReloadThatAllowsMoreWarns(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	write := func(data string) {
+		if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("default: ask\nrules:\n  - {name: no-rm, tool: bash, command: rm, action: block}\n")
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := watchedPolicy(ctx, file, slog.New(slog.NewTextHandler(&logs, nil)), "reloaded"); err != nil {
+		t.Fatal(err)
+	}
+	write("default: allow\nrules: []\n")
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), "may allow more") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning after the policy was loosened; the log:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "the default is allow, was ask") {
+		t.Errorf("the warning does not say what changed:\n%s", out)
+	}
+}
+
+// syncBuffer is a buffer a logger writes while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

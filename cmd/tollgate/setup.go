@@ -116,6 +116,11 @@ func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded 
 			log.Error("tollgate: policy not reloaded, keeping the previous one", "file", file, "err", err)
 		} else if changed {
 			log.Info(reloaded, "file", file)
+			// A policy file a tool could write would otherwise loosen
+			// the policy silently (issue 21's attack C).
+			if looser := rp.Loosened(); len(looser) > 0 {
+				log.Warn("tollgate: the reloaded policy may allow more than the one it replaced: check who changed "+file, "file", file, "looser", strings.Join(looser, "; "))
+			}
 		}
 	})
 	return rp, nil
