@@ -196,42 +196,14 @@ func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest) (*ch
 	return resolved, nil
 }
 
-// ResolutionEvent is the question_resolved audit entry of resolving q (as
-// read, pending) with r, to be committed with the resolution (a
-// [checkpoint.Batch] with Resolve and this event): so the entry exists
-// exactly when the resolution does. r.At must be set. Whoever resolves
-// questions (hitl's channels, host, TimeOut, AbortPending) uses it.
+// ResolutionEvent is [checkpoint.ResolutionEvent]: the question_resolved
+// audit entry of resolving q (as read, pending) with r, to be committed
+// with the resolution (a [checkpoint.Batch] with Resolve and this event;
+// stores refuse a resolution without it). r.At must be set. Whoever
+// resolves questions (hitl's channels, host, TimeOut, AbortPending) uses
+// it.
 func ResolutionEvent(q *checkpoint.Question, r checkpoint.Resolution) *checkpoint.Event {
-	entry := map[string]any{
-		"question_id": q.ID, "call_id": q.CallID, "kind": q.Kind, "status": string(r.Status),
-		"by": r.By, "digest": q.Digest, "latency_ms": r.At.Sub(q.CreatedAt).Milliseconds(),
-	}
-	if r.Reason != "" {
-		entry["reason"] = r.Reason
-	}
-	if r.Status == checkpoint.QuestionAnswered {
-		var d struct {
-			Decision string `json:"decision"`
-			Action   string `json:"action"`
-			Reason   string `json:"reason"`
-		}
-		if json.Unmarshal(r.Answer, &d) == nil {
-			if d.Decision == "" {
-				d.Decision = d.Action
-			}
-			if d.Decision != "" {
-				entry["decision"] = d.Decision
-			}
-			if d.Reason != "" {
-				entry["reason"] = d.Reason
-			}
-		}
-	}
-	raw, err := jsontext.Marshal(entry)
-	if err != nil {
-		raw, _ = json.Marshal(map[string]string{"question_id": q.ID, "encoding_error": err.Error()})
-	}
-	return &checkpoint.Event{ThreadID: q.ThreadID, RunID: q.RunID, Type: "question_resolved", Data: raw, At: r.At}
+	return checkpoint.ResolutionEvent(q, r)
 }
 
 // writeQuestion writes q, with its payload, before anyone is told: a crash

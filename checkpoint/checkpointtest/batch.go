@@ -85,6 +85,13 @@ func event(thread, typ string) *checkpoint.Event {
 	return &checkpoint.Event{ThreadID: thread, RunID: "run-1", Type: typ, Data: json.RawMessage(`{"k": "v"}`)}
 }
 
+// resolve is the batch that resolves the thread's question qid with r,
+// and the event that records it (newQuestion's, as a store would have
+// read it).
+func resolve(thread, qid string, r checkpoint.Resolution) *checkpoint.Batch {
+	return checkpoint.ResolveBatch(newQuestion(thread, qid), r)
+}
+
 func appendTo(th *checkpoint.Thread, msgs ...string) *checkpoint.ThreadWrite {
 	w := &checkpoint.ThreadWrite{ID: th.ID, Version: th.Version, Status: checkpoint.ThreadRunning, RunID: "run-1"}
 	for _, m := range msgs {
@@ -137,9 +144,9 @@ func testBatches(t *testing.T, setup setupFunc) {
 		th := got.thread
 		w = appendTo(th, `{"role":"tool"}`)
 		w.Status = checkpoint.ThreadIdle
-		c, err = s.Commit(ctx(t), &checkpoint.Batch{Thread: w,
-			Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "q", Resolution: answer("alice", time.Time{})},
-			Events:  []*checkpoint.Event{event(thread, "third")}})
+		b := resolve(thread, "q", answer("alice", time.Time{}))
+		b.Thread, b.Events = w, []*checkpoint.Event{event(thread, "third"), b.Events[0]}
+		c, err = s.Commit(ctx(t), b)
 		if err != nil {
 			t.Fatalf("second Commit: %v", err)
 		}
@@ -151,7 +158,7 @@ func testBatches(t *testing.T, setup setupFunc) {
 			t.Errorf("Committed.Resolved = %+v", c.Resolved)
 		}
 		got = readState(t, s, thread, "q")
-		want = `{v2 idle run-1 [{"role":"user","text":"hi"},{"role":"assistant", "x":[1, 2]},{"role":"tool"}]; calls [c1=executing]; questions [q=answered/alice]; events [first second third]}`
+		want = `{v2 idle run-1 [{"role":"user","text":"hi"},{"role":"assistant", "x":[1, 2]},{"role":"tool"}]; calls [c1=executing]; questions [q=answered/alice]; events [first second third question_resolved]}`
 		if got.String() != want {
 			t.Errorf("after the second batch: %s\nwant %s", got, want)
 		}
@@ -210,14 +217,40 @@ func testBatches(t *testing.T, setup setupFunc) {
 				return &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{tc, &tc2}}, nil
 			}, checkpoint.ErrConflict},
 			"AnsweredQuestion": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
-				return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "answered", Resolution: answer("late", time.Time{})}}, nil
+				return resolve(thread, "answered", answer("late", time.Time{})), nil
 			}, checkpoint.ErrConflict},
 			"AfterDeadline": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
-				return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "expiring", Resolution: answer("late", t0.Add(2*time.Hour))}}, nil
+				return resolve(thread, "expiring", answer("late", t0.Add(2*time.Hour))), nil
 			}, checkpoint.ErrExpired},
 			"UnknownQuestion": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
-				return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "nobody", Resolution: answer("x", time.Time{})}}, nil
+				return resolve(thread, "nobody", answer("x", time.Time{})), nil
 			}, checkpoint.ErrNotFound},
+			// A resolution commits with the event that records it, or not
+			// at all: none, or one of another question, status or
+			// resolver, or of another thread.
+			"Unaudited": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "expiring", Resolution: answer("alice", time.Time{})}}, nil
+			}, checkpoint.ErrUnaudited},
+			"EventOfAnotherResolver": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				b := resolve(thread, "expiring", answer("mallory", time.Time{}))
+				b.Resolve.Resolution.By = "alice"
+				return b, nil
+			}, checkpoint.ErrUnaudited},
+			"EventOfAnotherStatus": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				b := resolve(thread, "expiring", checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "alice"})
+				b.Resolve.Resolution = answer("alice", time.Time{})
+				return b, nil
+			}, checkpoint.ErrUnaudited},
+			"EventOfAnotherQuestion": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				b := resolve(thread, "answered", answer("alice", time.Time{}))
+				b.Resolve.ID = "expiring"
+				return b, nil
+			}, checkpoint.ErrUnaudited},
+			"EventOfAnotherThread": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
+				b := resolve(thread, "expiring", answer("alice", time.Time{}))
+				b.Events[0].ThreadID = thread + "-other"
+				return b, nil
+			}, checkpoint.ErrUnaudited},
 			"UnknownThread": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
 				w := appendTo(th, `{"x":1}`)
 				w.ID = thread + "-missing"
@@ -301,9 +334,45 @@ func testBatches(t *testing.T, setup setupFunc) {
 		if _, err := s.ResolveQuestion(ctx(t), thread, "q", answer("first", time.Time{})); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Question: newQuestion(thread, "q"),
-			Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "q", Resolution: answer("second", time.Time{})}}); !errors.Is(err, checkpoint.ErrConflict) {
+		b := resolve(thread, "q", answer("second", time.Time{}))
+		b.Question = newQuestion(thread, "q")
+		if _, err := s.Commit(ctx(t), b); !errors.Is(err, checkpoint.ErrConflict) {
 			t.Errorf("a lost resolution with an existing question: Commit = %v, want ErrConflict", err)
+		}
+	})
+
+	// Every resolution is in the audit log: ResolveQuestion writes the
+	// question_resolved event that records it, in the same commit (a
+	// batch without one is refused: AllOrNothing/Unaudited).
+	t.Run("ResolutionAudited", func(t *testing.T) {
+		s := setup(t)
+		thread := id("thread")
+		for i, r := range []checkpoint.Resolution{answer("alice", time.Time{}), {Status: checkpoint.QuestionAborted, By: "abort", Reason: "closed"}} {
+			qid := fmt.Sprint("q", i)
+			mustCreateQuestion(t, s, newQuestion(thread, qid))
+			if _, err := s.ResolveQuestion(ctx(t), thread, qid, r); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := eventsOfType(t, s, thread, checkpoint.EventQuestionResolved)
+			if err != nil || len(evs) != i+1 {
+				t.Fatalf("question_resolved events: %d, %v; want %d", len(evs), err, i+1)
+			}
+			var d map[string]any
+			if err := json.Unmarshal(evs[i].Data, &d); err != nil || d["question_id"] != qid || d["status"] != string(r.Status) || d["by"] != r.By || d["call_id"] != "call-"+qid {
+				t.Errorf("event of %s: %s (%v)", qid, evs[i].Data, err)
+			}
+		}
+		// One refused writes nothing, its event neither.
+		mustCreateQuestion(t, s, newQuestion(thread, "open"))
+		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "open", Resolution: answer("mallory", time.Time{})},
+			Events: []*checkpoint.Event{event(thread, "question_resolved")}}); !errors.Is(err, checkpoint.ErrUnaudited) {
+			t.Errorf("a resolution whose event does not record it: Commit = %v, want ErrUnaudited", err)
+		}
+		if q := mustGetQuestion(t, s, thread, "open"); q.Status != checkpoint.QuestionPending {
+			t.Errorf("the refused resolution was written: %s", q.Status)
+		}
+		if evs, _ := eventsOfType(t, s, thread, checkpoint.EventQuestionResolved); len(evs) != 2 {
+			t.Errorf("%d question_resolved events after the refusal, want 2", len(evs))
 		}
 	})
 
@@ -455,8 +524,7 @@ func testBatches(t *testing.T, setup setupFunc) {
 				t.Fatalf("no notification of q within %v", waitLimit)
 			}
 		}
-		if _, err := s.Commit(ctx(t), &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: thread, ID: "q", Resolution: answer("a", time.Time{})},
-			Events: []*checkpoint.Event{event(thread, "question_resolved")}}); err != nil {
+		if _, err := s.Commit(ctx(t), resolve(thread, "q", answer("a", time.Time{}))); err != nil {
 			t.Fatal(err)
 		}
 		waitNotification(t, notes, checkpoint.QuestionResolved, thread, "q")

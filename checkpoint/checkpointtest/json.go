@@ -162,7 +162,9 @@ func roundTripJSON(t *testing.T, s checkpoint.Store, raw json.RawMessage) []erro
 		t.Fatalf("ListEvents: %v", err)
 	}
 	for _, e := range evs {
-		checkJSON(t, "Event.Data", e.Data, raw)
+		if e.Type == "x" { // not the resolution's question_resolved
+			checkJSON(t, "Event.Data", e.Data, raw)
+		}
 	}
 	return errs
 }

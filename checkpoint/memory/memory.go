@@ -160,6 +160,10 @@ func (s *Store) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Co
 		}
 		claimed[k] = true
 	}
+	// A resolution commits with its audit entry, or not at all.
+	if _, err := checkpoint.ResolutionEventIndex(b); err != nil {
+		return nil, err
+	}
 	var resolving *checkpoint.Question
 	var res checkpoint.Resolution
 	if r := b.Resolve; r != nil {
@@ -363,7 +367,14 @@ func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter)
 }
 
 func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r checkpoint.Resolution) (*checkpoint.Question, error) {
-	c, err := s.Commit(ctx, &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: threadID, ID: id, Resolution: r}})
+	q, err := s.GetQuestion(ctx, threadID, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	c, err := s.Commit(ctx, checkpoint.ResolveBatch(q, r))
 	if errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrExpired) {
 		q, gerr := s.GetQuestion(ctx, threadID, id)
 		if gerr != nil {

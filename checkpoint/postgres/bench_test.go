@@ -400,9 +400,8 @@ func cycleWrites(ctx context.Context, s *Store, id string) error {
 				Events:   ev("question_asked")}
 		},
 		func() *checkpoint.Batch {
-			return &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: id, ID: "approve_call_1",
-				Resolution: checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(`{"decision":"approve"}`), By: "bench"}},
-				Events: ev("question_resolved")}
+			return checkpoint.ResolveBatch(&checkpoint.Question{ThreadID: id, ID: "approve_call_1", RunID: "run-1", CallID: "call_1", Kind: "approve"},
+				checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(`{"decision":"approve"}`), By: "bench"})
 		},
 		func() *checkpoint.Batch {
 			return &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{call}, Events: ev("tool_started")}

@@ -255,6 +255,12 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	if b == nil || b.Empty() {
 		return &checkpoint.Committed{}, nil
 	}
+	// A resolution commits with its audit entry (and schema 7's trigger
+	// refuses one that does not, at the COMMIT): said here, before a
+	// round trip.
+	if _, err := checkpoint.ResolutionEventIndex(b); err != nil {
+		return nil, err
+	}
 	now := s.clk.Now()
 	if err := checkTimes("commit", now); err != nil {
 		return nil, err

@@ -46,6 +46,11 @@ func TestLostNotificationFoundByPoll(t *testing.T) {
 	if _, err := tx.Exec(ctx, resolveQuestion, "t", "qa", "answered", `{"ok":true}`, "alice", "", time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	// With its audit entry, as every resolution (schema 7).
+	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, thread_id, run_id, type, data, at)
+SELECT (pg_current_xact_id()::text::bigint + base) * 65536, 't', 'r', 'question_resolved', '{"question_id":"qa","status":"answered","by":"alice"}', now() FROM seq_base`); err != nil {
+		t.Fatal(err)
+	}
 	// B: a normal resolution, numbered above A, committed and notified.
 	if _, err := s.ResolveQuestion(ctx, "t", "qb", checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(`{}`), By: "bob"}); err != nil {
 		t.Fatal(err)
@@ -145,8 +150,9 @@ func TestLostResolutionBeforeExistingQuestion(t *testing.T) {
 		if _, err := st.ResolveQuestion(ctx, "t", "done", checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "x"}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := st.Commit(ctx, &checkpoint.Batch{Question: q("t", "exists"),
-			Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "done", Resolution: checkpoint.Resolution{Status: checkpoint.QuestionAnswered, By: "y"}}})
+		b := checkpoint.ResolveBatch(q("t", "done"), checkpoint.Resolution{Status: checkpoint.QuestionAnswered, By: "y"})
+		b.Question = q("t", "exists")
+		_, err := st.Commit(ctx, b)
 		t.Logf("%T: Commit = %v", st, err)
 		if !errors.Is(err, checkpoint.ErrConflict) {
 			t.Errorf("%T: Commit = %v, want ErrConflict (the lost compare-and-set is the answer, also when the question exists)", st, err)

@@ -45,11 +45,15 @@ func TestListPlans(t *testing.T) {
 		`INSERT INTO threads (id, version, status, run_id, created_at, updated_at)
 SELECT 'thread-' || i, 1, CASE WHEN i % 10 = 0 THEN 'running' ELSE 'idle' END, 'run', now() - i * interval '1 second', now()
 FROM generate_series(1, 20000) i`,
+		// Answered questions, written as they are (schema 7's triggers
+		// would refuse them: a question is created pending).
+		`ALTER TABLE questions DISABLE TRIGGER USER`,
 		`INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
 SELECT i, i, 'thread-' || (i % 10000), 'q' || i, 'run', 'call', (ARRAY['bash','edit','http','deploy','mail'])[1 + i % 5], 'approve', '{}', '',
 	CASE WHEN i % 4 = 0 THEN 'answered' ELSE 'pending' END, '', '', now(),
 	CASE WHEN i % 3 = 0 THEN now() + (i % 1440) * interval '1 minute' END
 FROM generate_series(1, 40000) i`,
+		`ALTER TABLE questions ENABLE TRIGGER USER`,
 		`ANALYZE`,
 	} {
 		if _, err := s.pool.Exec(t.Context(), fill); err != nil {

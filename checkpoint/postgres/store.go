@@ -337,9 +337,17 @@ func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter)
 	return n, nil
 }
 
-// ResolveQuestion is a one-record batch.
+// ResolveQuestion is a batch of the resolution and its audit entry
+// ([checkpoint.ResolveBatch] of the question as read).
 func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r checkpoint.Resolution) (*checkpoint.Question, error) {
-	c, err := s.commit(ctx, &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: threadID, ID: id, Resolution: r}}, commitOpts{})
+	q, err := s.GetQuestion(ctx, threadID, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.At.IsZero() {
+		r.At = s.clk.Now()
+	}
+	c, err := s.commit(ctx, checkpoint.ResolveBatch(q, r), commitOpts{})
 	if c == nil {
 		return nil, err
 	}

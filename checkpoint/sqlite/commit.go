@@ -30,8 +30,12 @@ type op struct {
 	msgBytes int64
 	question *checkpoint.Question // the copy that is stored
 	resolve  checkpoint.Resolution
-	eventAt  []time.Time
-	size     int64 // about the bytes the batch writes: bounds a group
+	// resolveEvent is the index in b.Events of the event that records
+	// the resolution: the writer inserts it just before the resolution
+	// (schema 7's trigger looks for it there).
+	resolveEvent int
+	eventAt      []time.Time
+	size         int64 // about the bytes the batch writes: bounds a group
 
 	taken bool // guarded by writer.mu: the writer has it, the caller waits for done
 	done  chan struct{}
@@ -114,6 +118,10 @@ func (s *Store) prepareOp(o *op) error {
 	b := o.b
 	o.now = s.clk.Now()
 	if err := checkTimes("commit", o.now); err != nil {
+		return err
+	}
+	var err error
+	if o.resolveEvent, err = checkpoint.ResolutionEventIndex(b); err != nil {
 		return err
 	}
 	if w := b.Thread; w != nil {
@@ -237,31 +245,19 @@ func (s *Store) apply(t *wtx, o *op) error {
 			return fmt.Errorf("tool call %q of run %q is already claimed: %w", tc.CallID, tc.RunID, checkpoint.ErrConflict)
 		}
 	}
+	// The resolution's compare-and-set is decided here, in the order of
+	// the batch's fields; it is written after its event (below).
+	var resolving *checkpoint.Question
 	if rv := b.Resolve; rv != nil {
-		r := o.resolve
 		q, err := getQuestion(bg, t.stmt(wGetQuestion), rv.ThreadID, rv.ID)
 		if err != nil {
 			return err
 		}
-		if err := checkpoint.CheckResolution(q, r); err != nil {
+		if err := checkpoint.CheckResolution(q, o.resolve); err != nil {
 			o.out.Resolved = q
 			return err
 		}
-		var change int64
-		err = t.stmt(wResolveQuestion).QueryRowContext(bg,
-			string(r.Status), encJSON(r.Answer), r.By, r.Reason, encTime(r.At), rv.ThreadID, rv.ID).Scan(&change)
-		if errors.Is(err, sql.ErrNoRows) { // cannot happen: the writer is alone and saw it pending
-			return fmt.Errorf("question %q changed under the write lock: %w", rv.ID, checkpoint.ErrConflict)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: resolve question %q: %w", rv.ID, err)
-		}
-		q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = r.Status, append(json.RawMessage(nil), r.Answer...), r.By, r.Reason, kept(r.At)
-		if len(q.Answer) == 0 {
-			q.Answer = nil
-		}
-		o.out.Resolved = q
-		o.notes = append(o.notes, note{change, checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: rv.ThreadID, QuestionID: rv.ID}})
+		resolving = q
 	}
 	// The question last of the compare-and-sets: a lost one is the
 	// answer even when the question exists (checkpoint.Batch).
@@ -292,7 +288,36 @@ func (s *Store) apply(t *wtx, o *op) error {
 			e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(o.eventAt[i])).Scan(&o.out.EventSeqs[i]); err != nil {
 			return fmt.Errorf("sqlite: append event: %w", err)
 		}
+		if i == o.resolveEvent {
+			// Right after the event that records it, on the same
+			// connection: schema 7's trigger refuses it otherwise.
+			if err := s.applyResolve(t, o, resolving); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// applyResolve writes the resolution of q (read pending under the write
+// lock) and sets what Commit returns of it.
+func (s *Store) applyResolve(t *wtx, o *op, q *checkpoint.Question) error {
+	rv, r := o.b.Resolve, o.resolve
+	var change int64
+	err := t.stmt(wResolveQuestion).QueryRowContext(bg,
+		string(r.Status), encJSON(r.Answer), r.By, r.Reason, encTime(r.At), rv.ThreadID, rv.ID).Scan(&change)
+	if errors.Is(err, sql.ErrNoRows) { // cannot happen: the writer is alone and saw it pending
+		return fmt.Errorf("question %q changed under the write lock: %w", rv.ID, checkpoint.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: resolve question %q: %w", rv.ID, err)
+	}
+	q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = r.Status, append(json.RawMessage(nil), r.Answer...), r.By, r.Reason, kept(r.At)
+	if len(q.Answer) == 0 {
+		q.Answer = nil
+	}
+	o.out.Resolved = q
+	o.notes = append(o.notes, note{change, checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: rv.ThreadID, QuestionID: rv.ID}})
 	return nil
 }
 

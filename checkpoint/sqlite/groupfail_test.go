@@ -27,11 +27,11 @@ func TestPhantomResolutionInFailedGroup(t *testing.T) {
 	}
 	poison(t, s)
 	release := holdWriter(t, s)
+	answer := checkpoint.ResolveBatch(q, checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"approve"}`), By: "alice"})
+	answer.Events = append(answer.Events, &checkpoint.Event{ThreadID: "t", Type: "poison"})
 	bs := []*checkpoint.Batch{
-		{Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "q", Resolution: checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"approve"}`), By: "alice"}},
-			Events: []*checkpoint.Event{{ThreadID: "t", Type: "poison"}}},
-		{Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "q", Resolution: checkpoint.Resolution{Status: checkpoint.QuestionTimedOut, By: "timeout"}},
-			Events: []*checkpoint.Event{{ThreadID: "t", Type: "question_resolved"}}},
+		answer,
+		checkpoint.ResolveBatch(q, checkpoint.Resolution{Status: checkpoint.QuestionTimedOut, By: "timeout"}),
 	}
 	wait := commitAll(t, s, nil, bs, 0)
 	release()

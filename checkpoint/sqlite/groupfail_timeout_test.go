@@ -22,9 +22,9 @@ func TestTimeOutReturnsPendingAfterFailedGroup(t *testing.T) {
 	release := holdWriter(t, s)
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Commit(t.Context(), &checkpoint.Batch{
-			Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "q", Resolution: checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"approve"}`), By: "alice", At: now}},
-			Events:  []*checkpoint.Event{{ThreadID: "t", Type: "poison"}}})
+		b := checkpoint.ResolveBatch(stored, checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"approve"}`), By: "alice", At: now})
+		b.Events = append(b.Events, &checkpoint.Event{ThreadID: "t", Type: "poison"})
+		_, err := s.Commit(t.Context(), b)
 		done <- err
 	}()
 	waitQueued(t, s, 1)

@@ -344,10 +344,18 @@ func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter)
 	return n, nil
 }
 
-// ResolveQuestion is a Commit of the one resolution. A compare-and-set
+// ResolveQuestion is a Commit of the resolution and its audit entry
+// ([checkpoint.ResolveBatch] of the question as read). A compare-and-set
 // that loses returns the stored question with its error.
 func (s *Store) ResolveQuestion(ctx context.Context, threadID, id string, r checkpoint.Resolution) (*checkpoint.Question, error) {
-	o, err := s.commit(ctx, &op{b: &checkpoint.Batch{Resolve: &checkpoint.Resolve{ThreadID: threadID, ID: id, Resolution: r}}})
+	q, err := s.GetQuestion(ctx, threadID, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.At.IsZero() {
+		r.At = s.clk.Now()
+	}
+	o, err := s.commit(ctx, &op{b: checkpoint.ResolveBatch(q, r)})
 	if err != nil {
 		if o != nil && o.out.Resolved != nil && (errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrExpired)) {
 			return o.out.Resolved, err

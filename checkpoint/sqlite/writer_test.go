@@ -385,12 +385,17 @@ func TestGroupCommitNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := holdWriter(t, s)
+	abort := func(id string) *checkpoint.Batch {
+		return checkpoint.ResolveBatch(&checkpoint.Question{ThreadID: "t", ID: id}, checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort"})
+	}
+	createAndAbort := abort("q1")
+	createAndAbort.Question = &checkpoint.Question{ThreadID: "t", ID: "q2"}
 	bs := []*checkpoint.Batch{
 		{Question: &checkpoint.Question{ThreadID: "t", ID: "q1"}},
-		{Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "q0", Resolution: checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort"}}},
+		abort("q0"),
 		{Question: &checkpoint.Question{ThreadID: "t", ID: "q0"}}, // exists: nothing, no notification
-		{Question: &checkpoint.Question{ThreadID: "t", ID: "q2"}, Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "q1", Resolution: checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort"}}},
-		{Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "q0", Resolution: checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort"}}}, // lost
+		createAndAbort,
+		abort("q0"), // lost
 	}
 	wait := commitAll(t, s, nil, bs, 0)
 	release()
@@ -399,8 +404,10 @@ func TestGroupCommitNotifications(t *testing.T) {
 		t.Errorf("the second abort: %v, want ErrConflict", out[4].err)
 	}
 	// Its own store delivers each write of the group once, in order.
-	// (Within a batch the resolution is written before the question.)
-	want := []string{"question_created q0", "question_created q1", "question_resolved q0", "question_resolved q1", "question_created q2"}
+	// (Within a batch the question is written before the resolution,
+	// which follows its audit event, the batch's last write: as in
+	// PostgreSQL, where the creation's change number is the lower.)
+	want := []string{"question_created q0", "question_created q1", "question_resolved q0", "question_created q2", "question_resolved q1"}
 	got := receive(t, mine, len(want))
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("own store: notifications %v, want %v", got, want)
@@ -408,7 +415,7 @@ func TestGroupCommitNotifications(t *testing.T) {
 	// The other store polls the questions' last changes: q1, created and
 	// resolved in one transaction, is one change (resolved), and q0 may
 	// have been resolved before a poll saw it created.
-	want = []string{"question_resolved q0", "question_resolved q1", "question_created q2"}
+	want = []string{"question_resolved q0", "question_created q2", "question_resolved q1"}
 	got = receive(t, theirs, len(want))
 	if got[0] == "question_created q0" {
 		got = append(got[1:], receive(t, theirs, 1)...)
