@@ -90,11 +90,11 @@ func (fs *flagSet) parse(args []string) error {
 	}
 }
 
-// usageError prints "tollgate CMD: message", then the help, on stderr, and
-// returns 2, the exit status of a usage error.
+// usageError prints "tollgate CMD: message" and where the help is on
+// stderr, and returns 2, the exit status of a usage error. (The whole
+// help after it buried the one line that mattered.)
 func (fs *flagSet) usageError(format string, args ...any) int {
-	fmt.Fprintf(fs.Output(), "%s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
-	printHelp(fs, fs.Output())
+	fmt.Fprintf(fs.Output(), "%s: %s\nsee '%s --help'\n", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
 	return 2
 }
 
@@ -259,7 +259,7 @@ func flagError(fs *flagSet, err error) string {
 		if near := closest(name, names); near != "" {
 			return fmt.Sprintf("unknown flag %s (did you mean %s?)", dashed(name), dashed(near))
 		}
-		return fmt.Sprintf("unknown flag %s (see the flags below)", dashed(name))
+		return fmt.Sprintf("unknown flag %s", dashed(name))
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Sprintf("%s needs a value", dashed(name))

@@ -58,6 +58,11 @@ func TestQuestionsAcrossProcessesViaSQLite(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", "questions", "answer", "--store", db, "--thread", "t1", "nope", "approve"); code != 1 || !strings.Contains(errOut, "no question nope in thread t1") {
 		t.Fatalf("unknown question: %d %s", code, errOut)
 	}
+	// A word after approve is refused, not dropped: it was most likely
+	// meant as a reason or an edit (issue 22).
+	if code, _, errOut := runCLI(t, "", "questions", "answer", "--store", db, "--thread", "t1", "hitl_call_1_1", "approve", "extra"); code == 0 || !strings.Contains(errOut, `approve takes nothing after it, got "extra"`) {
+		t.Fatalf("approve extra: %d %s", code, errOut)
+	}
 	if code, out, errOut := runCLI(t, "", "questions", "answer", "--store", db, "--thread", "t1", "hitl_call_1_1", "deny", "not", "today"); code != 0 {
 		t.Fatalf("answer: %d %s %s", code, out, errOut)
 	}

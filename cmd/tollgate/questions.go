@@ -553,6 +553,9 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 		return fail(stderr, name, err)
 	}
 	fmt.Fprintf(stdout, "question %s in thread %s: %s\n", display.Line(id), display.Line(thread), display.Resolution(resolved))
+	if verb == "deny" && strings.TrimSpace(strings.Join(words, " ")) == "" {
+		fmt.Fprintln(stderr, "note: denied with no reason; the model is told only that a reviewer denied the call (deny REASON says why)")
+	}
 	return 0
 }
 
@@ -564,6 +567,14 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 	arg := strings.Join(words, " ")
 	if digest == "" {
 		digest = q.Digest
+	}
+	switch verb {
+	case "approve", "yes", "no":
+		// A word after approve was most likely meant as a reason or an
+		// edit; answering without it would answer something else.
+		if len(words) > 0 {
+			return nil, fmt.Errorf("%s takes nothing after it, got %q (deny REASON gives a reason; edit JSON changes the call)", verb, arg)
+		}
 	}
 	wrongKind := fmt.Errorf("question %s %s: answer %s", display.Line(q.ID), kindWords(q.Kind), answerForms(q.Kind))
 	switch verb {
