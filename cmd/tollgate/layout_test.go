@@ -178,3 +178,26 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestMissingModelKeyIsSaidAtStart: a model whose key is not set is said
+// in one line at start-up (run stops there; serve warns), not as the
+// SDK's error on every message.
+func TestMissingModelKeyIsSaidAtStart(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	for _, spec := range []string{"anthropic:claude-sonnet-4-6", "openai:gpt-4.1"} {
+		code, _, errOut := runCLI(t, "", "run", "--model", spec, "--dir", t.TempDir(), "hi")
+		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "_API_KEY is not set") {
+			t.Errorf("%s without a key: exit %d, %q; want 2 and one line naming the variable", spec, code, errOut)
+		}
+	}
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+	if p := credentialProblem("openai:llama3.1"); p != "" {
+		t.Errorf("a local OpenAI-compatible server needs no key: %q", p)
+	}
+	if p := credentialProblem("demo"); p != "" {
+		t.Errorf("demo: %q", p)
+	}
+}

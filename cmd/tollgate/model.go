@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -33,4 +34,24 @@ func providerFor(spec string) (agent.Provider, agent.Model, error) {
 		return openai.New(nil), agent.Model{ID: id, Provider: "openai"}, nil
 	}
 	return nil, agent.Model{}, fmt.Errorf("--model %q: want demo, anthropic:MODEL or openai:MODEL", spec)
+}
+
+// credentialProblem says in one line why every call of the model spec
+// would fail for want of a key, or "" when nothing is missing. (Without
+// it serve started and each message failed later with the SDK's
+// several-line error.) OpenAI-compatible servers other than OpenAI's
+// (OPENAI_BASE_URL: Ollama, vLLM) may need no key.
+func credentialProblem(spec string) string {
+	kind, _, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "anthropic":
+		if os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("ANTHROPIC_AUTH_TOKEN") == "" {
+			return "ANTHROPIC_API_KEY is not set: every call of " + spec + " will fail until it is"
+		}
+	case "openai":
+		if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" {
+			return "OPENAI_API_KEY is not set (nor OPENAI_BASE_URL, for a server that needs none): every call of " + spec + " will fail until it is"
+		}
+	}
+	return ""
 }

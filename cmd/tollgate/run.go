@@ -130,6 +130,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitUsage
 	}
+	if problem := credentialProblem(*modelSpec); problem != "" {
+		fmt.Fprintln(stderr, "tollgate:", problem)
+		return exitUsage
+	}
 	// The run outlives ctx's cancellation: a signal is handled below (an
 	// abort needs the store after Ctrl-C), and ctx ending otherwise stops
 	// the run resumable, as SIGTERM does.

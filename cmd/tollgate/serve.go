@@ -91,6 +91,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
+	if problem := credentialProblem(af.model); problem != "" {
+		log.Warn("tollgate: " + problem)
+	}
 	mcpConfigs, err := mcpf.configs()
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
