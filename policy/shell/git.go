@@ -122,9 +122,12 @@ func gitObjectIDs(c *check, sub string, opts []opt, operands []word) {
 }
 
 // isObjectID reports whether v names an object by its (abbreviated) id,
-// perhaps with ^, ~ or @{...} after it.
+// perhaps peeled (^{}, ^{blob}); an ancestor (id~2, id^) is a commit.
 func isObjectID(v string) bool {
 	if i := strings.IndexAny(v, "^~@"); i >= 0 {
+		if !strings.Contains(v[i:], "{") {
+			return false
+		}
 		v = v[:i]
 	}
 	if len(v) < 4 || len(v) > 64 {
