@@ -89,6 +89,7 @@ func TestRenewWaitsForOneFencedCommit(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 
 	var bLatency time.Duration
+	bAfterRollback := false
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -98,6 +99,11 @@ func TestRenewWaitsForOneFencedCommit(t *testing.T) {
 			Thread: &checkpoint.ThreadWrite{ID: "B", Version: 1, Status: checkpoint.ThreadRunning},
 		})
 		bLatency = time.Since(start)
+		select {
+		case <-rolledBack:
+			bAfterRollback = true
+		default:
+		}
 		t.Logf("B's fenced commit, during the renewal: %v, took %v", err, bLatency.Round(time.Millisecond))
 	}()
 	// The replica's own renewal loop (every ttl/4, each given margin).
@@ -108,8 +114,11 @@ func TestRenewWaitsForOneFencedCommit(t *testing.T) {
 	if lB.(*lease).Lost() {
 		t.Errorf("B's lease was lost (B's run cancelled) because one fenced commit on A waited for a row; stats %+v", c.Stats())
 	}
-	if bLatency > 150*time.Millisecond {
-		t.Errorf("B's fenced commit waited %v behind the blocked renewal", bLatency.Round(time.Millisecond))
+	// Not a time limit (CI's busy cores made 286 ms of a healthy commit):
+	// B's commit must not wait for A's row, that is, it ends before the
+	// holder lets A's row go.
+	if bAfterRollback {
+		t.Errorf("B's fenced commit waited %v, until A's row was let go: behind the blocked renewal", bLatency.Round(time.Millisecond))
 	}
 }
 
