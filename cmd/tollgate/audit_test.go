@@ -42,7 +42,7 @@ func TestAuditSameOnStoreAndServer(t *testing.T) {
 		{"t1", "run_parked", "parked", "waiting for hitl_call_1_1"},
 		{"t2", "tool_result", "allowed", "bash", "call call_1_1"},
 		{"t2", "tool_result", "policy_deny", "call call_1_2: no forbidden things"},
-		{"t2", "question_resolved", "alice", "approve", "test: ask", "ms", "bash", "question hitl_call_1_3"},
+		{"t2", "question_resolved", "alice", "approve", "test: ask", "bash", "question hitl_call_1_3"},
 		{"t2", "tool_result", "alice", "approve", "test: ask", "call call_1_3"},
 		{"t2", "run_finished", "end_turn"},
 	} {
