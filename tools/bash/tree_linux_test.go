@@ -97,13 +97,13 @@ func matches(patterns []string) bool {
 // working directory where it may, and in $TMPDIR). All of them carry TOKEN
 // in their environment.
 const treeCmd = `export TOLLGATE_TREE_TOKEN=TOKEN; T=$TMPDIR; W=$PWD
-(touch "$T/up-bg"; sleep 5; touch "$W/marker-bg" "$T/marker-bg") &
-nohup sh -c 'touch "$0/up-nohup"; sleep 5; touch "$1/marker-nohup" "$0/marker-nohup"' "$T" "$W" >/dev/null 2>&1 &
-setsid sh -c 'touch "$0/up-setsid"; sleep 5; touch "$1/marker-setsid" "$0/marker-setsid"' "$T" "$W" &
-(setsid sh -c 'touch "$0/up-daemon"; sleep 5; touch "$1/marker-daemon" "$0/marker-daemon"' "$T" "$W" &)
+(touch "$T/up-bg"; sleep 9; touch "$W/marker-bg" "$T/marker-bg") &
+nohup sh -c 'touch "$0/up-nohup"; sleep 9; touch "$1/marker-nohup" "$0/marker-nohup"' "$T" "$W" >/dev/null 2>&1 &
+setsid sh -c 'touch "$0/up-setsid"; sleep 9; touch "$1/marker-setsid" "$0/marker-setsid"' "$T" "$W" &
+(setsid sh -c 'touch "$0/up-daemon"; sleep 9; touch "$1/marker-daemon" "$0/marker-daemon"' "$T" "$W" &)
 until [ -e "$T/up-bg" ] && [ -e "$T/up-nohup" ] && [ -e "$T/up-setsid" ] && [ -e "$T/up-daemon" ]; do sleep 0.01; done
 echo y; touch "$T/started"
-EXIT || { sleep 5; echo z; touch "$W/marker-fg" "$T/marker-fg"; }`
+EXIT || { sleep 9; echo z; touch "$W/marker-fg" "$T/marker-fg"; }`
 
 // TestTreeDies: nothing of a command runs once the agent's process is
 // killed (SIGKILL), once the command timed out or was cancelled, or once
@@ -192,7 +192,7 @@ func treeDies(t *testing.T, profile bash.Profile, noPidNS bool, ending string) (
 	a := agentConfig{Profile: profile, NoPidNS: noPidNS, Dir: work, Cmd: cmd, Result: filepath.Join(tmp, "result.json")}
 	switch ending {
 	case "timeout":
-		a.Timeout = 3500 * time.Millisecond
+		a.Timeout = 6 * time.Second
 	case "cancelled":
 		a.CancelOn = started
 	}
@@ -244,7 +244,7 @@ func treeDies(t *testing.T, profile bash.Profile, noPidNS bool, ending string) (
 	if left := processesWith(token, agent.Process.Pid); len(left) > 0 {
 		errs = fail("processes of the command are left: %s", strings.Join(left, "; "))
 	}
-	time.Sleep(time.Until(ended.Add(5500 * time.Millisecond)))
+	time.Sleep(time.Until(ended.Add(9500 * time.Millisecond)))
 	for _, p := range []string{filepath.Join(work, "marker-*"), filepath.Join(tmp, "marker-*"), filepath.Join(tmp, "*", "marker-*")} {
 		if m, _ := filepath.Glob(p); len(m) > 0 {
 			errs = fail("ran after the end: %v", m)
