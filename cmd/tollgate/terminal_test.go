@@ -398,6 +398,9 @@ if [ $n = 1 ]; then echo '{"cmd": 5}' > "$1"; else echo '{"cmd": "echo edited >>
 		}
 		p = startPTY(t, nil, "--store", "sqlite:"+db, "--thread", "t1", "--dir", dir, "--resume")
 		p.expect(`cmd: echo resumed >> out.txt`)
+		// Keys typed before the prompt is drawn are dropped on purpose
+		// (KeysTypedBeforeTheQuestionAreNotAnAnswer): answer the prompt.
+		p.expect(`\[a\]pprove`)
 		p.send("a\r")
 		p.expect("`echo resumed >> out.txt`: ran, exit 0")
 		if code := p.exit(); code != 0 {
