@@ -334,8 +334,11 @@ func TestEventsIgnoreOtherTransactions(t *testing.T) {
 		if err != nil || len(evs) != 1 || evs[0].Seq != seq {
 			t.Fatalf("event %d: %v, %v", i, evs, err)
 		}
-		if d := time.Since(start); d > 200*time.Millisecond {
-			t.Errorf("event %d came after %v, with transaction %d running", i, d, xid)
+		// Withheld, it would come only when settle gave up at eventWait
+		// (or not at all); a busy machine's few rounds of writersHorizon
+		// take far less (CI saw 332 ms under load, so no tighter bound).
+		if d := time.Since(start); d >= eventWait {
+			t.Errorf("event %d came after %v (eventWait), with transaction %d running", i, d, xid)
 		}
 	}
 }
