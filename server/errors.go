@@ -26,6 +26,7 @@ const (
 	codeRunActive       = "run_active"
 	codeNoRun           = "no_run"
 	codeDigestMismatch  = "digest_mismatch"
+	codeDigestRequired  = "digest_required"
 	codeExpired         = "expired"
 	codeAborted         = "aborted"
 	codeTooLarge        = "too_large"
@@ -99,6 +100,7 @@ var sentinels = []struct {
 	{hitl.ErrAlreadyAnswered, http.StatusConflict, codeAlreadyAnswered},
 	{hitl.ErrExpired, http.StatusGone, codeExpired},
 	{hitl.ErrDigestMismatch, http.StatusConflict, codeDigestMismatch},
+	{hitl.ErrDigestRequired, http.StatusUnprocessableEntity, codeDigestRequired},
 	{hitl.ErrWrongKind, http.StatusUnprocessableEntity, codeInvalidAnswer},
 	{hitl.ErrInvalidAnswer, http.StatusUnprocessableEntity, codeInvalidAnswer},
 	{host.ErrRunActive, http.StatusConflict, codeRunActive},

@@ -189,7 +189,7 @@ func TestReviewerScope(t *testing.T) {
 	}
 	f.do("GET", "/v1/threads/t1/events", bobSecret, nil).want(t, http.StatusForbidden, "forbidden")
 	f.do("GET", "/v1/threads/t1/stream", bobSecret, nil).want(t, http.StatusForbidden, "forbidden")
-	res := f.do("POST", "/v1/questions/team-b-1/"+qb.ID+"/answer", bobSecret, map[string]string{"decision": "deny", "reason": "not today"}).want(t, http.StatusOK, "")
+	res := f.do("POST", "/v1/questions/team-b-1/"+qb.ID+"/answer", bobSecret, map[string]string{"digest": qb.Digest, "decision": "deny", "reason": "not today"}).want(t, http.StatusOK, "")
 	if by := res.json(t)["answered_by"]; by != "bob" {
 		t.Errorf("answered by %v", by)
 	}
@@ -216,9 +216,9 @@ func TestDevMode(t *testing.T) {
 	}
 	q := f.ask("t1", "rm -r /opt/x")
 	answer := "/v1/questions/t1/" + q.ID + "/answer"
-	f.do("POST", answer, "", map[string]string{"decision": "approve"}, header{"Origin", "https://evil.example"}).want(t, http.StatusForbidden, "csrf")
+	f.do("POST", answer, "", map[string]string{"digest": q.Digest, "decision": "approve"}, header{"Origin", "https://evil.example"}).want(t, http.StatusForbidden, "csrf")
 	f.do("GET", "/v1/threads", "", nil, header{"Host", "evil.example"}).want(t, http.StatusForbidden, "forbidden")
-	if by := f.do("POST", answer, "", map[string]string{"decision": "approve"}).want(t, http.StatusOK, "").json(t)["answered_by"]; by != "dev" {
+	if by := f.do("POST", answer, "", map[string]string{"digest": q.Digest, "decision": "approve"}).want(t, http.StatusOK, "").json(t)["answered_by"]; by != "dev" {
 		t.Errorf("answered by %v", by)
 	}
 	for _, addr := range []string{"localhost:8080", "[::1]:8080", "127.0.0.2:9"} {

@@ -153,7 +153,7 @@ func TestThreadStream(t *testing.T) {
 	if got := types(first); got != "run_started question_asked run_parked" {
 		t.Errorf("events %q", got)
 	}
-	f.do("POST", "/v1/questions/t1/"+q.ID+"/answer", aliceSecret, map[string]string{"decision": "approve"}).want(t, http.StatusOK, "")
+	f.do("POST", "/v1/questions/t1/"+q.ID+"/answer", aliceSecret, map[string]string{"digest": q.Digest, "decision": "approve"}).want(t, http.StatusOK, "")
 	// question_resolved may come after the resumed run's events (see
 	// orderFree): read until both are in.
 	rest := s.untilAll("run_finished", "question_resolved")

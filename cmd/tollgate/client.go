@@ -580,7 +580,7 @@ func (c *apiClient) answer(ctx context.Context, thread, id string, answer json.R
 	var ae *apiError
 	if errors.As(err, &ae) {
 		switch ae.code {
-		case "not_found", "already_answered", "expired", "aborted", "digest_mismatch", "invalid_answer":
+		case "not_found", "already_answered", "expired", "aborted", "digest_mismatch", "digest_required", "invalid_answer":
 			return nil, &refusal{code: ae.code, message: ae.message, problems: ae.problems, question: ae.question}
 		}
 	}
@@ -770,7 +770,8 @@ func (s *storeSource) answer(ctx context.Context, thread, id string, answer json
 	if err != nil {
 		return nil, err
 	}
-	q, err := h.Answer(ctx, thread, id, answer, by)
+	// As the server does: an answer says which call it is about.
+	q, err := h.AnswerWith(ctx, thread, id, answer, host.AnswerOptions{By: by, RequireDigest: true})
 	if err == nil {
 		return q, nil
 	}
@@ -788,6 +789,8 @@ func (s *storeSource) answer(ctx context.Context, thread, id string, answer json
 		r.code = "expired"
 	case errors.Is(err, hitl.ErrDigestMismatch):
 		r.code = "digest_mismatch"
+	case errors.Is(err, hitl.ErrDigestRequired):
+		r.code = "digest_required"
 	case errors.Is(err, hitl.ErrWrongKind), errors.Is(err, hitl.ErrInvalidAnswer):
 		r.code = "invalid_answer"
 		var ve *agent.ValidationError

@@ -895,8 +895,8 @@ func TestBrowser(t *testing.T) {
 			"$ dd if=/dev/zero of=/dev/sda\n$ rm -rf /srv/data\n$ git push origin main", 3)
 		answers := []map[string]any{
 			{"decision": "approve", "digest": qs[0]["digest"]},
-			{"decision": "deny", "reason": "keep the data"},
-			{"decision": "edit", "edited_args": map[string]any{"cmd": "git push --dry-run origin main"}},
+			{"decision": "deny", "reason": "keep the data", "digest": qs[1]["digest"]},
+			{"decision": "edit", "edited_args": map[string]any{"cmd": "git push --dry-run origin main"}, "digest": qs[2]["digest"]},
 		}
 		for i, q := range qs {
 			if code, body := e.api("POST", "/v1/questions/outcomes-1/"+q["id"].(string)+"/answer", otherSecret, answers[i]); code != http.StatusOK {
@@ -957,7 +957,7 @@ func TestBrowserUnknownOutcome(t *testing.T) {
 	b := newBrowser(t)
 	e := newEnv(t, false)
 	qs := e.prompt("unknown-1", "$ sleep until aborted", 1)
-	if code, body := e.api("POST", "/v1/questions/unknown-1/"+qs[0]["id"].(string)+"/answer", otherSecret, map[string]any{"decision": "approve"}); code != http.StatusOK {
+	if code, body := e.api("POST", "/v1/questions/unknown-1/"+qs[0]["id"].(string)+"/answer", otherSecret, map[string]any{"decision": "approve", "digest": qs[0]["digest"]}); code != http.StatusOK {
 		t.Fatalf("answering: %d %v", code, body)
 	}
 	select {
@@ -1013,6 +1013,7 @@ func TestBrowserPadding(t *testing.T) {
 	cmd := "echo safe" + strings.Repeat(" ", 3000) + "; rm -rf ~"
 	qs := e.prompt("padding-1", "$ "+cmd+"\n$ print padding", 2)
 	for i, answer := range []map[string]any{{"decision": "deny", "reason": "no"}, {"decision": "approve"}} {
+		answer["digest"] = qs[i]["digest"]
 		if code, body := e.api("POST", "/v1/questions/padding-1/"+qs[i]["id"].(string)+"/answer", otherSecret, answer); code != http.StatusOK {
 			t.Fatalf("answering: %d %v", code, body)
 		}

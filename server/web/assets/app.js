@@ -846,7 +846,8 @@ const DEFAULT_REASON = 'The reviewer denied this call and gave no reason.';
 function approveActions(q, dr, args, open, kind) {
 	const k = qKey(q);
 	const wrap = el('div', { class: 'answer' });
-	const digest = kind === 'approve' ? { digest: q.digest || undefined } : {};
+	// Every answer says which call it is about (the API refuses one that does not).
+	const digest = { digest: q.digest || undefined };
 	const doApprove = () => {
 		if (shown.warn && !dr.armed) {
 			dr.armed = true;
@@ -854,7 +855,7 @@ function approveActions(q, dr, args, open, kind) {
 			$('act-approve').focus();
 			return;
 		}
-		send(q, kind === 'approve' ? Object.assign({ decision: 'approve' }, digest) : { action: 'approve' }, 'Approved.');
+		send(q, Object.assign(kind === 'approve' ? { decision: 'approve' } : { action: 'approve' }, digest), 'Approved.');
 	};
 	const mode = dr.mode;
 	const approveBtn = btn(dr.armed ? 'Approve despite the hidden characters' : 'Approve', 'primary' + (dr.armed ? ' danger' : ''), doApprove, { id: 'act-approve', 'data-act': 'approve', 'aria-keyshortcuts': 'a' });
@@ -869,7 +870,7 @@ function approveActions(q, dr, args, open, kind) {
 		onCtrlEnter(ta, () => sendDeny());
 		const sendDeny = () => {
 			const reason = dr.reason.trim() || DEFAULT_REASON;
-			send(q, kind === 'approve' ? Object.assign({ decision: 'deny', reason }, digest) : { action: 'reject', message: reason }, 'Denied; the model is told why.');
+			send(q, Object.assign(kind === 'approve' ? { decision: 'deny', reason } : { action: 'reject', message: reason }, digest), 'Denied; the model is told why.');
 		};
 		wrap.append(el('div', { class: 'subform' },
 			el('label', { for: 'deny-reason' }, 'Reason — the model will read this'), ta,
@@ -900,7 +901,7 @@ function editForm(q, dr, args, open, kind, digest) {
 	}
 	if (dr.mode === 'diff') {
 		const sendEdit = () =>
-			send(q, kind === 'approve' ? Object.assign({ decision: 'edit', edited_args: edited }, digest) : { action: 'edit', arguments: edited }, 'Sent with your edits.', (problems, message) => {
+			send(q, Object.assign(kind === 'approve' ? { decision: 'edit', edited_args: edited } : { action: 'edit', arguments: edited }, digest), 'Sent with your edits.', (problems, message) => {
 				dr.mode = 'edit';
 				dr.problems = { list: problems, message };
 				renderDetail();
