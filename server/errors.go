@@ -30,6 +30,7 @@ const (
 	codeExpired         = "expired"
 	codeAborted         = "aborted"
 	codeTooLarge        = "too_large"
+	codeTooManyStreams  = "too_many_streams"
 	codeInvalidAnswer   = "invalid_answer"
 	codeInternal        = "internal"
 	codeUnavailable     = "unavailable"

@@ -65,6 +65,12 @@ type Config struct {
 	// MaxSessions caps the sessions kept in memory; beyond it the one
 	// closest to its expiry is signed out. Zero: 10000.
 	MaxSessions int
+	// MaxStreamsPerToken caps the event streams one token keeps open at
+	// once, by bearer or through any page session it signed in (each
+	// holds a connection, a goroutine and a share of every wake-up): a
+	// stream beyond it is refused with 429 too_many_streams. Zero: 32;
+	// negative: no cap.
+	MaxStreamsPerToken int
 }
 
 // Server is the HTTP layer of tollgate serve: the JSON API of API.md, the
@@ -91,6 +97,7 @@ type Server struct {
 	wake      *broadcaster
 	head      *logHead
 	counts    countCache
+	streams   streamCounts
 }
 
 // New returns a server for cfg. It subscribes to the host's events and the
@@ -119,6 +126,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.poll <= 0 {
 		s.poll = 2 * time.Second
+	}
+	s.streams = streamCounts{max: cfg.MaxStreamsPerToken, open: map[string]int{}}
+	if s.streams.max == 0 {
+		s.streams.max = DefaultMaxStreamsPerToken
 	}
 	ttl, maxSessions := cfg.SessionTTL, cfg.MaxSessions
 	if ttl <= 0 {
