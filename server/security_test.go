@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,5 +300,38 @@ func TestStreamEndsAtSignOut(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stream went on after sign-out")
+	}
+}
+
+// GET /v1/session lists the server's notices (tools unconfined, a policy
+// loosened by a reload) for those who answer questions, as they stand at
+// each request; a client's session has none.
+func TestSessionNotices(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	notices := []server.Notice{{Code: "unconfined", Message: "the bash tool runs unconfined"}}
+	f := setup(t, &options{cfg: func(c *server.Config) {
+		c.Notices = func() []server.Notice {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(notices)
+		}
+	}})
+	got := func(secret string) []any {
+		t.Helper()
+		n, _ := f.do("GET", "/v1/session", secret, nil).want(t, http.StatusOK, "").json(t)["notices"].([]any)
+		return n
+	}
+	if n := got(aliceSecret); len(n) != 1 || n[0].(map[string]any)["code"] != "unconfined" || n[0].(map[string]any)["at"] != nil {
+		t.Errorf("reviewer's notices %v", n)
+	}
+	if n := got(clientSecret); n != nil {
+		t.Errorf("client's notices %v", n)
+	}
+	mu.Lock()
+	notices = append(notices, server.Notice{Code: "policy_loosened", Message: "policy.yaml may allow more", At: epoch})
+	mu.Unlock()
+	if n := got(adminSecret); len(n) != 2 || n[1].(map[string]any)["at"] != "2026-03-01T09:00:00.000000Z" {
+		t.Errorf("admin's notices %v", n)
 	}
 }

@@ -736,7 +736,7 @@ func (s *storeSource) question(ctx context.Context, thread, id string) (*checkpo
 // has the tools and policy of a run, so that it checks answers as the run
 // would. The model is never called.
 func (s *storeSource) host(ctx context.Context) (*host.Host, error) {
-	approval, _, _, err := loadPolicy(ctx, s.policyFile, s.log)
+	approval, _, _, err := loadPolicy(ctx, s.policyFile, s.log, policyWatch{})
 	if err != nil {
 		return nil, err
 	}

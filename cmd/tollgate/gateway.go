@@ -84,6 +84,8 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	dev := fs.Bool("dev", false, "no authentication on the page and the API (loopback only): then anything on this machine, the gated agent too, can approve its calls")
 	progress := fs.Duration("progress", 5*time.Second, "how often a client whose call waits for a person gets a progress notification (clients give up after a silence, often 60s)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long calls already running upstream get to finish; calls waiting for a person are answered at once with a retryable error")
+	var reload string
+	policyReloadFlag(fs, &reload)
 	var mcpf mcpFlags
 	mcpf.register(fs.FlagSet)
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
@@ -129,7 +131,12 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		tokens = []server.Token{{Name: "reviewer", Role: server.RoleAdmin, SHA256: server.HashToken(secret)}}
 		reviewerWhere = where
 	}
-	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log)
+	manual, err := parsePolicyReload(reload)
+	if err != nil {
+		return fail(2, err)
+	}
+	notices := &noticeBoard{}
+	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log, policyWatch{manual: manual, loosened: notices.policyLoosened})
 	if err != nil {
 		return fail(2, err)
 	}
@@ -198,8 +205,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	started.Store(g)
 	srv, err := server.New(server.Config{Host: g.Host(), Logger: log, Tokens: tokens, DevMode: *dev, ListenAddr: *addr,
-		Model: "MCP gateway (each thread is one call of an MCP client)",
-		Page:  web.Handler(web.Options{DevMode: *dev, Model: "MCP gateway", Version: version})})
+		Model:   "MCP gateway (each thread is one call of an MCP client)",
+		Page:    web.Handler(web.Options{DevMode: *dev, Model: "MCP gateway", Version: version}),
+		Notices: notices.list})
 	if err != nil {
 		_ = g.Shutdown(context.WithoutCancel(ctx))
 		return fail(2, err)
@@ -259,7 +267,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 // gatewayPolicyOf loads the policy file (watched for changes) or the
 // gateway's default, and says which tools it blocks whatever their
 // arguments (hidden from the clients' tool lists).
-func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, func(string, map[string]any) bool, string, error) {
+func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger, w policyWatch) (hitl.Policy, func(string, map[string]any) bool, string, error) {
 	if file == "" {
 		p, err := policy.Parse("the gateway's built-in policy", []byte(gatewayPolicy), nil)
 		if err != nil {
@@ -267,7 +275,7 @@ func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger) (hitl.P
 		}
 		return p.HITL(), func(string, map[string]any) bool { return false }, "built in: every call asks", nil
 	}
-	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded; clients see the tools it hides at their next tools/list")
+	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded; clients see the tools it hides at their next tools/list", w)
 	if err != nil {
 		return nil, nil, "", err
 	}

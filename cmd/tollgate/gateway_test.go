@@ -326,7 +326,7 @@ func TestGatewayStdio(t *testing.T) {
 
 // Without --policy the gateway starts, and asks about every call.
 func TestGatewayDefaultPolicy(t *testing.T) {
-	approval, hidden, name, err := gatewayPolicyOf(context.Background(), "", nil)
+	approval, hidden, name, err := gatewayPolicyOf(context.Background(), "", nil, policyWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}

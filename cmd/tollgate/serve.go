@@ -71,6 +71,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
+	if _, err := parsePolicyReload(af.reload); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
 	if *maxStreams < 0 {
 		fmt.Fprintf(stderr, "tollgate serve: --max-streams-per-token %d: give a number of streams, or 0 for no limit\n", *maxStreams)
 		return 2
@@ -128,6 +132,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Warn("tollgate's state is inside the bash tool's working directory: unconfined and approved commands can rewrite it (--allow-state-in-workdir)", "path", p, "dir", af.dir)
 	}
 	af.masked = state
+	notices := &noticeBoard{fixed: af.sandbox.notices()}
+	af.loosened = notices.policyLoosened
 	if err := ensureStoreDir(*storeURL, defaultStore()); err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
@@ -205,6 +211,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		PollInterval:       poll,
 		Collectors:         collectorsOf(coord),
 		MaxStreamsPerToken: *maxStreams,
+		Notices:            notices.list,
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))

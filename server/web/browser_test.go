@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -129,6 +130,13 @@ type env struct {
 
 func newEnv(t *testing.T, dev bool) *env {
 	t.Helper()
+	return newEnvWith(t, dev, nil)
+}
+
+// newEnvWith is newEnv with more of the server's configuration set by
+// configure.
+func newEnvWith(t *testing.T, dev bool, configure func(*server.Config)) *env {
+	t.Helper()
 	store := memory.New()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	running := make(chan struct{}, 8)
@@ -170,6 +178,9 @@ func newEnv(t *testing.T, dev bool) *env {
 		Page: web.Handler(web.Options{DevMode: dev, Model: "demo (offline demo model)", Version: "test"})}
 	if dev {
 		cfg.DevMode, cfg.Tokens, cfg.ListenAddr = true, nil, "127.0.0.1:0"
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -1033,6 +1044,36 @@ func TestBrowserPadding(t *testing.T) {
 		t.Errorf("%d padded texts are folded away", n)
 	}
 	tb.shot("padding")
+}
+
+// TestBrowserNotices: what a reviewer must know of the server — its tools
+// run unconfined, its policy was loosened by a reload — is a banner on the
+// page, as the server says it now.
+func TestBrowserNotices(t *testing.T) {
+	b := newBrowser(t)
+	var mu sync.Mutex
+	notices := []server.Notice{{Code: "unconfined", Message: "UNCONFINED: the bash tool's commands can rewrite tollgate's store"}}
+	e := newEnvWith(t, false, func(c *server.Config) {
+		c.Notices = func() []server.Notice {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(notices)
+		}
+	})
+	tb := b.open(t, e.ts.URL+"/")
+	tb.signIn()
+	shown := `JSON.stringify([...document.querySelectorAll('#banners [data-notice]')].map((b) => [b.dataset.notice, b.className, b.textContent]))`
+	tb.wait("the unconfined banner", `document.querySelectorAll('#banners [data-notice]').length === 1`)
+	if got, want := js[string](tb, shown), string(mustJSON([][]string{{"unconfined", "banner error", notices[0].Message}})); got != want {
+		t.Errorf("banners %s, want %s", got, want)
+	}
+	mu.Lock()
+	notices = append(notices, server.Notice{Code: "policy_loosened", At: time.Now(),
+		Message: "the policy file policy.yaml was reloaded and may allow more than before (the default is allow, was ask): check who changed it"})
+	mu.Unlock()
+	tb.do(chromedp.Reload())
+	tb.wait("the loosened banner", `[...document.querySelectorAll('#banners [data-notice]')].some((b) => b.dataset.notice === 'policy_loosened' && b.textContent.includes('policy.yaml was reloaded'))`)
+	tb.shot("notices")
 }
 
 func TestBrowserDevMode(t *testing.T) {

@@ -430,11 +430,36 @@ $('signout').addEventListener('click', async () => {
 	location.reload();
 });
 
+// ---------- the server's notices ----------
+// What a reviewer must know of the server itself — its tools run
+// unconfined, its policy was loosened by a reload — one banner each, as
+// GET /v1/session lists them now.
+let noticeIDs = [];
+function showNotices(list) {
+	const ids = [];
+	for (const n of list || []) {
+		const id = 'notice-' + n.code + '-' + (n.at || '');
+		ids.push(id);
+		if (!banners.has(id)) banner(id, n.code === 'policy_loosened' ? 'warn' : 'error', (n.at ? when(n.at) + ': ' : '') + n.message).dataset.notice = n.code;
+	}
+	for (const id of noticeIDs) if (!ids.includes(id)) dropBanner(id);
+	noticeIDs = ids;
+}
+async function refreshNotices() {
+	try {
+		const r = await api('GET', '/v1/session');
+		if (r.ok) showNotices(r.data.notices);
+	} catch (e) {
+		/* the next refresh tries again */
+	}
+}
+
 function start(me) {
 	S.me = me || {};
 	S.csrf = S.me.csrf_token || '';
 	$('signin').hidden = true;
 	if (S.me.dev_mode) $('devbanner').hidden = false;
+	showNotices(S.me.notices);
 	if (S.me.model && !B.dataset.model) {
 		$('model').textContent = 'model: ' + S.me.model;
 		$('model').hidden = false;
@@ -459,6 +484,7 @@ function start(me) {
 	connectStream();
 	setInterval(tick, 1000);
 	setInterval(resync, 30000);
+	setInterval(refreshNotices, 15000);
 }
 
 // ---------- the queue ----------
