@@ -82,6 +82,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "the page's and API's tokens `file`, as for serve (without it: one reviewer token, see --reviewer-token-file) [TOLLGATE_TOKENS_FILE]")
 	reviewerFile := fs.String("reviewer-token-file", envDefault("TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE", configFile("gateway.reviewer-token")), "without --tokens, the `file` of the token reviewers sign in to the page (and the API) with; made (0600) if missing; keep it where the gated agent cannot read it [TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE]")
 	dev := fs.Bool("dev", false, "no authentication on the page and the API (loopback only): then anything on this machine, the gated agent too, can approve its calls")
+	stateInRoots := fs.Bool("allow-state-in-mcp-roots", false, "start even though the store, the policy or a tokens file is inside a directory a stdio MCP server is given (its root): its tools could read the reviewers' token there, or rewrite the policy, and approve their own calls, e.g. --allow-state-in-mcp-roots")
 	progress := fs.Duration("progress", 5*time.Second, "how often a client whose call waits for a person gets a progress notification (clients give up after a silence, often 60s)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long calls already running upstream get to finish; calls waiting for a person are answered at once with a retryable error")
 	var reload string
@@ -109,6 +110,28 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if len(configs) == 0 {
 		return fail(2, errors.New("no MCP servers to front: give --mcp NAME=COMMAND (or NAME=URL) or --mcp-config FILE"))
+	}
+	if given(fs, "store") && storeurl.HasPassword(*storeURL) {
+		return fail(2, errors.New(storePasswordRefusal))
+	}
+	// Attack D of issue 21: the gateway's tokens in a directory its
+	// filesystem server reads, returned by an allowed read_file.
+	var files []string
+	for env, f := range map[string]string{"TOLLGATE_GATEWAY_TOKEN": *tokenFile, "TOLLGATE_GATEWAY_REVIEWER_TOKEN": *reviewerFile} {
+		if os.Getenv(env) == "" {
+			files = append(files, f)
+		}
+	}
+	state := statePaths(*storeURL, append(files, *policyFile, *tokensFile)...)
+	for _, r := range mcpRoots(configs) {
+		p := stateInside(r.dir, state)
+		if p == "" {
+			continue
+		}
+		if !*stateInRoots {
+			return fail(2, fmt.Errorf("%s is inside %s, a directory MCP server %s is given: an allowed call of its tools could read it (the reviewers' token) or rewrite it, and approve its own calls; keep it elsewhere (--store, --token-file, --reviewer-token-file, --tokens, --policy), or give --allow-state-in-mcp-roots to take that risk", p, r.dir, r.server))
+		}
+		log.Warn("tollgate's state is inside a directory an MCP server is given: its tools can read and rewrite it (--allow-state-in-mcp-roots)", "path", p, "server", r.server, "dir", r.dir)
 	}
 	tokens, err := loadTokens(*tokensFile)
 	if err != nil {
@@ -262,6 +285,46 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	fmt.Fprintln(say, "tollgate: stopped")
 	return 0
+}
+
+// mcpRoot is a directory a stdio MCP server is given.
+type mcpRoot struct{ server, dir string }
+
+// mcpRoots are the directories the stdio MCP servers are given on their
+// command lines (a filesystem server's roots, where its tools read and
+// write): every argument that names an existing directory, relative ones
+// from the server's working directory. Servers reached by URL say nothing
+// of theirs.
+func mcpRoots(configs []mcpgate.ServerConfig) []mcpRoot {
+	var out []mcpRoot
+	for _, c := range configs {
+		if c.Command == "" {
+			continue
+		}
+		base := c.Dir
+		if base == "" {
+			base = "."
+		}
+		if d, err := expandHome(base); err == nil {
+			base = d
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			p, err := expandHome(a)
+			if err != nil {
+				continue
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			if st, err := os.Stat(p); err == nil && st.IsDir() {
+				out = append(out, mcpRoot{c.Name, p})
+			}
+		}
+	}
+	return out
 }
 
 // gatewayPolicyOf loads the policy file (watched for changes) or the

@@ -120,7 +120,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer ln.Close()
 	if given(fs, "store") && storeurl.HasPassword(*storeURL) {
-		fmt.Fprintln(stderr, "tollgate serve: --store carries a password, which every process on this machine can read in its command line: give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE), or the whole URL in TOLLGATE_STORE")
+		fmt.Fprintln(stderr, "tollgate serve: "+storePasswordRefusal)
 		return 2
 	}
 	state := statePaths(*storeURL, af.policyFile, *tokensFile)
