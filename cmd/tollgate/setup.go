@@ -207,8 +207,12 @@ const keptLoosened = 5
 func (b *noticeBoard) policyLoosened(file string, looser []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	what := strings.Join(looser, "; ")
+	if r := []rune(what); len(r) > 400 {
+		what = string(r[:400]) + "…"
+	}
 	b.loosened = append(b.loosened, server.Notice{Code: "policy_loosened", At: time.Now(),
-		Message: "The policy file " + file + " was reloaded and may allow more than the policy it replaced (" + strings.Join(looser, "; ") +
+		Message: "The policy file " + file + " was reloaded and may allow more than the policy it replaced (" + what +
 			"): calls it allows run without asking anyone. Check who changed it."})
 	if len(b.loosened) > keptLoosened {
 		b.loosened = slices.Delete(b.loosened, 0, len(b.loosened)-keptLoosened)

@@ -787,6 +787,7 @@ func TestUnknownFiles(t *testing.T) {
 		{"git ls-files ':/' | xargs cat", true, true, false, false},
 		{"git ls-files -s | xargs cat", true, true, false, false},
 		{"git -C .. ls-files | xargs cat", true, true, false, false},
+		{"git ls-files -o -i --exclude-standard | xargs cat", true, true, false, false},
 		{"git ls-files ../x | xargs cat", true, true, false, false},
 		{"cat *.yaml", false, false, false, false},
 		{"grep -rn key --include='*.yaml' .", false, false, false, false},

@@ -813,10 +813,11 @@ func findPrintsInside(args []word) bool {
 }
 
 // gitLsFilesOptions are the git ls-files options after which it prints
-// only paths, relative to the working directory.
+// only paths, relative to the working directory. Not -i (--ignored): it
+// chooses the files git is told to ignore, where secrets are kept (.env).
 var gitLsFilesOptions = map[string]bool{
 	"-c": true, "--cached": true, "-d": true, "--deleted": true, "-m": true, "--modified": true, "-o": true,
-	"--others": true, "-i": true, "--ignored": true, "-k": true, "--killed": true, "--exclude-standard": true,
+	"--others": true, "-k": true, "--killed": true, "--exclude-standard": true,
 	"-z": true, "--directory": true, "--no-empty-directory": true, "--error-unmatch": true, "--deduplicate": true,
 	"--recurse-submodules": true, "--sparse": true, "--full-name": true, "--": true,
 }
