@@ -568,11 +568,11 @@ func TestNewRefusesAChannelForAnotherThread(t *testing.T) {
 	}
 }
 
-// The digest a run computes once for a call (ToolCallContext.ArgsDigest,
-// which hitl and interrupt bind questions to) is ArgsDigest of the
-// arguments as the model sent them, whatever their spelling, also after a
-// middleware replaced them.
-func TestCallDigestIsArgsDigest(t *testing.T) {
+// The digest a run computes once for a call (ToolCallContext.CallDigest,
+// which hitl and interrupt bind questions to) is CallDigest of the thread,
+// the call and the arguments as the model sent them, whatever their
+// spelling, also after a middleware replaced them; ArgsDigest likewise.
+func TestCallDigestOfTheRun(t *testing.T) {
 	t.Parallel()
 	tool := agent.NewRawTool("raw", "Anything.", func(ctx context.Context, args map[string]any) (agent.ToolResult, error) {
 		return agent.ToolResult{Content: "ok"}, nil
@@ -581,30 +581,61 @@ func TestCallDigestIsArgsDigest(t *testing.T) {
 		`{}`, ``, `{"b":1,"a":2}`, "{ \"x\" : [1, 2.50, 1e3],\n\"y\":{\"z\":null} }",
 		`{"html":"<a href='x'>&amp;</a>","u":"\u00e9\u2028😀","big":123456789012345678901234567890}`,
 	} {
-		var seen, replacedSeen string
+		var seen, seenArgs, replacedSeen, replacedArgs string
 		replaced := json.RawMessage(`{"replaced": "<b>" , "n": 1.0}`)
 		mw := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
 			if seen == "" {
-				seen = c.ArgsDigest()
+				seen, seenArgs = c.CallDigest(), c.ArgsDigest()
 				return agent.ReplaceArgs(replaced), nil
 			}
 			return agent.Continue(), nil
 		})
 		after := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
-			replacedSeen = c.ArgsDigest()
+			replacedSeen, replacedArgs = c.CallDigest(), c.ArgsDigest()
 			return agent.Continue(), nil
 		})
 		model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{{ID: "c1", Name: "raw", Arguments: json.RawMessage(args)}}}, scripted.Turn{Text: "done"})
-		a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{tool}, Middleware: []agent.Middleware{mw, after}})
+		a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{tool}, Middleware: []agent.Middleware{mw, after}, ThreadID: "t1"})
 		if _, err := a.Prompt(context.Background(), "go"); err != nil {
 			t.Fatal(err)
 		}
-		if want := agent.ArgsDigest("raw", json.RawMessage(args)); seen != want {
-			t.Errorf("args %s: ToolCallContext.ArgsDigest = %s, ArgsDigest = %s", args, seen, want)
+		if want := agent.CallDigest("t1", "c1", "raw", json.RawMessage(args)); seen != want {
+			t.Errorf("args %s: ToolCallContext.CallDigest = %s, CallDigest = %s", args, seen, want)
 		}
-		if want := agent.ArgsDigest("raw", replaced); replacedSeen != want {
-			t.Errorf("replaced args: ToolCallContext.ArgsDigest = %s, ArgsDigest = %s", replacedSeen, want)
+		if want := agent.CallDigest("t1", "c1", "raw", replaced); replacedSeen != want {
+			t.Errorf("replaced args: ToolCallContext.CallDigest = %s, CallDigest = %s", replacedSeen, want)
 		}
+		if want := agent.ArgsDigest("raw", json.RawMessage(args)); seenArgs != want {
+			t.Errorf("args %s: ToolCallContext.ArgsDigest = %s, ArgsDigest = %s", args, seenArgs, want)
+		}
+		if want := agent.ArgsDigest("raw", replaced); replacedArgs != want {
+			t.Errorf("replaced args: ToolCallContext.ArgsDigest = %s, ArgsDigest = %s", replacedArgs, want)
+		}
+	}
+}
+
+// A call's digest changes with each thing it binds — the thread, the call
+// id, the tool, the arguments — and a field's bytes cannot move into the
+// next one; it never equals the arguments-only digest.
+func TestCallDigestBindsEachField(t *testing.T) {
+	t.Parallel()
+	args := json.RawMessage(`{"cmd":"rm -r build"}`)
+	base := agent.CallDigest("t1", "call_1", "bash", args)
+	for name, d := range map[string]string{
+		"another thread":        agent.CallDigest("t2", "call_1", "bash", args),
+		"another call":          agent.CallDigest("t1", "call_2", "bash", args),
+		"another tool":          agent.CallDigest("t1", "call_1", "sh", args),
+		"other arguments":       agent.CallDigest("t1", "call_1", "bash", json.RawMessage(`{"cmd":"rm -r buil"}`)),
+		"thread bytes into id":  agent.CallDigest("t", "1call_1", "bash", args),
+		"id bytes into tool":    agent.CallDigest("t1", "call_", "1bash", args),
+		"the arguments' digest": agent.ArgsDigest("bash", args),
+	} {
+		if d == base {
+			t.Errorf("%s: same digest %s", name, d)
+		}
+	}
+	if spaced := agent.CallDigest("t1", "call_1", "bash", json.RawMessage(`{ "cmd" : "rm -r build" }`)); spaced != base {
+		t.Errorf("spacing changed the digest: %s, %s", spaced, base)
 	}
 }
 

@@ -125,21 +125,31 @@ type ToolCallContext struct {
 	agent *Agent
 	run   *runState
 	// canonical: RawArgs is in canonical form (the run encoded it), so
-	// its digest needs no re-encoding; digest caches it.
+	// its digests need no re-encoding; digest caches CallDigest.
 	canonical bool
 	digest    string
 }
 
-// ArgsDigest is [ArgsDigest] of the call's tool and RawArgs, computed once.
-func (c *ToolCallContext) ArgsDigest() string {
+// CallDigest is [CallDigest] of the call (its thread, id and tool) and
+// RawArgs, computed once: what a question about this call is bound to.
+func (c *ToolCallContext) CallDigest() string {
 	if c.digest == "" {
-		if c.canonical {
-			c.digest = digestCanonical(c.Call.Name, c.RawArgs)
-		} else {
-			c.digest = ArgsDigest(c.Call.Name, c.RawArgs)
-		}
+		c.digest = callDigestCanonical(c.ThreadID, c.Call.ID, c.Call.Name, c.canonicalArgs())
 	}
 	return c.digest
+}
+
+// ArgsDigest is [ArgsDigest] of the call's tool and RawArgs: the digest
+// of questions asked before digests bound the call.
+func (c *ToolCallContext) ArgsDigest() string {
+	return digestCanonical(c.Call.Name, c.canonicalArgs())
+}
+
+func (c *ToolCallContext) canonicalArgs() json.RawMessage {
+	if c.canonical {
+		return c.RawArgs
+	}
+	return canonicalArgs(c.RawArgs)
 }
 
 // Ask writes a question durably, then waits until it is answered, times out
@@ -157,7 +167,13 @@ func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoi
 	if q.Tool == "" {
 		q.Tool = c.Call.Name
 	}
-	return c.agent.ask(ctx, c.run, q)
+	var legacy string
+	if q.Digest != "" && q.Digest == c.CallDigest() {
+		// A question about this call stored by a version whose digests
+		// bound only the tool and arguments is the same question.
+		legacy = c.ArgsDigest()
+	}
+	return c.agent.ask(ctx, c.run, q, legacy)
 }
 
 // Question returns the stored question with that id in the call's thread,

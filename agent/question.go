@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,7 @@ type QuestionRequest struct {
 	// Timeout when the question is first written) and survives restarts.
 	// Zero: no deadline.
 	Timeout time.Duration
-	// Digest binds answers to what the person saw (see [ArgsDigest]).
+	// Digest binds answers to what the person saw (see [CallDigest]).
 	Digest string
 	// CallID is the tool call the question is about; Ask fills it in.
 	CallID string
@@ -117,7 +118,10 @@ func CheckAnswer(ctx context.Context, store checkpoint.Store, threadID, question
 // ErrQuestion wraps failures of the question primitive itself.
 var ErrQuestion = errors.New("agent: question")
 
-func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest) (*checkpoint.Question, error) {
+// ask asks req. legacyDigest, when set, is another digest a question
+// stored under req.ID may carry and still be about the same call (the
+// digest an earlier version gave it).
+func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest, legacyDigest string) (*checkpoint.Question, error) {
 	runID := rs.th.RunID
 	if req.ID == "" {
 		return nil, fmt.Errorf("%w: empty question id", ErrQuestion)
@@ -163,7 +167,8 @@ func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest) (*ch
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrQuestion, req.ID, err)
 	}
-	if !created && (stored.CallID != q.CallID || stored.Kind != q.Kind || stored.Digest != q.Digest) {
+	sameDigest := stored.Digest == q.Digest || legacyDigest != "" && stored.Digest == legacyDigest
+	if !created && (stored.CallID != q.CallID || stored.Kind != q.Kind || !sameDigest) {
 		// Never let an answer given about one call decide another.
 		return nil, fmt.Errorf("%w %q: the id already holds a question about another call (call %q, kind %q)",
 			ErrQuestion, req.ID, stored.CallID, stored.Kind)
@@ -334,10 +339,39 @@ func EscapeID(s string) string {
 	return b.String()
 }
 
-// ArgsDigest is the digest that binds an approval to what the reviewer saw:
-// "sha256:" and the hex SHA-256 of the tool name, a NUL byte, and the
-// arguments' canonical JSON (keys sorted, no spaces). Two argument objects
-// that differ only in key order or spacing have the same digest.
+// CallDigest is the digest that binds an approval to what the reviewer
+// saw: one call — this thread's call with this id — of this tool with
+// these arguments. It is "sha256:" and the hex SHA-256 of a fixed tag,
+// then the thread id, the call id and the tool name each as its length in
+// decimal, a colon and its bytes, then the arguments' canonical JSON (keys
+// sorted, no spaces). Two argument objects that differ only in key order
+// or spacing have the same digest; the same command in two threads, or
+// twice in one, does not. hitl and interrupt bind their questions to it.
+func CallDigest(threadID, callID, tool string, args json.RawMessage) string {
+	return callDigestCanonical(threadID, callID, tool, canonicalArgs(args))
+}
+
+// callDigestTag starts what CallDigest hashes, so that no call's digest is
+// ever an ArgsDigest.
+const callDigestTag = "tollgate call digest v2\x00"
+
+func callDigestCanonical(threadID, callID, tool string, canonical json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(callDigestTag))
+	for _, f := range []string{threadID, callID, tool} {
+		h.Write(strconv.AppendInt(nil, int64(len(f)), 10))
+		h.Write([]byte{':'})
+		h.Write([]byte(f))
+	}
+	h.Write(canonical)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ArgsDigest is "sha256:" and the hex SHA-256 of the tool name, a NUL
+// byte, and the arguments' canonical JSON: the same for the same tool and
+// arguments in any call of any thread. Questions asked before digests
+// bound the call ([CallDigest]) carry it, and are still answered against
+// it.
 func ArgsDigest(tool string, args json.RawMessage) string {
 	return digestCanonical(tool, canonicalArgs(args))
 }

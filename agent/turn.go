@@ -194,7 +194,9 @@ func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, arg
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
 	}
 	if digest == "" {
-		digest = ArgsDigest(call.Name, args)
+		// The digest of the call that ran: for a call run as approved,
+		// the digest its question was bound to.
+		digest = CallDigest(a.threadID, call.ID, call.Name, args)
 	}
 	entry := map[string]any{"call_id": call.ID, "tool": call.Name, "is_error": res.IsError,
 		"digest": digest}
@@ -255,7 +257,7 @@ func (a *Agent) decideAndRun(ctx context.Context, rs *runState, msgs []Message, 
 		return res, call.Arguments, "", err
 	}
 	res, err = a.execute(ctx, tc, sem, res.Details, true)
-	return res, tc.RawArgs, tc.ArgsDigest(), err
+	return res, tc.RawArgs, tc.CallDigest(), err
 }
 
 // decide validates the call and runs the before-tool hooks. It returns

@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
 	"github.com/tollgate-ai/tollgate/cluster"
@@ -398,7 +399,9 @@ func readTemplate(ctx context.Context, store *postgres.Store, thread string) (*r
 // with the deadline; its audit entries). Times are the template's: every
 // seeded question has the template's deadline.
 func (t *runTemplate) batch(thread, runID string) *checkpoint.Batch {
-	rep := strings.NewReplacer(t.runID, runID, `"`+t.thread+`"`, `"`+thread+`"`)
+	// The question's digest binds its thread: the seeded one has its own.
+	digest := t.digest(thread)
+	rep := strings.NewReplacer(t.runID, runID, `"`+t.thread+`"`, `"`+thread+`"`, t.question.Digest, digest)
 	re := func(b json.RawMessage) json.RawMessage {
 		if b == nil {
 			return nil
@@ -415,7 +418,7 @@ func (t *runTemplate) batch(thread, runID string) *checkpoint.Batch {
 		b.ToolCalls = append(b.ToolCalls, &c)
 	}
 	q := *t.question
-	q.ThreadID, q.RunID, q.Payload = thread, runID, re(q.Payload)
+	q.ThreadID, q.RunID, q.Payload, q.Digest = thread, runID, re(q.Payload), digest
 	b.Question = &q
 	for _, e := range t.events {
 		b.Events = append(b.Events, &checkpoint.Event{ThreadID: thread, RunID: runID, Type: e.Type, Data: re(e.Data), At: e.At})
@@ -434,8 +437,22 @@ func (f *serveFleet) post(addr, path string, body any) (int, []byte, error) {
 	return resp.StatusCode, b, nil
 }
 
+// digest is the digest of the template's question asked in thread.
+func (t *runTemplate) digest(thread string) string {
+	var p struct {
+		Args json.RawMessage `json:"args"`
+	}
+	_ = json.Unmarshal(t.question.Payload, &p)
+	return agent.CallDigest(thread, t.question.CallID, t.question.Tool, p.Args)
+}
+
 func answerBody(q *checkpoint.Question) map[string]string {
 	return map[string]string{"decision": "approve", "digest": q.Digest}
+}
+
+// answerIn is the approval of the template's question seeded in thread.
+func (t *runTemplate) answerIn(thread string) map[string]string {
+	return map[string]string{"decision": "approve", "digest": t.digest(thread)}
 }
 
 // threadsIdle counts the threads among ids whose run has ended.
@@ -722,7 +739,7 @@ func measureMemory(ctx context.Context, b *backend, dsn string, o clusterOptions
 				k := rand.IntN(len(f.replicas))
 				r := f.replicas[k]
 				t0 := time.Now()
-				code, body, err := f.post(r.addr, "/v1/questions/"+chosen[i]+"/"+tpl.question.ID+"/answer", answerBody(tpl.question))
+				code, body, err := f.post(r.addr, "/v1/questions/"+chosen[i]+"/"+tpl.question.ID+"/answer", tpl.answerIn(chosen[i]))
 				d := time.Since(t0)
 				if err != nil || code != http.StatusOK {
 					errs <- fmt.Errorf("answering %s on replica %d: %d %s %v", chosen[i], r.n, code, body, err)

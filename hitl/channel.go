@@ -236,7 +236,8 @@ func WithReviewer(ctx context.Context, name string) context.Context {
 //     answer with arguments and an action other than "edit"), whose edit
 //     would be dropped without a word;
 //   - an approve answer whose Digest differs from the question's:
-//     ErrDigestMismatch;
+//     ErrDigestMismatch; with [AnswerOptions].RequireDigest, one that
+//     carries no digest: ErrDigestRequired;
 //   - an edit whose arguments fail the tool's schema (every problem
 //     listed; errors.As gives the *agent.ValidationError) or that the
 //     policy would deny: ErrInvalidAnswer. The question stays open.
@@ -263,6 +264,13 @@ type AnswerOptions struct {
 	// question stays open. A host uses it to run the policy on an edit
 	// when no run waits for the answer in this process.
 	Check func(ctx context.Context, q *checkpoint.Question, answer json.RawMessage) error
+	// RequireDigest refuses an answer to a question bound to a digest
+	// (approve, tool_interrupt) that does not carry that digest:
+	// ErrDigestRequired. Zero: an answer may leave the digest out, as a
+	// program answering in its own process may (it answers the request
+	// it was given); the HTTP API sets it, since a reviewer's answer
+	// must say which call it is about.
+	RequireDigest bool
 }
 
 // AnswerWith is [CheckpointedChannel.AnswerIn] with options; it returns
@@ -292,6 +300,9 @@ func (c *CheckpointedChannel) AnswerWith(ctx context.Context, threadID, question
 	raw, err := checkAnswer(q, answer)
 	if err != nil {
 		return nil, err
+	}
+	if o.RequireDigest && q.Digest != "" && answerDigest(raw) == "" {
+		return nil, fmt.Errorf("%w: question %q", ErrDigestRequired, questionID)
 	}
 	if err := agent.CheckAnswer(ctx, c.store, threadID, questionID, raw); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
@@ -427,6 +438,18 @@ func checkToolDecision(q *checkpoint.Question, raw json.RawMessage) error {
 		return fmt.Errorf("%w (answer %s, question %s)", ErrDigestMismatch, *d.Digest, q.Digest)
 	}
 	return nil
+}
+
+// answerDigest is the digest an answer carries ("" for none, or for an
+// answer that is not an object, such as a tool_interrupt's true).
+func answerDigest(raw json.RawMessage) string {
+	var d struct {
+		Digest string `json:"digest"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return ""
+	}
+	return d.Digest
 }
 
 // jsonWord is v as JSON, for a message.

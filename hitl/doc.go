@@ -51,6 +51,13 @@
 //		}
 //	}
 //
+// The digest (of the call: thread, call id, tool, arguments — see
+// [agent.CallDigest]) binds the answer to the request it answers. A
+// program answering in its own process may leave it out, since it answers
+// the request it holds; the HTTP API refuses an answer without it (an
+// answer from outside must say which call it is about), and so can
+// [AnswerOptions].RequireDigest.
+//
 // Decisions and what the model sees are listed on
 // [ApprovalPolicyMiddleware]. Deadlines are absolute and survive restarts;
 // [CheckpointedChannel.AnswerIn] lists the answers it refuses.

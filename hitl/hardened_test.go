@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/storetest"
@@ -133,4 +134,78 @@ func askThenStop(t *testing.T, store checkpoint.Store, cmd string) *fixture {
 	cancel()
 	<-done
 	return f
+}
+
+// TestDigestBindsTheCall: the same command with the same call id in two
+// threads (a scripted or restarted model numbers its calls the same way)
+// gets two digests, and an answer carrying one thread's digest does not
+// approve the other thread's call.
+func TestDigestBindsTheCall(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	ctx := context.Background()
+	a := newThreadFixture(t, store, "session-1", oneCall("rm /tmp/logs")...)
+	b := newThreadFixture(t, store, "session-2", oneCall("rm /tmp/logs")...)
+	doneA, reqsA := a.start(t, 1)
+	doneB, reqsB := b.start(t, 1)
+	if reqsA[0].QuestionID != reqsB[0].QuestionID {
+		t.Fatalf("question ids %s and %s: the test wants the same call id in both threads", reqsA[0].QuestionID, reqsB[0].QuestionID)
+	}
+	if reqsA[0].Digest == reqsB[0].Digest {
+		t.Fatalf("both threads' calls have the digest %s: an answer about one would approve the other", reqsA[0].Digest)
+	}
+	if want := agent.CallDigest("session-2", "call_1", "bash", json.RawMessage(`{"cmd":"rm /tmp/logs"}`)); reqsB[0].Digest != want {
+		t.Fatalf("digest %s, want CallDigest %s", reqsB[0].Digest, want)
+	}
+	err := b.channel.Answer(ctx, reqsB[0].QuestionID, hitl.ApproveAnswer{Decision: "approve", Digest: reqsA[0].Digest})
+	if !errors.Is(err, hitl.ErrDigestMismatch) {
+		t.Fatalf("approving session-2's call with session-1's digest: %v", err)
+	}
+	if q, err := store.GetQuestion(ctx, "session-2", reqsB[0].QuestionID); err != nil || q.Status != checkpoint.QuestionPending {
+		t.Fatalf("question after the refusal: %+v, %v", q, err)
+	}
+	if err := b.channel.Answer(ctx, reqsB[0].QuestionID, hitl.ApproveAnswer{Decision: "approve", Digest: reqsB[0].Digest}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.channel.Answer(ctx, reqsA[0].QuestionID, hitl.ApproveAnswer{Decision: "deny", Digest: reqsA[0].Digest}); err != nil {
+		t.Fatal(err)
+	}
+	for _, done := range []<-chan error{doneA, doneB} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.ranCmds(); len(got) != 0 {
+		t.Fatalf("session-1 ran %v", got)
+	}
+	if got := b.ranCmds(); len(got) != 1 {
+		t.Fatalf("session-2 ran %v", got)
+	}
+}
+
+// TestQuestionWithArgsDigestStillAnswers: a question stored by a version
+// whose digests bound only the tool and the arguments (agent.ArgsDigest),
+// and answered with that digest, is still the run's question after an
+// upgrade: the call runs.
+func TestQuestionWithArgsDigestStillAnswers(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	ctx := context.Background()
+	f := newFixture(t, store, oneCall("rm /tmp/logs")...)
+	old := agent.ArgsDigest("bash", json.RawMessage(`{"cmd":"rm /tmp/logs"}`))
+	payload, _ := json.Marshal(hitl.Payload{Kind: hitl.KindApprove, ToolName: "bash", Args: map[string]any{"cmd": "rm /tmp/logs"}})
+	if _, _, err := store.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "session-1", ID: hitl.QuestionID("call_1"), RunID: "run_old",
+		CallID: "call_1", Tool: "bash", Kind: hitl.KindApprove, Payload: payload, Digest: old, CreatedAt: f.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hitl.NewCheckpointedChannel(store, "session-1", &hitl.ChannelOptions{Clock: f.clock}).Answer(ctx, hitl.QuestionID("call_1"),
+		hitl.ApproveAnswer{Decision: "approve", Digest: old}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.agent.Prompt(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ranCmds(); len(got) != 1 {
+		t.Fatalf("ran %v; result %+v", got, lastResult(t, f.agent))
+	}
 }

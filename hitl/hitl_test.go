@@ -51,11 +51,17 @@ func sandboxPolicy(f *fixture) hitl.Policy {
 
 func newFixture(t *testing.T, store checkpoint.Store, turns ...scripted.Turn) *fixture {
 	t.Helper()
+	return newThreadFixture(t, store, "session-1", turns...)
+}
+
+// newThreadFixture is newFixture for another thread than session-1.
+func newThreadFixture(t *testing.T, store checkpoint.Store, thread string, turns ...scripted.Turn) *fixture {
+	t.Helper()
 	if store == nil {
 		store = storetest.New(t)
 	}
 	f := &fixture{store: store, clock: clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
-	f.channel = hitl.NewCheckpointedChannel(store, "session-1", &hitl.ChannelOptions{Clock: f.clock, PollInterval: 20 * time.Millisecond})
+	f.channel = hitl.NewCheckpointedChannel(store, thread, &hitl.ChannelOptions{Clock: f.clock, PollInterval: 20 * time.Millisecond})
 	bash := agent.NewTool("bash", "Run a command.", func(ctx context.Context, a cmdArgs) (string, error) {
 		f.mu.Lock()
 		f.ran = append(f.ran, a.Cmd)
@@ -65,7 +71,7 @@ func newFixture(t *testing.T, store checkpoint.Store, turns ...scripted.Turn) *f
 	a, err := agent.New(agent.Config{
 		Provider: scripted.New(turns...), Tools: []*agent.Tool{bash},
 		Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(f.channel, sandboxPolicy(f))},
-		Channel:    f.channel, Checkpointer: store, ThreadID: "session-1", Clock: f.clock,
+		Channel:    f.channel, Checkpointer: store, ThreadID: thread, Clock: f.clock,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -263,7 +263,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: withAnnotations(d.details, call.Tool.Annotations()), ArgsSchema: call.Tool.Schema()}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
 		ID: qid, Kind: KindApprove, Payload: payload, Timeout: d.timeout,
-		Digest: call.ArgsDigest(),
+		Digest: call.CallDigest(),
 		Check: func(ctx context.Context, raw json.RawMessage) error {
 			a, err := parseApprove(raw)
 			if err != nil || a.Decision != DecisionEdit {

@@ -71,3 +71,51 @@ func TestToolDecisionRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// With RequireDigest (the HTTP API's answers), an answer to a question
+// bound to a digest must carry it — an approve, a deny, a tool_interrupt
+// decision; a plain true has no place for it — and the question stays
+// open; a question with no digest (confirm, ask) needs none. Without the
+// option (a program answering in process) the digest may be left out.
+func TestDigestRequired(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ch := hitl.NewMemoryChannel("", nil)
+	for _, q := range []*checkpoint.Question{
+		{ThreadID: "t", ID: "approve_c1", CallID: "c1", Tool: "pay", Kind: "tool_interrupt",
+			Payload: json.RawMessage(`{"kind":"tool_interrupt","tool_name":"pay","tool_call_id":"c1","arguments":{"amount":5}}`), Digest: "sha256:ab"},
+		{ThreadID: "t", ID: "hitl_c2", CallID: "c2", Tool: "bash", Kind: hitl.KindApprove,
+			Payload: json.RawMessage(`{"kind":"approve","tool_name":"bash","args":{"cmd":"ls"}}`), Digest: "sha256:cd"},
+		{ThreadID: "t", ID: "hitl_c3", CallID: "c3", Tool: "bash", Kind: hitl.KindConfirm, Payload: json.RawMessage(`{"kind":"confirm"}`)},
+	} {
+		if _, _, err := ch.Store().CreateQuestion(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	require := &hitl.AnswerOptions{RequireDigest: true}
+	for _, c := range []struct{ id, answer string }{
+		{"approve_c1", `true`},
+		{"approve_c1", `{"action":"approve"}`},
+		{"approve_c1", `{"action":"reject","message":"no"}`},
+		{"hitl_c2", `{"decision":"approve"}`},
+		{"hitl_c2", `{"decision":"deny","reason":"no"}`},
+	} {
+		if _, err := ch.AnswerWith(ctx, "t", c.id, json.RawMessage(c.answer), require); !errors.Is(err, hitl.ErrDigestRequired) {
+			t.Errorf("answer %s to %s: %v, want ErrDigestRequired", c.answer, c.id, err)
+		}
+	}
+	for _, id := range []string{"approve_c1", "hitl_c2"} {
+		if q, err := ch.Store().GetQuestion(ctx, "t", id); err != nil || q.Status != checkpoint.QuestionPending {
+			t.Fatalf("%s after the refusals: %+v, %v", id, q, err)
+		}
+	}
+	if _, err := ch.AnswerWith(ctx, "t", "approve_c1", json.RawMessage(`{"action":"approve","digest":"sha256:ab"}`), require); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.AnswerWith(ctx, "t", "hitl_c3", json.RawMessage(`true`), require); err != nil {
+		t.Fatalf("confirm: %v", err)
+	}
+	if _, err := ch.AnswerWith(ctx, "t", "hitl_c2", json.RawMessage(`{"decision":"approve"}`), nil); err != nil {
+		t.Fatalf("in process, no digest: %v", err)
+	}
+}

@@ -110,7 +110,9 @@ type ApproveAnswer struct {
 	// whole arguments object, checked against the tool's schema.
 	EditedArgs map[string]any `json:"edited_args,omitempty"`
 	// Digest, when set, must equal the request's Digest: the answer is
-	// refused if the call changed since the reviewer looked.
+	// refused if the call changed since the reviewer looked. The HTTP
+	// API requires it; a program answering in its own process through
+	// the channel may leave it out.
 	Digest string `json:"digest,omitempty"`
 }
 
@@ -129,6 +131,9 @@ var (
 	ErrAborted         = fmt.Errorf("hitl: question aborted: %w", checkpoint.ErrConflict)
 	ErrWrongKind       = errors.New("hitl: answer does not fit the question's kind")
 	ErrDigestMismatch  = errors.New("hitl: the answer's digest does not match the question: the call changed since it was shown")
+	// ErrDigestRequired: the answer carries no digest where one is
+	// required ([AnswerOptions].RequireDigest); the question stays open.
+	ErrDigestRequired = errors.New("hitl: the answer carries no digest: send the digest of the call that was shown")
 	// ErrInvalidAnswer: the answer is refused (for example edited
 	// arguments that fail the tool's schema, or that the policy denies);
 	// the question stays open.

@@ -1069,8 +1069,25 @@ func (h *Host) Shutdown(ctx context.Context) (Stats, error) {
 // all before the compare-and-set. On success the run resumes at once. The
 // errors are hitl's: ErrUnknownQuestion, ErrAlreadyAnswered, ErrExpired,
 // ErrAborted, ErrWrongKind, ErrDigestMismatch, ErrInvalidAnswer (the
-// question then stays open for a corrected answer).
+// question then stays open for a corrected answer). The answer may leave
+// the digest out; [Host.AnswerWith] can require it.
 func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer json.RawMessage, by string) (*checkpoint.Question, error) {
+	return h.AnswerWith(ctx, threadID, questionID, answer, AnswerOptions{By: by})
+}
+
+// AnswerOptions tune [Host.AnswerWith].
+type AnswerOptions struct {
+	// By names who answers.
+	By string
+	// RequireDigest refuses an answer to a question bound to a digest
+	// that does not carry it (hitl.ErrDigestRequired): an answer taken
+	// from outside, as the HTTP API takes them, must say which call it
+	// is about. Zero: the digest may be left out.
+	RequireDigest bool
+}
+
+// AnswerWith is [Host.Answer] with options.
+func (h *Host) AnswerWith(ctx context.Context, threadID, questionID string, answer json.RawMessage, o AnswerOptions) (*checkpoint.Question, error) {
 	// Marked before the compare-and-set: its notification can arrive
 	// before AnswerWith returns, and the run must be resumed once, after
 	// the answer is in the audit log. (A host never started hears no
@@ -1081,7 +1098,7 @@ func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer j
 	if started {
 		h.markSelfResolved(threadID, questionID)
 	}
-	q, err := h.answers.AnswerWith(ctx, threadID, questionID, answer, &hitl.AnswerOptions{By: by, Check: h.checkAnswer})
+	q, err := h.answers.AnswerWith(ctx, threadID, questionID, answer, &hitl.AnswerOptions{By: o.By, Check: h.checkAnswer, RequireDigest: o.RequireDigest})
 	if err != nil {
 		// Whoever won may have had its notification taken for ours (the
 		// mark is gone: the notification loop consumed it): then make
@@ -1090,7 +1107,8 @@ func (h *Host) Answer(ctx context.Context, threadID, questionID string, answer j
 		// not resume a run that waits for something else — it would park
 		// again, with a run_parked entry and metric each time.
 		if started && !h.consumeSelfResolved(threadID, questionID) &&
-			!errors.Is(err, hitl.ErrInvalidAnswer) && !errors.Is(err, hitl.ErrWrongKind) && !errors.Is(err, hitl.ErrDigestMismatch) {
+			!errors.Is(err, hitl.ErrInvalidAnswer) && !errors.Is(err, hitl.ErrWrongKind) && !errors.Is(err, hitl.ErrDigestMismatch) &&
+			!errors.Is(err, hitl.ErrDigestRequired) {
 			h.kick(threadID)
 		}
 		return nil, err

@@ -107,7 +107,7 @@ func (m *Middleware) BeforeTool(ctx context.Context, call *agent.ToolCallContext
 		ID:      ID(id),
 		Kind:    KindToolInterrupt,
 		Payload: NewToolInterrupt(name, id, args),
-		Digest:  call.ArgsDigest(),
+		Digest:  call.CallDigest(),
 		Check: func(ctx context.Context, answer json.RawMessage) error {
 			out := Interpret(answer, args)
 			if out.Action != ActionEdit {

@@ -8,8 +8,9 @@
 // [Upstream.AgentTools] gives its tools as [agent.Tool]s named
 // mcp__<server>__<tool>. Their JSON Schemas validate the arguments; their
 // [Annotations] (mcp_server, mcp_tool, read_only, destructive, idempotent,
-// open_world) are shown to policy conditions and reviewers and never
-// allow a call by themselves; every call passes the agent's middleware
+// open_world, and stated: the hints the server gave rather than the
+// specification's defaults) are shown to policy conditions and reviewers
+// and never allow a call by themselves; every call passes the agent's middleware
 // like any other tool's.
 //
 // As a gateway for any MCP client: [NewGateway] builds an MCP server that
@@ -35,7 +36,10 @@
 //     and aborts their questions; [Gateway.Start] aborts what a previous
 //     process left, so a late answer is refused, never applied.
 //   - A waiting client is kept alive with progress notifications, and is
-//     answered however its run ends (a result, an abort, an error).
+//     answered however its run ends (a result, an abort, an error). Once
+//     the call runs, the server's own progress notifications are passed
+//     on with their totals ([WithProgress]), shifted past the gateway's
+//     so that the client sees its progress increase.
 //   - A server that crashes is restarted with backoff (at most
 //     Options.MaxRestarts failures in a row); one that does not answer in
 //     its timeout and then fails a ping is killed and restarted. The call

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -83,6 +85,8 @@ type gwOptions struct {
 	defaults bool
 	// clock is the gateway's (and its host's) clock. Nil: the real one.
 	clock clock.Clock
+	// policy is the gateway's policy. Zero: gatewayPolicy.
+	policy string
 }
 
 func newGateway(t *testing.T, o gwOptions) *gw {
@@ -103,7 +107,10 @@ func newGateway(t *testing.T, o gwOptions) *gw {
 	}
 	t.Cleanup(func() { servers.Close() })
 	w.servers = servers
-	pol, err := policy.Parse("gateway.yaml", []byte(gatewayPolicy), nil)
+	if o.policy == "" {
+		o.policy = gatewayPolicy
+	}
+	pol, err := policy.Parse("gateway.yaml", []byte(o.policy), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -714,4 +721,125 @@ func TestGatewayShutdownLetsRunningCallsFinish(t *testing.T) {
 	if res.IsError || !strings.Contains(text(res), "slept 600 ms") || w.ledger.Count("slow") != 1 {
 		t.Fatalf("a call running at shutdown: %v %q, ledger %d", res.IsError, text(res), w.ledger.Count("slow"))
 	}
+}
+
+// slowAsks is gatewayPolicy with the tool slow asked with no deadline.
+var slowAsks = strings.Replace(gatewayPolicy, "    action: ask\n    timeout: 1s\n", "    action: ask\n", 1)
+
+// slowAllowed is gatewayPolicy with the tool slow allowed.
+var slowAllowed = strings.Replace(gatewayPolicy, "    action: ask\n    timeout: 1s\n", "    action: allow\n", 1)
+
+// checkForwarded checks the progress a client was sent for a call of
+// slow {ms}: increasing throughout; the upstream's notifications
+// ("sleeping") passed on with their totals, shifted past the gateway's
+// own by one amount, so that what is left is the upstream's.
+func checkForwarded(t *testing.T, got []progressSeen, ms float64) {
+	t.Helper()
+	var forwarded []progressSeen
+	last := -1.0
+	for _, p := range got {
+		if p.progress <= last {
+			t.Errorf("progress %v after %v: it must increase (%v)", p.progress, last, got)
+		}
+		last = p.progress
+		if p.message == "sleeping" {
+			forwarded = append(forwarded, p)
+		}
+	}
+	if len(forwarded) < 2 {
+		t.Fatalf("the upstream's progress was not passed on: %v", got)
+	}
+	shift := forwarded[0].total - ms
+	for _, p := range forwarded {
+		if p.total-shift != ms || p.progress-shift < 0 || p.progress-shift > ms {
+			t.Errorf("forwarded %+v: the upstream's total %v, shifted by %v", p, ms, shift)
+		}
+	}
+}
+
+// progressSeen is one progress notification a client got.
+type progressSeen struct {
+	progress, total float64
+	message         string
+}
+
+// The upstream's progress notifications reach the client with their
+// totals: at once for an allowed call (the upstream's values as they are),
+// and after the gateway's own while a person decides (shifted past them).
+func TestGatewayForwardsUpstreamProgress(t *testing.T) {
+	seen := func(w *gw) []progressSeen {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var out []progressSeen
+		for _, p := range w.progress {
+			out = append(out, progressSeen{p.Progress, p.Total, p.Message})
+		}
+		return out
+	}
+	w := newGateway(t, gwOptions{policy: slowAllowed})
+	if res := w.call(t, "slow", map[string]any{"ms": 400}); res.IsError {
+		t.Fatalf("slow: %s", text(res))
+	}
+	got := seen(w)
+	checkForwarded(t, got, 400)
+	if got[0].message != "sleeping" || got[0].progress != 0 || got[0].total != 400 {
+		t.Errorf("an allowed call's first notification %+v is not the upstream's own", got[0])
+	}
+
+	w = newGateway(t, gwOptions{policy: slowAsks})
+	ch := w.callAsync(context.Background(), "slow", map[string]any{"ms": 400})
+	q := w.question(t, "mcp__t__slow")
+	eventually(t, "the gateway's own progress", func() bool { return len(seen(w)) >= 2 })
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, ch); res.IsError {
+		t.Fatalf("slow: %s", text(res))
+	}
+	got = seen(w)
+	checkForwarded(t, got, 400)
+	if !strings.Contains(got[0].message, "waiting for a person") {
+		t.Errorf("the first notification %+v is not the gateway's", got[0])
+	}
+}
+
+// eventually polls cond until it holds (10 s at most).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A tool whose server gave no hints is asked under the example policy as
+// one that may be destructive, and the reviewer reads that the server did
+// not say it is read-only, not that the server says it is destructive.
+func TestGatewayToolWithoutHints(t *testing.T) {
+	example, err := os.ReadFile("../examples/policies/mcp-gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newGateway(t, gwOptions{policy: string(example)})
+	ch := w.callAsync(context.Background(), "slow", map[string]any{"ms": 1})
+	q := w.question(t, "mcp__t__slow")
+	r, err := hitl.RequestOf(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Payload.Details
+	if d["matched_rule"] != "not-said-read-only" || !strings.Contains(fmt.Sprint(d["impact"]), "the server did not say this tool is read-only") ||
+		strings.Contains(fmt.Sprint(d["impact"]), "the server says") {
+		t.Errorf("the question says %v", d)
+	}
+	if ann, _ := d["annotations"].(map[string]any); fmt.Sprint(ann["stated"]) != "[]" {
+		t.Errorf("annotations %v: the server stated nothing", ann)
+	}
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionDeny, Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ch)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +137,28 @@ func TestNodeClientDeletesSession(t *testing.T) {
 		t.Fatalf("once the session's DELETE was answered, its call's question is %s", got.Status)
 	}
 	w.lateAnswerRefused(t, q, "write_note")
+}
+
+// A TypeScript SDK client that asks for progress gets the upstream's
+// notifications with their totals — after the gateway's own while a
+// person decided — in increasing order, as its onprogress sees them.
+func TestNodeClientGetsUpstreamProgress(t *testing.T) {
+	w := newGateway(t, gwOptions{policy: slowAsks})
+	c := mcptest.StartNodeClient(t, w.serveHTTP(t), httpToken)
+	c.Call(t, mcptest.NodeCall{ID: "s", Name: "slow", Args: map[string]any{"ms": 400}, Progress: true})
+	q := w.question(t, "mcp__t__slow")
+	c.Next(t, "progress", "s", 20*time.Second) // the gateway's own, while it waits
+	if err := w.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := c.Next(t, "result", "s", 30*time.Second); strings.Contains(string(ev.Result), `"isError":true`) {
+		t.Fatalf("slow: %s", ev.Result)
+	}
+	var got []progressSeen
+	for _, ev := range c.Seen() {
+		if ev.Event == "progress" && ev.ID == "s" {
+			got = append(got, progressSeen{ev.Progress.Progress, ev.Progress.Total, ev.Progress.Message})
+		}
+	}
+	checkForwarded(t, got, 400)
 }

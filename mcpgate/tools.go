@@ -85,14 +85,20 @@ func (s *Servers) Close() error {
 // the server's hints say: a call found executing after a crash is
 // reported as of unknown outcome, never made again.
 func (u *Upstream) AgentTools() []*agent.Tool {
+	return u.agentTools(nil)
+}
+
+// agentTools are AgentTools whose calls run in wrap(ctx), when wrap is
+// set.
+func (u *Upstream) agentTools(wrap func(context.Context) context.Context) []*agent.Tool {
 	var out []*agent.Tool
 	for _, t := range u.Tools() {
-		out = append(out, u.agentTool(t))
+		out = append(out, u.agentTool(t, wrap))
 	}
 	return out
 }
 
-func (u *Upstream) agentTool(t *mcp.Tool) *agent.Tool {
+func (u *Upstream) agentTool(t *mcp.Tool, wrap func(context.Context) context.Context) *agent.Tool {
 	schema, _ := inputSchema(t) // listTools kept only tools whose schema compiles
 	mcpName := t.Name
 	desc := t.Description
@@ -103,6 +109,9 @@ func (u *Upstream) agentTool(t *mcp.Tool) *agent.Tool {
 		raw, err := json.Marshal(args)
 		if err != nil {
 			return agent.ToolResult{}, fmt.Errorf("mcp: encoding the arguments: %w", err)
+		}
+		if wrap != nil {
+			ctx = wrap(ctx)
 		}
 		res, err := u.Call(ctx, mcpName, raw)
 		if err != nil {
@@ -116,23 +125,37 @@ func (u *Upstream) agentTool(t *mcp.Tool) *agent.Tool {
 // mcp_server and mcp_tool, its title if any, and its hints read_only,
 // destructive, idempotent and open_world, with the MCP specification's
 // defaults for hints the server left out (destructive and open world
-// unless it says otherwise). They are the server's claims, not facts.
+// unless it says otherwise). stated lists the hints the server gave
+// itself (read_only and idempotent count only when true: false is also
+// what the server says by leaving them out), so that a policy or a
+// reviewer can tell "the server says it is destructive" from "the server
+// did not say it is read-only". They are the server's claims, not facts.
 func Annotations(server string, t *mcp.Tool) map[string]any {
 	m := map[string]any{"mcp_server": server, "mcp_tool": t.Name,
 		"read_only": false, "destructive": true, "idempotent": false, "open_world": true}
+	stated := []string{}
 	if a := t.Annotations; a != nil {
 		m["read_only"] = a.ReadOnlyHint
 		m["idempotent"] = a.IdempotentHint
+		if a.ReadOnlyHint {
+			stated = append(stated, "read_only")
+		}
 		if a.DestructiveHint != nil {
 			m["destructive"] = *a.DestructiveHint
+			stated = append(stated, "destructive")
+		}
+		if a.IdempotentHint {
+			stated = append(stated, "idempotent")
 		}
 		if a.OpenWorldHint != nil {
 			m["open_world"] = *a.OpenWorldHint
+			stated = append(stated, "open_world")
 		}
 		if a.Title != "" {
 			m["title"] = a.Title
 		}
 	}
+	m["stated"] = stated
 	if m["read_only"] == true {
 		m["destructive"] = false // the spec: destructive means nothing for a read-only tool
 	}

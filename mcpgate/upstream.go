@@ -108,6 +108,52 @@ type Upstream struct {
 	stderr   *tail
 	starting *exec.Cmd // the stdio process being started
 	proc     *exec.Cmd // the current session's stdio process, if any
+
+	// progress routes the server's progress notifications to the calls
+	// that asked for them, by the token each call gave.
+	progressMu sync.Mutex
+	progress   map[string]func(*mcp.ProgressNotificationParams)
+	tokens     int
+}
+
+type progressKey struct{}
+
+// WithProgress returns a context whose calls of a server's tool
+// ([Upstream.Call], and the tools of [Upstream.AgentTools]) ask the server
+// for progress notifications and hand each to report, as the server sent
+// it, while the call runs.
+func WithProgress(ctx context.Context, report func(*mcp.ProgressNotificationParams)) context.Context {
+	return context.WithValue(ctx, progressKey{}, report)
+}
+
+// followProgress gives a call a progress token routed to report; done
+// forgets it.
+func (u *Upstream) followProgress(report func(*mcp.ProgressNotificationParams)) (token string, done func()) {
+	u.progressMu.Lock()
+	defer u.progressMu.Unlock()
+	u.tokens++
+	token = fmt.Sprintf("tollgate-%d", u.tokens)
+	if u.progress == nil {
+		u.progress = map[string]func(*mcp.ProgressNotificationParams){}
+	}
+	u.progress[token] = report
+	return token, func() {
+		u.progressMu.Lock()
+		defer u.progressMu.Unlock()
+		delete(u.progress, token)
+	}
+}
+
+// onProgress hands a progress notification to the call whose token it
+// carries; one for no call of ours (a late one) is dropped.
+func (u *Upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	token, _ := req.Params.ProgressToken.(string)
+	u.progressMu.Lock()
+	report := u.progress[token]
+	u.progressMu.Unlock()
+	if report != nil {
+		report(req.Params)
+	}
 }
 
 // Connect starts (or reaches) the server, initializes a session and reads
@@ -190,7 +236,8 @@ func (u *Upstream) start(ctx context.Context, restart bool) error {
 		return err
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: u.opts.Client, Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { go u.refreshTools() },
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.refreshTools() },
+		ProgressNotificationHandler: u.onProgress,
 	})
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
@@ -573,7 +620,13 @@ func (u *Upstream) call(ctx context.Context, tool string, args json.RawMessage) 
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if report, _ := ctx.Value(progressKey{}).(func(*mcp.ProgressNotificationParams)); report != nil {
+		token, done := u.followProgress(report)
+		defer done()
+		params.SetProgressToken(token)
+	}
+	res, err := cs.CallTool(callCtx, params)
 	if err == nil {
 		return res, nil
 	}

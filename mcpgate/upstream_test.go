@@ -201,12 +201,12 @@ func TestHTTPTools(t *testing.T) {
 		want map[string]any
 	}{
 		// Read only: destructive means nothing, so false; open world by default.
-		{"echo", map[string]any{"read_only": true, "destructive": false, "idempotent": false, "open_world": true, "title": "Echo"}},
+		{"echo", map[string]any{"read_only": true, "destructive": false, "idempotent": false, "open_world": true, "title": "Echo", "stated": []string{"read_only"}}},
 		// Says it is not destructive; open world by default.
-		{"write_note", map[string]any{"read_only": false, "destructive": false, "idempotent": false, "open_world": true}},
-		{"delete_repo", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true}},
-		// No annotations at all: the spec's defaults.
-		{"slow", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true}},
+		{"write_note", map[string]any{"read_only": false, "destructive": false, "idempotent": false, "open_world": true, "stated": []string{"destructive"}}},
+		{"delete_repo", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true, "stated": []string{"destructive", "open_world"}}},
+		// No annotations at all: the spec's defaults, none stated.
+		{"slow", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true, "stated": []string{}}},
 	} {
 		got := ann["mcp__t__"+c.tool]
 		c.want["mcp_server"], c.want["mcp_tool"] = "t", c.tool

@@ -262,7 +262,7 @@ func stringsSize(list []string) int {
 // commandSize is sizeOf for a command.
 func commandSize(c *shell.Command) int {
 	n := max(len(c.Name), len(c.Path), len(c.Redirects), stringsSize(c.Args), stringsSize(c.Env), stringsSize(c.Via), stringsSize(c.Review),
-		stringsSize(c.Files), stringsSize(c.Outside), stringsSize(c.Secrets))
+		stringsSize(c.Files), stringsSize(c.Outside), stringsSize(c.Unknown), stringsSize(c.Secrets))
 	for _, r := range c.Redirects {
 		n = max(n, len(r.Op), len(r.FD), len(r.Target))
 	}

@@ -48,7 +48,8 @@
 // Conditions see tool, args, thread and annotations (what the tool says of
 // itself: an MCP server's tool has mcp_server, mcp_tool and the hints
 // read_only, destructive, idempotent and open_world, defaulted as the MCP
-// specification says; a hint is the server's word, so write rules that
+// specification says, and stated, the hints the server gave; a hint is
+// the server's word, so write rules that
 // allow on it only for servers you trust); rules with command also see
 // command (name, args, redirects, writes, via, review, files, outside,
 // secrets, ...). Helpers take a command string: commands(s),

@@ -589,7 +589,7 @@ func (a *analysis) makeStrs() {
 // string.
 func commandWeight(c *shell.Command) int {
 	n := 256 + len(c.Path)
-	for _, l := range [][]string{c.Args, c.Env, c.Via, c.Review, c.Files, c.Outside, c.Secrets} {
+	for _, l := range [][]string{c.Args, c.Env, c.Via, c.Review, c.Files, c.Outside, c.Unknown, c.Secrets} {
 		for _, s := range l {
 			n += 16 + 2*len(s)
 		}

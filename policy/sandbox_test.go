@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/tollgate-ai/tollgate/policy/shell"
@@ -257,15 +258,14 @@ var bypasses = []string{
 	"cat < $f",
 	// 5. Secrets: globs, whole directories, paths built at run time, a
 	// newline in an argument, names not on a list, git's REV:path, the
-	// environment, case-insensitive file systems; and reading outside the
-	// working directory at all.
+	// environment, case-insensitive file systems. (Reading outside the
+	// working directory is the kernel's to confine: see outside.)
 	"cat /etc/shado?",
 	"cat ~/.s?h/id_*",
 	"cat ~/.s[s]h/i[d]_rsa",
 	"cd ~/.s?h && cat *",
 	"cat /proc/self/env*",
 	"find ~ -name 'id_*' -exec cat {} +",
-	"grep -r PRIVATE ~",
 	"echo /rgp/funqbj | tr a-z n-za-m | xargs cat",
 	"printf '%s/.s%sh/i%s_rsa' ~ s d | xargs cat",
 	"sed -n '1r /etc/shadow\np' x",
@@ -284,7 +284,6 @@ var bypasses = []string{
 	"cat .envrc", "cat prod.env", "cat .env.local", "cat .e?v", "cat .npmrc", "cat id_rsa", "cat i[d]_rsa", "cat id_*",
 	"git show HEAD:.env", "git show :.env", "git show :0:.env", "git cat-file -p HEAD:config/.env",
 	"git diff --no-index /etc/shadow /dev/null",
-	"git grep --no-index x /etc",
 	"git blame --contents /etc/shadow README.md",
 	"git diff -O/etc/shadow",
 	"echo $OPENAI_API_KEY", `echo "${AWS_SECRET_ACCESS_KEY}"`, "echo $DATABASE_URL", "printf %s \"$GH_TOKEN\"",
@@ -295,15 +294,14 @@ var bypasses = []string{
 	`awk 'BEGIN{for(k in ENVIRON)print k,ENVIRON[k]}'`,
 	"env", "printenv", "export -p", "declare -p", "set",
 	"cat ~/.SSH/ID_RSA", "cat .ENV", "cat SERVER.KEY",
-	"cat ../.env", "cat ../../etc/shadow", "cat sub/../../x", "cat .*/x",
-	"cd .. && cat x", "cd / && cat etc/shadow", "cd - && ls", "cd && cat .ssh/id_rsa",
-	"ls | xargs cat", "find / -name x", "find . -newer /etc/shadow", "grep -f /etc/shadow x",
-	"head -c 100 /proc/self/environ", "stat /etc/shadow", "ls ~", "du -sh /", "tree /",
+	"cat ../.env", "cat ../../etc/shadow", "cat .*/x",
+	"cd / && cat etc/shadow", "cd && cat .ssh/id_rsa",
+	"ls | xargs cat", "find . -newer /etc/shadow", "grep -f /etc/shadow x",
+	"head -c 100 /proc/self/environ",
 	"cat $HOME/.netrc", `cat "$(echo /etc/shadow)"`, "cat `echo /etc/shadow`", "cat ${f:-/etc/shadow}",
 	"timeout 5 cat /etc/shadow", "find . -exec cat /etc/shadow \\;", "xargs -a /etc/shadow echo",
-	"diff /etc/shadow x", "realpath --relative-to=/ x", "less /etc/shadow", "date -f /etc/shadow",
+	"diff /etc/shadow x", "less /etc/shadow", "date -f /etc/shadow",
 	"sha256sum -c sums.txt", "jq --rawfile x /etc/shadow -n '$x'", "jq -n 'import \"data\" as $d; $d'",
-	"test -f ~/.ssh/id_rsa && echo yes",
 	"find . -print | xargs cat /etc/shadow",
 	"find . -printf '/etc/shadow\\n' | xargs cat",
 	"find . -exec echo /etc/shadow \\; | xargs cat",
@@ -375,11 +373,31 @@ var harmless = []string{
 	"sed ':a;N;$!ba;s/\\n/ /g' f", "sed -n '/start/,/end/{p;b end\n:end}' f", "cd src/pkg && ls -la",
 }
 
-// outside are read-only commands that read outside the working directory:
-// the sandbox asks about them (no longer allows, and does not block).
+// outside are read-only commands that read outside the working directory,
+// or list or test files there: the read-only view the kernel confines
+// them to holds nothing of the user's there (not $HOME, not /tmp, not
+// tollgate's state), so the sandbox allows them under read-only — and
+// only where the kernel enforces it.
 var outside = []string{
 	"cut -d: -f1 /etc/passwd", `ls "$HOME"`, "cat /etc/os-release", "ls -la /tmp", "cd /tmp && ls",
 	"cat ~/notes.txt", "cat ../sibling/README.md", "find / -name '*.conf' -maxdepth 2", "cat < /etc/hostname",
+	"grep -r PRIVATE ~", "git grep --no-index x /etc", "cat sub/../../x", "cd .. && cat x", "cd - && ls",
+	"find / -name x", "stat /etc/shadow", "ls ~", "du -sh /", "tree /", "realpath --relative-to=/ x",
+	"test -f ~/.ssh/id_rsa && echo yes", "cd .. && ls", "ls -la ..",
+	// Revisions and pathspecs above the working directory: git finds no
+	// repository there in the view.
+	"git log -- ':/'", "git log -- ':(top)x'", "git show HEAD:../x", "git log -L 1,2:../x",
+}
+
+// loadUnenforced is the sandbox policy where the kernel cannot enforce a
+// sandbox profile.
+func loadUnenforced(t testing.TB) *Policy {
+	t.Helper()
+	p, err := Load(sandboxFile, &Options{Sandbox: func(string) error { return errors.New("no Landlock here") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func loadSandbox(t testing.TB) *Policy {
@@ -410,13 +428,18 @@ func TestSandboxBypasses(t *testing.T) {
 }
 
 // TestSandboxOutside checks that reading outside the working directory is
-// asked, neither allowed nor blocked.
+// allowed under the read-only sandbox, and asked where the kernel cannot
+// enforce it.
 func TestSandboxOutside(t *testing.T) {
 	t.Parallel()
 	p := loadSandbox(t)
+	unenforced := loadUnenforced(t)
 	for _, cmd := range outside {
-		if d := p.Evaluate(context.Background(), bash(cmd)); d.Action != Ask || d.Rule != "outside-workspace" {
-			t.Errorf("the sandbox decides %q %s by %s, want ask by outside-workspace: %s", cmd, d.Action, d.Rule, d.Reason)
+		if d := p.Evaluate(context.Background(), bash(cmd)); d.Action != Allow || d.Sandbox != SandboxReadOnly {
+			t.Errorf("the sandbox decides %q %s by %s (sandbox %q), want allow under read-only: %s", cmd, d.Action, d.Rule, d.Sandbox, d.Reason)
+		}
+		if d := unenforced.Evaluate(context.Background(), bash(cmd)); d.Action != Ask {
+			t.Errorf("without the sandbox, %q is %s by %s, want ask", cmd, d.Action, d.Rule)
 		}
 	}
 }
@@ -465,3 +488,73 @@ type testWriter []byte
 
 func (w *testWriter) Write(p []byte) (int, error) { *w = append(*w, p...); return len(p), nil }
 func (w testWriter) String() string               { return string(w) }
+
+// TestSandboxEveryday: thirty commands an agent runs every day, as the
+// built-in policy decides them where the kernel enforces the read-only
+// sandbox (sandbox check), and that every one is asked where it does not.
+// Nine were asked before the kernel became the boundary for reads
+// (issue 21): seven of them read only what the read-only view holds or
+// names no secret; git remote -v and git config --get remote.origin.url
+// print the remotes' URLs, where a token may be kept, and stay asked.
+func TestSandboxEveryday(t *testing.T) {
+	t.Parallel()
+	everyday := []struct {
+		cmd  string
+		want Action
+		rule string
+	}{
+		{"ls -la", Allow, "read-only"},
+		{"pwd", Allow, "read-only"},
+		{"cat README.md", Allow, "read-only"},
+		{"head -n 40 main.go", Allow, "read-only"},
+		{"tail -n 100 build.log", Allow, "read-only"},
+		{"grep -rn TODO .", Allow, "read-only"},
+		{"find . -name '*.go' -type f", Allow, "read-only"},
+		{"wc -l *.go", Allow, "read-only"},
+		{"tree -L 2", Allow, "read-only"},
+		{"du -sh .", Allow, "read-only"},
+		{"df -h", Allow, "read-only"},
+		{"uname -a", Allow, "read-only"},
+		{"which go", Allow, "read-only"},
+		{"jq .scripts package.json", Allow, "read-only"},
+		{"sort names.txt | uniq -c | sort -rn | head", Allow, "read-only"},
+		{"git status", Allow, "git-read"},
+		{"git log --oneline -n 20", Allow, "git-read"},
+		{"git diff --stat", Allow, "git-read"},
+		{"git branch -a", Allow, "git-read"},
+		{"git show HEAD --stat", Allow, "git-read"},
+		{"git blame -L 10,20 main.go", Allow, "git-read"},
+		// Asked before the kernel became the boundary for reads.
+		{"cat /etc/os-release", Allow, "read-only"},
+		{"cd .. && ls", Allow, "read-only"},
+		{"ls -la ..", Allow, "read-only"},
+		{"git ls-files | xargs wc -l", Allow, ""},
+		{"wc -l $(git ls-files '*.go')", Allow, ""},
+		{"head -c 200 /dev/urandom | od -x | head", Allow, "read-only"},
+		{"grep -rn api_key --include='*.yaml' .", Allow, "read-only"},
+		{"git remote -v", Ask, "secrets"},
+		{"git config --get remote.origin.url", Ask, "secrets"},
+	}
+	if len(everyday) != 30 {
+		t.Fatalf("%d everyday commands, want 30", len(everyday))
+	}
+	p := loadSandbox(t)
+	unenforced := loadUnenforced(t)
+	allowed := 0
+	for _, c := range everyday {
+		d := p.Evaluate(context.Background(), bash(c.cmd))
+		if d.Action != c.want || c.rule != "" && d.Rule != c.rule {
+			t.Errorf("%q: %s by %s (%s), want %s by %s", c.cmd, d.Action, d.Rule, d.Reason, c.want, c.rule)
+		}
+		if d.Action == Allow {
+			allowed++
+			if d.Sandbox != SandboxReadOnly {
+				t.Errorf("%q is allowed under sandbox %q, want read-only", c.cmd, d.Sandbox)
+			}
+		}
+		if d := unenforced.Evaluate(context.Background(), bash(c.cmd)); d.Action != Ask {
+			t.Errorf("without the sandbox, %q is %s by %s, want ask", c.cmd, d.Action, d.Rule)
+		}
+	}
+	t.Logf("%d of %d everyday commands allowed", allowed, len(everyday))
+}

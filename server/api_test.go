@@ -161,7 +161,7 @@ func TestQuestionsFilters(t *testing.T) {
 	f.ask("q1", "rm one")
 	f.ask("q2", "rm two")
 	done := f.ask("q3", "rm three")
-	f.do("POST", "/v1/questions/q3/"+done.ID+"/answer", aliceSecret, map[string]string{"decision": "deny", "reason": "no"}).want(t, http.StatusOK, "")
+	f.do("POST", "/v1/questions/q3/"+done.ID+"/answer", aliceSecret, map[string]string{"digest": done.Digest, "decision": "deny", "reason": "no"}).want(t, http.StatusOK, "")
 	f.settle("q3")
 
 	list := func(query string) (ids []string, total any) {
@@ -323,10 +323,11 @@ func TestErrorCodes(t *testing.T) {
 		{"run_active", "POST", "/v1/threads/t1/messages", clientSecret, map[string]string{"text": "more"}, 409, "run_active", nil, 0, "abort it"},
 		{"no_run", "POST", "/v1/threads/idle/resume", clientSecret, nil, 409, "no_run", nil, 0, "no unfinished run"},
 		{"digest_mismatch", "POST", answer, aliceSecret, map[string]string{"decision": "approve", "digest": "sha256:00"}, 409, "digest_mismatch", nil, 0, "digest"},
+		{"digest_required", "POST", answer, aliceSecret, map[string]string{"decision": "approve"}, 422, "digest_required", nil, 0, "GET /v1/questions/t1/" + q.ID + " first"},
 		{"wrong_kind", "POST", answer, aliceSecret, map[string]string{"decision": "maybe"}, 422, "invalid_answer", nil, 1, "maybe"},
 		{"unknown_answer_field", "POST", answer, aliceSecret, map[string]any{"decision": "approve", "why": 1}, 422, "invalid_answer", nil, 1, "why"},
 		{"edit_schema", "POST", answer, aliceSecret, map[string]any{"decision": "edit", "edited_args": map[string]any{"cmd": 5, "cwd": true, "extra": 1}}, 422, "invalid_answer", nil, 3, "invalid arguments"},
-		{"edit_policy", "POST", answer, aliceSecret, map[string]any{"decision": "edit", "edited_args": map[string]any{"cmd": "dd if=/dev/zero of=/dev/sda"}}, 422, "invalid_answer", nil, 1, "destructive I/O"},
+		{"edit_policy", "POST", answer, aliceSecret, map[string]any{"digest": q.Digest, "decision": "edit", "edited_args": map[string]any{"cmd": "dd if=/dev/zero of=/dev/sda"}}, 422, "invalid_answer", nil, 1, "destructive I/O"},
 		{"too_large", "POST", "/v1/threads/t9/messages", clientSecret, map[string]string{"text": strings.Repeat("x", 5000)}, 413, "too_large", nil, 0, "4096"},
 		{"answer_too_large", "POST", answer, aliceSecret, map[string]string{"decision": "deny", "reason": strings.Repeat("x", 5000)}, 413, "too_large", nil, 0, "4096"},
 	}

@@ -356,12 +356,25 @@ type sessionResponse struct {
 	ExpiresAt jsonTime `json:"expires_at,omitzero"`
 	DevMode   bool     `json:"dev_mode"`
 	Model     string   `json:"model,omitempty"`
+	// Notices are for those who answer questions (reviewers, admins).
+	Notices []noticeJSON `json:"notices,omitempty"`
+}
+
+type noticeJSON struct {
+	Code    string   `json:"code"`
+	Message string   `json:"message"`
+	At      jsonTime `json:"at"`
 }
 
 func (s *Server) sessionBody(id *identity) sessionResponse {
 	b := sessionResponse{Name: id.name, Role: id.role, Threads: id.threads, DevMode: s.dev, Model: s.model}
 	if id.session != nil {
 		b.CSRFToken, b.ExpiresAt = id.session.csrf, jsonTime(id.session.expires)
+	}
+	if s.notices != nil && id.role != RoleClient {
+		for _, n := range s.notices() {
+			b.Notices = append(b.Notices, noticeJSON{Code: n.Code, Message: n.Message, At: jsonTime(n.At)})
+		}
 	}
 	return b
 }

@@ -26,9 +26,11 @@ const (
 	codeRunActive       = "run_active"
 	codeNoRun           = "no_run"
 	codeDigestMismatch  = "digest_mismatch"
+	codeDigestRequired  = "digest_required"
 	codeExpired         = "expired"
 	codeAborted         = "aborted"
 	codeTooLarge        = "too_large"
+	codeTooManyStreams  = "too_many_streams"
 	codeInvalidAnswer   = "invalid_answer"
 	codeInternal        = "internal"
 	codeUnavailable     = "unavailable"
@@ -99,6 +101,7 @@ var sentinels = []struct {
 	{hitl.ErrAlreadyAnswered, http.StatusConflict, codeAlreadyAnswered},
 	{hitl.ErrExpired, http.StatusGone, codeExpired},
 	{hitl.ErrDigestMismatch, http.StatusConflict, codeDigestMismatch},
+	{hitl.ErrDigestRequired, http.StatusUnprocessableEntity, codeDigestRequired},
 	{hitl.ErrWrongKind, http.StatusUnprocessableEntity, codeInvalidAnswer},
 	{hitl.ErrInvalidAnswer, http.StatusUnprocessableEntity, codeInvalidAnswer},
 	{host.ErrRunActive, http.StatusConflict, codeRunActive},

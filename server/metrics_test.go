@@ -28,7 +28,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	f.clock.Advance(10 * time.Second)
-	f.do("POST", "/v1/questions/approved/"+q.ID+"/answer", aliceSecret, map[string]string{"decision": "approve"}).want(t, http.StatusOK, "")
+	f.do("POST", "/v1/questions/approved/"+q.ID+"/answer", aliceSecret, map[string]string{"digest": q.Digest, "decision": "approve"}).want(t, http.StatusOK, "")
 	f.settle("approved")
 	f.clock.Advance(timeoutSeconds * time.Second)
 	eventually(t, "the deadline to fire", func() bool {
@@ -94,7 +94,7 @@ func TestStoreGone(t *testing.T) {
 		{"GET", "/v1/threads/t1", clientSecret, nil},
 		{"GET", "/v1/questions", aliceSecret, nil},
 		{"POST", "/v1/threads/t2/messages", clientSecret, map[string]string{"text": "$ ls"}},
-		{"POST", "/v1/questions/t1/" + q.ID + "/answer", aliceSecret, map[string]string{"decision": "approve"}},
+		{"POST", "/v1/questions/t1/" + q.ID + "/answer", aliceSecret, map[string]string{"digest": q.Digest, "decision": "approve"}},
 	} {
 		res := f.do(c.method, c.path, c.secret, c.body)
 		if res.status != http.StatusInternalServerError && res.status != http.StatusServiceUnavailable {

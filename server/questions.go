@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/interrupt"
 )
 
 // questionJSON is a question as the API shows it.
@@ -160,12 +163,20 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id *iden
 		var v any
 		return badRequest("%s", jsonProblem(json.Unmarshal(body, &v)))
 	}
-	q, err := s.host.Answer(r.Context(), threadID, qid, body, id.name)
+	// The answer must say which call it is about: the digest the
+	// reviewer saw, never one this server fills in.
+	q, err := s.host.AnswerWith(r.Context(), threadID, qid, body, host.AnswerOptions{By: id.name, RequireDigest: true})
 	if err != nil {
 		e := classify(err)
 		switch e.code {
 		case codeNotFound:
 			e.message = "question " + strconv.Quote(qid) + " of thread " + strconv.Quote(threadID) + " does not exist"
+		case codeDigestRequired:
+			e.message = "the answer carries no digest: send the digest of the call the reviewer saw — GET /v1/questions/" +
+				url.PathEscape(threadID) + "/" + url.PathEscape(qid) + " first and put its \"digest\" in the answer"
+			if cur, gerr := s.store.GetQuestion(r.Context(), threadID, qid); gerr == nil && cur.Kind == interrupt.KindToolInterrupt {
+				e.message += " (a tool_interrupt answer as an object: {\"action\": \"approve\", \"digest\": \"sha256:…\"})"
+			}
 		case codeAlreadyAnswered, codeExpired, codeAborted, codeDigestMismatch:
 			// Who won, or what the question is now.
 			if cur, gerr := s.store.GetQuestion(r.Context(), threadID, qid); gerr == nil {

@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,7 +191,7 @@ func TestReviewerScope(t *testing.T) {
 	}
 	f.do("GET", "/v1/threads/t1/events", bobSecret, nil).want(t, http.StatusForbidden, "forbidden")
 	f.do("GET", "/v1/threads/t1/stream", bobSecret, nil).want(t, http.StatusForbidden, "forbidden")
-	res := f.do("POST", "/v1/questions/team-b-1/"+qb.ID+"/answer", bobSecret, map[string]string{"decision": "deny", "reason": "not today"}).want(t, http.StatusOK, "")
+	res := f.do("POST", "/v1/questions/team-b-1/"+qb.ID+"/answer", bobSecret, map[string]string{"digest": qb.Digest, "decision": "deny", "reason": "not today"}).want(t, http.StatusOK, "")
 	if by := res.json(t)["answered_by"]; by != "bob" {
 		t.Errorf("answered by %v", by)
 	}
@@ -216,9 +218,9 @@ func TestDevMode(t *testing.T) {
 	}
 	q := f.ask("t1", "rm -r /opt/x")
 	answer := "/v1/questions/t1/" + q.ID + "/answer"
-	f.do("POST", answer, "", map[string]string{"decision": "approve"}, header{"Origin", "https://evil.example"}).want(t, http.StatusForbidden, "csrf")
+	f.do("POST", answer, "", map[string]string{"digest": q.Digest, "decision": "approve"}, header{"Origin", "https://evil.example"}).want(t, http.StatusForbidden, "csrf")
 	f.do("GET", "/v1/threads", "", nil, header{"Host", "evil.example"}).want(t, http.StatusForbidden, "forbidden")
-	if by := f.do("POST", answer, "", map[string]string{"decision": "approve"}).want(t, http.StatusOK, "").json(t)["answered_by"]; by != "dev" {
+	if by := f.do("POST", answer, "", map[string]string{"digest": q.Digest, "decision": "approve"}).want(t, http.StatusOK, "").json(t)["answered_by"]; by != "dev" {
 		t.Errorf("answered by %v", by)
 	}
 	for _, addr := range []string{"localhost:8080", "[::1]:8080", "127.0.0.2:9"} {
@@ -298,5 +300,38 @@ func TestStreamEndsAtSignOut(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stream went on after sign-out")
+	}
+}
+
+// GET /v1/session lists the server's notices (tools unconfined, a policy
+// loosened by a reload) for those who answer questions, as they stand at
+// each request; a client's session has none.
+func TestSessionNotices(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	notices := []server.Notice{{Code: "unconfined", Message: "the bash tool runs unconfined"}}
+	f := setup(t, &options{cfg: func(c *server.Config) {
+		c.Notices = func() []server.Notice {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(notices)
+		}
+	}})
+	got := func(secret string) []any {
+		t.Helper()
+		n, _ := f.do("GET", "/v1/session", secret, nil).want(t, http.StatusOK, "").json(t)["notices"].([]any)
+		return n
+	}
+	if n := got(aliceSecret); len(n) != 1 || n[0].(map[string]any)["code"] != "unconfined" || n[0].(map[string]any)["at"] != nil {
+		t.Errorf("reviewer's notices %v", n)
+	}
+	if n := got(clientSecret); n != nil {
+		t.Errorf("client's notices %v", n)
+	}
+	mu.Lock()
+	notices = append(notices, server.Notice{Code: "policy_loosened", Message: "policy.yaml may allow more", At: epoch})
+	mu.Unlock()
+	if n := got(adminSecret); len(n) != 2 || n[1].(map[string]any)["at"] != "2026-03-01T09:00:00.000000Z" {
+		t.Errorf("admin's notices %v", n)
 	}
 }

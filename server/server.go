@@ -65,6 +65,17 @@ type Config struct {
 	// MaxSessions caps the sessions kept in memory; beyond it the one
 	// closest to its expiry is signed out. Zero: 10000.
 	MaxSessions int
+	// Notices, when set, says what every reviewer should know of the
+	// server itself (its tools run unconfined, its policy was loosened by
+	// a reload): GET /v1/session lists them for reviewers and admins, and
+	// the page shows each as a banner. It is called on each such request.
+	Notices func() []Notice
+	// MaxStreamsPerToken caps the event streams one token keeps open at
+	// once, by bearer or through any page session it signed in (each
+	// holds a connection, a goroutine and a share of every wake-up): a
+	// stream beyond it is refused with 429 too_many_streams. Zero: 32;
+	// negative: no cap.
+	MaxStreamsPerToken int
 }
 
 // Server is the HTTP layer of tollgate serve: the JSON API of API.md, the
@@ -91,6 +102,20 @@ type Server struct {
 	wake      *broadcaster
 	head      *logHead
 	counts    countCache
+	streams   streamCounts
+	notices   func() []Notice
+}
+
+// Notice is something a reviewer should know of the server itself, shown
+// on the page as a banner until it no longer holds.
+type Notice struct {
+	// Code tells notices apart: "unconfined", "sandbox",
+	// "policy_loosened".
+	Code string
+	// Message says it in a reviewer's words.
+	Message string
+	// At is when it happened; zero for a state the server started in.
+	At time.Time
 }
 
 // New returns a server for cfg. It subscribes to the host's events and the
@@ -103,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		host: cfg.Host, store: cfg.Host.Store(), log: cfg.Logger, clock: cfg.Clock,
 		dev: cfg.DevMode, model: cfg.Model, maxBody: cfg.MaxBodyBytes,
-		ping: cfg.PingInterval, poll: cfg.PollInterval, mux: http.NewServeMux(),
+		ping: cfg.PingInterval, poll: cfg.PollInterval, mux: http.NewServeMux(), notices: cfg.Notices,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -119,6 +144,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.poll <= 0 {
 		s.poll = 2 * time.Second
+	}
+	s.streams = streamCounts{max: cfg.MaxStreamsPerToken, open: map[string]int{}}
+	if s.streams.max == 0 {
+		s.streams.max = DefaultMaxStreamsPerToken
 	}
 	ttl, maxSessions := cfg.SessionTTL, cfg.MaxSessions
 	if ttl <= 0 {

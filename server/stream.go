@@ -367,6 +367,37 @@ const streamWriteTimeout = 30 * time.Second
 // streamPage is how many events one read of the log takes.
 const streamPage = 200
 
+// DefaultMaxStreamsPerToken is [Config].MaxStreamsPerToken's zero value:
+// a reviewer's page holds one or two streams per tab.
+const DefaultMaxStreamsPerToken = 32
+
+// streamCounts counts the open event streams of each token, by name (a
+// page session counts against the token that signed it in).
+type streamCounts struct {
+	mu   sync.Mutex
+	open map[string]int
+	max  int // < 0: no cap
+}
+
+// take counts a stream of name's, unless it has max open already.
+func (c *streamCounts) take(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.max >= 0 && c.open[name] >= c.max {
+		return false
+	}
+	c.open[name]++
+	return true
+}
+
+func (c *streamCounts) give(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[name]--; c.open[name] <= 0 {
+		delete(c.open, name)
+	}
+}
+
 // stream sends the log's events of thread ("" for all the caller may see)
 // after the given seq, then every new one, until the client goes, or the
 // server closes.
@@ -374,6 +405,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id *identity, th
 	if s.ctx.Err() != nil {
 		return newError(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down: reconnect in a moment")
 	}
+	if !s.streams.take(id.name) {
+		w.Header().Set("Retry-After", "10")
+		return newError(http.StatusTooManyRequests, codeTooManyStreams,
+			"token %q has %d event streams open, the most one token may have (serve --max-streams-per-token): close one — a page tab, a client that did not close its stream — or share one stream",
+			id.name, s.streams.max)
+	}
+	defer s.streams.give(id.name)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -33,20 +34,7 @@ type stream struct {
 func (f *fixture) openStream(path, secret string, headers ...header) *stream {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", f.ts.URL+path, nil)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if secret != "" {
-		req.Header.Set("Authorization", "Bearer "+secret)
-	}
-	for _, h := range headers {
-		req.Header.Set(h.k, h.v)
-	}
-	res, err := f.ts.Client().Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	res := f.getStream(ctx, path, secret, headers...)
 	if res.StatusCode != http.StatusOK {
 		res.Body.Close()
 		f.t.Fatalf("stream %s: status %d", path, res.StatusCode)
@@ -82,6 +70,26 @@ func (f *fixture) openStream(path, secret string, headers ...header) *stream {
 	}()
 	f.t.Cleanup(cancel)
 	return s
+}
+
+// getStream sends the GET of a stream; the response's body is the stream.
+func (f *fixture) getStream(ctx context.Context, path, secret string, headers ...header) *http.Response {
+	f.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", f.ts.URL+path, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if secret != "" {
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	for _, h := range headers {
+		req.Header.Set(h.k, h.v)
+	}
+	res, err := f.ts.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return res
 }
 
 // next returns the next event that is not a comment.
@@ -153,7 +161,7 @@ func TestThreadStream(t *testing.T) {
 	if got := types(first); got != "run_started question_asked run_parked" {
 		t.Errorf("events %q", got)
 	}
-	f.do("POST", "/v1/questions/t1/"+q.ID+"/answer", aliceSecret, map[string]string{"decision": "approve"}).want(t, http.StatusOK, "")
+	f.do("POST", "/v1/questions/t1/"+q.ID+"/answer", aliceSecret, map[string]string{"digest": q.Digest, "decision": "approve"}).want(t, http.StatusOK, "")
 	// question_resolved may come after the resumed run's events (see
 	// orderFree): read until both are in.
 	rest := s.untilAll("run_finished", "question_resolved")
@@ -309,4 +317,46 @@ func TestStreamClientDisconnects(t *testing.T) {
 	eventually(t, "the streams to close", func() bool { return f.metric("tollgate_streams_open") == "0" })
 	f.ts.Client().CloseIdleConnections()
 	eventually(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// One token holds at most MaxStreamsPerToken event streams, by bearer and
+// through the page sessions it signed in together; one more is refused
+// with 429 too_many_streams and says what to do, other tokens are not
+// touched, and a stream that closes makes room.
+func TestStreamsPerToken(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{cfg: func(c *server.Config) { c.MaxStreamsPerToken = 2 }})
+	f.do("POST", "/v1/threads", clientSecret, map[string]string{"id": "t1"}).want(t, http.StatusCreated, "")
+	// refused opens a stream that must be refused: an open one fails
+	// the test rather than hang it.
+	refused := func(path, secret string, headers ...header) *response {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		res := f.getStream(ctx, path, secret, headers...)
+		defer res.Body.Close()
+		if res.StatusCode == http.StatusOK {
+			t.Fatalf("stream %s opened beyond the cap", path)
+		}
+		body, _ := io.ReadAll(res.Body)
+		return (&response{status: res.StatusCode, header: res.Header, body: body}).want(t, http.StatusTooManyRequests, "too_many_streams")
+	}
+	first := f.openStream("/v1/stream", aliceSecret)
+	cookie, _ := f.signIn(aliceSecret)
+	f.openStream("/v1/threads/t1/stream", "", cookie)
+	res := refused("/v1/stream", aliceSecret)
+	if msg := res.json(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, `token "alice" has 2 event streams open`) || !strings.Contains(msg, "close one") {
+		t.Errorf("message %q", msg)
+	}
+	if res.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	refused("/v1/threads/t1/stream", "", cookie)
+	// Another token has its own count.
+	f.openStream("/v1/stream", adminSecret)
+	first.cancel()
+	<-first.done
+	// (A HEAD of a stream is counted for its headers' time only.)
+	eventually(t, "room for a stream of alice's", func() bool { return f.do("HEAD", "/v1/stream", aliceSecret, nil).status == http.StatusOK })
+	f.openStream("/v1/stream", aliceSecret)
 }

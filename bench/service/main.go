@@ -276,7 +276,7 @@ func seed(ctx context.Context, s checkpoint.Store, n int) error {
 			Args:    map[string]any{"cmd": fmt.Sprintf("rm -r /tmp/scratch-%d", i)},
 			Details: map[string]any{"matched_rule": "ask", "impact": "changes files"}})
 		q := &checkpoint.Question{ThreadID: th.ID, ID: hitl.QuestionID(call.ID), RunID: runID, CallID: call.ID, Tool: "bash",
-			Kind: hitl.KindApprove, Payload: payload, Digest: agent.ArgsDigest("bash", agent.CanonicalArgs(args)), CreatedAt: now}
+			Kind: hitl.KindApprove, Payload: payload, Digest: agent.CallDigest(th.ID, call.ID, "bash", args), CreatedAt: now}
 		if i%3 == 0 {
 			q.Deadline = now.Add(24*time.Hour + time.Duration(i)*time.Millisecond)
 		}

@@ -210,7 +210,7 @@ func ask(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) 
 	q, err := c.Ask(ctx, agent.QuestionRequest{
 		ID: "approve_" + agent.EscapeID(c.Call.ID), Kind: "approve",
 		Payload: map[string]any{"tool": c.Call.Name, "args": c.RawArgs},
-		Digest:  agent.ArgsDigest(c.Call.Name, c.RawArgs),
+		Digest:  c.CallDigest(),
 		Timeout: threadKind(c.ThreadID).timeout(),
 	})
 	if err != nil {

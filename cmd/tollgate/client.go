@@ -580,7 +580,7 @@ func (c *apiClient) answer(ctx context.Context, thread, id string, answer json.R
 	var ae *apiError
 	if errors.As(err, &ae) {
 		switch ae.code {
-		case "not_found", "already_answered", "expired", "aborted", "digest_mismatch", "invalid_answer":
+		case "not_found", "already_answered", "expired", "aborted", "digest_mismatch", "digest_required", "invalid_answer":
 			return nil, &refusal{code: ae.code, message: ae.message, problems: ae.problems, question: ae.question}
 		}
 	}
@@ -736,7 +736,7 @@ func (s *storeSource) question(ctx context.Context, thread, id string) (*checkpo
 // has the tools and policy of a run, so that it checks answers as the run
 // would. The model is never called.
 func (s *storeSource) host(ctx context.Context) (*host.Host, error) {
-	approval, _, _, err := loadPolicy(ctx, s.policyFile, s.log)
+	approval, _, _, err := loadPolicy(ctx, s.policyFile, s.log, policyWatch{})
 	if err != nil {
 		return nil, err
 	}
@@ -770,7 +770,8 @@ func (s *storeSource) answer(ctx context.Context, thread, id string, answer json
 	if err != nil {
 		return nil, err
 	}
-	q, err := h.Answer(ctx, thread, id, answer, by)
+	// As the server does: an answer says which call it is about.
+	q, err := h.AnswerWith(ctx, thread, id, answer, host.AnswerOptions{By: by, RequireDigest: true})
 	if err == nil {
 		return q, nil
 	}
@@ -788,6 +789,8 @@ func (s *storeSource) answer(ctx context.Context, thread, id string, answer json
 		r.code = "expired"
 	case errors.Is(err, hitl.ErrDigestMismatch):
 		r.code = "digest_mismatch"
+	case errors.Is(err, hitl.ErrDigestRequired):
+		r.code = "digest_required"
 	case errors.Is(err, hitl.ErrWrongKind), errors.Is(err, hitl.ErrInvalidAnswer):
 		r.code = "invalid_answer"
 		var ve *agent.ValidationError

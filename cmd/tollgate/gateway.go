@@ -82,8 +82,11 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	tokensFile := fs.String("tokens", envDefault("TOLLGATE_TOKENS_FILE", ""), "the page's and API's tokens `file`, as for serve (without it: one reviewer token, see --reviewer-token-file) [TOLLGATE_TOKENS_FILE]")
 	reviewerFile := fs.String("reviewer-token-file", envDefault("TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE", configFile("gateway.reviewer-token")), "without --tokens, the `file` of the token reviewers sign in to the page (and the API) with; made (0600) if missing; keep it where the gated agent cannot read it [TOLLGATE_GATEWAY_REVIEWER_TOKEN_FILE]")
 	dev := fs.Bool("dev", false, "no authentication on the page and the API (loopback only): then anything on this machine, the gated agent too, can approve its calls")
+	stateInRoots := fs.Bool("allow-state-in-mcp-roots", false, "start even though the store, the policy or a tokens file is inside a directory a stdio MCP server is given (its root): its tools could read the reviewers' token there, or rewrite the policy, and approve their own calls, e.g. --allow-state-in-mcp-roots")
 	progress := fs.Duration("progress", 5*time.Second, "how often a client whose call waits for a person gets a progress notification (clients give up after a silence, often 60s)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long calls already running upstream get to finish; calls waiting for a person are answered at once with a retryable error")
+	var reload string
+	policyReloadFlag(fs, &reload)
 	var mcpf mcpFlags
 	mcpf.register(fs.FlagSet)
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
@@ -108,6 +111,28 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if len(configs) == 0 {
 		return fail(2, errors.New("no MCP servers to front: give --mcp NAME=COMMAND (or NAME=URL) or --mcp-config FILE"))
 	}
+	if given(fs, "store") && storeurl.HasPassword(*storeURL) {
+		return fail(2, errors.New(storePasswordRefusal))
+	}
+	// Attack D of issue 21: the gateway's tokens in a directory its
+	// filesystem server reads, returned by an allowed read_file.
+	var files []string
+	for env, f := range map[string]string{"TOLLGATE_GATEWAY_TOKEN": *tokenFile, "TOLLGATE_GATEWAY_REVIEWER_TOKEN": *reviewerFile} {
+		if os.Getenv(env) == "" {
+			files = append(files, f)
+		}
+	}
+	state := statePaths(*storeURL, append(files, *policyFile, *tokensFile)...)
+	for _, r := range mcpRoots(configs) {
+		p := stateInside(r.dir, state)
+		if p == "" {
+			continue
+		}
+		if !*stateInRoots {
+			return fail(2, fmt.Errorf("%s is inside %s, a directory MCP server %s is given: an allowed call of its tools could read it (the reviewers' token) or rewrite it, and approve its own calls; keep it elsewhere (--store, --token-file, --reviewer-token-file, --tokens, --policy), or give --allow-state-in-mcp-roots to take that risk", p, r.dir, r.server))
+		}
+		log.Warn("tollgate's state is inside a directory an MCP server is given: its tools can read and rewrite it (--allow-state-in-mcp-roots)", "path", p, "server", r.server, "dir", r.dir)
+	}
 	tokens, err := loadTokens(*tokensFile)
 	if err != nil {
 		return fail(2, err)
@@ -129,7 +154,12 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		tokens = []server.Token{{Name: "reviewer", Role: server.RoleAdmin, SHA256: server.HashToken(secret)}}
 		reviewerWhere = where
 	}
-	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log)
+	manual, err := parsePolicyReload(reload)
+	if err != nil {
+		return fail(2, err)
+	}
+	notices := &noticeBoard{}
+	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log, policyWatch{manual: manual, loosened: notices.policyLoosened})
 	if err != nil {
 		return fail(2, err)
 	}
@@ -198,8 +228,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	started.Store(g)
 	srv, err := server.New(server.Config{Host: g.Host(), Logger: log, Tokens: tokens, DevMode: *dev, ListenAddr: *addr,
-		Model: "MCP gateway (each thread is one call of an MCP client)",
-		Page:  web.Handler(web.Options{DevMode: *dev, Model: "MCP gateway", Version: version})})
+		Model:   "MCP gateway (each thread is one call of an MCP client)",
+		Page:    web.Handler(web.Options{DevMode: *dev, Model: "MCP gateway", Version: version}),
+		Notices: notices.list})
 	if err != nil {
 		_ = g.Shutdown(context.WithoutCancel(ctx))
 		return fail(2, err)
@@ -256,10 +287,50 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return 0
 }
 
+// mcpRoot is a directory a stdio MCP server is given.
+type mcpRoot struct{ server, dir string }
+
+// mcpRoots are the directories the stdio MCP servers are given on their
+// command lines (a filesystem server's roots, where its tools read and
+// write): every argument that names an existing directory, relative ones
+// from the server's working directory. Servers reached by URL say nothing
+// of theirs.
+func mcpRoots(configs []mcpgate.ServerConfig) []mcpRoot {
+	var out []mcpRoot
+	for _, c := range configs {
+		if c.Command == "" {
+			continue
+		}
+		base := c.Dir
+		if base == "" {
+			base = "."
+		}
+		if d, err := expandHome(base); err == nil {
+			base = d
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			p, err := expandHome(a)
+			if err != nil {
+				continue
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			if st, err := os.Stat(p); err == nil && st.IsDir() {
+				out = append(out, mcpRoot{c.Name, p})
+			}
+		}
+	}
+	return out
+}
+
 // gatewayPolicyOf loads the policy file (watched for changes) or the
 // gateway's default, and says which tools it blocks whatever their
 // arguments (hidden from the clients' tool lists).
-func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, func(string, map[string]any) bool, string, error) {
+func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger, w policyWatch) (hitl.Policy, func(string, map[string]any) bool, string, error) {
 	if file == "" {
 		p, err := policy.Parse("the gateway's built-in policy", []byte(gatewayPolicy), nil)
 		if err != nil {
@@ -267,7 +338,7 @@ func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger) (hitl.P
 		}
 		return p.HITL(), func(string, map[string]any) bool { return false }, "built in: every call asks", nil
 	}
-	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded; clients see the tools it hides at their next tools/list")
+	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded; clients see the tools it hides at their next tools/list", w)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -326,7 +326,7 @@ func TestGatewayStdio(t *testing.T) {
 
 // Without --policy the gateway starts, and asks about every call.
 func TestGatewayDefaultPolicy(t *testing.T) {
-	approval, hidden, name, err := gatewayPolicyOf(context.Background(), "", nil)
+	approval, hidden, name, err := gatewayPolicyOf(context.Background(), "", nil, policyWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,5 +349,39 @@ func TestGatewaySameTokenRefused(t *testing.T) {
 	code, _, errOut := runCLI(t, "", "mcp-gateway", "--addr", "127.0.0.1:0", "--store", "memory", "--token-file", tok, "--reviewer-token-file", tok, "--mcp", "s=/bin/true")
 	if code != 2 || !strings.Contains(errOut, "give them different tokens") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// The gateway's state inside a directory a stdio MCP server is given (a
+// filesystem server's root) is refused, naming the risk (issue 21's
+// attack D: an allowed read_file returned the reviewers' token), unless
+// --allow-state-in-mcp-roots; so is a store URL with a password.
+func TestGatewayStateInMCPRootRefused(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "work")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	args := func(reviewer string, extra ...string) []string {
+		return append([]string{"mcp-gateway", "--addr", "127.0.0.1:0", "--store", "memory", "--token-file", filepath.Join(elsewhere, "token"),
+			"--reviewer-token-file", reviewer, "--mcp", "fs=/bin/true -y server " + root}, extra...)
+	}
+	code, _, errOut := runCLI(t, "", args(filepath.Join(root, "reviewer-token"))...)
+	if code != 2 || !strings.Contains(errOut, "reviewer-token is inside "+root+", a directory MCP server fs is given") || !strings.Contains(errOut, "--allow-state-in-mcp-roots") {
+		t.Fatalf("state in a root: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(root, "reviewer-token")); err == nil {
+		t.Error("the refused gateway made its token file in the root")
+	}
+	// Forced, it warns and gets as far as the server (which is not an
+	// MCP server).
+	code, _, errOut = runCLI(t, "", args(filepath.Join(root, "reviewer-token"), "--allow-state-in-mcp-roots")...)
+	if code == 2 || strings.Contains(errOut, "keep it elsewhere") || !strings.Contains(errOut, "level=WARN msg=\"tollgate's state is inside a directory an MCP server is given") {
+		t.Fatalf("forced: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "mcp-gateway", "--addr", "127.0.0.1:0", "--store", "postgres://u:secret@db/x", "--mcp", "s=/bin/true")
+	if code != 2 || !strings.Contains(errOut, "--store carries a password") {
+		t.Fatalf("password: exit %d: %s", code, errOut)
 	}
 }

@@ -8,8 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/server"
+	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
 // TestServeRefusesStateInWorkdir: a store, policy or tokens file inside the
@@ -125,9 +130,18 @@ func TestUnconfinedIsLoud(t *testing.T) {
 	if line := f.startupLine(); !strings.Contains(line, "UNCONFINED") || !strings.Contains(line, "approve its own calls") {
 		t.Errorf("unconfined: %q", line)
 	}
+	// And the page says it to every reviewer.
+	if n := f.notices(); len(n) != 1 || n[0].Code != "unconfined" || !strings.Contains(n[0].Message, "approve its own calls") {
+		t.Errorf("unconfined: notices %+v", n)
+	}
 	f.profile = "workspace-write"
 	if line := f.startupLine(); strings.Contains(line, "UNCONFINED") {
 		t.Errorf("workspace-write: %q", line)
+	}
+	// Where the kernel cannot enforce the profile, the page says that
+	// instead; where it can, nothing.
+	if n, err := f.notices(), bash.Check().Enforceable(bash.WorkspaceWrite); err == nil && len(n) != 0 || err != nil && (len(n) != 1 || n[0].Code != "sandbox") {
+		t.Errorf("workspace-write (enforceable: %v): notices %+v", err, n)
 	}
 }
 
@@ -145,7 +159,7 @@ func TestPolicyReloadThatAllowsMoreWarns(t *testing.T) {
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := watchedPolicy(ctx, file, slog.New(slog.NewTextHandler(&logs, nil)), "reloaded"); err != nil {
+	if _, err := watchedPolicy(ctx, file, slog.New(slog.NewTextHandler(&logs, nil)), "reloaded", policyWatch{}); err != nil {
 		t.Fatal(err)
 	}
 	write("default: allow\nrules: []\n")
@@ -158,6 +172,59 @@ func TestPolicyReloadThatAllowsMoreWarns(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "the default is allow, was ask") {
 		t.Errorf("the warning does not say what changed:\n%s", out)
+	}
+}
+
+// TestPolicyReloadManual: with --policy-reload manual a changed policy
+// file takes effect on SIGHUP only — not while a file watched the default
+// way (the control, started at the same time) is reloaded twice — and a
+// reload that loosens it reaches the page's notices, saying what and
+// which file.
+func TestPolicyReloadManual(t *testing.T) {
+	dir := t.TempDir()
+	manualFile, autoFile := filepath.Join(dir, "manual.yaml"), filepath.Join(dir, "auto.yaml")
+	write := func(file, data string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strict, loose := "default: ask\nrules: []\n", "default: allow\nrules: []\n"
+	write(manualFile, strict)
+	write(autoFile, strict)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	board := &noticeBoard{fixed: []server.Notice{{Code: "unconfined", Message: "x"}}}
+	log := slog.New(slog.DiscardHandler)
+	manual, err := watchedPolicy(ctx, manualFile, log, "reloaded", policyWatch{manual: true, loosened: board.policyLoosened})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auto, err := watchedPolicy(ctx, autoFile, log, "reloaded", policyWatch{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allows := func(rp *policy.Reloadable) func() bool {
+		return func() bool {
+			return rp.Evaluate(ctx, policy.Call{Tool: "bash", Args: map[string]any{"cmd": "touch x"}}).Action == policy.Allow
+		}
+	}
+	write(manualFile, loose)
+	write(autoFile, loose)
+	waitFor(t, "the watched file's reload", 20*time.Second, allows(auto))
+	write(autoFile, strict)
+	waitFor(t, "the watched file's second reload", 20*time.Second, func() bool { return !allows(auto)() })
+	if allows(manual)() || len(board.list()) != 1 {
+		t.Fatalf("the manual policy was reloaded without SIGHUP: %v", board.list())
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload on SIGHUP", 20*time.Second, allows(manual))
+	waitFor(t, "the loosened notice", 20*time.Second, func() bool { return len(board.list()) == 2 })
+	n := board.list()[1]
+	if n.Code != "policy_loosened" || !strings.Contains(n.Message, manualFile) || !strings.Contains(n.Message, "the default is allow, was ask") || n.At.IsZero() {
+		t.Errorf("notice %+v", n)
 	}
 }
 

@@ -164,7 +164,7 @@ func TestMCPToolsInTheAgent(t *testing.T) {
 	}
 
 	// serve's default policy (run without --policy asks every call).
-	approval, _, name, err := loadPolicy(ctx, "", slog.New(slog.DiscardHandler))
+	approval, _, name, err := loadPolicy(ctx, "", slog.New(slog.DiscardHandler), policyWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}

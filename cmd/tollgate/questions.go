@@ -582,7 +582,7 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 		if !json.Valid([]byte(arg)) {
 			return nil, fmt.Errorf("json takes the answer as JSON, such as json '{\"decision\": \"approve\"}'; %q is not JSON", arg)
 		}
-		return json.RawMessage(arg), nil
+		return withDigest(json.RawMessage(arg), q, digest), nil
 	case "approve", "deny", "edit":
 		var edited map[string]any
 		if verb == "edit" {
@@ -608,6 +608,7 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 			case "edit":
 				d = interrupt.Edit(edited)
 			}
+			d.Digest = digest
 			return jsontext.Marshal(d)
 		}
 		return nil, wrongKind
@@ -626,6 +627,35 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 		return jsontext.Marshal(arg)
 	}
 	return nil, fmt.Errorf("unknown answer %q: question %s %s: answer %s", verb, display.Line(q.ID), kindWords(q.Kind), answerForms(q.Kind))
+}
+
+// withDigest binds an answer given as JSON to the call it is about, as
+// approve, deny and edit are: an object answering a question bound to a
+// digest gets the digest (the one given, else the question's as read) if
+// it carries none; an answer that names one keeps it, to be checked.
+func withDigest(raw json.RawMessage, q *checkpoint.Question, digest string) json.RawMessage {
+	if q.Digest == "" || (q.Kind != hitl.KindApprove && q.Kind != interrupt.KindToolInterrupt) {
+		return raw
+	}
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if dec.Decode(&m) != nil || m == nil {
+		return raw
+	}
+	if _, ok := m["digest"]; ok {
+		return raw
+	}
+	d, _ := json.Marshal(digest)
+	// Appended to the object as written, so its other keys and numbers
+	// stay as the user wrote them.
+	t := bytes.TrimSpace(raw)
+	out := append([]byte(nil), bytes.TrimSpace(t[:len(t)-1])...) // without its closing }
+	if len(m) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"digest":`...)
+	out = append(out, d...)
+	return append(out, '}')
 }
 
 func quoteAll(ss []string) []string {
@@ -683,6 +713,9 @@ func refusalWords(ctx context.Context, src source, thread, id string, r *refusal
 		if q != nil {
 			return digestWords(q, digest)
 		}
+	case "digest_required":
+		return fmt.Errorf("question %s is bound to the call it shows: an answer must carry its digest (json '{\"action\": \"approve\", \"digest\": \"sha256:...\"}'; approve, deny and edit add it themselves)",
+			display.Line(id))
 	case "invalid_answer":
 		var b strings.Builder
 		fmt.Fprintf(&b, "the answer is refused; question %s stays open for another:", display.Line(id))

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -250,6 +252,7 @@ func TestQuestionsAnswerErrors(t *testing.T) {
 		{"invalid edit", []string{"t1", "hitl_call_1_1", "edit", `{"cmd": 5, "cwd": true}`}, "stays open for another:\n  /cmd: "},
 		{"digest", []string{"--digest", "sha256:00", "t1", "hitl_call_1_1", "approve"}, "is about another call than the one you were shown"},
 		{"digest in JSON", []string{"t1", "hitl_call_1_1", "json", `{"decision": "approve", "digest": "sha256:00"}`}, "is about another call than the one you were shown"},
+		{"no digest in JSON", []string{"t1", "hitl_call_1_1", "json", `{"decision": "approve", "digest": ""}`}, "an answer must carry its digest"},
 		{"timed out", []string{"t3", "hitl_call_1_1", "approve"}, "question hitl_call_1_1 timed out at"},
 	}
 	for _, c := range cases {
@@ -315,6 +318,37 @@ func TestQuestionsAnswerErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Errorf("questions list created %s", missing)
+	}
+}
+
+// An answer given as JSON is bound to the call, as approve, deny and edit
+// are: the server takes no answer without the digest the reviewer saw,
+// and questions answer, having read the question, sends it.
+func TestQuestionsAnswerJSONCarriesTheDigest(t *testing.T) {
+	f := newCLIFixture(t)
+	f.prompt("t1", "$ printf one >> log.txt\n$ printf two >> log.txt", 2)
+	code, out, errOut := f.server(aliceSecret, "questions answer", "t1", "hitl_call_1_1", "json", `{"decision": "deny", "reason": "not <now>"}`)
+	if code != 0 || out != "question hitl_call_1_1 in thread t1: denied by alice (not <now>)\n" {
+		t.Fatalf("json deny on the server: %d %q %s", code, out, errOut)
+	}
+	q, err := f.h.Store().GetQuestion(context.Background(), "t1", "hitl_call_1_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"digest":"` + q.Digest + `"`; !strings.Contains(string(q.Answer), want) {
+		t.Errorf("answer %s lacks %s", q.Answer, want)
+	}
+	// Straight to the API, the same answer without its digest is refused.
+	req, _ := http.NewRequest("POST", f.url+"/v1/questions/t1/hitl_call_1_2/answer", strings.NewReader(`{"decision": "approve"}`))
+	req.Header.Set("Authorization", "Bearer "+aliceSecret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "digest_required") {
+		t.Fatalf("approve without a digest: %d %s", res.StatusCode, body)
 	}
 }
 

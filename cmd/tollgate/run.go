@@ -172,7 +172,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		// A broken edit of the file keeps the policy in force and says why.
 		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		var err error
-		if approval, decide, _, err = loadPolicy(runCtx, *policyFile, log); err != nil {
+		if approval, decide, _, err = loadPolicy(runCtx, *policyFile, log, policyWatch{}); err != nil {
 			fmt.Fprintln(stderr, "tollgate:", err)
 			return exitFailed
 		}

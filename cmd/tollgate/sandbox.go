@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -118,6 +119,23 @@ func (f *sandboxFlags) startupLine() string {
 		line += "; UNCONFINED: the bash tool's commands can read and rewrite tollgate's store, policy and tokens, so an approved command can approve its own calls"
 	}
 	return line
+}
+
+// notices are what the page tells every reviewer of the bash tool's
+// confinement when it is not what it should be: the tool runs unconfined,
+// or its profile cannot be enforced on this machine.
+func (f *sandboxFlags) notices() []server.Notice {
+	if f.unconfined() {
+		return []server.Notice{{Code: "unconfined", Message: "The bash tool runs commands UNCONFINED (--sandbox unconfined): a command you approve can read and rewrite tollgate's store, policy and tokens, and so approve its own calls. Approve only what you would run yourself, outside any sandbox."}}
+	}
+	p, err := bash.ParseProfile(f.profile)
+	if err != nil {
+		return nil
+	}
+	if err := bash.Check().Enforceable(p); err != nil {
+		return []server.Notice{{Code: "sandbox", Message: "The kernel sandbox is not available on this machine (" + err.Error() + "): the bash tool's commands do not run, and rules that allow a command only inside the sandbox ask instead."}}
+	}
+	return nil
 }
 
 // unconfined reports whether the bash tool's approved commands run with

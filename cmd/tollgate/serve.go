@@ -59,6 +59,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var mcpf mcpFlags
 	mcpf.register(fs.FlagSet)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
+	maxStreams := fs.Int("max-streams-per-token", server.DefaultMaxStreamsPerToken, "the most event streams one token (with the page sessions it signed in) keeps open at once; more are refused with 429 too_many_streams (0: no limit), e.g. --max-streams-per-token 64")
 	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
@@ -69,6 +70,17 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
+	}
+	if _, err := parsePolicyReload(af.reload); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	if *maxStreams < 0 {
+		fmt.Fprintf(stderr, "tollgate serve: --max-streams-per-token %d: give a number of streams, or 0 for no limit\n", *maxStreams)
+		return 2
+	}
+	if *maxStreams == 0 {
+		*maxStreams = -1 // the server's "no cap"
 	}
 	if _, _, err := net.SplitHostPort(*addr); err != nil {
 		fmt.Fprintf(stderr, "tollgate serve: --addr %q: want host:port, such as 127.0.0.1:8080 or :8080\n", *addr)
@@ -108,7 +120,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer ln.Close()
 	if given(fs, "store") && storeurl.HasPassword(*storeURL) {
-		fmt.Fprintln(stderr, "tollgate serve: --store carries a password, which every process on this machine can read in its command line: give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE), or the whole URL in TOLLGATE_STORE")
+		fmt.Fprintln(stderr, "tollgate serve: "+storePasswordRefusal)
 		return 2
 	}
 	state := statePaths(*storeURL, af.policyFile, *tokensFile)
@@ -120,6 +132,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Warn("tollgate's state is inside the bash tool's working directory: unconfined and approved commands can rewrite it (--allow-state-in-workdir)", "path", p, "dir", af.dir)
 	}
 	af.masked = state
+	notices := &noticeBoard{fixed: af.sandbox.notices()}
+	af.loosened = notices.policyLoosened
 	if err := ensureStoreDir(*storeURL, defaultStore()); err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
@@ -187,15 +201,17 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		modelLabel = "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
 	}
 	srv, err := server.New(server.Config{
-		Host:         h,
-		Logger:       log,
-		Tokens:       tokens,
-		DevMode:      *dev,
-		ListenAddr:   *addr,
-		Model:        modelLabel,
-		Page:         web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
-		PollInterval: poll,
-		Collectors:   collectorsOf(coord),
+		Host:               h,
+		Logger:             log,
+		Tokens:             tokens,
+		DevMode:            *dev,
+		ListenAddr:         *addr,
+		Model:              modelLabel,
+		Page:               web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
+		PollInterval:       poll,
+		Collectors:         collectorsOf(coord),
+		MaxStreamsPerToken: *maxStreams,
+		Notices:            notices.list,
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))

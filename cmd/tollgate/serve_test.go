@@ -269,3 +269,53 @@ rules:
 		t.Fatal("serve did not stop on SIGTERM")
 	}
 }
+
+// With --policy-reload manual the policy file is read again on SIGHUP, and
+// what the page tells every reviewer follows: the bash tool runs
+// unconfined (from the start), the reload loosened the policy (from the
+// SIGHUP on).
+func TestServeNoticesAndManualReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a tollgate serve process")
+	}
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policyFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("version: 1\ndefault: ask\nrules: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, "--store", "sqlite:"+filepath.Join(dir, "t.db"), "--policy", policyFile, "--dir", work,
+		"--sandbox", "unconfined", "--policy-reload", "manual")
+	notices := func() map[string]string {
+		code, out := p.do(t, "GET", "/v1/session", "")
+		if code != 200 {
+			t.Fatalf("GET /v1/session: %d %v", code, out)
+		}
+		m := map[string]string{}
+		ns, _ := out["notices"].([]any)
+		for _, n := range ns {
+			n := n.(map[string]any)
+			m[n["code"].(string)] = n["message"].(string)
+		}
+		return m
+	}
+	if n := notices(); !strings.Contains(n["unconfined"], "UNCONFINED") || !strings.Contains(n["unconfined"], "approve its own calls") || len(n) != 1 {
+		t.Fatalf("notices at the start: %v", n)
+	}
+	if err := os.WriteFile(policyFile, []byte("version: 1\ndefault: allow\nrules: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the loosened policy's notice", 20*time.Second, func() bool { return notices()["policy_loosened"] != "" })
+	if n := notices()["policy_loosened"]; !strings.Contains(n, policyFile) || !strings.Contains(n, "the default is allow, was ask") {
+		t.Errorf("notice %q", n)
+	}
+	if p.cmd.ProcessState != nil {
+		t.Fatal("SIGHUP stopped serve")
+	}
+}

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -17,6 +20,7 @@ import (
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/mcpgate"
 	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -30,9 +34,12 @@ type agentFlags struct {
 	dir        string
 	cmdTimeout time.Duration
 	sandbox    sandboxFlags
+	reload     string
 	// masked are tollgate's own state files, kept out of confined
 	// commands' view of the machine (bash.Options.Masked).
 	masked []string
+	// loosened hears of each policy reload that may allow more.
+	loosened func(file string, looser []string)
 }
 
 // register adds the flags to fs (a *flagSet or a *flag.FlagSet); withModel
@@ -45,7 +52,35 @@ func (f *agentFlags) register(fs flagDefiner, withModel bool) {
 	fs.StringVar(&f.policyFile, "policy", envDefault("TOLLGATE_POLICY", ""), "policy `file`, reloaded when it changes (default, or builtin: the built-in sandbox policy, examples/policies/sandbox.yaml), e.g. --policy policy.yaml [TOLLGATE_POLICY]")
 	fs.StringVar(&f.dir, "dir", envDefault("TOLLGATE_DIR", "."), "working `directory` of the bash tool, e.g. --dir ~/project [TOLLGATE_DIR]")
 	fs.DurationVar(&f.cmdTimeout, "cmd-timeout", time.Minute, "time limit of one bash command, e.g. --cmd-timeout 5m")
+	policyReloadFlag(fs, &f.reload)
 	f.sandbox.register(fs)
+}
+
+// policyReloadFlag adds --policy-reload to fs.
+func policyReloadFlag(fs flagDefiner, mode *string) {
+	fs.StringVar(mode, "policy-reload", envDefault("TOLLGATE_POLICY_RELOAD", "auto"),
+		"when the policy file is read again: auto (when it changes) or manual (only on SIGHUP: kill -HUP PID; a file anyone but you rewrites never takes effect by itself), e.g. --policy-reload manual [TOLLGATE_POLICY_RELOAD]")
+}
+
+// policyWatch says how a policy file is reloaded, and who hears of a
+// reload that may allow more than the policy it replaced.
+type policyWatch struct {
+	// manual: reloaded on SIGHUP only, never because the file changed.
+	manual bool
+	// loosened, when set, hears of each such reload (the log always
+	// does).
+	loosened func(file string, looser []string)
+}
+
+// parsePolicyReload reads --policy-reload.
+func parsePolicyReload(mode string) (manual bool, err error) {
+	switch mode {
+	case "auto", "":
+		return false, nil
+	case "manual":
+		return true, nil
+	}
+	return false, fmt.Errorf("--policy-reload %q: want auto (reload when the file changes) or manual (only on SIGHUP)", mode)
 }
 
 // template builds the agent configuration every run uses. The policy file,
@@ -59,7 +94,11 @@ func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *
 	if err != nil {
 		return agent.Config{}, "", err
 	}
-	approval, decide, name, err := loadPolicy(ctx, f.policyFile, log)
+	manual, err := parsePolicyReload(f.reload)
+	if err != nil {
+		return agent.Config{}, "", err
+	}
+	approval, decide, name, err := loadPolicy(ctx, f.policyFile, log, policyWatch{manual: manual, loosened: f.loosened})
 	if err != nil {
 		return agent.Config{}, "", err
 	}
@@ -87,9 +126,9 @@ func bashAgent(store checkpoint.Store, provider agent.Provider, model agent.Mode
 // is expected (run asks every call without --policy).
 const builtinPolicy = "builtin"
 
-// loadPolicy loads the policy file (watched for changes) or the built-in
+// loadPolicy loads the policy file (reloaded as w says) or the built-in
 // sandbox policy, and returns it with the bash tool's Decide.
-func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy, func(context.Context, json.RawMessage) (string, error), string, error) {
+func loadPolicy(ctx context.Context, file string, log *slog.Logger, w policyWatch) (hitl.Policy, func(context.Context, json.RawMessage) (string, error), string, error) {
 	if file == "" || file == builtinPolicy {
 		p, err := policy.Parse(policies.SandboxName, policies.Sandbox, policyOptions())
 		if err != nil {
@@ -97,21 +136,22 @@ func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy
 		}
 		return p.HITL(), p.SandboxFor("bash"), policies.SandboxName, nil
 	}
-	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded")
+	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded", w)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	return rp.HITL(), rp.SandboxFor("bash"), file, nil
 }
 
-// watchedPolicy loads a policy file and reloads it when it changes until
-// ctx ends; a reload that fails keeps the previous policy and says why.
-func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string) (*policy.Reloadable, error) {
+// watchedPolicy loads a policy file and reloads it until ctx ends: when
+// it changes, or with w.manual on SIGHUP only. A reload that fails keeps
+// the previous policy and says why.
+func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string, w policyWatch) (*policy.Reloadable, error) {
 	rp, err := policy.NewReloadable(file, policyOptions())
 	if err != nil {
 		return nil, err
 	}
-	go rp.Watch(ctx, time.Second, func(changed bool, err error) {
+	report := func(changed bool, err error) {
 		if err != nil {
 			log.Error("tollgate: policy not reloaded, keeping the previous one", "file", file, "err", err)
 		} else if changed {
@@ -120,10 +160,69 @@ func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded 
 			// the policy silently (issue 21's attack C).
 			if looser := rp.Loosened(); len(looser) > 0 {
 				log.Warn("tollgate: the reloaded policy may allow more than the one it replaced: check who changed "+file, "file", file, "looser", strings.Join(looser, "; "))
+				if w.loosened != nil {
+					w.loosened(file, looser)
+				}
 			}
 		}
-	})
+	}
+	if !w.manual {
+		go rp.Watch(ctx, time.Second, report)
+		return rp, nil
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	log.Info("tollgate: the policy is reloaded on SIGHUP only (--policy-reload manual)", "file", file, "pid", os.Getpid())
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			changed, err := rp.Reload()
+			if err == nil && !changed {
+				log.Info("tollgate: SIGHUP: the policy file is as it was", "file", file)
+			}
+			report(changed, err)
+		}
+	}()
 	return rp, nil
+}
+
+// noticeBoard is what serve's page tells every reviewer of the server
+// itself (server.Config.Notices): how its tools are confined, and the
+// latest reloads that loosened its policy.
+type noticeBoard struct {
+	mu       sync.Mutex
+	fixed    []server.Notice
+	loosened []server.Notice
+}
+
+// keptLoosened is how many loosening reloads the page shows, the latest.
+const keptLoosened = 5
+
+// policyLoosened is a policyWatch's loosened.
+func (b *noticeBoard) policyLoosened(file string, looser []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	what := strings.Join(looser, "; ")
+	if r := []rune(what); len(r) > 400 {
+		what = string(r[:400]) + "…"
+	}
+	b.loosened = append(b.loosened, server.Notice{Code: "policy_loosened", At: time.Now(),
+		Message: "The policy file " + file + " was reloaded and may allow more than the policy it replaced (" + what +
+			"): calls it allows run without asking anyone. Check who changed it."})
+	if len(b.loosened) > keptLoosened {
+		b.loosened = slices.Delete(b.loosened, 0, len(b.loosened)-keptLoosened)
+	}
+}
+
+func (b *noticeBoard) list() []server.Notice {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append(slices.Clone(b.fixed), b.loosened...)
 }
 
 // mcpFlags are the --mcp and --mcp-config flags of run and serve: MCP

@@ -121,6 +121,9 @@ func statePaths(storeURL string, files ...string) []string {
 	return out
 }
 
+// storePasswordRefusal says why a --store URL with a password is refused.
+const storePasswordRefusal = "--store carries a password, which every process on this machine can read in its command line: give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE), or the whole URL in TOLLGATE_STORE"
+
 // stateInside returns the first of paths inside dir (or dir itself), or "".
 func stateInside(dir string, paths []string) string {
 	d, err := filepath.Abs(dir)

@@ -2,7 +2,7 @@
 // "a > b", where encoding/json's Marshal writes "a \u003e b" to be safe
 // inside HTML. Everything tollgate stores for people and models to read
 // (messages, tool results, question payloads, the audit log) is encoded
-// here; digests are not (their bytes are fixed: see agent.ArgsDigest).
+// here; digests are not (their bytes are fixed: see agent.CallDigest).
 package jsontext
 
 import (

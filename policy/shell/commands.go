@@ -485,7 +485,7 @@ func findFiles(c *check) {
 			i++
 		case a.val == "-files0-from":
 			c.file(v, false)
-			c.outside("takes its starting points from the file " + v.val + " (-files0-from)")
+			c.unknown("takes its starting points from the file " + v.val + " (-files0-from)")
 			i++
 		case a.val == "-fprint" || a.val == "-fprint0" || a.val == "-fprintf" || a.val == "-fls":
 			c.file(v, false)
@@ -495,7 +495,7 @@ func findFiles(c *check) {
 		}
 	}
 	// find only lists names; with -exec it reads the files its patterns
-	// choose. (Fed to xargs, see findPrintsInside.)
+	// choose. (Fed to xargs, see printsPathsInside.)
 	if slices.ContainsFunc(args, func(a word) bool {
 		return a.static && (a.val == "-exec" || a.val == "-execdir" || a.val == "-ok" || a.val == "-okdir")
 	}) {

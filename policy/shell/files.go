@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -88,7 +89,7 @@ func init() {
 		opts, _, _ := spec.opts.parse(c.args)
 		for _, o := range opts {
 			if o.is('c', "--check") {
-				c.outside("reads the files a checksum list names (" + o.name + ")")
+				c.unknown("reads the files a checksum list names (" + o.name + ")")
 			}
 		}
 	}
@@ -176,7 +177,7 @@ func (s fileSpec) apply(c *check) {
 		case o.is(shortOf(o, s.namesShort), s.namesLong...):
 			// Reads the files named in that file (or on standard input).
 			c.file(v, false)
-			c.outside("reads the files named in " + v.val + " (" + o.name + ")")
+			c.unknown("reads the files named in " + v.val + " (" + o.name + ")")
 		case o.is(shortOf(o, s.fileShort), s.fileLong...):
 			c.file(v, s.meta)
 		case long && o.attached && !o.is(0, s.textLong...) && !s.opts.takesLong(o.name):
@@ -257,7 +258,7 @@ func (c *check) files() {
 	}
 	rule(c)
 	if c.extra && !c.extraInside && !isNoFiles(c.cmd.Name) {
-		c.outside("receives arguments at run time (from xargs), which may name any file")
+		c.unknown("receives arguments at run time (from xargs), which may name any file")
 	}
 }
 
@@ -278,7 +279,14 @@ func (c *check) file(w word, meta bool) {
 		c.cmd.Files = make([]string, 0, min(len(c.args), 8))
 	}
 	c.cmd.Files = append(c.cmd.Files, w.val)
-	if len(c.cmd.Outside) == 0 {
+	if computed(w) && !meta {
+		// Any file, a secret one inside too, read for its content:
+		// checked whatever was found outside before. (Names and metadata
+		// alone are not checked for secrets.)
+		if len(c.cmd.Unknown) == 0 {
+			c.unknown(outsideWord(w))
+		}
+	} else if len(c.cmd.Outside) == 0 {
 		if why := outsideWord(w); why != "" {
 			c.outside(why)
 		}
@@ -315,9 +323,26 @@ func (c *check) namePattern(w word) {
 }
 
 func (c *check) outside(why string) {
-	if len(c.cmd.Outside) < maxNotes && !containsString(c.cmd.Outside, why) {
-		c.cmd.Outside = append(c.cmd.Outside, why)
+	addNote(&c.cmd.Outside, why)
+}
+
+// unknown notes that the command may name any file, inside the working
+// directory too (see Command.Unknown); it is outside as well.
+func (c *check) unknown(why string) {
+	addNote(&c.cmd.Outside, why)
+	addNote(&c.cmd.Unknown, why)
+}
+
+func addNote(notes *[]string, why string) {
+	if len(*notes) < maxNotes && !containsString(*notes, why) {
+		*notes = append(*notes, why)
 	}
+}
+
+// computed: the word names a file only known at run time, which may be
+// any file.
+func computed(w word) bool {
+	return !w.static && !w.inside && !w.procSubst
 }
 
 func (c *check) secret(why string) {
@@ -345,15 +370,15 @@ func redirectFiles(cmd *Command) {
 		if !opensFile(r) {
 			continue
 		}
-		why := ""
 		switch {
 		case r.Dynamic:
-			why = "a redirection to or from a file named at run time: " + r.Target
+			why := "a redirection to or from a file named at run time: " + r.Target
+			addNote(&cmd.Outside, why)
+			addNote(&cmd.Unknown, why)
 		default:
-			why = outsidePath(r.Target, false)
-		}
-		if why != "" && len(cmd.Outside) < maxNotes && !containsString(cmd.Outside, why) {
-			cmd.Outside = append(cmd.Outside, why)
+			if why := outsidePath(r.Target, false); why != "" {
+				addNote(&cmd.Outside, why)
+			}
 		}
 		if !r.Dynamic && secretPath(r.Target, false) && len(cmd.Secrets) < maxNotes && !containsString(cmd.Secrets, r.Target) {
 			cmd.Secrets = append(cmd.Secrets, r.Target)
@@ -450,12 +475,24 @@ var (
 		"credentials.yaml", "credentials.xml", "credentials.tfrc.json", "access_tokens.db", "kubeconfig",
 		"secrets.yml", "secrets.yaml", "secrets.json", "secrets.toml", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
 		"*.keystore", "*.kdbx", "*.ppk", "*.tfstate", "*.tfstate.backup", "*_rsa", "*_dsa", "*_ecdsa", "*_ed25519",
-		"*_ecdsa_sk", "*_ed25519_sk", "*_xmss", "identity", "shadow", "shadow-", "gshadow", "gshadow-", "sudoers",
-		"environ",
+		"*_ecdsa_sk", "*_ed25519_sk", "*_xmss", "*_key", "identity", "shadow", "shadow-", "gshadow", "gshadow-",
+		"sudoers", "environ", "token",
+		// tollgate's own state: its stores and tokens (the sandbox hides
+		// them from confined commands; an approved unconfined one would
+		// read them).
+		"tollgate.db", "tollgate.db-wal", "tollgate.db-shm", "gateway.db", "gateway.db-wal", "gateway.db-shm",
+		"gateway.token", "*.reviewer-token", "tokens.yaml", "tokens.yml",
 	}
 	secretDirs = []string{
 		".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".password-store", ".terraform.d", ".gcloud",
 	}
+	// secretDirNames are directory names that count only as written, not
+	// when a pattern may match them (src/*/x would, and be asked).
+	secretDirNames = []string{"secrets"}
+	// secretDirPaths are directories named by two or more components:
+	// tollgate's own state and configuration, GitHub's command line
+	// tools' tokens.
+	secretDirPaths = [][]string{{".local", "state", "tollgate"}, {".config", "tollgate"}, {".config", "gh"}, {".config", "hub"}}
 )
 
 // secretPath reports whether p may name a file that holds credentials:
@@ -479,20 +516,34 @@ func secretPath(p string, glob bool) bool {
 			}
 		}
 	}
-	for rest := lp; rest != ""; {
-		comp := rest
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			comp, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = ""
-		}
+	comps := strings.Split(lp, "/")
+	for i, comp := range comps {
 		for _, d := range secretDirs {
 			if comp == d || glob && globsMeet(comp, d) {
 				return true
 			}
 		}
+		if slices.Contains(secretDirNames, comp) {
+			return true
+		}
+		for _, dp := range secretDirPaths {
+			if i+len(dp) <= len(comps) && componentsMeet(comps[i:i+len(dp)], dp, glob) {
+				return true
+			}
+		}
 	}
 	return secretName(path.Base(clean), glob)
+}
+
+// componentsMeet reports whether path components match a secret
+// directory's, one for one.
+func componentsMeet(comps, dirs []string, glob bool) bool {
+	for k, d := range dirs {
+		if comps[k] != d && !(glob && globsMeet(comps[k], d)) {
+			return false
+		}
+	}
+	return true
 }
 
 // notSecret are names on the list that hold examples, not secrets.
@@ -502,10 +553,17 @@ var notSecret = map[string]bool{
 }
 
 // secretName reports whether the file name (lower case) may be a secret
-// file's; glob means it is a shell pattern.
+// file's; glob means it is a shell pattern. A pattern of every name with
+// an extension (*.yaml, *.json) may be a secret file's only when that
+// extension is a secret's (*.pem, *.env): it does not choose secrets.yaml
+// more than grep -r or find . do, which read every file. (Only a secret
+// pattern is then matched, not a secret name that has the extension.)
 func secretName(name string, glob bool) bool {
 	if !glob && notSecret[name] {
 		return false
+	}
+	if ext, ok := strings.CutPrefix(name, "*."); glob && ok && ext != "" && !strings.ContainsAny(ext, "*?[]/\\") {
+		return secretName("-."+ext, false)
 	}
 	for _, pat := range secretFiles {
 		if glob {

@@ -72,6 +72,10 @@ func checkGit(c *check) {
 		}
 	case "tag":
 		checkGitTag(c, c.args[i+1:])
+	case "remote":
+		checkGitRemote(c, opts, operands)
+	case "config":
+		checkGitConfig(c, c.args[i+1:])
 	}
 	gitFiles(c, sub, c.args[i+1:])
 	switch sub {
@@ -169,6 +173,126 @@ func checkGitBranch(c *check, opts []opt, operands []word) {
 	if len(operands) > 0 && !list {
 		c.writes("git branch creates a branch (" + operands[0].val + ")")
 	}
+}
+
+// gitURLs is why printing git's remote URLs or configuration counts as
+// reading a secret: a token may be kept in a remote's URL
+// (https://user:TOKEN@host, as GitLab CI's checkouts do), and in
+// http.extraHeader (as actions/checkout does).
+const gitURLs = ", where a token may be kept (https://user:TOKEN@host, http.extraHeader)"
+
+// checkGitRemote counts git remote as a write unless it only lists the
+// remotes' names: -v, get-url and show print their URLs, a secret read;
+// add, set-url, remove, prune, update, ... change the remotes or fetch.
+func checkGitRemote(c *check, opts []opt, operands []word) {
+	verbose := false
+	for _, o := range opts {
+		switch {
+		case o.is('v', "--verbose"):
+			verbose = true
+		case o.is(0, "--push", "--all"), o.name == "-n":
+		default:
+			c.reviewf("git remote has an option the analysis does not know (%s)", o.name)
+		}
+	}
+	sub := ""
+	if len(operands) > 0 {
+		sub = operands[0].val
+	}
+	switch {
+	case sub == "" && !verbose:
+	case sub == "" || sub == "get-url" || sub == "show":
+		what := "git remote -v"
+		if sub != "" {
+			what = "git remote " + sub
+		}
+		c.secret(what + " prints the remotes' URLs" + gitURLs)
+	default:
+		c.writes("git remote " + sub + " changes the remotes or fetches from one")
+	}
+}
+
+// checkGitConfig counts git config as a write unless it only reads, and
+// a read of what may hold a token (a remote's URL, http.*, credential.*,
+// url.*, a key named like a secret; every key: --list, --get-regexp) as
+// reading a secret. A --file it reads is checked as a file.
+func checkGitConfig(c *check, args []word) {
+	opts, operands, _ := optSpec{shortVal: "f", longVal: []string{"--file", "--blob", "--type", "--default", "--comment", "--value"}}.parse(args)
+	read, list, write := false, false, false
+	sub := ""
+	if len(operands) > 0 && operands[0].static {
+		switch operands[0].val {
+		case "get", "list", "set", "unset", "rename-section", "remove-section", "edit":
+			sub = operands[0].val
+			operands = operands[1:]
+		}
+	}
+	switch sub {
+	case "get":
+		read = true
+	case "list":
+		list = true
+	case "":
+	default:
+		write = true
+	}
+	for _, o := range opts {
+		switch {
+		case o.name == "--get" || o.is(0, "--get-all", "--get-color", "--get-colorbool"):
+			read = true
+		case o.is('l', "--list", "--get-regexp", "--get-urlmatch", "--regexp", "--all", "--url"):
+			list = true
+		case o.is('f', "--file"):
+			c.file(o.value(), false)
+		case o.is(0, "--blob"):
+			c.secret("git config --blob reads the configuration from a blob, which may be a committed secret file")
+		case o.is('z', "--null", "--local", "--global", "--system", "--worktree", "--includes", "--no-includes",
+			"--show-origin", "--show-scope", "--name-only", "--type", "--bool", "--int", "--bool-or-int", "--path",
+			"--expiry-date", "--default", "--fixed-value", "--no-type"):
+		case o.is('e', "--add", "--replace-all", "--unset", "--unset-all", "--rename-section", "--remove-section",
+			"--edit", "--comment", "--value"):
+			write = true
+		default:
+			c.reviewf("git config has an option the analysis does not know (%s)", o.name)
+		}
+	}
+	if sub == "" && !read && !list && !write {
+		// git config NAME reads it; git config NAME VALUE sets it.
+		if len(operands) > 1 {
+			write = true
+		} else {
+			read = true
+		}
+	}
+	switch {
+	case write:
+		c.writes("git config changes the configuration")
+	case list:
+		c.secret("git config prints every key" + gitURLs)
+	case read && len(operands) > 0 && (!operands[0].static || secretGitKey(operands[0].val)):
+		c.secret("git config prints " + operands[0].val + gitURLs)
+	}
+}
+
+// secretGitKey reports whether a git configuration key may hold a token:
+// a remote's URL, anything of http, https, credential or url (whose
+// subsection is itself a URL), or a key named like a secret.
+func secretGitKey(key string) bool {
+	k := strings.ToLower(key)
+	section, rest, _ := strings.Cut(k, ".")
+	last := k[strings.LastIndexByte(k, '.')+1:]
+	switch {
+	case section == "remote" && (last == "url" || last == "pushurl"),
+		section == "http" || section == "https" || section == "credential" || section == "url",
+		rest == "":
+		return true
+	}
+	for _, w := range []string{"token", "secret", "pass", "cred", "auth", "key", "cookie"} {
+		if strings.Contains(last, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkGitTag counts git tag as a write unless it only lists: with no

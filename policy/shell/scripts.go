@@ -754,7 +754,7 @@ func checkJqFiles(c *check) {
 			c.secret("the environment (jq env, $ENV)")
 		}
 		if f.modules {
-			c.outside("loads jq modules or data files from its search path (import, include)")
+			c.unknown("loads jq modules or data files from its search path (import, include)")
 		}
 	}
 	for _, op := range operands[1:] {

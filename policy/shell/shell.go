@@ -126,6 +126,13 @@ type Command struct {
 	// arguments xargs supplies; cd without a directory. Empty when every
 	// file the command names stays inside (symbolic links are trusted).
 	Outside []string `json:"outside"`
+	// Unknown lists, of Outside, what may name any file at all, inside the
+	// working directory too: a file named at run time ($f, $(...), a
+	// redirection to a computed name), arguments xargs supplies, the files
+	// named in a file (--files0-from, sha256sum -c), jq modules. Their
+	// names are not checked for secrets, so a policy that lets the kernel
+	// confine reads outside the working directory still asks about these.
+	Unknown []string `json:"unknown"`
 	// Secrets lists what may hold credentials: files whose names are on
 	// the analysis's list (.env, *.pem, id_rsa, .ssh/, ...; patterns
 	// matched as any name they may match, in any case), expansions of

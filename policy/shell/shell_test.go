@@ -752,3 +752,98 @@ func TestCommandString(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+// TestUnknownFiles checks which commands name files only known at run
+// time (Command.Unknown: any file, a secret one inside the working
+// directory too) apart from those that only lie outside it, which the
+// kernel's read-only view confines (issue 21's build 5): names a find or
+// git ls-files printed from inside are known to be inside; a pattern of
+// every file with an extension chooses no secret file more than a
+// recursive read does; git commands that print the remotes' URLs read a
+// secret; tollgate's own state is a secret.
+func TestUnknownFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		src                              string
+		unknown, outside, secrets, write bool // any command's
+	}{
+		{"cat /etc/os-release", false, true, false, false},
+		{"ls -la ..", false, true, false, false},
+		{"cat $f", true, true, false, false},
+		{`cat "$(echo .env)"`, true, true, false, false},
+		{"ls $d", false, true, false, false}, // names only
+		{"cat /etc/os-release $(echo .env)", true, true, false, false},
+		{"cat < $f", true, true, false, false},
+		{"ls | xargs cat", true, true, false, false},
+		{"sha256sum -c sums.txt", true, true, false, false},
+		{"wc -l --files0-from=list", true, true, false, false},
+		{`jq -n 'import "x" as $x; $x'`, true, true, false, false},
+		{"find . -name '*.go' | xargs cat", false, false, false, false},
+		{"git ls-files | xargs wc -l", false, false, false, false},
+		{"git --no-pager ls-files -z | xargs -0 cat", false, false, false, false},
+		{"wc -l $(git ls-files '*.go')", false, false, false, false},
+		{`wc -l "$(find . -name '*.md')"`, false, false, false, false},
+		{"wc -l $(git ls-files '*.pem')", true, true, true, false},
+		{"git ls-files ':/' | xargs cat", true, true, false, false},
+		{"git ls-files -s | xargs cat", true, true, false, false},
+		{"git -C .. ls-files | xargs cat", true, true, false, false},
+		{"git ls-files -o -i --exclude-standard | xargs cat", true, true, false, false},
+		{"git ls-files ../x | xargs cat", true, true, false, false},
+		{"cat *.yaml", false, false, false, false},
+		{"grep -rn key --include='*.yaml' .", false, false, false, false},
+		{"cat *.pem", false, false, true, false},
+		{"cat *.env", false, false, true, false},
+		{"grep -rn key --include='*.key' .", false, false, true, false},
+		{"find . -name '*.env' -exec cat {} +", false, false, true, false},
+		{"cat ~/.local/state/tollgate/tollgate.db", false, true, true, false},
+		{"cat ~/.config/tollgate/gateway.token", false, true, true, false},
+		{"grep -a x tollgate.db-wal", false, false, true, false},
+		{"cat tokens.yaml", false, false, true, false},
+		{"cat ~/.config/gh/hosts.yml", false, true, true, false},
+		{"cat /etc/ssh/ssh_host_ed25519_key", false, true, true, false},
+		{"cat secrets/db.yml", false, false, true, false},
+		{"git remote", false, false, false, false},
+		{"git remote -v", false, false, true, false},
+		{"git remote --verbose", false, false, true, false},
+		{"git remote get-url --push origin", false, false, true, false},
+		{"git remote show origin", false, false, true, false},
+		{"git remote add up https://example.com/x.git", false, false, false, true},
+		{"git remote set-url origin x", false, false, false, true},
+		{"git config --get user.email", false, false, false, false},
+		{"git config user.name", false, false, false, false},
+		{"git config --global --get core.editor", false, false, false, false},
+		{"git config get init.defaultBranch", false, false, false, false},
+		{"git config --get remote.origin.url", false, false, true, false},
+		{"git config remote.upstream.pushurl", false, false, true, false},
+		{"git config --get http.https://github.com/.extraheader", false, false, true, false},
+		{"git config --get credential.helper", false, false, true, false},
+		{"git config --get github.token", false, false, true, false},
+		{"git config -l", false, false, true, false},
+		{"git config --list --show-origin", false, false, true, false},
+		{"git config --get-regexp user", false, false, true, false},
+		{"git config list", false, false, true, false},
+		{"git config -f .env --get x.y", false, false, true, false},
+		{"git config user.name x", false, false, false, true},
+		{"git config --unset user.name", false, false, false, true},
+		{"git config set user.name x", false, false, false, true},
+		{"git config --add x.y z", false, false, false, true},
+	}
+	for _, tt := range tests {
+		a, err := Parse(tt.src)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.src, err)
+			continue
+		}
+		var unknown, outside, secrets, write bool
+		for _, c := range a.Commands {
+			unknown = unknown || len(c.Unknown) > 0
+			outside = outside || len(c.Outside) > 0
+			secrets = secrets || len(c.Secrets) > 0
+			write = write || c.Writes
+		}
+		if unknown != tt.unknown || outside != tt.outside || secrets != tt.secrets || write != tt.write {
+			t.Errorf("Parse(%q): unknown %v, outside %v, secrets %v, writes %v; want %v, %v, %v, %v (%+v)",
+				tt.src, unknown, outside, secrets, write, tt.unknown, tt.outside, tt.secrets, tt.write, a.Commands)
+		}
+	}
+}

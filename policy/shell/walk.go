@@ -244,7 +244,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		w.call(c, redirs, s)
 	case *syntax.BinaryCmd:
 		w.stmt(c.X, redirs)
-		if c.Op == syntax.Pipe && w.findPrintsInside(lastOfPipe(c.X)) {
+		if c.Op == syntax.Pipe && w.printsPathsInside(lastOfPipe(c.X)) {
 			w.findFed = firstOfPipe(c.Y)
 		}
 		w.stmt(c.Y, redirs)
@@ -749,13 +749,15 @@ func firstOfPipe(s *syntax.Stmt) *syntax.Stmt {
 	}
 }
 
-// findPrintsInside reports whether a statement is a find that prints
-// only the paths it finds (-print or -print0, nothing else on its
-// standard output), from starting points inside the working directory:
-// xargs reading its output receives paths inside it. (Their names are
-// trusted, like symbolic links: without -print0 and xargs -0, a name with
-// a blank or newline splits into words.)
-func (w *walker) findPrintsInside(s *syntax.Stmt) bool {
+// printsPathsInside reports whether a statement prints only paths of
+// files inside the working directory, none chosen by a pattern that may
+// match a secret file's name: xargs reading its output, or a command
+// given its output ($(...)), receives paths inside it. (Their names are
+// trusted, like symbolic links: without -print0 or -z and xargs -0, a name
+// with a blank or newline splits into words.) The statement is a find
+// (findPrintsInside) or a git ls-files (gitListsInside), with no
+// assignment and no redirection but of errors to /dev/null.
+func (w *walker) printsPathsInside(s *syntax.Stmt) bool {
 	call, ok := s.Cmd.(*syntax.CallExpr)
 	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 || s.Negated || s.Background || s.Coprocess {
 		return false
@@ -767,19 +769,26 @@ func (w *walker) findPrintsInside(s *syntax.Stmt) bool {
 		}
 	}
 	var args []word
-	for i, x := range call.Args {
+	for _, x := range call.Args {
 		u := w.unquote(x)
 		if !u.static || hasBrace(x) {
 			return false
 		}
-		if i == 0 {
-			if normalizeName(u.val) != "find" {
-				return false
-			}
-			continue
-		}
 		args = append(args, u)
 	}
+	switch normalizeName(args[0].val) {
+	case "find":
+		return findPrintsInside(args[1:])
+	case "git":
+		return gitListsInside(args[1:])
+	}
+	return false
+}
+
+// findPrintsInside reports whether find with these arguments prints only
+// the paths it finds (-print or -print0, nothing else on its standard
+// output), from starting points inside the working directory.
+func findPrintsInside(args []word) bool {
 	expr := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -801,6 +810,49 @@ func (w *walker) findPrintsInside(s *syntax.Stmt) bool {
 	// Paths a pattern chooses that may be secret files are not trusted
 	// as xargs's input: what xargs runs would read them.
 	return len(findSecretPatterns(args)) == 0
+}
+
+// gitLsFilesOptions are the git ls-files options after which it prints
+// only paths, relative to the working directory. Not -i (--ignored): it
+// chooses the files git is told to ignore, where secrets are kept (.env).
+var gitLsFilesOptions = map[string]bool{
+	"-c": true, "--cached": true, "-d": true, "--deleted": true, "-m": true, "--modified": true, "-o": true,
+	"--others": true, "-k": true, "--killed": true, "--exclude-standard": true,
+	"-z": true, "--directory": true, "--no-empty-directory": true, "--error-unmatch": true, "--deduplicate": true,
+	"--recurse-submodules": true, "--sparse": true, "--full-name": true, "--": true,
+}
+
+// gitListsInside reports whether git with these arguments is a git
+// ls-files that prints only paths of files inside the working directory:
+// none of git's options before it but those that change nothing of that,
+// only the options that print paths alone (not -s, -t, --format, ...),
+// and pathspecs that stay inside, none a pattern that may match a secret
+// file's name (git ls-files '*.pem').
+func gitListsInside(args []word) bool {
+	i := 0
+	for ; i < len(args) && strings.HasPrefix(args[i].val, "-"); i++ {
+		switch args[i].val {
+		case "-P", "--no-pager", "--no-optional-locks", "--no-replace-objects", "--no-lazy-fetch", "--no-advice",
+			"--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs":
+		default:
+			return false
+		}
+	}
+	if i >= len(args) || args[i].val != "ls-files" {
+		return false
+	}
+	for _, a := range args[i+1:] {
+		switch {
+		case gitLsFilesOptions[a.val]:
+		case strings.HasPrefix(a.val, "--exclude=") || strings.HasPrefix(a.val, "-x") && len(a.val) > 2:
+			// A pattern of names left out: fewer paths.
+		case strings.HasPrefix(a.val, "-"):
+			return false
+		case strings.HasPrefix(a.val, ":") || outsidePath(a.val, true) != "" || secretPath(a.val, true):
+			return false // pathspec magic (:/ is the top), outside, or secret
+		}
+	}
+	return true
 }
 
 func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
@@ -999,6 +1051,9 @@ func (w *walker) unquote(x *syntax.Word) word {
 			return u
 		}
 	}
+	if u, ok := w.listedPaths(x); ok {
+		return u
+	}
 	var b strings.Builder
 	res := word{static: true}
 	for _, p := range x.Parts {
@@ -1101,6 +1156,28 @@ func (w *walker) pathWord(x *syntax.Word) (word, bool) {
 	}
 	inside := vars == 1 && lits == 0 || outsidePath(dot.String(), false) == "" && !secretPath(star.String(), true)
 	return word{val: w.text(x), inside: inside}, true
+}
+
+// listedPaths reads a word that is one command substitution of a command
+// that prints only paths inside the working directory, none chosen by a
+// secret pattern ($(git ls-files '*.go'), "$(find . -name '*.md')"): its
+// value is only known at run time, but it names files inside it.
+// Unquoted, it stands for several words.
+func (w *walker) listedPaths(x *syntax.Word) (word, bool) {
+	parts, quoted := x.Parts, false
+	if len(parts) == 1 {
+		if dq, ok := parts[0].(*syntax.DblQuoted); ok {
+			parts, quoted = dq.Parts, true
+		}
+	}
+	if len(parts) != 1 {
+		return word{}, false
+	}
+	cs, ok := parts[0].(*syntax.CmdSubst)
+	if !ok || len(cs.Stmts) != 1 || !w.printsPathsInside(cs.Stmts[0]) {
+		return word{}, false
+	}
+	return word{val: w.text(x), inside: true, multi: !quoted}, true
 }
 
 // unescapeDouble removes the backslashes that escape within double quotes.

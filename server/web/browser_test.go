@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -129,6 +130,13 @@ type env struct {
 
 func newEnv(t *testing.T, dev bool) *env {
 	t.Helper()
+	return newEnvWith(t, dev, nil)
+}
+
+// newEnvWith is newEnv with more of the server's configuration set by
+// configure.
+func newEnvWith(t *testing.T, dev bool, configure func(*server.Config)) *env {
+	t.Helper()
 	store := memory.New()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	running := make(chan struct{}, 8)
@@ -170,6 +178,9 @@ func newEnv(t *testing.T, dev bool) *env {
 		Page: web.Handler(web.Options{DevMode: dev, Model: "demo (offline demo model)", Version: "test"})}
 	if dev {
 		cfg.DevMode, cfg.Tokens, cfg.ListenAddr = true, nil, "127.0.0.1:0"
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -895,8 +906,8 @@ func TestBrowser(t *testing.T) {
 			"$ dd if=/dev/zero of=/dev/sda\n$ rm -rf /srv/data\n$ git push origin main", 3)
 		answers := []map[string]any{
 			{"decision": "approve", "digest": qs[0]["digest"]},
-			{"decision": "deny", "reason": "keep the data"},
-			{"decision": "edit", "edited_args": map[string]any{"cmd": "git push --dry-run origin main"}},
+			{"decision": "deny", "reason": "keep the data", "digest": qs[1]["digest"]},
+			{"decision": "edit", "edited_args": map[string]any{"cmd": "git push --dry-run origin main"}, "digest": qs[2]["digest"]},
 		}
 		for i, q := range qs {
 			if code, body := e.api("POST", "/v1/questions/outcomes-1/"+q["id"].(string)+"/answer", otherSecret, answers[i]); code != http.StatusOK {
@@ -957,7 +968,7 @@ func TestBrowserUnknownOutcome(t *testing.T) {
 	b := newBrowser(t)
 	e := newEnv(t, false)
 	qs := e.prompt("unknown-1", "$ sleep until aborted", 1)
-	if code, body := e.api("POST", "/v1/questions/unknown-1/"+qs[0]["id"].(string)+"/answer", otherSecret, map[string]any{"decision": "approve"}); code != http.StatusOK {
+	if code, body := e.api("POST", "/v1/questions/unknown-1/"+qs[0]["id"].(string)+"/answer", otherSecret, map[string]any{"decision": "approve", "digest": qs[0]["digest"]}); code != http.StatusOK {
 		t.Fatalf("answering: %d %v", code, body)
 	}
 	select {
@@ -1013,6 +1024,7 @@ func TestBrowserPadding(t *testing.T) {
 	cmd := "echo safe" + strings.Repeat(" ", 3000) + "; rm -rf ~"
 	qs := e.prompt("padding-1", "$ "+cmd+"\n$ print padding", 2)
 	for i, answer := range []map[string]any{{"decision": "deny", "reason": "no"}, {"decision": "approve"}} {
+		answer["digest"] = qs[i]["digest"]
 		if code, body := e.api("POST", "/v1/questions/padding-1/"+qs[i]["id"].(string)+"/answer", otherSecret, answer); code != http.StatusOK {
 			t.Fatalf("answering: %d %v", code, body)
 		}
@@ -1032,6 +1044,36 @@ func TestBrowserPadding(t *testing.T) {
 		t.Errorf("%d padded texts are folded away", n)
 	}
 	tb.shot("padding")
+}
+
+// TestBrowserNotices: what a reviewer must know of the server — its tools
+// run unconfined, its policy was loosened by a reload — is a banner on the
+// page, as the server says it now.
+func TestBrowserNotices(t *testing.T) {
+	b := newBrowser(t)
+	var mu sync.Mutex
+	notices := []server.Notice{{Code: "unconfined", Message: "UNCONFINED: the bash tool's commands can rewrite tollgate's store"}}
+	e := newEnvWith(t, false, func(c *server.Config) {
+		c.Notices = func() []server.Notice {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(notices)
+		}
+	})
+	tb := b.open(t, e.ts.URL+"/")
+	tb.signIn()
+	shown := `JSON.stringify([...document.querySelectorAll('#banners [data-notice]')].map((b) => [b.dataset.notice, b.className, b.textContent]))`
+	tb.wait("the unconfined banner", `document.querySelectorAll('#banners [data-notice]').length === 1`)
+	if got, want := js[string](tb, shown), string(mustJSON([][]string{{"unconfined", "banner error", notices[0].Message}})); got != want {
+		t.Errorf("banners %s, want %s", got, want)
+	}
+	mu.Lock()
+	notices = append(notices, server.Notice{Code: "policy_loosened", At: time.Now(),
+		Message: "the policy file policy.yaml was reloaded and may allow more than before (the default is allow, was ask): check who changed it"})
+	mu.Unlock()
+	tb.do(chromedp.Reload())
+	tb.wait("the loosened banner", `[...document.querySelectorAll('#banners [data-notice]')].some((b) => b.dataset.notice === 'policy_loosened' && b.textContent.includes('policy.yaml was reloaded'))`)
+	tb.shot("notices")
 }
 
 func TestBrowserDevMode(t *testing.T) {

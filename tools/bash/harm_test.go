@@ -78,6 +78,10 @@ var harmCorpus = []harm{
 	{"21.3 exec, then /dev/fd", `exec 3<{OUT}/exec-victim.txt; echo pwned >/dev/fd/3`, false},
 	{"21.4 file -m prints its magic file", `file -m {SECRET} README`, false},
 	{"21.5 git cat-file and show of an object id", `git --no-pager cat-file -p {BLOB}; git --no-pager show {BLOB}`, false},
+	// Issue 21's build 5: the built-in policy allows read-only commands
+	// to name files outside the working directory (cat /etc/os-release,
+	// ls -la ..) and leaves what they may read to the read-only view.
+	{"21 build 5: reads outside the working directory", `grep -rh tok {OUT} ~ /tmp 2>/dev/null; cd .. && cat outside/secret.txt`, false},
 }
 
 // plant is the scene of one run: a working directory (a git repository

@@ -430,11 +430,20 @@ $('signout').addEventListener('click', async () => {
 	location.reload();
 });
 
+// The server's notices (tools unconfined, a policy loosened): a banner
+// each, as GET /v1/session says now.
+function showNotices(list = []) {
+	const ids = list.map((n) => 'notice' + n.code + n.at);
+	for (const id of banners.keys()) if (id.startsWith('notice') && !ids.includes(id)) dropBanner(id);
+	list.forEach((n, i) => banners.has(ids[i]) || (banner(ids[i], n.code === 'policy_loosened' ? 'warn' : 'error', (n.at ? when(n.at) + ': ' : '') + n.message).dataset.notice = n.code));
+}
+
 function start(me) {
 	S.me = me || {};
 	S.csrf = S.me.csrf_token || '';
 	$('signin').hidden = true;
 	if (S.me.dev_mode) $('devbanner').hidden = false;
+	showNotices(S.me.notices);
 	if (S.me.model && !B.dataset.model) {
 		$('model').textContent = 'model: ' + S.me.model;
 		$('model').hidden = false;
@@ -459,6 +468,7 @@ function start(me) {
 	connectStream();
 	setInterval(tick, 1000);
 	setInterval(resync, 30000);
+	setInterval(() => call('GET', '/v1/session').then((r) => r && r.ok && showNotices(r.data.notices)), 15000);
 }
 
 // ---------- the queue ----------
@@ -556,7 +566,7 @@ function renderQueue() {
 		const warn = countSpecial(p.args || p.arguments || p.question || p.message || '') > 0;
 		const line = gist(q).split('\n')[0];
 		const b = el('button', { type: 'button', class: 'qitem', 'data-key': k, 'aria-current': k === sel ? 'true' : null, onclick: () => pick(k) },
-			el('span', { class: 'qtop' }, el('span', { class: 'kind k-' + q.kind }, q.kind === 'approve' || q.kind === 'tool_interrupt' ? q.tool || p.tool_name || 'tool' : q.kind),
+			el('span', { class: 'qtop' }, el('span', { class: 'kind k-' + q.kind }, gated(q.kind) ? q.tool || p.tool_name || 'tool' : q.kind),
 				warn ? el('span', { class: 'warn-dot', title: 'contains invisible or direction-changing characters' }, '⚠') : null,
 				el('span', { class: 'grow' }), countdown(q)),
 			el('span', { class: 'qsum' }, txt(line)),
@@ -591,10 +601,7 @@ function select(k) {
 		setTimeout(() => shown.at === at && (D.body.dataset.keysReady = '1'), 700);
 	}
 	sel = k;
-	shown.q = q;
-	shown.note = null;
-	shown.mine = false;
-	shown.expiredShown = false;
+	Object.assign(shown, { q, note: null, mine: false, expiredShown: false });
 	history.replaceState(null, '', '#q=' + enc(q.thread_id) + '/' + enc(q.id));
 	renderQueue();
 	renderDetail();
@@ -607,8 +614,7 @@ async function fetchAndShow(k) {
 		if (!r.ok) return;
 		if (r.data.status === 'pending') return addQ(r.data, false), select(k);
 		sel = k;
-		shown.q = r.data;
-		shown.note = resolution(r.data);
+		Object.assign(shown, { q: r.data, note: resolution(r.data) });
 		renderDetail();
 		showThread(t);
 	} catch (e) {
@@ -705,6 +711,7 @@ function resolution(q) {
 }
 const PAST = { approve: 'approved', deny: 'denied', reject: 'denied', edit: 'edited' };
 const past = (d) => (Object.hasOwn(PAST, d) ? PAST[d] : d);
+const gated = (kind) => kind === 'approve' || kind === 'tool_interrupt';
 function describeResolution(n) {
 	const by = n.by ? ' by ' + n.by : '';
 	const at = n.at ? ' at ' + when(n.at) : '';
@@ -748,7 +755,7 @@ function renderDetail() {
 	const open = q.status === 'pending' && !shown.note && !expired(q);
 
 	const head = el('div', { class: 'qhead' },
-		el('h2', { class: 'qtitle' }, kind === 'approve' || kind === 'tool_interrupt' ? ['Run ', el('code', null, txt(tool || '?')), '?'] : kind === 'confirm' ? 'Confirm' : 'Question for you'),
+		el('h2', { class: 'qtitle' }, gated(kind) ? ['Run ', el('code', null, txt(tool || '?')), '?'] : kind === 'confirm' ? 'Confirm' : 'Question for you'),
 		countdown(q));
 	const meta = el('p', { class: 'qmeta' }, kind, ' · thread ', el('code', null, txt(q.thread_id)), ' · ', el('code', null, txt(q.id)), ' · asked ', when(q.created_at));
 	const content = el('div', { class: 'qbody' });
@@ -758,7 +765,7 @@ function renderDetail() {
 	else if (q.status === 'pending' && expired(q)) pane.append(el('p', { class: 'notice expired-note', role: 'status' }, 'Timed out: the deadline passed, so the call was refused and the model is told nobody answered in time.'));
 	pane.append(content);
 
-	if (kind === 'approve' || kind === 'tool_interrupt') {
+	if (gated(kind)) {
 		const args = kind === 'approve' ? p.args : p.arguments;
 		content.append(argsView(args || {}, tool, count));
 		const details = Object.assign({}, p.details || {});
@@ -846,7 +853,8 @@ const DEFAULT_REASON = 'The reviewer denied this call and gave no reason.';
 function approveActions(q, dr, args, open, kind) {
 	const k = qKey(q);
 	const wrap = el('div', { class: 'answer' });
-	const digest = kind === 'approve' ? { digest: q.digest || undefined } : {};
+	// An answer in the kind's shape, with the digest of the call shown.
+	const ans = (a, b) => Object.assign(kind === 'approve' ? a : b, { digest: q.digest || undefined });
 	const doApprove = () => {
 		if (shown.warn && !dr.armed) {
 			dr.armed = true;
@@ -854,7 +862,7 @@ function approveActions(q, dr, args, open, kind) {
 			$('act-approve').focus();
 			return;
 		}
-		send(q, kind === 'approve' ? Object.assign({ decision: 'approve' }, digest) : { action: 'approve' }, 'Approved.');
+		send(q, ans({ decision: 'approve' }, { action: 'approve' }), 'Approved.');
 	};
 	const mode = dr.mode;
 	const approveBtn = btn(dr.armed ? 'Approve despite the hidden characters' : 'Approve', 'primary' + (dr.armed ? ' danger' : ''), doApprove, { id: 'act-approve', 'data-act': 'approve', 'aria-keyshortcuts': 'a' });
@@ -869,14 +877,14 @@ function approveActions(q, dr, args, open, kind) {
 		onCtrlEnter(ta, () => sendDeny());
 		const sendDeny = () => {
 			const reason = dr.reason.trim() || DEFAULT_REASON;
-			send(q, kind === 'approve' ? Object.assign({ decision: 'deny', reason }, digest) : { action: 'reject', message: reason }, 'Denied; the model is told why.');
+			send(q, ans({ decision: 'deny', reason }, { action: 'reject', message: reason }), 'Denied; the model is told why.');
 		};
 		wrap.append(el('div', { class: 'subform' },
 			el('label', { for: 'deny-reason' }, 'Reason — the model will read this'), ta,
 			el('p', { class: 'hint' }, 'Left empty, the model reads: “' + DEFAULT_REASON + '” Ctrl+Enter sends.'),
 			actionBar(open, btn('Deny and tell the model', 'deny', sendDeny, { 'data-act': 'send-deny', id: 'send-deny' }), btn('Cancel', '', () => setMode(k, 'view'), { id: 'cancel-deny' }))));
 	}
-	if (mode === 'edit' || mode === 'diff') wrap.append(editForm(q, dr, args, open, kind, digest));
+	if (mode === 'edit' || mode === 'diff') wrap.append(editForm(q, dr, args, open, kind, ans));
 	return wrap;
 }
 
@@ -888,9 +896,10 @@ function setMode(k, mode) {
 	focus({ deny: 'deny-reason', edit: 'edit-json', diff: 'send-edit', view: 'act-approve' }[mode]);
 }
 
-function editForm(q, dr, args, open, kind, digest) {
+function editForm(q, dr, args, open, kind, ans) {
 	const k = qKey(q);
-	if (dr.edit == null) dr.edit = escapeSpecial(pretty(args));
+	const orig = escapeSpecial(pretty(args));
+	if (dr.edit == null) dr.edit = orig;
 	const box = el('div', { class: 'subform editor' });
 	let edited;
 	try {
@@ -900,7 +909,7 @@ function editForm(q, dr, args, open, kind, digest) {
 	}
 	if (dr.mode === 'diff') {
 		const sendEdit = () =>
-			send(q, kind === 'approve' ? Object.assign({ decision: 'edit', edited_args: edited }, digest) : { action: 'edit', arguments: edited }, 'Sent with your edits.', (problems, message) => {
+			send(q, ans({ decision: 'edit', edited_args: edited }, { action: 'edit', arguments: edited }), 'Sent with your edits.', (problems, message) => {
 				dr.mode = 'edit';
 				dr.problems = { list: problems, message };
 				renderDetail();
@@ -945,11 +954,11 @@ function editForm(q, dr, args, open, kind, digest) {
 	box.append(el('label', { for: 'edit-json' }, 'Arguments as JSON — edit, then review the changes before sending'), ta, status, probs,
 		el('p', { class: 'hint' }, kind === 'tool_interrupt' ? 'Keys you give replace the call’s own; a key you delete keeps its old value.' : 'Invisible characters are written as \\u escapes. Ctrl+Enter reviews.'),
 		actionBar(open, btn('Review changes', 'primary', review, { 'data-act': 'review', id: 'review-edit' }), btn('Reset', '', () => {
-			dr.edit = escapeSpecial(pretty(args));
+			dr.edit = orig;
 			dr.problems = null;
 			renderDetail();
 		}), btn('Cancel', '', () => setMode(k, 'view'), { id: 'cancel-edit' })));
-	if (dr.edit !== escapeSpecial(pretty(args)) || dr.problems) setTimeout(check, 0);
+	if (dr.edit !== orig || dr.problems) setTimeout(check, 0);
 	return box;
 }
 
@@ -1151,10 +1160,9 @@ async function refreshThread() {
 	}
 }
 
-// outcome: what happened to a call, in the words of the CLI
-// (internal/display Outcome), from its result's trace; q: how its
-// question was resolved. A policy block is never "denied"; a call cut off
-// while it ran says so first.
+// outcome: what happened to a call, as internal/display's Outcome says
+// it, from its result's trace and (q) its question's resolution. A policy
+// block is never "denied"; a call cut off while it ran says so first.
 function outcome(r, q) {
 	const d = r.details || {};
 	const s = decided(d, q);
@@ -1296,7 +1304,7 @@ function renderThread() {
 	const running = th && th.status === 'running';
 	const ta = el('textarea', { id: 'compose', rows: '2', placeholder: 'Message to the agent. With the demo model, lines starting with "$ " become commands.', value: thread.compose, oninput: (e) => (thread.compose = e.target.value) });
 	onCtrlEnter(ta, sendMessage);
-	const form = el('form', { class: 'compose', novalidate: true }, el('label', { for: 'compose' }, 'Send a message to start a run'), ta,
+	const form = el('form', { class: 'compose', novalidate: true, onsubmit: (e) => (e.preventDefault(), sendMessage()) }, el('label', { for: 'compose' }, 'Send a message to start a run'), ta,
 		thread.composeError ? alertP(thread.composeError) : null,
 		el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'btn primary', id: 'send-message' }, 'Send'),
 			running ? btn('Abort the run…', 'deny', () => {
@@ -1304,10 +1312,6 @@ function renderThread() {
 				renderThread();
 				focus('abort-reason');
 			}, { id: 'abort-open' }) : null));
-	form.addEventListener('submit', (e) => {
-		e.preventDefault();
-		sendMessage();
-	});
 	body.append(form);
 	if (thread.mode === 'abort' && running) {
 		const ab = el('input', { id: 'abort-reason', type: 'text', value: thread.abort, placeholder: 'Why — the model and the audit log keep it', oninput: (e) => (thread.abort = e.target.value) });
@@ -1417,11 +1421,10 @@ D.addEventListener('keydown', (e) => {
 		return;
 	}
 	if (typing) return;
-	// An answer key clicks the shown question's button that names it, when
-	// enabled (not while a deny or edit form is open). It does nothing on
-	// a question that has only just come into view (a held or doubled key),
-	// while another question's item has the focus, or to confirm an
-	// approval despite hidden characters (that takes a click).
+	// An answer key clicks the shown question's enabled button that names
+	// it; not on a question just come into view (a held or doubled key),
+	// nor while another's item has the focus, nor to confirm an approval
+	// despite hidden characters (that takes a click).
 	const click = (id) => {
 		const b = $(id);
 		if (b && !b.disabled && b.getAttribute('aria-keyshortcuts') === e.key && !(e.key === 'a' && draft(k).armed)) b.click();
