@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("JSON", func(t *testing.T) { testJSON(t, setup) })
 	t.Run("Notifications", func(t *testing.T) { testNotifications(t, setup) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, setup) })
+	t.Run("Rules", func(t *testing.T) { testRules(t, setup) })
 }
 
 // RunShared runs the tests that need two handles on the same data: what one
@@ -76,6 +77,7 @@ func RunShared(t *testing.T, open OpenShared) {
 		return a, b
 	}
 	testShared(t, setup)
+	testSharedRules(t, setup)
 }
 
 type setupFunc func(t *testing.T) checkpoint.Store

@@ -17,7 +17,10 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
 )
 
-var _ checkpoint.Store = (*Store)(nil)
+var (
+	_ checkpoint.Store     = (*Store)(nil)
+	_ checkpoint.RuleStore = (*Store)(nil)
+)
 
 type questionKey struct{ thread, id string }
 
@@ -31,6 +34,7 @@ type Store struct {
 	questions map[questionKey]*checkpoint.Question
 	qorder    []questionKey // creation order: a question's sequence number is its index + 1
 	events    []*checkpoint.Event
+	rules     []*checkpoint.LearnedRule // creation order
 	subs      map[chan checkpoint.Notification]struct{}
 	now       func() time.Time
 	closed    bool

@@ -23,6 +23,10 @@ type op struct {
 	replace bool
 	// split: b.Thread.Append comes from messages.Split, checked.
 	split bool
+	// rule, when set, writes a learned rule (rules.go) after the batch's
+	// events, the last of which records it: the statement just before
+	// its own, as schema 8's triggers want.
+	rule func(t *wtx) error
 
 	// Prepared by the caller.
 	now      time.Time
@@ -295,6 +299,9 @@ func (s *Store) apply(t *wtx, o *op) error {
 				return err
 			}
 		}
+	}
+	if o.rule != nil {
+		return o.rule(t)
 	}
 	return nil
 }
