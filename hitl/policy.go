@@ -37,6 +37,15 @@ type ApprovalDecision struct {
 // Approve lets the call run at once.
 func Approve() ApprovalDecision { return ApprovalDecision{kind: approve} }
 
+// ApproveWith is [Approve] with details for the people who read the
+// call later (the audit log): the call's result carries them in a
+// "policy_allow" trace, as a rule learned from a reviewer's answer names
+// itself and its author there. They cannot set the fields the middleware
+// writes itself (see [DenyWith]).
+func ApproveWith(details map[string]any) ApprovalDecision {
+	return ApprovalDecision{kind: approve, details: details}
+}
+
 // Deny blocks the call without asking anyone; the model sees reason.
 func Deny(reason string) ApprovalDecision { return ApprovalDecision{kind: deny, reason: reason} }
 
@@ -125,6 +134,10 @@ type PolicyContext struct {
 	// ([agent.Tool.Annotations]: an MCP server's hints, for one). Hints,
 	// not facts: a server may say anything of its tools.
 	Annotations map[string]any
+	// Dir is the directory the call works in, when whoever relays the
+	// call knows it (a coding agent's project: package hooks sets it
+	// before its policy runs); "" otherwise. Policy files read it as dir.
+	Dir string
 }
 
 // Policy classifies a tool call. It must be free of side effects: it runs
@@ -164,6 +177,8 @@ func ByTool(policies map[string]Policy, fallback Policy) Policy {
 //
 // The results it gives, in Details["hitl"]:
 //   - approved by the policy or a person: nothing (pass-through);
+//   - approved by the policy with [ApproveWith]: "decision":
+//     "policy_allow" and its details;
 //   - denied by a person: "decision": "human_deny", the reason;
 //   - edited by a person: "decision": "edit", "original_args", "edited_args";
 //   - denied by the policy: "decision": "policy_deny", the reason, and
@@ -212,7 +227,13 @@ var traceFields = []string{"decision", "reason", "by", "edited_args", "original_
 // denyTrace is the trace of a policy's deny: its details but for
 // traceFields, then the trace's own fields.
 func denyTrace(d ApprovalDecision, own map[string]any) map[string]any {
-	extra := maps.Clone(d.details)
+	return ownTrace("policy_deny", d.details, own)
+}
+
+// ownTrace is the trace of a policy's decision: its details but for
+// traceFields, then the trace's own fields.
+func ownTrace(decision string, details, own map[string]any) map[string]any {
+	extra := maps.Clone(details)
 	if extra == nil {
 		extra = map[string]any{}
 	}
@@ -220,7 +241,7 @@ func denyTrace(d ApprovalDecision, own map[string]any) map[string]any {
 		delete(extra, k)
 	}
 	maps.Copy(extra, own)
-	return trace("policy_deny", extra)
+	return trace(decision, extra)
 }
 
 // editDeniedError is the policy's deny of edited arguments; it keeps the
@@ -256,6 +277,9 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		return agent.Decision{}, fmt.Errorf("%w %q: %w", agent.ErrQuestion, qid, err)
 	}
 	if existing == nil && d.kind == approve {
+		if len(d.details) > 0 {
+			return agent.Continue().WithDetails(ownTrace("policy_allow", d.details, nil)), nil
+		}
 		return agent.Continue(), nil
 	}
 

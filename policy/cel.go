@@ -67,6 +67,7 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("thread", cel.StringType),
 		cel.Variable("annotations", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("dir", cel.StringType),
 		ext.NativeTypes(reflect.TypeFor[shell.Command](), reflect.TypeFor[shell.Redirect](), ext.ParseStructTag("json")),
 		ext.Strings(),
 		ext.Lists(),
@@ -179,7 +180,7 @@ func compileCond(env *cel.Env, src string, costLimit uint64) (*condition, error)
 	c := &condition{}
 	for _, ref := range ast.NativeRep().ReferenceMap() {
 		switch ref.Name {
-		case "tool", "args", "thread", "annotations":
+		case "tool", "args", "thread", "annotations", "dir":
 			c.callVars = true
 		}
 	}
@@ -288,6 +289,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.call.Args, true
 	case "thread":
 		return a.call.ThreadID, true
+	case "dir":
+		return a.call.Dir, true
 	case "annotations":
 		if a.call.Annotations == nil {
 			return emptyArgs, true

@@ -11,7 +11,8 @@ import (
 )
 
 // HITL returns the policy as a [hitl.Policy] for
-// [hitl.NewApprovalPolicyMiddleware]: allow becomes [hitl.Approve], block
+// [hitl.NewApprovalPolicyMiddleware]: allow becomes [hitl.Approve] (by a
+// learned rule, [hitl.ApproveWith] its id, author and scope), block
 // [hitl.DenyWith] the reason and the rule ("matched_rule"), ask
 // [hitl.AskUser] with the decision's timeout and [Decision.Details]. The
 // call's arguments are read from their JSON form.
@@ -32,9 +33,13 @@ func hitlPolicy(current func() *Policy) hitl.Policy {
 			return hitl.AskUser(hitl.AskOptions{Timeout: DefaultTimeout, Details: map[string]any{
 				"matched_rule": RuleError, "impact": DefaultImpact, "policy_error": err.Error()}})
 		}
-		d := current().Evaluate(ctx, Call{Tool: c.Tool, Args: args, ThreadID: c.ThreadID, Annotations: c.Annotations})
+		d := current().Evaluate(ctx, Call{Tool: c.Tool, Args: args, ThreadID: c.ThreadID, Annotations: c.Annotations, Dir: c.Dir})
 		switch d.Action {
 		case Allow:
+			if lr := d.Learned; lr != nil {
+				// The audit log names the learned rule and who taught it.
+				return hitl.ApproveWith(lr.details())
+			}
 			return hitl.Approve()
 		case Block:
 			// The rule goes with the block, under the key an ask's details

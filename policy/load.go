@@ -31,6 +31,15 @@ type Options struct {
 	// refuses to run a command under a profile it cannot enforce). The
 	// command line passes bash.Check().Enforceable.
 	Sandbox func(profile string) error
+	// Learned are the rules reviewers learned from their answers
+	// (package policy/learn): [Policy.Evaluate] asks them about a call
+	// the file's rules ask about and let them answer for. Nil: none.
+	Learned Learned
+	// Dir is the directory a call works in when it does not say
+	// ([Call].Dir empty): the bash tool's working directory, for serve
+	// and run. A rule learned for a project applies to the calls that
+	// work in it. Empty: unknown.
+	Dir string
 }
 
 // Error is a problem in a policy or test file, with where it is.
@@ -169,7 +178,7 @@ func (l *loader) decode(n ast.Node, v any, rule string) bool {
 	return true
 }
 
-var topKeys = []string{"version", "default", "timeout", "shell", "rules", "tests"}
+var topKeys = []string{"version", "default", "timeout", "shell", "learn", "rules", "tests"}
 
 func (l *loader) policy(data []byte, opts *Options) *Policy {
 	m := l.root(data)
@@ -190,6 +199,8 @@ func (l *loader) policy(data []byte, opts *Options) *Policy {
 		timeout: DefaultTimeout,
 		shell:   map[string]string{"bash": "cmd"},
 		cache:   newAnalysisCache(cacheSize),
+		learned: opts.Learned,
+		dir:     opts.Dir,
 	}
 	var rulesNode, testsNode ast.Node
 	for _, mv := range m.Values {
@@ -221,6 +232,11 @@ func (l *loader) policy(data []byte, opts *Options) *Policy {
 					}
 				}
 				p.shell = sh
+			}
+		case "learn":
+			var doc learnDoc
+			if l.decode(mv.Value, &doc, "learn") {
+				p.learn = learnSettings{off: doc.Enabled != nil && !*doc.Enabled, secondReviewer: doc.SecondReviewer}
 			}
 		case "rules":
 			rulesNode = mv.Value
@@ -329,6 +345,9 @@ type ruleDoc struct {
 	Details     map[string]any `yaml:"details"`
 	AllowWrites bool           `yaml:"allow_writes"`
 	Sandbox     string         `yaml:"sandbox"`
+	// Learnable: whether a rule learned from a reviewer's answer may
+	// allow what this ask rule asks about.
+	Learnable *bool `yaml:"learnable"`
 	// Elicit: through the MCP gateway, ask the client's own user too.
 	Elicit bool `yaml:"elicit"`
 }
@@ -413,8 +432,9 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 	if doc.AllowWrites && (r.action != Allow || doc.Command == nil) {
 		l.errorAt(field(m, "allow_writes"), label, "allow_writes is for allow rules with command")
 	}
+	r.learnable = doc.Learnable
 	if r.action != Ask {
-		for _, k := range []string{"timeout", "impact", "details", "elicit"} {
+		for _, k := range []string{"timeout", "impact", "details", "elicit", "learnable"} {
 			if n := field(m, k); n != nil {
 				l.errorAt(n, label, "%s is only for ask rules", k)
 			}

@@ -50,6 +50,10 @@ const (
 	// RuleError is a condition that failed at run time, or arguments the
 	// engine cannot read: the call is asked (fail closed).
 	RuleError = "(error)"
+	// RuleLearned is a rule learned from a reviewer's answer (see
+	// [Learned]): the file's rules asked, and the learned rule named by
+	// [Decision.Learned] allowed the call.
+	RuleLearned = "(learned)"
 )
 
 // The sandbox profiles a rule's allow can require (see the bash tool).
@@ -75,6 +79,11 @@ type Call struct {
 	// read them as annotations; no rule matches because of them alone,
 	// and an ask shows them to the reviewer. Nil: none.
 	Annotations map[string]any
+	// Dir is the directory the call works in, when the caller knows it:
+	// a coding agent's project, as its hook reports it (package hooks).
+	// Conditions read it as dir, and give it to path_inside. Empty:
+	// unknown, and no path is inside it.
+	Dir string
 }
 
 // Decision is the engine's verdict on a call.
@@ -101,10 +110,21 @@ type Decision struct {
 	Review []string
 	// Matched lists every rule that matched, in the order found, including
 	// the engine's own verdicts (RuleDefault for each command no rule
-	// covers, RuleShellReview, RuleError).
+	// covers, RuleShellReview, RuleError, RuleLearned).
 	Matched []Match
+	// Learnable says, of an ask, whether a rule learned from a reviewer's
+	// answer may allow the call: every rule that asks lets it (none is
+	// learnable: false, and none reads secrets or destroys data by
+	// default), the shell analysis found nothing to review, and the
+	// policy does not turn learning off. NotLearnable says why not.
+	Learnable    bool
+	NotLearnable string
+	// Learned is the learned rule that allowed the call (Rule is then
+	// RuleLearned); nil otherwise.
+	Learned *LearnedRule
 
 	details map[string]any // the deciding rule's details; shared
+	dir     string         // the call's Dir, for an ask's details
 }
 
 // DefaultImpact is the impact of an ask whose rule states none.
@@ -130,6 +150,11 @@ func (d Decision) Details() map[string]any {
 	if len(d.Review) > 0 {
 		m["review"] = slices.Clone(d.Review)
 	}
+	if d.dir != "" {
+		// Where the call works: what a rule learned from the answer
+		// may be scoped to (package policy/learn reads it back).
+		m["dir"] = d.dir
+	}
 	return m
 }
 
@@ -144,6 +169,9 @@ type Match struct {
 	Reason  string `json:"reason,omitempty"`
 
 	rule *rule // nil for the engine's own verdicts
+	// notLearnable says, of an ask, why a learned rule may not answer
+	// for it; "" when it may.
+	notLearnable string
 }
 
 // Policy is a loaded, compiled policy file. It is safe for concurrent use.
@@ -155,6 +183,9 @@ type Policy struct {
 	rules   []*rule
 	tests   []TestCase
 	cache   *analysisCache
+	learn   learnSettings
+	learned Learned // nil: no learned rules
+	dir     string  // the Dir of calls that do not say theirs
 
 	byTool  map[string]*toolRules // tools named exactly by a rule, and shell tools
 	globbed []*rule               // rules on the whole call whose tool is a pattern
@@ -185,6 +216,10 @@ type rule struct {
 	allowWrites bool
 	sandbox     string // the profile an allow requires, if any
 	unenforced  string // why the kernel cannot enforce sandbox, if it cannot
+	// learnable is what the rule says of learned rules (ask rules): nil
+	// when it says nothing, and then it is learnable unless what it
+	// matched reads secrets or destroys data.
+	learnable *bool
 }
 
 // toolRules are the rules that can apply to one tool name, in file order.
@@ -312,9 +347,41 @@ func (r *rule) appliesTo(tool string) bool { return matchAny(r.tools, tool) }
 // arguments it cannot read, make the call asked. The most restrictive
 // matching rule wins (block over ask over allow). A shell call is allowed
 // only when every command in it is allowed and the shell analysis found
-// nothing that needs a person.
+// nothing that needs a person. When the file's rules ask and the call is
+// learnable, the policy's learned rules ([Options].Learned) may allow it
+// ([RuleLearned]); they never change a block.
 func (p *Policy) Evaluate(ctx context.Context, call Call) Decision {
-	ev := evaluation{size: -1}
+	if call.Dir == "" {
+		call.Dir = p.dir
+	}
+	d := p.EvaluateRules(ctx, call)
+	if d.Action != Ask || !d.Learnable || p.learned == nil {
+		return d
+	}
+	lr, err := p.learned.Allow(ctx, call, p.learn.secondReviewer)
+	switch {
+	case err != nil:
+		// Fail closed: the call is asked, and explain says why no
+		// learned rule was looked at.
+		d.Matched = append(slices.Clip(d.Matched), Match{Rule: RuleLearned, Action: Ask,
+			Reason: "the learned rules could not be read: " + err.Error()})
+		return d
+	case lr == nil:
+		return d
+	}
+	reason := fmt.Sprintf("allowed by rule %s, learned from %s's answer", lr.ID, lr.By)
+	return Decision{Action: Allow, Rule: RuleLearned, Reason: reason, Learned: lr,
+		Matched: append(slices.Clip(d.Matched), Match{Rule: RuleLearned, Action: Allow, Reason: reason})}
+}
+
+// EvaluateRules decides a call by the file's rules alone, as [Evaluate]
+// does before it looks at learned rules: what a learned rule would be
+// asked to answer for.
+func (p *Policy) EvaluateRules(ctx context.Context, call Call) Decision {
+	if call.Dir == "" {
+		call.Dir = p.dir
+	}
+	ev := evaluation{size: -1, dir: call.Dir}
 	if ctx.Done() != nil {
 		ev.ctx = ctx
 	}
@@ -325,7 +392,7 @@ func (p *Policy) Evaluate(ctx context.Context, call Call) Decision {
 	if tr.isShell {
 		p.shellCall(&ev, tr, &call)
 	}
-	return p.decide(&ev)
+	return p.decide(&ev, &call)
 }
 
 // evaluation collects the matches of one call.
@@ -337,6 +404,7 @@ type evaluation struct {
 	act        *activation
 	wholeAllow bool // a rule on the whole call allowed it
 	review     []string
+	dir        string // the call's Dir
 }
 
 // callSize returns the size of the call's tool, thread and arguments
@@ -344,7 +412,7 @@ type evaluation struct {
 func (ev *evaluation) callSize(call *Call) int {
 	if ev.size < 0 {
 		budget := 4096
-		ev.size = max(len(call.Tool), len(call.ThreadID), sizeOf(call.Args, &budget))
+		ev.size = max(len(call.Tool), len(call.ThreadID), len(call.Dir), sizeOf(call.Args, &budget))
 	}
 	return ev.size
 }
@@ -390,7 +458,8 @@ func (p *Policy) try(ev *evaluation, r *rule, call *Call, a *analysis, i int, me
 			ok, err := evalCond(ev.ctx, r.cond, size, ev.act)
 			if err != nil {
 				ev.add(Match{Rule: RuleError, Action: Ask, Command: a.str(i),
-					Reason: fmt.Sprintf("the condition of rule %q failed: %v", r.name, err)}, nil)
+					Reason:       fmt.Sprintf("the condition of rule %q failed: %v", r.name, err),
+					notLearnable: fmt.Sprintf("the condition of rule %q failed", r.name)}, nil)
 				return true
 			}
 			if memo != nil {
@@ -404,13 +473,18 @@ func (p *Policy) try(ev *evaluation, r *rule, call *Call, a *analysis, i int, me
 	if r.action == Allow && r.unenforced != "" {
 		// Fail closed: what the rule promised cannot be enforced here.
 		ev.add(Match{Rule: r.name, Action: Ask, Command: a.str(i),
-			Reason: fmt.Sprintf("rule %q allows only under sandbox %s, which cannot be enforced here: %s", r.name, r.sandbox, r.unenforced)}, r)
+			Reason:       fmt.Sprintf("rule %q allows only under sandbox %s, which cannot be enforced here: %s", r.name, r.sandbox, r.unenforced),
+			notLearnable: defaultNotLearnable(cmd, call)}, r)
 		return true
 	}
 	if cmd == nil && r.action == Allow {
 		ev.wholeAllow = true
 	}
-	ev.add(Match{Rule: r.name, Action: r.action, Reason: r.reason, Command: a.str(i)}, r)
+	m := Match{Rule: r.name, Action: r.action, Reason: r.reason, Command: a.str(i)}
+	if r.action == Ask {
+		m.notLearnable = r.notLearnable(cmd, call)
+	}
+	ev.add(m, r)
 	return true
 }
 
@@ -437,10 +511,12 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 	ev.capHint = len(ev.matches) + 2*len(a.Commands) + 1
 	if len(a.reasons) > 0 {
 		ev.review = a.reasons
-		ev.add(Match{Rule: RuleShellReview, Action: Ask, Reason: a.reason}, nil)
+		ev.add(Match{Rule: RuleShellReview, Action: Ask, Reason: a.reason,
+			notLearnable: "the shell analysis cannot vouch for the command string"}, nil)
 	}
 	if len(a.Commands) == 0 && !ev.wholeAllow {
-		ev.add(Match{Rule: RuleDefault, Action: p.def, Reason: "the command string runs no command"}, nil)
+		ev.add(Match{Rule: RuleDefault, Action: p.def, Reason: "the command string runs no command",
+			notLearnable: "the command string runs no command"}, nil)
 	}
 	for i := range a.Commands {
 		c := &a.Commands[i]
@@ -470,15 +546,21 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 			if skippedWrite {
 				reason += " (it writes files, and the allow rules for it do not set allow_writes)"
 			}
-			ev.add(Match{Rule: RuleDefault, Action: p.def, Command: a.str(i), Reason: reason}, nil)
+			ev.add(Match{Rule: RuleDefault, Action: p.def, Command: a.str(i), Reason: reason,
+				notLearnable: defaultNotLearnable(c, call)}, nil)
 		}
 	}
 }
 
 // decide turns the matches into a decision.
-func (p *Policy) decide(ev *evaluation) Decision {
+func (p *Policy) decide(ev *evaluation, call *Call) Decision {
 	if len(ev.matches) == 0 {
-		return p.defaultDecision("no rule matches this call")
+		d := p.defaultDecision("no rule matches this call")
+		d.dir = ev.dir
+		if d.Action == Ask {
+			p.setLearnable(&d, defaultNotLearnable(nil, call))
+		}
+		return d
 	}
 	best := 0
 	for i, m := range ev.matches {
@@ -501,7 +583,15 @@ func (p *Policy) decide(ev *evaluation) Decision {
 			}
 		}
 	case Ask:
-		d.Timeout, d.Impact, d.Review = p.timeout, DefaultImpact, ev.review
+		d.Timeout, d.Impact, d.Review, d.dir = p.timeout, DefaultImpact, ev.review, ev.dir
+		why := ""
+		for _, m := range ev.matches {
+			if m.Action == Ask && m.notLearnable != "" {
+				why = m.notLearnable
+				break
+			}
+		}
+		p.setLearnable(&d, why)
 		if r != nil {
 			if r.timeout > 0 {
 				d.Timeout = r.timeout

@@ -109,6 +109,7 @@ type ruleShape struct {
 	Action      string `yaml:"action"`
 	AllowWrites bool   `yaml:"allow_writes"`
 	Sandbox     string `yaml:"sandbox"`
+	Learnable   *bool  `yaml:"learnable"`
 }
 
 func (s ruleShape) key() string {
@@ -121,13 +122,20 @@ func (s ruleShape) key() string {
 // from, and says what after may allow that before did not: a default
 // less strict; an allow rule that before did not have, word for word
 // (tool, command, condition, sandbox, allow_writes); an ask or block rule
-// of before that after lacks or changed; a tool no longer analysed as a
-// shell. It errs on the side of saying so: a rule made stricter in place
+// of before that after lacks or changed (learnable too); a tool no longer
+// analysed as a shell; learned rules turned on, or no longer waiting for
+// a second reviewer. It errs on the side of saying so: a rule made stricter in place
 // counts as changed. Nil: after allows nothing more.
 func Looser(before *Policy, beforeData []byte, after *Policy, afterData []byte) []string {
 	var out []string
 	if after.def.rank() < before.def.rank() {
 		out = append(out, fmt.Sprintf("the default is %s, was %s", after.def, before.def))
+	}
+	switch {
+	case before.learn.off && !after.learn.off:
+		out = append(out, "learned rules are turned on (learn: enabled)")
+	case before.learn.secondReviewer && !after.learn.secondReviewer && !after.learn.off:
+		out = append(out, "a learned rule no longer waits for a second reviewer (learn: second_reviewer)")
 	}
 	for tool, arg := range before.shell {
 		if after.shell[tool] != arg {
