@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/policy/learn"
 )
 
 // Error codes of the API (API.md, "Errors").
@@ -108,6 +109,10 @@ var sentinels = []struct {
 	{agent.ErrNoRun, http.StatusConflict, codeNoRun},
 	{host.ErrClosed, http.StatusServiceUnavailable, codeUnavailable},
 	{host.ErrNotStarted, http.StatusServiceUnavailable, codeUnavailable},
+	{learn.ErrNotLearnable, http.StatusUnprocessableEntity, codeNotLearnable},
+	{learn.ErrDigest, http.StatusConflict, codeDigestMismatch},
+	{learn.ErrNotApproved, http.StatusConflict, codeConflict},
+	{checkpoint.ErrSelfApproval, http.StatusForbidden, codeForbidden},
 	{checkpoint.ErrBadCursor, http.StatusBadRequest, codeBadRequest},
 	{checkpoint.ErrNotFound, http.StatusNotFound, codeNotFound},
 }
@@ -145,6 +150,9 @@ func classify(err error) *apiError {
 		return e
 	case codeRunActive:
 		e.message += ": wait for it to finish, answer its questions, or abort it"
+		return e
+	case codeNotLearnable:
+		e.message = "no rule can be learned from this call: " + e.message
 		return e
 	case codeNoRun:
 		e.message = "the thread has no unfinished run to resume"
@@ -186,7 +194,7 @@ func trimPrefix(err, sentinel error) string {
 	if rest, ok := strings.CutPrefix(msg, sentinel.Error()+": "); ok {
 		msg = rest
 	}
-	for _, pkg := range []string{"hitl: ", "host: ", "agent: ", "checkpoint: "} {
+	for _, pkg := range []string{"hitl: ", "host: ", "agent: ", "checkpoint: ", "learn: "} {
 		msg = strings.TrimPrefix(msg, pkg)
 	}
 	return msg

@@ -80,6 +80,8 @@ type options struct {
 	store checkpoint.Store
 	dev   bool
 	cfg   func(*server.Config)
+	// policy decides the runs' calls; zero: testPolicy.
+	policy hitl.Policy
 }
 
 type fixture struct {
@@ -128,7 +130,11 @@ func setup(t *testing.T, o *options) *fixture {
 		return "ran: " + a.Cmd, nil
 	}, nil)
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	mw := hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(f.store, "", &hitl.ChannelOptions{Clock: f.clock}), testPolicy)
+	pol := o.policy
+	if pol == nil {
+		pol = testPolicy
+	}
+	mw := hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(f.store, "", &hitl.ChannelOptions{Clock: f.clock}), pol)
 	h, err := host.New(host.Config{Store: f.store, Clock: f.clock, Logger: logger,
 		Agent: agent.Config{Provider: model, Tools: []*agent.Tool{bash}, Middleware: []agent.Middleware{mw}, Logger: logger}})
 	if err != nil {

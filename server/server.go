@@ -21,6 +21,8 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/policy/learn"
 )
 
 // Config builds a [Server]. Host is required, and Tokens unless DevMode.
@@ -76,6 +78,14 @@ type Config struct {
 	// stream beyond it is refused with 429 too_many_streams. Zero: 32;
 	// negative: no cap.
 	MaxStreamsPerToken int
+	// Learning, when set, is the policy file in force for a thread's
+	// calls, and reviewers may answer "approve, and allow calls like
+	// this" (package policy/learn): proposals with their blast radius,
+	// learned rules listed, approved by a second reviewer, revoked and
+	// exported under /v1/rules. Nil: the routes answer 404 learning_off.
+	// Give the same policy a learn.Source of the host's store, so that
+	// the rules learned here allow.
+	Learning func(threadID string) *policy.Policy
 }
 
 // Server is the HTTP layer of tollgate serve: the JSON API of API.md, the
@@ -104,6 +114,7 @@ type Server struct {
 	counts    countCache
 	streams   streamCounts
 	notices   func() []Notice
+	learn     *learn.Service // nil: no learning
 }
 
 // Notice is something a reviewer should know of the server itself, shown
@@ -180,6 +191,7 @@ func New(cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wake = newBroadcaster()
 	s.head = &logHead{store: s.store}
+	s.learn = s.newLearning(cfg.Learning)
 	s.routes(cfg.Page)
 	s.handler = http.HandlerFunc(s.serve)
 	if err := s.startLoops(); err != nil {
@@ -229,6 +241,7 @@ func (s *Server) routes(page http.Handler) {
 	s.api("GET /v1/questions/{thread}/{id}", review, s.getQuestion)
 	s.api("POST /v1/questions/{thread}/{id}/answer", review, s.answerQuestion)
 	s.api("GET /v1/stream", review, s.streamAll)
+	s.ruleRoutes()
 
 	s.mux.HandleFunc("/v1/", s.unknownRoute)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -182,4 +184,45 @@ func NewID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "lr_" + hex.EncodeToString(b[:])
+}
+
+// Statuses of a learned rule ([Status]).
+const (
+	StatusActive  = "active"
+	StatusWaiting = "waiting" // for a second reviewer
+	StatusExpired = "expired"
+	StatusRevoked = "revoked"
+)
+
+// Status says where a rule is at now, under a policy that does or does
+// not require a second reviewer: active, waiting (for a second
+// reviewer), expired or revoked.
+func Status(r *checkpoint.LearnedRule, second bool, now time.Time) string {
+	switch {
+	case !r.RevokedAt.IsZero():
+		return StatusRevoked
+	case !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt):
+		return StatusExpired
+	case second && r.ApprovedBy == "":
+		return StatusWaiting
+	}
+	return StatusActive
+}
+
+// ParseExpiry reads how long a rule lasts: "" or "never" (until
+// revoked), or a number and a unit, s, m, h or d ("30d", "12h").
+func ParseExpiry(s string) (time.Duration, error) {
+	switch s {
+	case "", "never":
+		return 0, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseUint(n, 10, 16)
+		if err == nil && days > 0 {
+			return time.Duration(days) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("learn: expiry %q: want never, or a duration such as 30d, 12h or 90m", s)
 }
