@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/host"
@@ -86,11 +87,7 @@ func (s *Server) ruleView(r *checkpoint.LearnedRule) ruleJSON {
 		ThreadID: r.ThreadID, QuestionID: r.QuestionID, Digest: r.Digest, CreatedBy: r.CreatedBy, CreatedAt: jsonTime(r.CreatedAt),
 		ExpiresAt: jsonTime(r.ExpiresAt), ApprovedBy: r.ApprovedBy, ApprovedAt: jsonTime(r.ApprovedAt), RevokedBy: r.RevokedBy,
 		RevokedAt: jsonTime(r.RevokedAt), RevokeReason: r.RevokeReason}
-	second := false
-	if p := s.learn.Policy(r.ThreadID); p != nil {
-		second = p.SecondReviewer()
-	}
-	v.Status = learn.Status(r, second, s.clock.Now())
+	v.Status = s.learn.StatusOf(r)
 	if spec, err := learn.ParseSpec(r.Spec); err == nil {
 		v.Summary, v.YAML = spec.String(), learn.RuleYAML(r, spec)
 	}
@@ -110,25 +107,7 @@ func (id *identity) mayRule(thread string, scope learn.Scope) bool {
 // proposalJSON is a proposal with its blast radius.
 type proposalJSON struct {
 	Question questionJSON `json:"question"`
-	// Spec is the rule shown: the one sent, or the proposed one.
-	Spec learn.Spec `json:"spec"`
-	// Proposed is the narrowest rule, as first proposed.
-	Proposed learn.Spec `json:"proposed"`
-	// Choices are, for each command of a shell shape, each argument's
-	// matches; Fields, each other argument's matches (and directories).
-	Choices        [][][]learn.Match      `json:"choices"`
-	Fields         map[string]fieldChoice `json:"fields"`
-	Scopes         []learn.Scope          `json:"scopes"`
-	Scope          learn.Scope            `json:"scope"`
-	Summary        string                 `json:"summary"`
-	YAML           string                 `json:"yaml"`
-	Radius         *learn.Radius          `json:"radius"`
-	SecondReviewer bool                   `json:"second_reviewer"`
-}
-
-type fieldChoice struct {
-	Matches []learn.Match `json:"matches"`
-	Dirs    []string      `json:"dirs,omitempty"`
+	*learn.Preview
 }
 
 type ruleRequest struct {
@@ -142,53 +121,8 @@ type ruleRequest struct {
 	Expires string `json:"expires"`
 }
 
-// proposal reads the request and makes the question's proposal, with the
-// spec and scope the request names (checked) or the proposed ones.
-func (s *Server) proposal(w http.ResponseWriter, r *http.Request, id *identity, emptyOK bool) (*learn.Proposal, *checkpoint.Question, *ruleRequest, error) {
-	svc, err := s.learning()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	threadID, qid := r.PathValue("thread"), r.PathValue("id")
-	if !id.sees(threadID) {
-		return nil, nil, nil, forbidden("token %q may not see thread %q", id.name, threadID)
-	}
-	var req ruleRequest
-	if err := s.decode(w, r, &req, emptyOK); err != nil {
-		return nil, nil, nil, err
-	}
-	prop, q, err := svc.Propose(r.Context(), threadID, qid)
-	if errors.Is(err, checkpoint.ErrNotFound) {
-		return nil, nil, nil, notFound("question %q of thread %q does not exist", qid, threadID)
-	}
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if len(id.threads) > 0 {
-		// A reviewer limited to some threads: one thread only.
-		prop.Scopes = prop.Scopes[:1]
-	}
-	if req.Spec == nil {
-		req.Spec = &prop.Spec
-	} else if err := prop.Check(*req.Spec); err != nil {
-		return nil, nil, nil, newError(http.StatusUnprocessableEntity, codeInvalidRule, "%s", trimLearn(err))
-	}
-	if req.Scope == nil {
-		req.Scope = &prop.Scopes[0]
-	} else if err := prop.CheckScope(*req.Scope); err != nil {
-		return nil, nil, nil, newError(http.StatusUnprocessableEntity, codeInvalidRule, "%s", trimLearn(err))
-	}
-	return prop, q, &req, nil
-}
-
 func trimLearn(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"learn: "} {
-		if len(msg) > len(p) && msg[:len(p)] == p {
-			msg = msg[len(p):]
-		}
-	}
-	return msg
+	return strings.TrimPrefix(err.Error(), "learn: ")
 }
 
 // POST /v1/questions/{thread}/{id}/proposal
@@ -197,37 +131,36 @@ func trimLearn(err error) string {
 // body sends (the proposal with its matches widened or narrowed), with
 // its choices, its policy YAML and its blast radius.
 func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, id *identity) error {
-	prop, q, req, err := s.proposal(w, r, id, true)
+	svc, err := s.learning()
 	if err != nil {
 		return err
 	}
-	radius, err := learn.Measure(r.Context(), s.store, req.Spec, *req.Scope, learn.RadiusOptions{Last: min(max(req.Last, 0), 5000), Sees: id.sees})
-	if err != nil {
+	threadID, qid := r.PathValue("thread"), r.PathValue("id")
+	if !id.sees(threadID) {
+		return forbidden("token %q may not see thread %q", id.name, threadID)
+	}
+	var req ruleRequest
+	if err := s.decode(w, r, &req, true); err != nil {
 		return err
 	}
-	out := proposalJSON{Question: questionView(q), Spec: *req.Spec, Proposed: prop.Spec, Scopes: prop.Scopes, Scope: *req.Scope,
-		Summary: req.Spec.String(), Radius: radius, Fields: map[string]fieldChoice{}, Choices: [][][]learn.Match{}}
-	if sh := prop.Spec.Shell; sh != nil {
-		for _, c := range sh.Commands {
-			var cs [][]learn.Match
-			for _, a := range c.Args {
-				cs = append(cs, a.Choices())
-			}
-			out.Choices = append(out.Choices, cs)
-		}
+	p, q, err := svc.Preview(r.Context(), learn.PreviewRequest{ThreadID: threadID, QuestionID: qid, Spec: req.Spec, Scope: req.Scope,
+		By: id.name, ThreadOnly: len(id.threads) > 0, Radius: learn.RadiusOptions{Last: min(max(req.Last, 0), 5000), Sees: id.sees}})
+	if err != nil {
+		return s.learnError(err, threadID, qid)
 	}
-	for _, f := range prop.Spec.Args {
-		m, dirs := prop.FieldChoices(f.Name)
-		out.Fields[f.Name] = fieldChoice{Matches: m, Dirs: dirs}
-	}
-	preview := &checkpoint.LearnedRule{ID: "lr_new", Tool: req.Spec.Tool, Scope: req.Scope.Kind, ScopeKey: req.Scope.Key,
-		ThreadID: q.ThreadID, QuestionID: q.ID, Digest: q.Digest, CreatedBy: id.name, CreatedAt: s.clock.Now()}
-	out.YAML = learn.RuleYAML(preview, req.Spec)
-	if p := s.learn.Policy(q.ThreadID); p != nil {
-		out.SecondReviewer = p.SecondReviewer()
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, proposalJSON{Question: questionView(q), Preview: p})
 	return nil
+}
+
+// learnError says a learning error in the API's terms.
+func (s *Server) learnError(err error, threadID, qid string) error {
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return notFound("question %q of thread %q does not exist", qid, threadID)
+	case errors.Is(err, learn.ErrInvalidRule):
+		return newError(http.StatusUnprocessableEntity, codeInvalidRule, "%s", trimLearn(errors.New(strings.TrimPrefix(err.Error(), learn.ErrInvalidRule.Error()+": "))))
+	}
+	return err
 }
 
 type learnedJSON struct {
@@ -241,24 +174,43 @@ type learnedJSON struct {
 // body carries its digest, as an answer does) and the rule saved, bound
 // to it and to the caller.
 func (s *Server) learnRule(w http.ResponseWriter, r *http.Request, id *identity) error {
-	_, _, req, err := s.proposal(w, r, id, false)
+	svc, err := s.learning()
 	if err != nil {
+		return err
+	}
+	threadID, qid := r.PathValue("thread"), r.PathValue("id")
+	if !id.sees(threadID) {
+		return forbidden("token %q may not see thread %q", id.name, threadID)
+	}
+	var req ruleRequest
+	if err := s.decode(w, r, &req, false); err != nil {
 		return err
 	}
 	if req.Digest == "" {
 		return newError(http.StatusUnprocessableEntity, codeDigestRequired, "the request carries no digest: send the digest of the call the reviewer saw (GET the question first)")
 	}
-	if !id.mayRule(r.PathValue("thread"), *req.Scope) {
-		return forbidden("token %q is limited to some threads: it learns rules for one of its threads only", id.name)
-	}
 	expires, err := learn.ParseExpiry(req.Expires)
 	if err != nil {
 		return badRequest("%s", trimLearn(err))
 	}
-	out, err := s.learn.Learn(r.Context(), learn.Request{ThreadID: r.PathValue("thread"), QuestionID: r.PathValue("id"), Digest: req.Digest,
-		Spec: *req.Spec, Scope: *req.Scope, Expires: expires, By: id.name})
+	prop, _, err := svc.Propose(r.Context(), threadID, qid)
 	if err != nil {
-		return err
+		return s.learnError(err, threadID, qid)
+	}
+	spec, scope := prop.Spec, prop.Scopes[0]
+	if req.Spec != nil {
+		spec = *req.Spec
+	}
+	if req.Scope != nil {
+		scope = *req.Scope
+	}
+	if !id.mayRule(threadID, scope) {
+		return newError(http.StatusUnprocessableEntity, codeInvalidRule, "token %q is limited to some threads: it learns rules for its thread %s only", id.name, threadID)
+	}
+	out, err := svc.Learn(r.Context(), learn.Request{ThreadID: threadID, QuestionID: qid, Digest: req.Digest,
+		Spec: spec, Scope: scope, Expires: expires, By: id.name})
+	if err != nil {
+		return s.learnError(err, threadID, qid)
 	}
 	s.log.Info("tollgate: rule learned", "rule", out.Rule.ID, "by", id.name, "thread", out.Rule.ThreadID, "question", out.Rule.QuestionID,
 		"scope", learn.ScopeOf(out.Rule).String())
@@ -266,8 +218,8 @@ func (s *Server) learnRule(w http.ResponseWriter, r *http.Request, id *identity)
 	return nil
 }
 
-// rulesFor lists the rules the caller may see: f's, with status one of
-// statuses ("all": any), tool and thread as the query says.
+// rulesFor lists the rules the caller may see, of the status, tool and
+// thread the query names.
 func (s *Server) rulesFor(r *http.Request, id *identity) ([]*checkpoint.LearnedRule, error) {
 	svc, err := s.learning()
 	if err != nil {
@@ -277,35 +229,13 @@ func (s *Server) rulesFor(r *http.Request, id *identity) ([]*checkpoint.LearnedR
 	if err := checkParams(q, "status", "tool", "thread"); err != nil {
 		return nil, err
 	}
-	status := q.Get("status")
-	switch status {
-	case "":
-		status = "live"
-	case "live", "all", learn.StatusActive, learn.StatusWaiting, learn.StatusExpired, learn.StatusRevoked:
-	default:
-		return nil, badRequest("status must be live (active or waiting), active, waiting, expired, revoked or all, not %q", status)
+	rules, err := svc.Rules(r.Context(), q.Get("status"), q.Get("tool"), q.Get("thread"), func(rule *checkpoint.LearnedRule) bool {
+		return id.mayRule(rule.ThreadID, learn.ScopeOf(rule))
+	})
+	if errors.Is(err, learn.ErrBadStatus) {
+		return nil, badRequest("%s", trimLearn(err))
 	}
-	rules, err := svc.Store.(checkpoint.RuleStore).ListRules(r.Context(), checkpoint.RuleFilter{Tool: q.Get("tool"), ThreadID: q.Get("thread"),
-		Unrevoked: status != "all" && status != learn.StatusRevoked})
-	if err != nil {
-		return nil, err
-	}
-	now := s.clock.Now()
-	out := rules[:0]
-	for _, rule := range rules {
-		if !id.mayRule(rule.ThreadID, learn.ScopeOf(rule)) {
-			continue
-		}
-		second := false
-		if p := svc.Policy(rule.ThreadID); p != nil {
-			second = p.SecondReviewer()
-		}
-		st := learn.Status(rule, second, now)
-		if status == "all" || status == st || status == "live" && (st == learn.StatusActive || st == learn.StatusWaiting) {
-			out = append(out, rule)
-		}
-	}
-	return out, nil
+	return rules, err
 }
 
 // GET /v1/rules
@@ -345,7 +275,7 @@ func (s *Server) rule(r *http.Request, id *identity) (*checkpoint.LearnedRule, e
 	if err != nil {
 		return nil, err
 	}
-	rule, err := svc.Store.(checkpoint.RuleStore).GetRule(r.Context(), r.PathValue("rule"))
+	rule, err := svc.Rule(r.Context(), r.PathValue("rule"))
 	if errors.Is(err, checkpoint.ErrNotFound) || err == nil && !id.mayRule(rule.ThreadID, learn.ScopeOf(rule)) {
 		return nil, notFound("learned rule %q does not exist", r.PathValue("rule"))
 	}
@@ -386,8 +316,7 @@ func (s *Server) changeRule(w http.ResponseWriter, r *http.Request, id *identity
 	if err != nil {
 		return err
 	}
-	c.At = s.clock.Now()
-	changed, err := s.learn.Store.(checkpoint.RuleStore).ChangeRule(r.Context(), rule.ID, c)
+	changed, err := s.learn.Change(r.Context(), rule.ID, c)
 	if err != nil {
 		e := classify(err)
 		if changed != nil && errors.Is(err, checkpoint.ErrConflict) {

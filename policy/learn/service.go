@@ -141,10 +141,7 @@ func (s *Service) Learn(ctx context.Context, req Request) (*Learned, error) {
 	if req.Digest == "" || req.Digest != q.Digest {
 		return nil, ErrDigest
 	}
-	if err := prop.Check(req.Spec); err != nil {
-		return nil, err
-	}
-	if err := prop.CheckScope(req.Scope); err != nil {
+	if _, _, err := prop.checked(&req.Spec, &req.Scope); err != nil {
 		return nil, err
 	}
 	switch q.Status {
@@ -225,4 +222,178 @@ func ParseExpiry(s string) (time.Duration, error) {
 		return d, nil
 	}
 	return 0, fmt.Errorf("learn: expiry %q: want never, or a duration such as 30d, 12h or 90m", s)
+}
+
+// ErrInvalidRule is wrapped by the errors that say a rule sent to be
+// previewed or learned is not the proposal's within its choices, or has
+// a scope it does not offer.
+var ErrInvalidRule = errors.New("learn: the rule is not one the proposal allows")
+
+// PreviewRequest asks for a proposal as a reviewer edits it.
+type PreviewRequest struct {
+	ThreadID, QuestionID string
+	// Spec and Scope are the rule as edited (checked); nil: the
+	// proposal's, and its narrowest scope.
+	Spec  *Spec
+	Scope *Scope
+	// By names the reviewer in the YAML's comment.
+	By string
+	// ThreadOnly offers the thread scope only (a reviewer limited to
+	// some threads).
+	ThreadOnly bool
+	// Radius says which questions the radius reads.
+	Radius RadiusOptions
+}
+
+// Preview is a proposal as a reviewer edits it: the rule, its choices,
+// its YAML and its blast radius.
+type Preview struct {
+	// Spec is the rule shown: the one sent, or the proposed one.
+	Spec Spec `json:"spec"`
+	// Proposed is the narrowest rule, as first proposed.
+	Proposed Spec `json:"proposed"`
+	// Choices are, for each command of a shell shape, each argument's
+	// matches; Fields, each other argument's matches (and directories).
+	Choices        [][][]Match            `json:"choices"`
+	Fields         map[string]FieldChoice `json:"fields"`
+	Scopes         []Scope                `json:"scopes"`
+	Scope          Scope                  `json:"scope"`
+	Summary        string                 `json:"summary"`
+	YAML           string                 `json:"yaml"`
+	Radius         *Radius                `json:"radius"`
+	SecondReviewer bool                   `json:"second_reviewer"`
+}
+
+// FieldChoice is what an argument other than a command string may match.
+type FieldChoice struct {
+	Matches []Match  `json:"matches"`
+	Dirs    []string `json:"dirs,omitempty"`
+}
+
+// Preview makes the question's proposal with the rule and scope asked
+// for, its choices, YAML and blast radius.
+func (s *Service) Preview(ctx context.Context, r PreviewRequest) (*Preview, *checkpoint.Question, error) {
+	prop, q, err := s.Propose(ctx, r.ThreadID, r.QuestionID)
+	if err != nil {
+		return nil, q, err
+	}
+	if r.ThreadOnly {
+		prop.Scopes = prop.Scopes[:1]
+	}
+	spec, scope, err := prop.checked(r.Spec, r.Scope)
+	if err != nil {
+		return nil, q, err
+	}
+	radius, err := Measure(ctx, s.Store, spec, scope, r.Radius)
+	if err != nil {
+		return nil, q, err
+	}
+	out := &Preview{Spec: *spec, Proposed: prop.Spec, Scopes: prop.Scopes, Scope: scope, Summary: spec.String(), Radius: radius,
+		Fields: map[string]FieldChoice{}, Choices: [][][]Match{}}
+	if sh := prop.Spec.Shell; sh != nil {
+		for _, c := range sh.Commands {
+			cs := [][]Match{}
+			for _, a := range c.Args {
+				cs = append(cs, a.Choices())
+			}
+			out.Choices = append(out.Choices, cs)
+		}
+	}
+	for _, f := range prop.Spec.Args {
+		m, dirs := prop.FieldChoices(f.Name)
+		out.Fields[f.Name] = FieldChoice{Matches: m, Dirs: dirs}
+	}
+	out.YAML = RuleYAML(&checkpoint.LearnedRule{ID: "lr_new", Tool: spec.Tool, Scope: scope.Kind, ScopeKey: scope.Key,
+		ThreadID: q.ThreadID, QuestionID: q.ID, Digest: q.Digest, CreatedBy: r.By, CreatedAt: s.now()}, spec)
+	out.SecondReviewer = s.Policy(q.ThreadID).SecondReviewer()
+	return out, q, nil
+}
+
+// checked are the spec and scope asked for, checked against the
+// proposal; nil: the proposal's, and its narrowest scope.
+func (p *Proposal) checked(spec *Spec, scope *Scope) (*Spec, Scope, error) {
+	if spec == nil {
+		spec = &p.Spec
+	} else if err := p.Check(*spec); err != nil {
+		return nil, Scope{}, fmt.Errorf("%w: %w", ErrInvalidRule, err)
+	}
+	if scope == nil {
+		return spec, p.Scopes[0], nil
+	}
+	if err := p.CheckScope(*scope); err != nil {
+		return nil, Scope{}, fmt.Errorf("%w: %w", ErrInvalidRule, err)
+	}
+	return spec, *scope, nil
+}
+
+// ErrBadStatus: a list of rules asked for a status there is not.
+var ErrBadStatus = errors.New("learn: status must be live (active or waiting), active, waiting, expired, revoked or all")
+
+// Statuses a list of rules may ask for ([Service.Rules]): one of a
+// rule's, live (active or waiting), or all.
+const (
+	StatusLive = "live"
+	StatusAll  = "all"
+)
+
+// Rules lists the rules of a status ("": live), a tool and a thread
+// learned in ("": any), that may keeps ("nil": all), oldest first.
+func (s *Service) Rules(ctx context.Context, status, tool, thread string, may func(*checkpoint.LearnedRule) bool) ([]*checkpoint.LearnedRule, error) {
+	rs, err := s.rules()
+	if err != nil {
+		return nil, err
+	}
+	switch status {
+	case "":
+		status = StatusLive
+	case StatusLive, StatusAll, StatusActive, StatusWaiting, StatusExpired, StatusRevoked:
+	default:
+		return nil, fmt.Errorf("%w, not %q", ErrBadStatus, status)
+	}
+	rules, err := rs.ListRules(ctx, checkpoint.RuleFilter{Tool: tool, ThreadID: thread, Unrevoked: status != StatusAll && status != StatusRevoked})
+	if err != nil {
+		return nil, err
+	}
+	out := rules[:0]
+	for _, r := range rules {
+		if may != nil && !may(r) {
+			continue
+		}
+		st := s.StatusOf(r)
+		if status == StatusAll || status == st || status == StatusLive && (st == StatusActive || st == StatusWaiting) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// StatusOf is the rule's [Status] now, under the policy of the thread it
+// was learned in.
+func (s *Service) StatusOf(r *checkpoint.LearnedRule) string {
+	second := false
+	if p := s.Policy(r.ThreadID); p != nil {
+		second = p.SecondReviewer()
+	}
+	return Status(r, second, s.now())
+}
+
+// Change approves (as a second reviewer) or revokes a rule.
+func (s *Service) Change(ctx context.Context, id string, c checkpoint.RuleChange) (*checkpoint.LearnedRule, error) {
+	rs, err := s.rules()
+	if err != nil {
+		return nil, err
+	}
+	if c.At.IsZero() {
+		c.At = s.now()
+	}
+	return rs.ChangeRule(ctx, id, c)
+}
+
+// Rule reads one rule.
+func (s *Service) Rule(ctx context.Context, id string) (*checkpoint.LearnedRule, error) {
+	rs, err := s.rules()
+	if err != nil {
+		return nil, err
+	}
+	return rs.GetRule(ctx, id)
 }
