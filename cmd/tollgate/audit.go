@@ -34,9 +34,12 @@ prompt, a reason, an error).
 
 Events: run_started, question_asked, question_resolved (answered, timed
 out or aborted), tool_result (allowed, approve, human_deny, edit,
-policy_deny, timed_out, aborted, error; "ran" when the token may not
-see questions, so that an approval cannot be told from an allow),
-run_parked (waiting for answers), run_finished, aborted.
+policy_deny, timed_out, aborted, error, policy_allow: allowed by a rule
+learned from an answer, named in RULE with its author in WHO; "ran" when
+the token may not see questions, so that an approval cannot be told from
+an allow), run_parked (waiting for answers), run_finished, aborted, and
+a learned rule's rule_learned, rule_approved, rule_revoked (who, the
+rule, the digest of the call it was learned from, its scope).
 
 Against a server the log is read thread by thread (GET
 /v1/threads/{id}/events): give --thread to read one.
@@ -172,6 +175,11 @@ type eventData struct {
 	StopReason string          `json:"stop_reason"`
 	Error      string          `json:"error"`
 	HITL       json.RawMessage `json:"hitl"`
+	// A learned rule's events (checkpoint.RuleEvent).
+	RuleID    string `json:"rule_id"`
+	Scope     string `json:"scope"`
+	ScopeKey  string `json:"scope_key"`
+	ExpiresAt string `json:"expires_at"`
 }
 
 func auditLine(ctx context.Context, e *checkpoint.Event, qs *questionCache) (auditRow, error) {
@@ -227,8 +235,14 @@ func auditLine(ctx context.Context, e *checkpoint.Event, qs *questionCache) (aud
 			Decision string `json:"decision"`
 			By       string `json:"by"`
 			Rule     string `json:"matched_rule"`
+			// A learned rule's allow names it and who taught it.
+			Learned   string `json:"learned_rule"`
+			LearnedBy string `json:"learned_by"`
 		}
 		_ = json.Unmarshal(d.HITL, &h)
+		if h.Learned != "" {
+			h.Rule, h.By = h.Learned, h.LearnedBy
+		}
 		q, err := qs.find(ctx, e.ThreadID, hitl.QuestionID(d.CallID), d.CallID)
 		if err != nil {
 			return r, err
@@ -269,6 +283,16 @@ func auditLine(ctx context.Context, e *checkpoint.Event, qs *questionCache) (aud
 		}
 	case "aborted":
 		r.decision, r.note = "aborted", clipRunes(display.Line(d.Reason), 80, "…")
+	case checkpoint.EventRuleLearned, checkpoint.EventRuleApproved, checkpoint.EventRuleRevoked:
+		r.who, r.rule, r.digest, r.tool = display.Line(d.By), display.Line(d.RuleID), d.Digest, display.Line(d.Tool)
+		r.decision = strings.TrimPrefix(e.Type, "rule_")
+		r.note = "from question " + display.Line(d.QuestionID) + ", scope " + display.Line(strings.TrimSpace(d.Scope+" "+d.ScopeKey))
+		if d.ExpiresAt != "" {
+			r.note += ", expires " + display.Line(d.ExpiresAt)
+		}
+		if d.Reason != "" {
+			r.note += ": " + clipRunes(display.Line(d.Reason), 80, "…")
+		}
 	default:
 		r.note = clipRunes(display.JSON(e.Data), 80, "…")
 	}

@@ -257,6 +257,10 @@ func (c *apiClient) do(ctx context.Context, method, path string, query url.Value
 		if out == nil {
 			return nil
 		}
+		if b, ok := out.(*[]byte); ok {
+			*b = raw // not JSON: a rules export's YAML
+			return nil
+		}
 		if err := json.Unmarshal(raw, out); err != nil {
 			return fmt.Errorf("the server at %s sent what tollgate cannot read (is it a tollgate serve?): %v", c.shown, err)
 		}
@@ -736,11 +740,11 @@ func (s *storeSource) question(ctx context.Context, thread, id string) (*checkpo
 // has the tools and policy of a run, so that it checks answers as the run
 // would. The model is never called.
 func (s *storeSource) host(ctx context.Context) (*host.Host, error) {
-	approval, _, _, err := loadPolicy(ctx, s.policyFile, s.log, policyWatch{})
+	lp, err := loadPolicy(ctx, s.policyFile, s.log, policyWatch{}, nil)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, approval, s.log)
+	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, lp.approval, s.log)
 	return s.newHost(ctx, host.Config{Store: s.store, Agent: tmpl, Logger: s.log})
 }
 

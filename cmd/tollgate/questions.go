@@ -457,6 +457,7 @@ const questionsAnswerHelp = `usage: tollgate questions answer THREAD QUESTION AN
 Flags may come anywhere; after -- nothing is a flag (deny -- "-f is not
 allowed here"). ANSWER is, by the question's kind:
   approval   approve | deny "reason" | edit '{"cmd": "ls -l"}' (edit - reads the JSON from stdin)
+             | learn: approve, and allow calls like this (see below)
   confirm    yes | no
   ask        text the answer in words | json '{"field": "value"}'
   any kind   json '<the answer as the API takes it>'
@@ -471,6 +472,16 @@ Who answered is recorded: on a store, --by (default: you, $TOLLGATE_USER
 or your login name); against a server, the name of the token (--by is
 refused there).
 
+learn approves the call and saves a rule that lets the policy allow calls
+like it where it would ask (never where it blocks): the narrowest rule
+that covers the call — for a command string the same commands, options and
+operators, option values any, files inside the working directory, other
+words exact. It first prints the rule, the choices of each argument, the
+rule as policy YAML and its blast radius (the past questions it would have
+allowed, those people denied flagged ⚑). --match N=any|inside|exact widens
+or narrows the N-th argument, --scope thread|project|everyone says where
+it applies, --expires how long; --dry-run shows without answering.
+
 examples:
   tollgate questions answer t1 hitl_call_1 approve
   tollgate questions answer t1 hitl_call_1 deny "not on a Friday"
@@ -479,6 +490,8 @@ examples:
   tollgate questions answer --by alice t1 hitl_call_1 approve
   tollgate questions answer --digest sha256:3f7a... t1 hitl_call_1 approve   only if the call is still the one shown
   tollgate questions answer --policy policy.yaml t1 hitl_call_1 edit '{"cmd": "ls"}'   check an edit against this policy
+  tollgate questions answer t1 hitl_call_1 learn --dry-run                    the rule and its blast radius, nothing answered
+  tollgate questions answer t1 hitl_call_1 learn --match 2=any --scope project --expires 30d
 ` + sourceFlagsHelp
 
 func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -488,7 +501,9 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 	threadFlag := fs.String("thread", "", "the question's thread `ID` (or give it before the question id)")
 	by := fs.String("by", "", "store only: the `name` of who answers, recorded with the answer (default: $TOLLGATE_USER, else your login name)")
 	digest := fs.String("digest", "", "answer only if the call's `digest` is this one (as questions show prints it)")
-	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "store only: the policy `file` an edit is checked against (default: the built-in sandbox policy) [TOLLGATE_POLICY]")
+	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "store only: the policy `file` an edit is checked against, and a learned rule made for (default: the built-in sandbox policy) [TOLLGATE_POLICY]")
+	var lo learnOptions
+	lo.register(fs)
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
@@ -497,24 +512,24 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 		return fs.usageError("want THREAD QUESTION ANSWER")
 	}
 	id, verb, words := rest[0], rest[1], rest[2:]
-	onServer, err := sf.onServer(fs)
-	if err != nil {
-		return fs.usageError("%v", err)
+	if verb != "learn" {
+		var learnFlag string
+		fs.Visit(func(f *flag.Flag) {
+			if strings.Contains(f.Usage, "learn: ") {
+				learnFlag = f.Name
+			}
+		})
+		if learnFlag != "" {
+			return fs.usageError("--%s is for the answer learn (approve, and allow calls like this)", learnFlag)
+		}
+	} else if len(words) > 0 {
+		return fs.usageError("learn takes nothing after it, got %q (--match, --scope and --expires shape the rule)", strings.Join(words, " "))
 	}
-	byGiven := false
-	fs.Visit(func(f *flag.Flag) { byGiven = byGiven || f.Name == "by" })
-	if onServer && byGiven {
-		return fs.usageError("--by works on a store only: a server records the name of the token")
+	who, code := reviewerName(fs, sf, *by)
+	if who == "" {
+		return code
 	}
-	if *by == "" {
-		*by = currentUser()
-	}
-	switch *by {
-	case "", "timeout", "abort", "dev":
-		// The runtime records these names itself: an answer given as one
-		// would be indistinguishable from a deadline, an abort or dev mode.
-		return fs.usageError("--by %q is reserved; give the name of the person answering", *by)
-	}
+	*by = who
 	if verb == "edit" && len(words) == 1 && words[0] == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
@@ -534,11 +549,16 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 	if err != nil {
 		return fail(stderr, name, err)
 	}
-	if q.Status != checkpoint.QuestionPending {
-		return fail(stderr, name, errors.New(resolvedWords(q)))
-	}
 	if *digest != "" && *digest != q.Digest {
 		return fail(stderr, name, digestWords(q, *digest))
+	}
+	if verb == "learn" {
+		// From a question this reviewer approved too: a rule that could
+		// not be saved is learned again.
+		return learnAnswer(ctx, src, q, &lo, *by, *digest, stdout, stderr)
+	}
+	if q.Status != checkpoint.QuestionPending {
+		return fail(stderr, name, errors.New(resolvedWords(q)))
 	}
 	raw, err := buildAnswer(q, verb, words, *digest)
 	if err != nil {

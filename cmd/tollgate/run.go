@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -168,14 +169,16 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": impact}})
 	}
 	var decide func(context.Context, json.RawMessage) (string, error)
+	var current func() *policy.Policy
 	if *policyFile != "" {
 		// A broken edit of the file keeps the policy in force and says why.
 		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		var err error
-		if approval, decide, _, err = loadPolicy(runCtx, *policyFile, log, policyWatch{}); err != nil {
+		lp, err := loadPolicy(runCtx, *policyFile, log, policyWatch{}, learningOptions(store, *dir, log))
+		if err != nil {
 			fmt.Fprintln(stderr, "tollgate:", err)
 			return exitFailed
 		}
+		approval, decide, current = lp.approval, lp.decide, lp.current
 	}
 	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout, Masked: statePaths(*storeURL, *policyFile)}, decide)
 	if err != nil {
@@ -226,6 +229,9 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	t := newTerminal(h, *thread, *storeURL, *by, stdin, stdout, stderr)
 	t.noWait, t.resumed = *noWait, *resume
+	if current != nil {
+		t.learning = terminalLearning(h, current)
+	}
 	defer t.close()
 	fmt.Fprintf(stdout, "thread %s\n", *thread)
 	if *resume {

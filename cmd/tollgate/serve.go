@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-ai/tollgate/cluster"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/server/web"
 )
@@ -154,7 +155,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if servers != nil {
 		defer servers.Close()
 	}
-	tmpl, policyName, err := af.template(ctx, store, log)
+	tmpl, lp, err := af.template(ctx, store, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
@@ -212,6 +213,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Collectors:         collectorsOf(coord),
 		MaxStreamsPerToken: *maxStreams,
 		Notices:            notices.list,
+		Learning:           func(string) *policy.Policy { return lp.current() },
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))
@@ -221,11 +223,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hs := &http.Server{Handler: readDeadline(srv.Handler(), 30*time.Second), ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	shownStore := storeurl.Redacted(*storeURL)
-	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", policyName, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
+	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", lp.name, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
 	if servers != nil {
 		fmt.Fprintln(stdout, "tollgate:", mcpSummary(servers))
 	}
-	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), shownStore, policyName, af.model)
+	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), shownStore, lp.name, af.model)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/mcpgate"
 	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/policy/learn"
 	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
@@ -84,29 +86,59 @@ func parsePolicyReload(mode string) (manual bool, err error) {
 }
 
 // template builds the agent configuration every run uses. The policy file,
-// if any, is watched for changes until ctx ends.
-func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *slog.Logger) (agent.Config, string, error) {
+// if any, is watched for changes until ctx ends; the rules learned from
+// answers in the store answer for its asks.
+func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *slog.Logger) (agent.Config, *loadedPolicy, error) {
 	spec := f.model
 	if spec == "" {
 		spec = "demo"
 	}
 	provider, model, err := providerFor(spec)
 	if err != nil {
-		return agent.Config{}, "", err
+		return agent.Config{}, nil, err
 	}
 	manual, err := parsePolicyReload(f.reload)
 	if err != nil {
-		return agent.Config{}, "", err
+		return agent.Config{}, nil, err
 	}
-	approval, decide, name, err := loadPolicy(ctx, f.policyFile, log, policyWatch{manual: manual, loosened: f.loosened})
+	lp, err := loadPolicy(ctx, f.policyFile, log, policyWatch{manual: manual, loosened: f.loosened}, learningOptions(store, f.dir, log))
 	if err != nil {
-		return agent.Config{}, "", err
+		return agent.Config{}, nil, err
 	}
-	bashOpts, err := f.sandbox.options(f.dir, bash.Options{Timeout: f.cmdTimeout, Masked: f.masked}, decide)
+	bashOpts, err := f.sandbox.options(f.dir, bash.Options{Timeout: f.cmdTimeout, Masked: f.masked}, lp.decide)
 	if err != nil {
-		return agent.Config{}, "", err
+		return agent.Config{}, nil, err
 	}
-	return bashAgent(store, provider, model, bashOpts, approval, log), name, nil
+	return bashAgent(store, provider, model, bashOpts, lp.approval, log), lp, nil
+}
+
+// learningOptions are the policy options of a process that runs calls on
+// store with the bash tool in dir: the rules learned from answers in the
+// store answer for the policy's asks, and a call works in dir (what a
+// rule learned for a project is scoped to). A store that keeps no rules:
+// none.
+func learningOptions(store checkpoint.Store, dir string, log *slog.Logger) *policy.Options {
+	o := policyOptions()
+	if abs, err := filepath.Abs(dir); err == nil {
+		o.Dir = abs
+	}
+	if src, err := learn.NewSource(store); err == nil {
+		o.Learned = src
+	} else if log != nil {
+		log.Warn("tollgate: " + err.Error() + ": no rule learned from an answer allows anything")
+	}
+	return o
+}
+
+// loadedPolicy is a policy file in force.
+type loadedPolicy struct {
+	approval hitl.Policy
+	// decide is the bash tool's Decide (sandbox profiles).
+	decide func(context.Context, json.RawMessage) (string, error)
+	name   string
+	// current is the policy in force (reloads included): what rules
+	// learned from answers answer for.
+	current func() *policy.Policy
 }
 
 // bashAgent is the run template of serve and run: the model, the bash tool
@@ -127,27 +159,34 @@ func bashAgent(store checkpoint.Store, provider agent.Provider, model agent.Mode
 const builtinPolicy = "builtin"
 
 // loadPolicy loads the policy file (reloaded as w says) or the built-in
-// sandbox policy, and returns it with the bash tool's Decide.
-func loadPolicy(ctx context.Context, file string, log *slog.Logger, w policyWatch) (hitl.Policy, func(context.Context, json.RawMessage) (string, error), string, error) {
+// sandbox policy, with opts (nil: policyOptions()).
+func loadPolicy(ctx context.Context, file string, log *slog.Logger, w policyWatch, opts *policy.Options) (*loadedPolicy, error) {
+	if opts == nil {
+		opts = policyOptions()
+	}
 	if file == "" || file == builtinPolicy {
-		p, err := policy.Parse(policies.SandboxName, policies.Sandbox, policyOptions())
+		p, err := policy.Parse(policies.SandboxName, policies.Sandbox, opts)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, err
 		}
-		return p.HITL(), p.SandboxFor("bash"), policies.SandboxName, nil
+		return &loadedPolicy{approval: p.HITL(), decide: p.SandboxFor("bash"), name: policies.SandboxName,
+			current: func() *policy.Policy { return p }}, nil
 	}
-	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded", w)
+	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded", w, opts)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
-	return rp.HITL(), rp.SandboxFor("bash"), file, nil
+	return &loadedPolicy{approval: rp.HITL(), decide: rp.SandboxFor("bash"), name: file, current: rp.Policy}, nil
 }
 
 // watchedPolicy loads a policy file and reloads it until ctx ends: when
 // it changes, or with w.manual on SIGHUP only. A reload that fails keeps
 // the previous policy and says why.
-func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string, w policyWatch) (*policy.Reloadable, error) {
-	rp, err := policy.NewReloadable(file, policyOptions())
+func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string, w policyWatch, opts *policy.Options) (*policy.Reloadable, error) {
+	if opts == nil {
+		opts = policyOptions()
+	}
+	rp, err := policy.NewReloadable(file, opts)
 	if err != nil {
 		return nil, err
 	}

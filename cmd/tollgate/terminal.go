@@ -21,6 +21,8 @@ import (
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/display"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/policy/learn"
 )
 
 // closedPromptGrace is how long keys are not taken after a prompt that
@@ -83,6 +85,9 @@ type terminal struct {
 	drawn      string
 	aborting   bool
 	interrupts int
+	// learning, when set, offers "approve, and allow calls like this"
+	// ([l]earn) at an approval's prompt.
+	learning *learn.Service
 }
 
 // asking is the question at the prompt and where its answer is.
@@ -100,6 +105,8 @@ type asking struct {
 	// the person may have been typing for it).
 	shown time.Time
 	grace time.Duration
+	// preview is the rule being learned (stage learning).
+	preview *learn.Preview
 }
 
 type stage int
@@ -110,6 +117,7 @@ const (
 	editing                 // new arguments as one line of JSON
 	confirming              // [y]es or [n]o?
 	answering               // free text, or JSON for unknown kinds
+	learning                // save the learned rule for where, or change a match
 )
 
 func newTerminal(h *host.Host, thread, storeID, by string, stdin io.Reader, stdout, stderr io.Writer) *terminal {
@@ -656,6 +664,9 @@ func (t *terminal) setStage(kind string) {
 	switch kind {
 	case hitl.KindApprove:
 		t.cur.stage, t.cur.label = choosing, "[a]pprove, [d]eny, [e]dit?"
+		if t.learning != nil {
+			t.cur.label = "[a]pprove, [d]eny, [e]dit, [l]earn (approve, and allow calls like this)?"
+		}
 	case hitl.KindConfirm:
 		t.cur.stage, t.cur.label = confirming, "[y]es or [n]o?"
 	case hitl.KindAsk:
@@ -873,6 +884,12 @@ func (t *terminal) submit(ctx context.Context, line string) {
 		case "d", "deny", "n", "no":
 			a.stage, a.label = reasoning, "reason:"
 			t.redraw()
+		case "l", "learn":
+			if t.learning == nil {
+				t.redraw()
+				return
+			}
+			t.learnPreview(ctx, nil)
 		case "e", "edit":
 			if editor := os.Getenv("EDITOR"); editor != "" && t.tty {
 				t.editInEditor(ctx, editor)
@@ -888,6 +905,8 @@ func (t *terminal) submit(ctx context.Context, line string) {
 		t.send(ctx, hitl.ApproveAnswer{Decision: hitl.DecisionDeny, Reason: line, Digest: digest})
 	case editing:
 		t.sendEdit(ctx, []byte(line))
+	case learning:
+		t.learnStep(ctx, line)
 	case confirming:
 		switch strings.ToLower(line) {
 		case "y", "yes":
@@ -1087,4 +1106,93 @@ func stoppedByHITL(r agent.ToolResult) bool {
 
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
+
+// terminalLearning is the learn service of tollgate run: the host's
+// store, the policy in force, answers through the host as the prompt's.
+func terminalLearning(h *host.Host, current func() *policy.Policy) *learn.Service {
+	return &learn.Service{Store: h.Store(), Policy: func(string) *policy.Policy { return current() },
+		Answer: func(ctx context.Context, thread, id string, answer json.RawMessage, by string) (*checkpoint.Question, error) {
+			return h.AnswerWith(ctx, thread, id, answer, host.AnswerOptions{By: by, RequireDigest: true})
+		}}
+}
+
+// learnPreview shows the rule "approve, and allow calls like this" would
+// learn (spec nil: the proposal's), with its blast radius, and asks where
+// it applies; a call no rule can be learned from says why and goes back
+// to the first prompt.
+func (t *terminal) learnPreview(ctx context.Context, spec *learn.Spec) {
+	a := t.cur
+	p, _, err := t.learning.Preview(ctx, learn.PreviewRequest{ThreadID: t.thread, QuestionID: a.q.ID, Spec: spec, By: t.by})
+	if err != nil {
+		t.println("   cannot learn: " + strings.TrimPrefix(strings.TrimPrefix(err.Error(), "learn: "), "no rule can be learned from this call: "))
+		t.backToChoice()
+		return
+	}
+	a.preview = p
+	var b strings.Builder
+	showPreview(&b, p)
+	t.clearPrompt()
+	t.cur = nil // the lines, without the prompt between them
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		t.println("   " + l)
+	}
+	t.cur = a
+	a.stage, a.label = learning, "save for this [t]hread, the [p]roject, [e]veryone; N=any|inside|exact changes argument N; [c]ancel:"
+	t.redraw()
+}
+
+// learnStep takes what was typed at the learning prompt.
+func (t *terminal) learnStep(ctx context.Context, line string) {
+	a := t.cur
+	kinds := map[string]checkpoint.RuleScope{"t": checkpoint.ScopeThread, "thread": checkpoint.ScopeThread,
+		"p": checkpoint.ScopeDir, "project": checkpoint.ScopeDir, "e": checkpoint.ScopeEveryone, "everyone": checkpoint.ScopeEveryone}
+	switch l := strings.ToLower(line); {
+	case l == "c" || l == "cancel" || l == "":
+		a.preview = nil
+		t.backToChoice()
+		return
+	case strings.Contains(l, "="):
+		spec := a.preview.Spec
+		if sh := spec.Shell; sh != nil {
+			c := *sh
+			c.Commands = append([]learn.CommandShape(nil), sh.Commands...)
+			for i := range c.Commands {
+				c.Commands[i].Args = append([]learn.Slot(nil), c.Commands[i].Args...)
+			}
+			spec.Shell = &c
+		}
+		spec.Args = append([]learn.Field(nil), spec.Args...)
+		o := learnOptions{match: []string{line}}
+		if err := o.applyMatches(&spec); err != nil {
+			t.println("   " + err.Error())
+			t.redraw()
+			return
+		}
+		t.learnPreview(ctx, &spec)
+		return
+	case kinds[l] != "":
+		for _, sc := range a.preview.Scopes {
+			if sc.Kind != kinds[l] {
+				continue
+			}
+			out, err := t.learning.Learn(ctx, learn.Request{ThreadID: t.thread, QuestionID: a.q.ID, Digest: a.req.Digest,
+				Spec: a.preview.Spec, Scope: sc, By: t.by})
+			if err != nil {
+				t.println("   refused: " + strings.TrimPrefix(err.Error(), "learn: "))
+				t.backToChoice()
+				return
+			}
+			t.mine[a.q.ID] = true
+			t.cur = nil
+			status := "it allows calls like this from now on"
+			if out.Waiting {
+				status = "it allows nothing until another reviewer approves it: tollgate rules approve " + out.Rule.ID
+			}
+			t.println(fmt.Sprintf("   approved; rule %s learned for %s: %s", out.Rule.ID, display.Line(sc.String()), status))
+			return
+		}
+		t.println("   a rule learned from this call cannot apply to " + l)
+	}
+	t.redraw()
 }

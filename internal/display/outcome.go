@@ -111,6 +111,8 @@ func timedOut(d time.Duration) string {
 //   - "aborted (reason)";
 //   - "edited by NAME; ran: ARGS" — what ran, not what was asked;
 //   - "approved by NAME";
+//   - "allowed by rule lr_..., learned from NAME's answer" — a rule a
+//     reviewer learned from an answer allowed it;
 //   - "" when there is nothing to say (a call that ran with no question:
 //     see [AllowedByPolicy]).
 //
@@ -187,6 +189,10 @@ func outcomeOf(h map[string]any, interrupt bool, q *checkpoint.Question) string 
 		return Line("aborted" + paren(reason))
 	case "edit":
 		return "edited " + Line(by(answeredBy(h, q))) + "; ran: " + ranArgs(h, interrupt)
+	case "policy_allow":
+		if rule := str(h, "learned_rule"); rule != "" {
+			return Line("allowed by rule " + rule + ", learned from " + str(h, "learned_by") + "'s answer")
+		}
 	}
 	return ""
 }

@@ -73,6 +73,8 @@ func TestOutcome(t *testing.T) {
 		want string
 	}{
 		// the approval policy middleware
+		{"allowed by a learned rule", hitlResult(false, "ran", map[string]any{"decision": "policy_allow", "learned_rule": "lr_1", "learned_by": "alice\u202e"}), nil,
+			"allowed by rule lr_1, learned from alice⟨U+202E⟩'s answer"},
 		{"policy block, no question", hitlResult(true, "destructive I/O", map[string]any{"decision": "policy_deny", "reason": "destructive I/O"}), nil,
 			"blocked by the policy (destructive I/O)"},
 		{"policy block with its rule", hitlResult(true, "dd writes disks", map[string]any{"decision": "policy_deny", "reason": "dd writes disks", "matched_rule": "no-dd"}), nil,

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cliProc runs this test binary as the tollgate command, a process of its
+// own, and returns its exit status and output.
+func cliProc(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "TOLLGATE_TEST_AS_CLI=1", "TOLLGATE_USER=alice", "TOLLGATE_STORE=", "TOLLGATE_SERVER=", "TOLLGATE_POLICY=")
+	var out, errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("tollgate %v: %v", args, err)
+	}
+	return code, out.String(), errOut.String()
+}
+
+const learnTestPolicy = `version: 1
+default: ask
+rules:
+  - {name: read, tool: bash, command: [ls], action: allow}
+`
+
+// TestLearnedAcrossProcesses: a rule learned with questions answer in one
+// process lets tollgate run, in others, run calls like it without asking —
+// in its project only; revoked, or expired, it asks again. Each step is a
+// process of its own on one SQLite store.
+func TestLearnedAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "t.db")
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte(learnTestPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proj, other := filepath.Join(dir, "proj"), filepath.Join(dir, "other")
+	for _, d := range []string{proj, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(thread, dir, cmd string) (int, string) {
+		t.Helper()
+		code, out, errOut := cliProc(t, "run", "--store", db, "--policy", pol, "--dir", dir, "--thread", thread, "--no-wait", "$ "+cmd)
+		return code, out + errOut
+	}
+	if code, out := run("t1", proj, "echo hello"); code != 3 {
+		t.Fatalf("the first call did not wait for an answer: exit %d\n%s", code, out)
+	}
+	code, out, errOut := cliProc(t, "questions", "answer", "--store", db, "--policy", pol, "t1", "hitl_call_1_1", "learn",
+		"--scope", "project", "--match", "1=any")
+	rule := regexp.MustCompile(`rule (lr_[0-9a-f]+) learned`).FindStringSubmatch(out)
+	if code != 0 || rule == nil || !strings.Contains(out, "bash: echo <any>") || !strings.Contains(out, "blast radius: of the last 1 questions about bash, it would have allowed 1") {
+		t.Fatalf("learn: exit %d\n%s%s", code, out, errOut)
+	}
+	id := rule[1]
+
+	if code, out := run("t2", proj, "echo world"); code != 0 || !strings.Contains(out, "`echo world`: ran, exit 0") {
+		t.Fatalf("a call like it in its project was not allowed: exit %d\n%s", code, out)
+	}
+	if code, out := run("t3", other, "echo world"); code != 3 {
+		t.Fatalf("a call like it in another project was allowed: exit %d\n%s", code, out)
+	}
+	if code, out := run("t4", proj, "echo world; id"); code != 3 {
+		t.Fatalf("a call unlike it was allowed: exit %d\n%s", code, out)
+	}
+	if code, out, _ := cliProc(t, "audit", "--store", db, "--thread", "t2"); code != 0 || !regexp.MustCompile(`tool_result\s+alice\s+policy_allow\s+`+id).MatchString(out) {
+		t.Fatalf("the audit log does not name the rule and its author:\n%s", out)
+	}
+	if code, out, _ := cliProc(t, "audit", "--store", db, "--thread", "t1"); code != 0 || !regexp.MustCompile(`rule_learned\s+alice\s+learned\s+`+id).MatchString(out) {
+		t.Fatalf("the audit log does not have the learning:\n%s", out)
+	}
+	if code, out, _ := cliProc(t, "rules", "list", "--store", db, "--policy", pol); code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "echo <any>") {
+		t.Fatalf("rules list: %d\n%s", code, out)
+	}
+	if code, out, _ := cliProc(t, "rules", "show", "--store", db, id); code != 0 || !strings.Contains(out, "command: \"echo\"") || !strings.Contains(out, "project "+proj) {
+		t.Fatalf("rules show: %d\n%s", code, out)
+	}
+	if code, out, errOut := cliProc(t, "rules", "revoke", "--store", db, id, "--reason", "too broad"); code != 0 || !strings.Contains(out, "revoked by alice") {
+		t.Fatalf("rules revoke: %d\n%s%s", code, out, errOut)
+	}
+	if code, out := run("t5", proj, "echo world"); code != 3 {
+		t.Fatalf("a revoked rule still allows: exit %d\n%s", code, out)
+	}
+
+	// A rule that lasts 3 s, learned from t5's question: after it, asked.
+	if code, out, errOut := cliProc(t, "questions", "answer", "--store", db, "--policy", pol, "t5", "hitl_call_1_1", "learn",
+		"--scope", "project", "--expires", "3s"); code != 0 {
+		t.Fatalf("learn: %d\n%s%s", code, out, errOut)
+	}
+	time.Sleep(3500 * time.Millisecond) // past the rule's absolute expiry; nothing is timed
+	if code, out := run("t6", proj, "echo world"); code != 3 {
+		t.Fatalf("an expired rule still allows: exit %d\n%s", code, out)
+	}
+	if code, out, _ := cliProc(t, "rules", "list", "--store", db, "--status", "expired"); code != 0 || !strings.Contains(out, "expired") {
+		t.Fatalf("rules list --status expired: %d\n%s", code, out)
+	}
+	if code, out, _ := cliProc(t, "rules", "export", "--store", db, "--status", "all"); code != 0 || !strings.Contains(out, "learned-"+id) || !strings.Contains(out, "REVOKED by alice") {
+		t.Fatalf("rules export: %d\n%s", code, out)
+	}
+}
+
+// TestLearnAtTheTerminal: [l]earn at tollgate run's prompt shows the rule
+// and its radius, saves it for the thread, and the thread's next run runs
+// a call like it without asking.
+func TestLearnAtTheTerminal(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "t.db")
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte(learnTestPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "l\n1=any\nt\n", "run", "--store", db, "--policy", pol, "--dir", dir, "--thread", "t1", "$ echo hello")
+	if code != 0 || !strings.Contains(out, "[l]earn") || !strings.Contains(out, "bash: echo <any>") ||
+		!strings.Contains(out, "learned for thread t1") || !strings.Contains(out, "`echo hello`: ran, exit 0") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "run", "--store", db, "--policy", pol, "--dir", dir, "--thread", "t1", "$ echo again")
+	if code != 0 || strings.Contains(out, "approval needed") || !strings.Contains(out, "`echo again`: ran, exit 0") {
+		t.Fatalf("the learned rule did not allow a call like it: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "l\n", "run", "--store", db, "--policy", pol, "--dir", dir, "--thread", "t2", "$ rm -r build")
+	if !strings.Contains(out, "cannot learn: it destroys data (rm)") {
+		t.Fatalf("learning from rm: exit %d\n%s", code, out)
+	}
+}
