@@ -109,6 +109,11 @@ func TestRadius(t *testing.T) {
 	if err != nil || r.Scanned != 3 || r.Matched != 1 || len(r.Edited) != 1 {
 		t.Errorf("the last 3: %+v, %v", r, err)
 	}
+	// All exact: nothing unseen to show, an empty list (the page reads it).
+	exact := proposal(t, "git diff HEAD~3 -- src/", map[[2]int]learn.Match{{0, 1}: learn.Exact, {0, 3}: learn.Exact})
+	if r, err := learn.Measure(ctx, s, &exact.Spec, everyone, learn.RadiusOptions{}); err != nil || r.Unseen == nil || len(r.Unseen) != 0 {
+		t.Errorf("an exact rule's unseen calls: %#v, %v", r.Unseen, err)
+	}
 	// Narrowed to the exact revision, the rule matches q1 alone.
 	p.Spec.Shell.Commands[0].Args[1].Match = learn.Exact
 	r, err = learn.Measure(ctx, s, &p.Spec, everyone, learn.RadiusOptions{})

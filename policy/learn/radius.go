@@ -172,7 +172,7 @@ var (
 // unseen makes up to n calls the spec allows that are not among seen:
 // each widened slot or field takes sample values in turn.
 func unseen(s *Spec, seen map[string]bool, n int) []string {
-	var out []string
+	out := []string{}
 	for k := 0; k < 4 && len(out) < n; k++ {
 		args, ok := variant(s, k)
 		if !ok {

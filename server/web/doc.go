@@ -6,8 +6,10 @@
 // [Handler] serves the page at "/" and its assets under "/assets/"; the
 // page itself speaks only to the JSON API and server-sent events under
 // /v1 of the same origin (server/API.md). Everything is embedded in the
-// binary: one html/template, one script, one style sheet, one icon. There
-// is no build step and nothing is loaded from another origin.
+// binary: one html/template, the page's script and style sheet, the
+// script and style of "approve, and allow calls like this" (learn.js, a
+// module of its own), one icon. There is no build step and nothing is
+// loaded from another origin.
 //
 // What the page promises a reviewer:
 //
@@ -34,6 +36,13 @@
 //     from "denied by NAME (reason)", "timed out", "aborted (reason)",
 //     "edited by NAME; ran: ..." and "approved by NAME". A bash result
 //     reads as its exit code, then stdout and stderr, not as JSON.
+//   - "Approve + allow like this…" on an approval opens the narrowest
+//     rule that covers the call (package policy/learn): each argument's
+//     match to widen or narrow, where the rule applies and for how long,
+//     its blast radius (past calls it would have allowed, those people
+//     denied flagged), the rule as policy YAML; saving approves the call
+//     with its digest and learns the rule. "Rules" lists the learned rules
+//     to approve as a second reviewer or revoke.
 //   - The page works with the keyboard (j/k, a, d, e, Esc, ?), on a phone
 //     (one column, large targets) and in light or dark mode.
 //

@@ -99,6 +99,9 @@ var pageTemplate = template.Must(template.ParseFS(files, "page.html"))
 type pageData struct {
 	Options
 	CSS, JS, Icon string
+	// LearnJS and LearnCSS are "approve, and allow calls like this",
+	// a module of its own beside the page's script.
+	LearnJS, LearnCSS string
 }
 
 type handler struct {
@@ -120,7 +123,8 @@ type handler struct {
 func Handler(opts Options) http.Handler {
 	set := loadAssets()
 	var buf bytes.Buffer
-	data := pageData{Options: opts, CSS: set.urls["app.css"], JS: set.urls["app.js"], Icon: set.urls["icon.svg"]}
+	data := pageData{Options: opts, CSS: set.urls["app.css"], JS: set.urls["app.js"], Icon: set.urls["icon.svg"],
+		LearnJS: set.urls["learn.js"], LearnCSS: set.urls["learn.css"]}
 	if err := pageTemplate.Execute(&buf, data); err != nil {
 		panic("web: rendering the page: " + err.Error()) // the template is embedded: a bug, not an input
 	}
