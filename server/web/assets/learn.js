@@ -40,11 +40,13 @@ async function api(method, path, body) {
 	}
 }
 const why = (r) => (r.data && r.data.error ? r.data.error.message : 'the server said ' + r.status);
+// session: whether who is signed in reviews, on a server that learns
+// rules (one that does not answers 404 learning_off).
 async function session() {
 	const r = await api('GET', '/v1/session');
 	S.me = r.ok ? r.data : null;
 	S.csrf = (S.me && S.me.csrf_token) || '';
-	return S.me && (S.me.dev_mode || S.me.role === 'reviewer' || S.me.role === 'admin');
+	return !!S.me && (S.me.dev_mode || S.me.role === 'reviewer' || S.me.role === 'admin') && (await api('GET', '/v1/rules?status=active')).ok;
 }
 const enc = encodeURIComponent;
 const qPath = (q) => '/v1/questions/' + enc(q.thread_id) + '/' + enc(q.id);
@@ -64,7 +66,8 @@ async function offer() {
 	checking = true;
 	try {
 		if (seen.key !== k.join('/')) {
-			if (!S.me && !(await session())) return;
+			if (S.on === undefined) S.on = await session();
+			if (!S.on) return;
 			const r = await api('GET', '/v1/questions/' + enc(k[0]) + '/' + enc(k[1]));
 			seen.key = k.join('/');
 			seen.q = r.ok ? r.data : null;
@@ -226,7 +229,7 @@ async function start() {
 		offer();
 		// Once a sign-in shows the app: the button for who may review.
 		const app = !$('app').hidden;
-		if (app && !signedIn) session().then((ok) => ($('learn-rules-btn').hidden = !ok));
+		if (app && !signedIn) session().then((ok) => ($('learn-rules-btn').hidden = !(S.on = ok)));
 		signedIn = app;
 	}).observe(D.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['hidden'] });
 	addEventListener('hashchange', offer);
