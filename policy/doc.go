@@ -56,6 +56,15 @@
 // commands_all_in(s, names), commands_any_in(s, names), writes_files(s),
 // shell_review(s).
 //
+// Rules learned from reviewers' answers ("approve, and allow calls like
+// this", package [github.com/tollgate-ai/tollgate/policy/learn]) are
+// given in [Options].Learned: [Policy.Evaluate] asks them about a call
+// its own rules ask about when [Decision].Learnable — never about one
+// they block, never about what a rule marks learnable: false (by default
+// what reads secrets, names files only known at run time, or destroys
+// data); a file's learn: section may require a second reviewer or turn
+// learning off. [Policy.EvaluateRules] decides by the file's rules alone.
+//
 // The [Decision] names the deciding rule and every rule that matched. Use
 // a policy with package hitl through [Policy.HITL], reload it while in use
 // with [Reloadable], and test it with cases written in the file (tests:)
