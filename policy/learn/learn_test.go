@@ -440,3 +440,38 @@ func TestExport(t *testing.T) {
 		t.Errorf("the export does not say where its rules come from:\n%s", yaml)
 	}
 }
+
+// A field learned as a path inside a directory never reaches the
+// directory's secrets or its repository's .git, and a path field is never
+// offered as any value: the file a tool reads or writes may be a key.
+func TestFieldInsideKeepsSecrets(t *testing.T) {
+	prop, err := learn.Propose(policy.Call{Tool: "read_file", Args: map[string]any{"path": "/srv/app/docs/a.md"}, ThreadID: "t1"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	matches, dirs := prop.FieldChoices("path")
+	for _, m := range matches {
+		if m == learn.Any {
+			t.Errorf("a path field is offered as any value: %v", matches)
+		}
+	}
+	if len(dirs) == 0 || dirs[len(dirs)-1] != "/srv" {
+		t.Errorf("directories offered: %v", dirs)
+	}
+	prop.Spec.Args[0].Match, prop.Spec.Args[0].Dir = learn.Inside, "/srv/app"
+	if err := prop.Check(prop.Spec); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		"/srv/app/docs/b.md":     true,
+		"/srv/app/.env":          false,
+		"/srv/app/.git/config":   false,
+		"/srv/app/deploy/id_rsa": false,
+		"/srv/other/a.md":        false,
+		"/srv/app/../etc/passwd": false,
+	} {
+		if got := prop.Spec.Allows(policy.Call{Tool: "read_file", Args: map[string]any{"path": p}, ThreadID: "t1"}); got != want {
+			t.Errorf("a rule for files inside /srv/app allows %s: %v, want %v", p, got, want)
+		}
+	}
+}

@@ -236,7 +236,12 @@ func (p *Proposal) FieldChoices(name string) (matches []Match, dirs []string) {
 	if s, ok := v.(string); ok {
 		dirs = dirsOf(s, p.Call.Dir)
 		if len(dirs) > 0 {
-			matches = append(matches, Inside)
+			// A path: the named one, or one inside a directory above it,
+			// never any (a file a tool reads or writes may be a secret).
+			matches = []Match{Exact, Inside}
+			if name == "description" && p.Spec.Shell != nil {
+				matches = []Match{Exact, Any, Inside}
+			}
 		}
 	}
 	return matches, dirs

@@ -81,7 +81,8 @@ const (
 	Any Match = "any"
 	// Inside: a path inside the working directory: relative, not
 	// climbing out with "..", not starting with "-" or "~"; for a field,
-	// a path in the field's Dir.
+	// a path in the field's Dir whose name is not a secret's (.env, a
+	// key, .git/...).
 	Inside Match = "inside"
 	// Range: a number between a field's Min and Max, both included.
 	Range Match = "range"
@@ -172,7 +173,7 @@ func (f Field) fits(v any, present bool, dir string) bool {
 		return ok && f.Min != nil && f.Max != nil && *f.Min <= n && n <= *f.Max
 	case Inside:
 		s, ok := v.(string)
-		return ok && pathIn(s, dir, f.Dir)
+		return ok && pathIn(s, dir, f.Dir) && !shell.SecretPath(s) && !shell.InGitDir(s)
 	}
 	return false
 }
