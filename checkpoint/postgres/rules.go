@@ -34,7 +34,7 @@ func scanRule(row pgx.Row) (*checkpoint.LearnedRule, error) {
 
 // ruleTx runs write in a transaction that first takes the numbered
 // writers' lock (events.go), then inserts the rule's audit event e:
-// schema 8's triggers look for it at the commit.
+// schema 10's triggers look for it at the commit.
 func (s *Store) ruleTx(ctx context.Context, e *checkpoint.Event, write func(tx pgx.Tx) error) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {

@@ -25,7 +25,7 @@ type op struct {
 	split bool
 	// rule, when set, writes a learned rule (rules.go) after the batch's
 	// events, the last of which records it: the statement just before
-	// its own, as schema 8's triggers want.
+	// its own, as schema 9's triggers want.
 	rule func(t *wtx) error
 
 	// Prepared by the caller.

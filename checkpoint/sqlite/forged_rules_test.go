@@ -12,7 +12,7 @@ import (
 )
 
 // A client that writes the file by hand cannot learn a rule, or bring a
-// revoked one back, without it showing in the audit log: schema 8's
+// revoked one back, without it showing in the audit log: schema 9's
 // triggers refuse a rule inserted, approved or revoked without its event
 // just before, any change of what a rule allows or of a revocation, and
 // a deletion. One that writes the event just before has put it in the log.

@@ -30,7 +30,7 @@ func scanRule(row scanner) (*checkpoint.LearnedRule, error) {
 }
 
 // CreateRule commits the rule with its rule_learned event through the
-// store's writer: the event, then the row (schema 8's trigger ties them).
+// store's writer: the event, then the row (schema 9's trigger ties them).
 func (s *Store) CreateRule(ctx context.Context, r *checkpoint.LearnedRule) error {
 	if err := checkpoint.CheckNewRule(r); err != nil {
 		return err

@@ -1,4 +1,4 @@
--- tollgate checkpoint store, schema 8: rules learned from reviewers'
+-- tollgate checkpoint store, schema 9: rules learned from reviewers'
 -- answers ("approve, and allow calls like this", package policy/learn).
 --
 -- A learned rule lets the policy allow calls it would have asked about,
