@@ -26,5 +26,30 @@ func FuzzParse(f *testing.F) {
 			_ = c.String()
 		}
 		_ = a.Reasons()
+		checkEffects(t, src, a)
 	})
+}
+
+// checkEffects: every effect says something at a known risk, the list is
+// bounded, and a string reads as low risk only when no command writes,
+// reaches outside the working directory, reads secrets or is computed.
+func checkEffects(t *testing.T, src string, a *Analysis) {
+	t.Helper()
+	effects := a.Effects()
+	if len(effects) == 0 || len(effects) > maxEffects+1 {
+		t.Fatalf("Parse(%q): %d effects", src, len(effects))
+	}
+	for _, e := range effects {
+		if e.Text == "" || e.Kind == "" || e.Risk.rank() == 0 || len(e.Objects) > maxObjects {
+			t.Fatalf("Parse(%q): effect %+v", src, e)
+		}
+	}
+	if RiskOf(effects) != RiskLow {
+		return
+	}
+	for _, c := range a.Commands {
+		if c.Writes || c.Dynamic || len(c.Outside) > 0 || len(c.Secrets) > 0 {
+			t.Fatalf("Parse(%q): low risk, but %s writes, reaches outside, reads secrets or is computed", src, c.String())
+		}
+	}
 }
