@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	bashtool "github.com/tollgate-ai/tollgate/tools/bash"
 )
 
 func TestExplain(t *testing.T) {
@@ -152,7 +154,7 @@ func TestRunTestFile(t *testing.T) {
 func TestWhyAndEffects(t *testing.T) {
 	t.Parallel()
 	p := loadSandbox(t)
-	ann := map[string]any{AnnotationDir: "/srv/ws", AnnotationSandbox: "workspace-write"}
+	ann := bashtool.New(&bashtool.Options{Dir: "/srv/ws", Profile: bashtool.WorkspaceWrite}).Annotations()
 	tests := []struct {
 		cmd, why, risk string
 		effects        []string
