@@ -113,10 +113,11 @@ func (u *Upstream) agentTool(t *mcp.Tool) *agent.Tool {
 }
 
 // Annotations are what policies and reviewers are shown of an MCP tool:
-// mcp_server and mcp_tool, its title if any, and its hints read_only,
-// destructive, idempotent and open_world, with the MCP specification's
-// defaults for hints the server left out (destructive and open world
-// unless it says otherwise). They are the server's claims, not facts.
+// mcp_server and mcp_tool, its title and description if any, and its
+// hints read_only, destructive, idempotent and open_world, with the MCP
+// specification's defaults for hints the server left out (destructive and
+// open world unless it says otherwise). They are the server's claims, not
+// facts.
 func Annotations(server string, t *mcp.Tool) map[string]any {
 	m := map[string]any{"mcp_server": server, "mcp_tool": t.Name,
 		"read_only": false, "destructive": true, "idempotent": false, "open_world": true}
@@ -132,6 +133,9 @@ func Annotations(server string, t *mcp.Tool) map[string]any {
 		if a.Title != "" {
 			m["title"] = a.Title
 		}
+	}
+	if t.Description != "" {
+		m["description"] = t.Description
 	}
 	if m["read_only"] == true {
 		m["destructive"] = false // the spec: destructive means nothing for a read-only tool

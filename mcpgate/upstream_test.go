@@ -201,12 +201,12 @@ func TestHTTPTools(t *testing.T) {
 		want map[string]any
 	}{
 		// Read only: destructive means nothing, so false; open world by default.
-		{"echo", map[string]any{"read_only": true, "destructive": false, "idempotent": false, "open_world": true, "title": "Echo"}},
+		{"echo", map[string]any{"read_only": true, "destructive": false, "idempotent": false, "open_world": true, "title": "Echo", "description": "Returns its text."}},
 		// Says it is not destructive; open world by default.
-		{"write_note", map[string]any{"read_only": false, "destructive": false, "idempotent": false, "open_world": true}},
-		{"delete_repo", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true}},
+		{"write_note", map[string]any{"read_only": false, "destructive": false, "idempotent": false, "open_world": true, "description": "Writes a note (pretends to)."}},
+		{"delete_repo", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true, "description": "Deletes a repository (pretends to)."}},
 		// No annotations at all: the spec's defaults.
-		{"slow", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true}},
+		{"slow", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true, "description": "Sleeps ms milliseconds, reporting progress."}},
 	} {
 		got := ann["mcp__t__"+c.tool]
 		c.want["mcp_server"], c.want["mcp_tool"] = "t", c.tool
