@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/host"
 )
@@ -34,6 +35,18 @@ type threadDetail struct {
 	threadJSON
 	Messages         rawJSON        `json:"messages"`
 	PendingQuestions []questionJSON `json:"pending_questions"`
+	OpenCalls        []openCallJSON `json:"open_calls"`
+}
+
+// openCallJSON is a call of the turn in progress (agent.CallProgress):
+// its result, once it has one, is here before the turn's end appends it
+// to the messages.
+type openCallJSON struct {
+	CallID    string   `json:"call_id"`
+	Tool      string   `json:"tool"`
+	State     string   `json:"state"`
+	StartedAt jsonTime `json:"started_at"`
+	Result    any      `json:"result,omitempty"`
 }
 
 func (s *Server) threadView(th *checkpoint.Thread) threadJSON {
@@ -50,9 +63,20 @@ func (s *Server) threadView(th *checkpoint.Thread) threadJSON {
 const maxPending = 1000
 
 func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*threadDetail, error) {
-	d := &threadDetail{threadJSON: s.threadView(th), Messages: rawJSON(th.Messages), PendingQuestions: []questionJSON{}}
+	d := &threadDetail{threadJSON: s.threadView(th), Messages: rawJSON(th.Messages), PendingQuestions: []questionJSON{}, OpenCalls: []openCallJSON{}}
 	if len(d.Messages) == 0 {
 		d.Messages = rawJSON("[]")
+	}
+	progress, err := agent.TurnProgress(ctx, s.store, th)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range progress {
+		c := openCallJSON{CallID: p.Call.ID, Tool: p.Call.Name, State: p.State, StartedAt: jsonTime(p.StartedAt)}
+		if p.Result != nil {
+			c.Result = p.Result
+		}
+		d.OpenCalls = append(d.OpenCalls, c)
 	}
 	cursor := ""
 	for len(d.PendingQuestions) < maxPending {
