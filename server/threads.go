@@ -233,28 +233,79 @@ type threadList struct {
 	NextCursor string       `json:"next_cursor"`
 }
 
+// threadStates are the states GET /v1/threads?state= selects, as a store
+// filter and what the host knows of each listed thread's run.
+var threadStates = map[string]struct {
+	f    checkpoint.ThreadFilter
+	keep func(s *Server, ctx context.Context, th *checkpoint.Thread) (bool, error)
+}{
+	"waiting":   {f: checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning, Questions: checkpoint.QuestionPending}},
+	"finished":  {f: checkpoint.ThreadFilter{Status: checkpoint.ThreadIdle}},
+	"timed_out": {f: checkpoint.ThreadFilter{Questions: checkpoint.QuestionTimedOut}},
+	"failed": {f: checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning}, keep: func(s *Server, _ context.Context, th *checkpoint.Thread) (bool, error) {
+		st, _ := s.host.State(th)
+		return st == host.RunFailed, nil
+	}},
+	// Running: driven now, or about to be; not waiting for anyone.
+	"running": {f: checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning}, keep: func(s *Server, ctx context.Context, th *checkpoint.Thread) (bool, error) {
+		if st, _ := s.host.State(th); st == host.RunFailed {
+			return false, nil
+		}
+		n, err := s.store.CountQuestions(ctx, checkpoint.QuestionFilter{ThreadID: th.ID, Status: checkpoint.QuestionPending})
+		return n == 0, err
+	}},
+}
+
 // GET /v1/threads
 func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, id *identity) error {
 	q := r.URL.Query()
-	if err := checkParams(q, "status", "cursor", "limit"); err != nil {
+	if err := checkParams(q, "status", "state", "q", "cursor", "limit"); err != nil {
 		return err
 	}
 	f := checkpoint.ThreadFilter{After: q.Get("cursor")}
+	var keep func(*Server, context.Context, *checkpoint.Thread) (bool, error)
+	if st := q.Get("state"); st != "" {
+		state, ok := threadStates[st]
+		if !ok {
+			return badRequest("state must be waiting, running, failed, finished or timed_out, not %q", st)
+		}
+		f.Status, f.Questions, keep = state.f.Status, state.f.Questions, state.keep
+	}
 	switch st := q.Get("status"); st {
 	case "":
 	case string(checkpoint.ThreadRunning), string(checkpoint.ThreadIdle):
+		if f.Status != "" && f.Status != checkpoint.ThreadStatus(st) {
+			return badRequest("status %s and state %s select nothing together", st, q.Get("state"))
+		}
 		f.Status = checkpoint.ThreadStatus(st)
 	default:
 		return badRequest("status must be running or idle, not %q", st)
+	}
+	if f.Search = strings.TrimSpace(q.Get("q")); len(f.Search) > 200 {
+		return badRequest("q, the text to search for, is longer than 200 bytes")
 	}
 	limit, err := intParam(q, "limit", 50, 1, 200)
 	if err != nil {
 		return err
 	}
+	var keepErr error
 	ths, next, err := scan(int(limit), f.After, func(limit int, after string) ([]*checkpoint.Thread, string, error) {
 		f.Limit, f.After = limit, after
 		return s.store.ListThreads(r.Context(), f)
-	}, func(th *checkpoint.Thread) bool { return id.sees(th.ID) })
+	}, func(th *checkpoint.Thread) bool {
+		if !id.sees(th.ID) || keepErr != nil {
+			return false
+		}
+		if keep == nil {
+			return true
+		}
+		ok, err := keep(s, r.Context(), th)
+		keepErr = err
+		return ok
+	})
+	if err == nil {
+		err = keepErr
+	}
 	if err != nil {
 		return err
 	}
