@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/display"
 )
 
 // threadJSON is a thread as lists show it.
@@ -36,6 +38,10 @@ type threadDetail struct {
 	Messages         rawJSON        `json:"messages"`
 	PendingQuestions []questionJSON `json:"pending_questions"`
 	OpenCalls        []openCallJSON `json:"open_calls"`
+	// Outcomes says what happened to each call that has a result, by call
+	// id, in the words of the command line (display.Outcome): the page
+	// shows them as they are, so both always say the same.
+	Outcomes map[string]string `json:"outcomes"`
 }
 
 // openCallJSON is a call of the turn in progress (agent.CallProgress):
@@ -71,12 +77,17 @@ func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*thre
 	if err != nil {
 		return nil, err
 	}
+	var results []agent.ToolResult
 	for _, p := range progress {
 		c := openCallJSON{CallID: p.Call.ID, Tool: p.Call.Name, State: p.State, StartedAt: jsonTime(p.StartedAt)}
 		if p.Result != nil {
 			c.Result = p.Result
+			results = append(results, *p.Result)
 		}
 		d.OpenCalls = append(d.OpenCalls, c)
+	}
+	if d.Outcomes, err = s.outcomes(ctx, th, results); err != nil {
+		return nil, err
 	}
 	cursor := ""
 	for len(d.PendingQuestions) < maxPending {
@@ -99,6 +110,53 @@ func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*thre
 		d.RunState = string(host.RunActive)
 	}
 	return d, nil
+}
+
+// outcomes says what happened to each call of the thread that has a
+// result (those of its messages, and more), by call id.
+func (s *Server) outcomes(ctx context.Context, th *checkpoint.Thread, more []agent.ToolResult) (map[string]string, error) {
+	var msgs []struct {
+		Result *agent.ToolResult `json:"result"`
+	}
+	if len(th.Messages) > 0 {
+		// Unreadable messages are shown as they are, without outcomes.
+		_ = json.Unmarshal(th.Messages, &msgs)
+	}
+	for _, m := range msgs {
+		if m.Result != nil {
+			more = append(more, *m.Result)
+		}
+	}
+	out := map[string]string{}
+	if len(more) == 0 {
+		return out, nil
+	}
+	byCall := map[string]*checkpoint.Question{}
+	for cursor := ""; ; {
+		qs, next, err := s.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: th.ID, After: cursor, Limit: 500})
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range qs {
+			if q.CallID != "" {
+				byCall[q.CallID] = q
+			}
+		}
+		if cursor = next; next == "" {
+			break
+		}
+	}
+	for _, r := range more {
+		o := display.Outcome(r, byCall[r.CallID])
+		if o == "" && byCall[r.CallID] == nil && !r.IsError {
+			// No trace and no question: the policy let it run.
+			o = display.AllowedByPolicy
+		}
+		if o != "" {
+			out[r.CallID] = o
+		}
+	}
+	return out, nil
 }
 
 // checkThreadID refuses ids the API cannot carry in a path, or that a
