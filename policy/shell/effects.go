@@ -112,13 +112,13 @@ func (a *Analysis) Effects() []Effect {
 	for i := range a.Commands {
 		e.command(i, downloads)
 	}
-	if len(a.Review) > 0 && !slices.ContainsFunc(e.list, func(x Effect) bool { return x.Kind == EffectUnknown }) {
-		for _, r := range a.Review {
-			if strings.Contains(r, "does not parse") || strings.Contains(r, "not analysed") || strings.Contains(r, "function") {
-				e.add(Effect{Kind: EffectUnknown, Text: "may run commands the analysis cannot read (" + r + ")", Risk: RiskHigh})
-				break
-			}
+	for _, r := range a.Review {
+		// What the string does beyond its commands' reach: never "harmless".
+		risk := RiskMedium
+		if strings.Contains(r, "does not parse") || strings.Contains(r, "not analysed") || strings.Contains(r, "can run commands") {
+			risk = RiskHigh
 		}
+		e.add(Effect{Kind: EffectUnknown, Text: "may do what the analysis cannot see: " + r, Risk: risk})
 	}
 	if len(e.list) == 0 {
 		e.add(Effect{Kind: EffectRead, Text: "reads inside the working directory only, and changes nothing", Risk: RiskLow})
@@ -195,6 +195,26 @@ func operands(args []string) (ops, flags []string) {
 	return ops, flags
 }
 
+// given names the operands a command gets at run time beside its own
+// words, or "": the names xargs passes it, find -exec's {}, a word
+// computed at run time ($f, $(...)).
+func given(c *Command, ops []string) string {
+	for _, v := range c.Via {
+		if v == "xargs" {
+			return "the names xargs passes it"
+		}
+	}
+	for _, o := range ops {
+		switch {
+		case o == "{}":
+			return "each file find finds"
+		case strings.ContainsAny(o, "$`"):
+			return "files named at run time (" + o + ")"
+		}
+	}
+	return ""
+}
+
 // hasFlag reports whether flags hold the short letter (in a bundle such
 // as -rf) or one of the long names.
 func hasFlag(flags []string, short byte, longs ...string) bool {
@@ -214,12 +234,13 @@ func hasFlag(flags []string, short byte, longs ...string) bool {
 }
 
 // interpreters run code given to them on their standard input, in a -c
-// string, or in a file operand.
+// string, or in a file operand. The shells' -c strings (and eval's
+// words) are analysed as commands; the others' code is not read.
 var interpreters = map[string]bool{
-	"sh": true, "bash": true, "rbash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "fish": true,
-	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true, "deno": true,
-	"bun": true, "php": true, "lua": true, "tclsh": true, "pwsh": true, "Rscript": true,
-	"eval": true, "source": true, ".": true,
+	"sh": true, "bash": true, "rbash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "lksh": true, "posh": true, "yash": true,
+	"fish": false, "python": false, "python2": false, "python3": false, "perl": false, "ruby": false, "node": false, "nodejs": false, "deno": false,
+	"bun": false, "php": false, "lua": false, "tclsh": false, "pwsh": false, "Rscript": false, "osascript": false,
+	"eval": true, "source": false, ".": false,
 }
 
 // fetchers download from a URL.
@@ -249,14 +270,17 @@ var readers = map[string]bool{
 func (e *effects) command(i int, downloads map[string][]string) {
 	c := &e.a.Commands[i]
 	str := c.String()
+	said := 0 // the effects of this command, each once in the list
 	add := func(kind EffectKind, risk Risk, text string, objs []string) {
+		said++
 		e.add(Effect{Kind: kind, Text: text, Objects: objs, Command: str, Risk: risk})
 	}
 	named := map[string]bool{} // files an effect of this command names already
 	wrote := len(e.list)
 
 	// Code it downloads and runs.
-	if interpreters[c.Name] || c.Name == "" && c.Dynamic {
+	_, interp := interpreters[c.Name]
+	if interp || c.Name == "" && c.Dynamic {
 		var hosts []string
 		for _, r := range []span{c.stdin, c.subst} {
 			for j := r.from; j < r.to && j < len(e.a.Commands); j++ {
@@ -314,35 +338,37 @@ func (e *effects) command(i int, downloads map[string][]string) {
 	default:
 		if f, ok := effectModels[c.Name]; ok {
 			f(c, add, named)
-		} else if !readers[c.Name] && !interpreters[c.Name] && known[c.Name].check == nil &&
-			!slices.ContainsFunc(e.list[wrote:], func(x Effect) bool { return x.Kind == EffectRunDownloaded }) {
-			add(EffectUnknown, RiskMedium, "runs "+c.label()+", whose effects tollgate does not know", nil)
 		}
 	}
 	downloaded := slices.ContainsFunc(e.list[wrote:], func(x Effect) bool { return x.Kind == EffectRunDownloaded })
-	if interpreters[c.Name] && !downloaded {
+	if interp && !downloaded {
 		switch r := scriptOf(c); {
-		case r != "":
-			add(EffectUnknown, RiskMedium, "runs the "+r+", whose effects tollgate does not read", nil)
 		case c.DynamicArgs:
 			add(EffectUnknown, RiskHigh, "runs code only known at run time ("+c.label()+")", nil)
+		case r != "":
+			add(EffectUnknown, RiskMedium, "runs "+r+", which tollgate does not read", nil)
 		}
 	}
-	if c.Writes && !slices.ContainsFunc(e.list[wrote:], func(x Effect) bool {
-		return x.Kind == EffectWrite || x.Kind == EffectDelete || x.Kind == EffectGitHistory
-	}) {
-		// A reader that writes through an option (sed -i, sort -o, ...):
-		// the analysis says how.
+	if len(c.Review) > 0 && said == 0 {
+		// What the analysis could not vouch for, and no model above says:
+		// a reader that writes through an option (sed -i, sort -o, awk's
+		// print >), or runs what it cannot see. Never "harmless".
 		for _, r := range c.Review {
-			if strings.Contains(r, "writ") || strings.Contains(r, "edit") || strings.Contains(r, "delet") || strings.Contains(r, "creat") || strings.Contains(r, "chang") {
-				risk := RiskMedium
-				if strings.Contains(r, "delet") {
-					add(EffectDelete, RiskHigh, c.label()+" "+r, nil)
-					continue
-				}
-				add(EffectWrite, risk, c.label()+" "+r, nil)
+			switch {
+			case strings.Contains(r, "delet"):
+				add(EffectDelete, RiskHigh, c.label()+" "+r, nil)
+			case c.Writes && (strings.Contains(r, "writ") || strings.Contains(r, "edit") || strings.Contains(r, "creat") || strings.Contains(r, "chang")):
+				add(EffectWrite, RiskMedium, c.label()+" "+r, nil)
+			default:
+				add(EffectUnknown, RiskMedium, c.label()+" "+r, nil)
 			}
 		}
+	}
+
+	if said == 0 && c.Name != "" && c.Name != "eval" && !readers[c.Name] && known[c.Name].check == nil {
+		// A program it has no model of, or one its model found nothing
+		// to say of (rm with no file): never "harmless".
+		add(EffectUnknown, RiskMedium, "runs "+c.label()+", whose effects tollgate does not know", nil)
 	}
 
 	// Files outside the working directory, and secrets, that no effect
@@ -363,23 +389,33 @@ func (e *effects) command(i int, downloads map[string][]string) {
 	}
 }
 
-// scriptOf names what an interpreter runs from a file: "script x.py",
-// "" when it runs a -c string (analysed) or its input.
+// scriptOf says what code an interpreter runs that tollgate does not
+// read: "the script x.py", "python3 code given on its command line", ""
+// for a shell's -c string and eval's words (analysed as commands).
 func scriptOf(c *Command) string {
 	ops, flags := operands(c.Args)
-	switch c.Name {
-	case "eval":
-		return "" // its words were analysed, or it runs code only known at run time
-	case "source", ".":
+	shell := interpreters[c.Name]
+	switch {
+	case c.Name == "eval":
+		return ""
+	case c.Name == "source" || c.Name == ".":
 		if len(c.Args) > 0 {
-			return "file " + c.Args[0]
+			return "the commands of the file " + c.Args[0]
 		}
 		return ""
-	}
-	if hasFlag(flags, 'c') || hasFlag(flags, 'e') || hasFlag(flags, 'm') || len(ops) == 0 || strings.HasPrefix(ops[0], "<(") {
+	case shell && hasFlag(flags, 'c'):
 		return ""
+	case !shell && (hasFlag(flags, 'c') || hasFlag(flags, 'e', "--eval") || hasFlag(flags, 'E') || hasFlag(flags, 'r')):
+		return c.Name + " code given on its command line"
+	case hasFlag(flags, 'm'):
+		return "a " + c.Name + " module"
+	case len(ops) == 0 || strings.HasPrefix(ops[0], "<("):
+		if shell && c.stdin == (span{}) {
+			return ""
+		}
+		return c.Name + " code from its standard input"
 	}
-	return "script " + ops[0]
+	return "the script " + ops[0]
 }
 
 type addFunc func(kind EffectKind, risk Risk, text string, objs []string)
@@ -444,7 +480,7 @@ func init() {
 	for _, n := range []string{"tar", "unzip", "zip", "gzip", "gunzip", "bzip2", "xz", "7z", "patch", "split"} {
 		effectModels[n] = archiveEffect
 	}
-	for _, n := range []string{"sed", "perl", "sort", "uniq", "xxd", "yq"} {
+	for _, n := range []string{"sed", "sort", "uniq", "xxd", "yq"} {
 		// Their writes are options the analysis flags (Writes and a
 		// reason): see command.
 		effectModels[n] = func(*Command, addFunc, map[string]bool) {}
@@ -460,13 +496,17 @@ func riskOf(p string) Risk {
 
 func deleteEffect(c *Command, add addFunc, named map[string]bool) {
 	ops, flags := operands(c.Args)
-	if len(ops) == 0 {
+	g := given(c, ops)
+	if len(ops) == 0 && g == "" {
 		return
 	}
 	recursive := c.Name == "rm" && hasFlag(flags, 'r', "--recursive") || hasFlag(flags, 'R')
 	s, objs := objects(ops)
 	text := "deletes " + s
 	risk := RiskMedium
+	if g != "" {
+		text, objs, risk = "deletes "+g, nil, RiskHigh
+	}
 	if recursive {
 		text += " recursively"
 		risk = RiskHigh
@@ -514,6 +554,9 @@ func writeOperands(c *Command, add addFunc, named map[string]bool) {
 		for _, o := range operands {
 			ops = append(ops, o.val)
 		}
+	}
+	if g := given(c, ops); g != "" {
+		ops = []string{g}
 	}
 	if len(ops) == 0 {
 		return
