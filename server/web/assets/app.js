@@ -508,8 +508,8 @@ function togglePick(k, range) {
 	renderQueue();
 }
 const hiddenChars = (q, p = q.payload || {}) => countSpecial(p.args || p.arguments || p.question || p.message || '') > 0;
-// likeKey: calls alike have the same tool, program and kinds of effects.
-const likeKey = (q, p = q.payload || {}, c = (p.args || {}).cmd) => q.kind + q.tool + (typeof c === 'string' ? c.trim().split(/\s/)[0] : '') + JSON.stringify(((p.details || {}).effects || []).map((e) => e.kind));
+// likeKey: calls alike have the same tool, program, effects and risks.
+const likeKey = (q, p = q.payload || {}, c = (p.args || {}).cmd) => q.kind + q.tool + (typeof c === 'string' ? c.trim().split(/\s/)[0] : '') + JSON.stringify(((p.details || {}).effects || []).map((e) => e.kind + e.risk));
 function renderBulk() {
 	for (const k of picked) if (!queue.has(k)) picked.delete(k);
 	const n = picked.size;
