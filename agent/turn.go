@@ -91,12 +91,16 @@ func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (add 
 }
 
 // resultMessages are the messages that give the model a turn's results,
-// in call order.
+// in call order, each dated when its result was known (the turn's last
+// result may come long after its first).
 func (a *Agent) resultMessages(runID string, results []ToolResult) []Message {
 	add := make([]Message, len(results))
 	for i, r := range results {
 		add[i] = ToolResultMessage(r)
-		add[i].RunID, add[i].CreatedAt = runID, a.clock.Now()
+		add[i].RunID, add[i].CreatedAt = runID, r.EndedAt
+		if r.EndedAt.IsZero() {
+			add[i].CreatedAt = a.clock.Now()
+		}
 	}
 	return add
 }
@@ -167,6 +171,9 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 		}
 	}
 	res.CallID, res.ToolName = call.ID, call.Name
+	if res.EndedAt.IsZero() {
+		res.EndedAt = a.clock.Now()
+	}
 	var add []Message
 	if endTurn != nil {
 		add = endTurn(res)
@@ -415,7 +422,9 @@ func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struc
 	a.emit(&ToolCallStartedEvent{meta: a.meta(tc.RunID), Call: tc.Call, Args: tc.RawArgs})
 	toolCtx := context.WithValue(ctx, idempotencyKeyCtx{}, a.threadID+"/"+tc.RunID+"/"+tc.Call.ID)
 	toolCtx = context.WithValue(toolCtx, toolCallCtxKey{}, tc)
+	started := a.clock.Now()
 	res, parked := tc.Tool.execute(toolCtx, tc.Args)
+	res.StartedAt, res.EndedAt = started, a.clock.Now()
 	if parked != nil {
 		// It asked a question and the run parks: no result yet, the call
 		// stays "executing". Only idempotent tools park (see ask), so

@@ -56,7 +56,13 @@
 // commands_all_in(s, names), commands_any_in(s, names), writes_files(s),
 // shell_review(s).
 //
-// The [Decision] names the deciding rule and every rule that matched. Use
+// The [Decision] names the deciding rule and every rule that matched, and
+// says it in words ([Decision.Why]: "rule NAME: REASON", "no rule matched
+// rm -rf build: the policy's default is ask"). An ask's [Decision.Details],
+// stored with the question for its reviewer, also say what a shell call
+// will do ([Decision.Effects]: each file it deletes or writes, the hosts
+// it reaches, code it downloads and runs, ...; and their [Decision.Risk])
+// and where it runs ([Decision.Runs], from the tool's annotations). Use
 // a policy with package hitl through [Policy.HITL], reload it while in use
 // with [Reloadable], and test it with cases written in the file (tests:)
 // or beside it (NAME_test.yaml) through [Policy.RunTests] or

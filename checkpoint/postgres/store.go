@@ -269,6 +269,7 @@ var dialect = listsql.Dialect{
 	Time:  encTime,
 	// The indexes on thread IDs are COLLATE "C" too.
 	Bytewise: func(col string) string { return col + ` COLLATE "C"` },
+	Contains: func(col, p string) string { return "strpos(lower(" + col + "::text), lower(" + p + ")) > 0" },
 }
 
 // ListQuestions runs the page as one statement (a union for the deadline

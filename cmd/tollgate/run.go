@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -157,15 +158,19 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return exitUsage
 		}
 	}
+	// Without --policy every call is asked, and said as a policy says it:
+	// why, and what a bash command would do.
+	askAll, err := policy.Parse("run's ask-every-call policy", []byte("version: 1\ndefault: ask\nshell: {bash: cmd}\nrules: []\n"), policyOptions())
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return exitFailed
+	}
+	asked := askAll.HITL()
 	var approval hitl.Policy = func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
 		if *allowAll {
 			return hitl.Approve()
 		}
-		impact := "runs on this machine"
-		if server, ok := c.Annotations["mcp_server"].(string); ok {
-			impact = "a tool of the MCP server " + server
-		}
-		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": impact}})
+		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: asked(ctx, c).Details()})
 	}
 	var decide func(context.Context, json.RawMessage) (string, error)
 	if *policyFile != "" {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -230,6 +231,23 @@ func showThread(w io.Writer, th *threadInfo, msgs []agent.Message, byCall map[st
 			showCallArgs(w, c.Arguments, "      ")
 		}
 	}
+	for _, c := range th.Open {
+		fmt.Fprintln(w)
+		switch c.State {
+		case agent.CallDone:
+			// Its result is recorded; the turn's end adds it to the
+			// conversation.
+			showResult(w, agent.Message{Role: agent.RoleTool, Result: c.Result, CreatedAt: c.Result.EndedAt}, calls[c.Call.ID], byCall[c.Call.ID], byCall != nil)
+		case agent.CallRunning:
+			fmt.Fprintf(w, "%s  … %s (call %s): running since %s\n", when(c.StartedAt), display.Line(c.Call.Name), display.Line(c.Call.ID), when(c.StartedAt))
+		default:
+			what := "not run yet"
+			if q := byCall[c.Call.ID]; q != nil && q.Status == checkpoint.QuestionPending {
+				what = "waiting for an answer"
+			}
+			fmt.Fprintf(w, "%s  … %s (call %s): %s\n", strings.Repeat(" ", len("2006-01-02 15:04:05")), display.Line(c.Call.Name), display.Line(c.Call.ID), what)
+		}
+	}
 	if len(th.Pending) > 0 {
 		sortByCall(th.Pending, th.Messages)
 		fmt.Fprintf(w, "\nwaiting for an answer:\n")
@@ -279,6 +297,10 @@ func showResult(w io.Writer, m agent.Message, call agent.ToolCall, q *checkpoint
 	}
 	fmt.Fprintf(w, "%s  ← %s (call %s): %s\n", when(m.CreatedAt), display.Line(tool), display.Line(r.CallID), outcome)
 	fmt.Fprintln(w, indentLines(display.Result(r), "      "))
+	if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
+		// Each call's own times: the calls of a turn start and end apart.
+		fmt.Fprintf(w, "      ran from %s to %s (%s)\n", when(r.StartedAt), when(r.EndedAt)[11:], r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond))
+	}
 }
 
 const threadsAbortHelp = `usage: tollgate threads abort [--reason "why"] THREAD

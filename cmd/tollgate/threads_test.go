@@ -64,6 +64,19 @@ func TestThreadsSameOnStoreAndServer(t *testing.T) {
 	}
 	f.same("threads show", "--json", "t1")
 
+	// A call's result shows as soon as it has one, with its own times,
+	// while another call of its turn waits for an answer.
+	f.prompt("t4", "$ echo live\n$ printf x >> log.txt", 1)
+	out = f.same("threads show", "t4")
+	for _, want := range []string{
+		"← bash (call call_1_1): allowed by the policy\n      exit 0\n      stdout:\n        live\n      ran from ",
+		"… bash (call call_1_2): waiting for an answer",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("threads show of a turn in progress lacks %q:\n%s", want, out)
+		}
+	}
+
 	// A client token sees threads but not questions: no counts.
 	code, out, errOut := f.server(clientSecret, "threads list")
 	if code != 0 || !strings.Contains(out, "t1      running  parked  -") {

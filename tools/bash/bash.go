@@ -49,6 +49,7 @@ package bash
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,7 +124,11 @@ type Options struct {
 	Sockets []string
 }
 
-// New returns the bash tool.
+// New returns the bash tool. Its annotations say where its commands run,
+// for the policy and the reviewer: "working_directory" (Dir, absolute)
+// and "sandbox" (Profile; "unconfined" when zero). A policy's Decide may
+// make one call's profile stricter; what a person approves runs under
+// Profile.
 func New(opts *Options) *agent.Tool {
 	o := withDefaults(opts)
 	return agent.NewTool(o.Name, "Run a shell command and return its exit code, stdout and stderr.",
@@ -133,7 +138,17 @@ func New(opts *Options) *agent.Tool {
 				return Result{ExitCode: -1}, err
 			}
 			return run(ctx, o, p, a.Cmd)
-		}, nil)
+		}, &agent.ToolOptions{Annotations: o.annotations()})
+}
+
+// annotations say where the tool's commands run (the keys are
+// policy.AnnotationDir and policy.AnnotationSandbox).
+func (o *Options) annotations() map[string]any {
+	dir := o.Dir
+	if abs, err := filepath.Abs(cmp.Or(dir, ".")); err == nil {
+		dir = abs
+	}
+	return map[string]any{"working_directory": dir, "sandbox": string(cmp.Or(o.Profile, Unconfined))}
 }
 
 func withDefaults(opts *Options) Options {
