@@ -141,6 +141,15 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 					}
 					return types.Bool(PathInside(string(ps), string(ds)))
 				}))),
+		cel.Function("url_host",
+			cel.Overload("url_host_string", []*cel.Type{cel.StringType}, cel.StringType,
+				cel.UnaryBinding(func(u ref.Val) ref.Val {
+					us, ok := u.(types.String)
+					if !ok {
+						return types.NewErr("url_host takes a string")
+					}
+					return types.String(URLHost(string(us)))
+				}))),
 		pathTest("path_secret", shell.SecretPath),
 		pathTest("path_in_git", shell.InGitDir),
 		cel.Function("shell_review",

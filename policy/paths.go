@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net/url"
 	"path"
 	"strings"
 )
@@ -24,4 +25,16 @@ func PathInside(p, dir string) bool {
 	}
 	p = path.Clean(p)
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// URLHost is the host an http or https URL names, in lower case and
+// without its port; "" for anything else (another scheme, no host, a URL
+// that does not parse, user information before the host — which a reader
+// may take for the host). Policy files call it url_host(url).
+func URLHost(s string) string {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
+		return ""
+	}
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 }

@@ -85,3 +85,22 @@ rules:
 		t.Errorf("MaxTimeout = %s, want the longest ask's 10m0s", got)
 	}
 }
+
+func TestURLHost(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"https://Docs.Python.org/3/library/": "docs.python.org",
+		"http://example.com:8080/x":          "example.com",
+		"https://example.com./":              "example.com",
+		"https://evil.com@docs.python.org/":  "",
+		"file:///etc/passwd":                 "",
+		"ftp://example.com/":                 "",
+		"docs.python.org/3":                  "",
+		"https://[::1]:80/":                  "::1",
+		"%":                                  "",
+	} {
+		if got := URLHost(in); got != want {
+			t.Errorf("URLHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
