@@ -8,7 +8,7 @@
 //
 // Quick start (what tollgate serve does):
 //
-//	svc, err := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout()})
+//	svc, err := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout})
 //	h, err := host.New(host.Config{Store: store, Agent: tmpl, Kinds: []host.Kind{svc.Kind()}})
 //	err = h.Start(ctx)
 //	err = svc.Start(h)

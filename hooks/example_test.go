@@ -28,7 +28,7 @@ rules:
   - {name: reads, tool: Bash, command: [ls, cat], action: allow}
   - {name: edits-inside, tool: Write, when: "path_inside(args.file_path, dir)", action: allow}
 `), nil)
-	svc, _ := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout()})
+	svc, _ := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout})
 	h, _ := host.New(host.Config{Store: store, Agent: agent.Config{Provider: scripted.Demo{}}, Kinds: []host.Kind{svc.Kind()}})
 	_ = h.Start(ctx)
 	_ = svc.Start(h)

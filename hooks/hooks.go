@@ -31,10 +31,10 @@ type Config struct {
 	// the sandbox profile it requires is what a confined Bash call runs
 	// under (read-only when it requires none).
 	Explain func(ctx context.Context, c policy.Call) policy.Decision
-	// MaxTimeout is the longest a question of Policy waits
-	// (policy.Policy.MaxTimeout), which an installed hook must outwait.
-	// Zero: unknown.
-	MaxTimeout time.Duration
+	// MaxTimeout, if set, is the longest a question of Policy waits
+	// (policy.Policy.MaxTimeout, of the policy in force), which an
+	// installed hook must outwait.
+	MaxTimeout func() time.Duration
 	// ThreadBytes bounds a session's thread: once its messages pass it,
 	// the session's calls go on its next thread (a run reads its whole
 	// thread, so a long session would slow every call). Zero: 4 MiB.
@@ -116,8 +116,14 @@ func (s *Service) Kind() host.Kind {
 // maxInput bounds a call's input: an agent writes whole files.
 const maxInput = 8 << 20
 
-// MaxTimeout is Config.MaxTimeout.
-func (s *Service) MaxTimeout() time.Duration { return s.cfg.MaxTimeout }
+// MaxTimeout is the longest a question waits for a person (Config's
+// MaxTimeout; zero when unknown).
+func (s *Service) MaxTimeout() time.Duration {
+	if s.cfg.MaxTimeout == nil {
+		return 0
+	}
+	return s.cfg.MaxTimeout()
+}
 
 // Start takes the host that drives the service's threads (one built with
 // [Service.Kind]) and follows its events until [Service.Shutdown].

@@ -72,7 +72,7 @@ func startFixture(t *testing.T, store checkpoint.Store) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout()})
+	svc, err := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

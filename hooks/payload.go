@@ -221,5 +221,19 @@ func Refusal(a Agent, reason string) []byte {
 	return a.render(verdict{decision: "deny", reason: "tollgate: " + reason}, nil)
 }
 
+// Unanswered is what a command hook prints when it got no decision from
+// tollgate (the server cannot be reached, refused the token, ...): a deny
+// with the reason, or with ask (the user's --on-error ask) the agent's own
+// prompt — but for Codex, which runs a call its hook asks about: there it
+// is a deny too.
+func Unanswered(a Agent, ask bool, reason string) []byte {
+	v := verdict{decision: "deny", reason: "tollgate: " + reason}
+	if ask {
+		v.decision = "ask"
+		v.reason += " (tollgate could not decide: you are asked here instead)"
+	}
+	return a.render(v, nil)
+}
+
 // emptyOutput is the answer to an event that needs none.
 var emptyOutput = []byte("{}")

@@ -26,7 +26,7 @@ func hookFixture(t *testing.T, dev bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout()})
+	svc, err := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

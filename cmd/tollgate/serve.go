@@ -58,6 +58,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	af.register(fs, true)
 	var mcpf mcpFlags
 	mcpf.register(fs.FlagSet)
+	hookPolicy := hookPolicyFlag(fs)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
 	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
@@ -111,7 +112,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve: --store carries a password, which every process on this machine can read in its command line: give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE), or the whole URL in TOLLGATE_STORE")
 		return 2
 	}
-	state := statePaths(*storeURL, af.policyFile, *tokensFile)
+	state := statePaths(*storeURL, af.policyFile, *tokensFile, *hookPolicy)
 	if p := stateInside(af.dir, state); p != "" {
 		if !*stateInDir {
 			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
@@ -154,7 +155,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	} else {
 		log.Info("tollgate: " + line)
 	}
-	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log}
+	// Coding agents' hooks: their sessions are threads of this host.
+	hookSvc, hookPolicyName, err := hookService(ctx, store, *hookPolicy, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log, Kinds: []host.Kind{hookSvc.Kind()}}
 	// On PostgreSQL every replica is one of a cluster, be it the only one:
 	// runs, answers and deadlines go through River's jobs and leases, so
 	// that more replicas can join at any time.
@@ -182,6 +189,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
 	}
+	if err := hookSvc.Start(h); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
 	modelLabel := af.model
 	if modelLabel == "demo" || modelLabel == "" {
 		modelLabel = "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
@@ -196,6 +207,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Page:         web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
 		PollInterval: poll,
 		Collectors:   collectorsOf(coord),
+		Hooks:        hookSvc,
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))
@@ -206,6 +218,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	shownStore := storeurl.Redacted(*storeURL)
 	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", policyName, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
+	log.Info("tollgate: coding agents' hooks at http://"+ln.Addr().String()+"/v1/hooks/claude-code and /v1/hooks/codex (tollgate hook install)", "hook_policy", hookPolicyName)
 	if servers != nil {
 		fmt.Fprintln(stdout, "tollgate:", mcpSummary(servers))
 	}
@@ -219,8 +232,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case <-ctx.Done():
 		log.Info("tollgate: shutting down", "grace", grace.String())
 	}
-	// Streams end first (they never finish on their own), then requests in
-	// flight, then the runs: each gets the grace period to finish or park.
+	// Hooks waiting for a person are answered first (tollgate's command
+	// hook sends its call again to the next server; an agent's http hook
+	// is denied), streams end (they never finish on their own), then
+	// requests in flight, then the runs: each gets the grace period to
+	// finish or park.
+	hookSvc.Shutdown()
 	srv.Close()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
 	defer cancel()

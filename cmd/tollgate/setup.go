@@ -104,10 +104,16 @@ func loadPolicy(ctx context.Context, file string, log *slog.Logger) (hitl.Policy
 	return rp.HITL(), rp.SandboxFor("bash"), file, nil
 }
 
-// watchedPolicy loads a policy file and reloads it when it changes until
-// ctx ends; a reload that fails keeps the previous policy and says why.
+// watchedPolicy loads a policy file as the tools that run here need it
+// (policyOptions) and reloads it when it changes until ctx ends; a reload
+// that fails keeps the previous policy and says why.
 func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string) (*policy.Reloadable, error) {
-	rp, err := policy.NewReloadable(file, policyOptions())
+	return watchedPolicyWith(ctx, file, policyOptions(), log, reloaded)
+}
+
+// watchedPolicyWith is watchedPolicy with the policy's options.
+func watchedPolicyWith(ctx context.Context, file string, opts *policy.Options, log *slog.Logger, reloaded string) (*policy.Reloadable, error) {
+	rp, err := policy.NewReloadable(file, opts)
 	if err != nil {
 		return nil, err
 	}
