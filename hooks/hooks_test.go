@@ -433,3 +433,34 @@ func TestRestart(t *testing.T) {
 		t.Errorf("the next call is not on the session's thread: %d records there", len(recs))
 	}
 }
+
+// A confining hook gets an allowed Bash call back under tollgate sandbox
+// exec with the rule's profile; where its machine cannot enforce that,
+// the call is asked instead. A person's approval runs as approved.
+func TestConfine(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	conf := &hooks.CallOptions{Confine: &hooks.Confine{Exe: "/opt/tg dir/tollgate", Enforced: true}}
+	got := f.handle(t, hooks.ClaudeCode, pre("s8", "toolu_1", "Bash", bash("cat 'a b'")), conf)
+	var in map[string]any
+	_ = json.Unmarshal(got.Input, &in)
+	if got.Decision != "allow" || in["command"] != `'/opt/tg dir/tollgate' sandbox exec --profile read-only -- 'cat '\''a b'\'''` || in["description"] != "x" {
+		t.Errorf("confined: %+v (%v)", got, in["command"])
+	}
+	// Sent again, it is answered the same (from the store if need be).
+	if again := f.handle(t, hooks.ClaudeCode, pre("s8", "toolu_1", "Bash", bash("cat 'a b'")), conf); string(again.Input) != string(got.Input) {
+		t.Errorf("sent again: %s, want %s", again.Input, got.Input)
+	}
+	weak := &hooks.CallOptions{Confine: &hooks.Confine{Exe: "/usr/bin/tollgate", WhyNot: "no Landlock"}}
+	done := make(chan answer, 1)
+	go func() { done <- f.handle(t, hooks.ClaudeCode, pre("s8", "toolu_2", "Bash", bash("ls")), weak) }()
+	q := f.pending(t, 1)[0]
+	r, _ := hitl.RequestOf(q)
+	if r.Payload.Details["matched_rule"] != "confine" || !strings.Contains(fmt.Sprint(r.Payload.Details["impact"]), "no Landlock") {
+		t.Errorf("the question: %v", r.Payload.Details)
+	}
+	f.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove})
+	if got := <-done; got.Decision != "allow" || got.Input != nil {
+		t.Errorf("approved by a person: %+v", got)
+	}
+}

@@ -251,13 +251,14 @@ func confine(input json.RawMessage, c *Confine, profile string) (json.RawMessage
 		return nil, "", err
 	}
 	cmd, _ := args["command"].(string)
-	args["command"] = shellQuote(c.Exe) + " sandbox exec --profile " + profile + " -- " + shellQuote(cmd)
+	args["command"] = ShellQuote(c.Exe) + " sandbox exec --profile " + profile + " -- " + ShellQuote(cmd)
 	out, err := jsontext.Marshal(args)
 	return out, profile, err
 }
 
-// shellQuote is s as one word of a POSIX shell.
-func shellQuote(s string) string {
+// ShellQuote is s as one word of a POSIX shell, exactly: in single quotes
+// unless it holds only characters no shell reads specially.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
 	}) < 0 {
