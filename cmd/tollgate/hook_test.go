@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,12 +34,7 @@ const samplePre = `{"session_id":"s","cwd":"/p","hook_event_name":"PreToolUse","
 // A command hook never allows by itself: a server it cannot reach is a
 // deny (or the agent's own prompt with --on-error ask; Codex has none).
 func TestHookServerDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there now
+	url := downServer(t)
 	t.Setenv("TOLLGATE_TOKEN", "")
 	for _, c := range []struct {
 		args []string
