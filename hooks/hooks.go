@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/hooks/client"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/policy"
 )
@@ -36,8 +37,11 @@ type Config struct {
 	// installed hook must outwait.
 	MaxTimeout func() time.Duration
 	// ThreadBytes bounds a session's thread: once its messages pass it,
-	// the session's calls go on its next thread (a run reads its whole
-	// thread, so a long session would slow every call). Zero: 4 MiB.
+	// the session's calls go on its next thread. Every call is a run, and
+	// a run reads and decodes its whole thread: a session kept on one
+	// thread would make each call slower than the last (bench/README.md,
+	// "Coding agents' hooks"). Zero: 256 KiB, some 150 to 200 calls of a
+	// shell or a small edit.
 	ThreadBytes int
 	// Logger receives the service's own messages. Zero: slog.Default().
 	Logger *slog.Logger
@@ -86,7 +90,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.ThreadBytes <= 0 {
-		cfg.ThreadBytes = 4 << 20
+		cfg.ThreadBytes = 256 << 10
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{}, closing: make(chan struct{}), stop: make(chan struct{})}
 	s.tools = &toolSet{schemas: builtinSchemas(), handler: s.handOn}
@@ -193,18 +197,9 @@ type CallOptions struct {
 	Confine *Confine
 }
 
-// Confine is what a command hook says of confinement on its machine:
-// where tollgate is, and whether the kernel enforces the read-only
-// profile there (tollgate sandbox check). A Bash call the policy allows
-// is answered with its command under `tollgate sandbox exec`; where the
-// profile is not enforced, the call is asked of a person instead.
-type Confine struct {
-	Exe        string `json:"exe"`
-	Enforced   bool   `json:"enforced"`
-	WhyNot     string `json:"why_not,omitempty"`
-	Workspace  bool   `json:"workspace_write,omitempty"` // workspace-write is enforced too
-	WorkingDir string `json:"-"`
-}
+// Confine is what a command hook says of confinement on its machine
+// (client.Confine).
+type Confine = client.Confine
 
 // Response is the answer to a hook: an HTTP status and the body the
 // agent reads.
@@ -250,14 +245,14 @@ func (s *Service) isClosing() bool {
 
 func (s *Service) pre(ctx context.Context, a Agent, p *payload, opts *CallOptions) Response {
 	deny := func(reason string) Response {
-		return Response{Status: 200, Body: a.render(verdict{decision: "deny", reason: "tollgate: " + reason}, p.ToolInput)}
+		return Response{Status: 200, Body: render(a, verdict{decision: "deny", reason: "tollgate: " + reason}, p.ToolInput)}
 	}
 	if s.host == nil {
 		return deny("the hooks service is not started")
 	}
 	if s.isClosing() {
 		if opts.Retries {
-			return Response{Status: 503, Body: a.render(verdict{decision: "deny", reason: "tollgate: the server is restarting; send the call again"}, p.ToolInput)}
+			return Response{Status: 503, Body: render(a, verdict{decision: "deny", reason: "tollgate: the server is restarting; send the call again"}, p.ToolInput)}
 		}
 		return deny("the server is shutting down: the call was not decided")
 	}
@@ -272,7 +267,7 @@ func (s *Service) pre(ctx context.Context, a Agent, p *payload, opts *CallOption
 	out, status := s.await(ctx, c, opts)
 	switch status {
 	case waitRetry:
-		return Response{Status: 503, Body: a.render(verdict{decision: "deny", reason: "tollgate: the server is restarting; send the call again"}, p.ToolInput)}
+		return Response{Status: 503, Body: render(a, verdict{decision: "deny", reason: "tollgate: the server is restarting; send the call again"}, p.ToolInput)}
 	case waitGone:
 		return deny("the hook stopped waiting")
 	}
@@ -280,7 +275,7 @@ func (s *Service) pre(ctx context.Context, a Agent, p *payload, opts *CallOption
 	if out.allow {
 		v = verdict{decision: "allow", reason: out.reason, input: out.input}
 	}
-	return Response{Status: 200, Body: a.render(v, p.ToolInput)}
+	return Response{Status: 200, Body: render(a, v, p.ToolInput)}
 }
 
 // session is what the service knows of an agent's session: its threads

@@ -66,13 +66,17 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func startFixture(t *testing.T, store checkpoint.Store) *fixture {
+func startFixture(t *testing.T, store checkpoint.Store, threadBytes ...int) *fixture {
 	t.Helper()
 	p, err := policy.Parse("hooks.yaml", []byte(testPolicy), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout})
+	cfg := hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout}
+	if len(threadBytes) > 0 {
+		cfg.ThreadBytes = threadBytes[0]
+	}
+	svc, err := hooks.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,5 +466,32 @@ func TestConfine(t *testing.T) {
 	f.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove})
 	if got := <-done; got.Decision != "allow" || got.Input != nil {
 		t.Errorf("approved by a person: %+v", got)
+	}
+}
+
+// A session's thread that holds its share of calls gives the next ones
+// to the session's next thread: a run reads its whole thread.
+func TestThreadBudget(t *testing.T) {
+	t.Parallel()
+	f := startFixture(t, storetest.New(t), 8<<10)
+	t.Cleanup(func() {
+		f.svc.Shutdown()
+		f.host.Shutdown(context.Background())
+	})
+	for i := range 12 {
+		if got := f.handle(t, hooks.ClaudeCode, pre("s9", fmt.Sprint("toolu_", i), "Bash", bash("ls")), nil); got.Decision != "allow" {
+			t.Fatalf("call %d: %+v", i, got)
+		}
+	}
+	first, err := f.store.LoadThread(context.Background(), "claude-code:s9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := f.store.LoadThread(context.Background(), "claude-code:s9~2")
+	if err != nil {
+		t.Fatalf("no second thread after the first passed its budget: %v", err)
+	}
+	if len(first.Messages) > 12<<10 || !strings.Contains(string(second.Messages), "the session starts on thread claude-code:s9") {
+		t.Errorf("first thread %d bytes; the second's start: %.300s", len(first.Messages), second.Messages)
 	}
 }

@@ -9,52 +9,32 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tollgate-ai/tollgate/hooks/client"
 )
 
-// Agent is a coding agent whose hooks tollgate takes.
-type Agent string
+// Agent is a coding agent whose hooks tollgate takes (see package
+// client, which the agent's command hook is).
+type Agent = client.Agent
 
 // The agents tollgate knows.
 const (
-	// ClaudeCode is Anthropic's Claude Code: PreToolUse, PostToolUse and
-	// PostToolUseFailure hooks, command or http, in .claude/settings.json.
-	ClaudeCode Agent = "claude-code"
-	// Codex is OpenAI's Codex CLI: PreToolUse and PostToolUse command
-	// hooks in $CODEX_HOME/hooks.json, for its shell tool (Bash). It takes
-	// allow only with updatedInput, and has no ask.
-	Codex Agent = "codex"
+	ClaudeCode = client.ClaudeCode
+	Codex      = client.Codex
 )
 
-// Agents are the agents tollgate knows, in the order help lists them.
-var Agents = []Agent{ClaudeCode, Codex}
+// Agents are the agents tollgate knows.
+var Agents = client.Agents
 
 // ParseAgent reads an agent's name as the command line and the URL give
 // it.
-func ParseAgent(s string) (Agent, error) {
-	for _, a := range Agents {
-		if string(a) == s {
-			return a, nil
-		}
-	}
-	return "", fmt.Errorf("unknown coding agent %q: want claude-code or codex", s)
-}
-
-// Title is the agent's name as people write it.
-func (a Agent) Title() string {
-	switch a {
-	case ClaudeCode:
-		return "Claude Code"
-	case Codex:
-		return "Codex"
-	}
-	return string(a)
-}
+func ParseAgent(s string) (Agent, error) { return client.ParseAgent(s) }
 
 // The hook events tollgate acts on.
 const (
-	EventPreToolUse         = "PreToolUse"
-	EventPostToolUse        = "PostToolUse"
-	EventPostToolUseFailure = "PostToolUseFailure"
+	EventPreToolUse         = client.EventPreToolUse
+	EventPostToolUse        = client.EventPostToolUse
+	EventPostToolUseFailure = client.EventPostToolUseFailure
 )
 
 // payload is what an agent's hook sends (the fields tollgate reads).
@@ -178,62 +158,15 @@ type verdict struct {
 	input json.RawMessage
 }
 
-type preOutput struct {
-	HookEventName string          `json:"hookEventName"`
-	Decision      string          `json:"permissionDecision"`
-	Reason        string          `json:"permissionDecisionReason,omitempty"`
-	UpdatedInput  json.RawMessage `json:"updatedInput,omitempty"`
-}
-
 // render is the verdict as the agent's hook prints it (or its http hook
 // returns it). original is the call's input.
-func (a Agent) render(v verdict, original json.RawMessage) []byte {
-	out := preOutput{HookEventName: EventPreToolUse, Decision: v.decision, Reason: v.reason, UpdatedInput: v.input}
-	if a == Codex {
-		switch v.decision {
-		case "ask":
-			// Codex 0.169 runs the call when a hook says ask: never that.
-			out.Decision = "deny"
-			out.Reason += " (Codex cannot ask its user from a hook, so the call is denied)"
-		case "allow":
-			// It takes allow only with the input to run (a bare allow is
-			// reported as a failed hook, and the call runs anyway): the
-			// input the policy saw.
-			if out.UpdatedInput == nil {
-				out.UpdatedInput = original
-			}
-			out.Reason = ""
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"hookSpecificOutput": out})
-	return b
+func render(a Agent, v verdict, original json.RawMessage) []byte {
+	return client.Answer(a, v.decision, v.reason, v.input, original)
 }
 
-// Refusal is the answer to a hook tollgate cannot serve (the caller's
-// token, the agent's name, the request itself): a deny in the agent's
-// words, which an agent obeys. Any other answer (an HTTP error status, a
-// body it cannot read) lets the agent fall back on its own permission
-// rules, which may allow the call.
-func Refusal(a Agent, reason string) []byte {
-	if a == "" {
-		a = ClaudeCode
-	}
-	return a.render(verdict{decision: "deny", reason: "tollgate: " + reason}, nil)
-}
-
-// Unanswered is what a command hook prints when it got no decision from
-// tollgate (the server cannot be reached, refused the token, ...): a deny
-// with the reason, or with ask (the user's --on-error ask) the agent's own
-// prompt — but for Codex, which runs a call its hook asks about: there it
-// is a deny too.
-func Unanswered(a Agent, ask bool, reason string) []byte {
-	v := verdict{decision: "deny", reason: "tollgate: " + reason}
-	if ask {
-		v.decision = "ask"
-		v.reason += " (tollgate could not decide: you are asked here instead)"
-	}
-	return a.render(v, nil)
-}
+// Refusal is client.Refusal: a deny, in the agent's words, of a hook
+// tollgate cannot serve.
+func Refusal(a Agent, reason string) []byte { return client.Refusal(a, reason) }
 
 // emptyOutput is the answer to an event that needs none.
 var emptyOutput = []byte("{}")

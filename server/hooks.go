@@ -10,20 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/hooks"
-)
-
-// Headers tollgate's own command hook sends with a call (an agent's http
-// hook sends none of them; ?wait=SECONDS in its URL says how long it
-// waits).
-const (
-	// HookRetryHeader "1": the caller sends the call again when answered
-	// 503 (the server restarts), so its question is kept.
-	HookRetryHeader = "X-Tollgate-Hook-Retry"
-	// HookWaitHeader: how many seconds the caller can wait for an answer.
-	HookWaitHeader = "X-Tollgate-Hook-Wait"
-	// HookConfineHeader: a hooks.Confine as JSON: run allowed Bash calls
-	// confined on the caller's machine.
-	HookConfineHeader = "X-Tollgate-Hook-Confine"
+	"github.com/tollgate-ai/tollgate/hooks/client"
 )
 
 // maxHookBody bounds a hook's payload: an agent writes whole files.
@@ -78,8 +65,8 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		refuse("the hook's input could not be read: " + err.Error())
 		return
 	}
-	opts := &hooks.CallOptions{Retries: r.Header.Get(HookRetryHeader) == "1"}
-	wait := r.Header.Get(HookWaitHeader)
+	opts := &hooks.CallOptions{Retries: r.Header.Get(client.RetryHeader) == "1"}
+	wait := r.Header.Get(client.WaitHeader)
 	if q := r.URL.Query().Get("wait"); q != "" {
 		wait = q
 	}
@@ -91,7 +78,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		}
 		opts.Wait = time.Duration(n) * time.Second
 	}
-	if c := r.Header.Get(HookConfineHeader); c != "" {
+	if c := r.Header.Get(client.ConfineHeader); c != "" {
 		var conf hooks.Confine
 		if err := json.Unmarshal([]byte(c), &conf); err != nil || conf.Exe == "" {
 			refuse("the hook's confinement is not readable")

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -302,6 +303,31 @@ func TestClaudeCodeHooks(t *testing.T) {
 		res, _ := m.Result(agenttest.CallID(1, 0))
 		if !res.IsError || !strings.Contains(res.Content, "stay in the project") || exists(outside, "out.txt") {
 			t.Errorf("outside: the model got %+v; written: %v", res, exists(outside, "out.txt"))
+		}
+	})
+
+	t.Run("tollgate-hook", func(t *testing.T) {
+		// The small binary, found on PATH by the install.
+		bin := t.TempDir()
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, "tollgate-hook"), "../tollgate-hook")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building tollgate-hook: %v\n%s", err, out)
+		}
+		t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		dir := project(t)
+		install(t, "claude-code", dir, s.base, s.tokenFile)
+		raw, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
+		if !strings.Contains(string(raw), filepath.Join(bin, "tollgate-hook")+" claude-code") {
+			t.Fatalf("not the small hook:\n%s", raw)
+		}
+		m, r := run(t, dir, []agenttest.Call{bashCall("cat seed.txt")}, []agenttest.Call{bashCall("touch denied.txt")})
+		s.answer(t, s.pending(t, 1)[agenttest.CallID(1, 0)], `{"decision": "deny", "reason": "no"}`)
+		r.Wait(t, time.Minute)
+		if res, _ := m.Result(agenttest.CallID(0, 0)); !strings.Contains(res.Content, "seed content 42") {
+			t.Errorf("allowed: %+v", res)
+		}
+		if res, _ := m.Result(agenttest.CallID(1, 0)); !res.IsError || !strings.Contains(res.Content, "denied by alice: no") || exists(dir, "denied.txt") {
+			t.Errorf("denied: %+v", res)
 		}
 	})
 

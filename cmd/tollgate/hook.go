@@ -1,22 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/hooks"
-	"github.com/tollgate-ai/tollgate/server"
-	"github.com/tollgate-ai/tollgate/tools/bash"
+	"github.com/tollgate-ai/tollgate/hooks/client"
 )
 
 func init() {
@@ -28,7 +23,7 @@ func init() {
 		subcommand{name: "test", summary: "send a sample call end to end and show what the agent is told", run: hookTest})
 }
 
-const hookCmdHelp = `usage: tollgate hook %[1]s [--server URL] [--token-file FILE] [--timeout D] [--on-error deny|ask] [--confine]
+const hookCmdHelp = `usage: tollgate hook %[1]s [--server URL] [--token-file FILE] [--timeout D] [--on-error deny|ask] [--confine-exe TOLLGATE]
 
 %[2]s's command hook (tollgate hook install %[1]s writes it into the
 agent's settings): it reads the hook's input on stdin — a tool call the
@@ -49,166 +44,27 @@ The token: --token-file, else $TOLLGATE_TOKEN, else
 token new --role client): the server refuses one that can answer
 questions.
 
+tollgate-hook %[1]s (go install ./cmd/tollgate-hook) is the same hook
+alone in a small binary, which starts several times faster: tollgate hook
+install writes it when it is beside tollgate or on PATH.
+
 examples:
   tollgate hook %[1]s --server http://127.0.0.1:8080 --timeout 10m < payload.json
-  tollgate hook %[1]s --token-file ~/.config/tollgate/hook.token --confine
+  tollgate hook %[1]s --token-file ~/.config/tollgate/hook.token
 `
-
-// hookMargin is how long before its agent stops it the hook answers: an
-// agent that stops its hook decides by its own rules.
-const hookMargin = 2 * time.Second
-
-// maxHookInput bounds what the hook reads on stdin.
-const maxHookInput = 16 << 20
 
 // hookFlags are the flags of the hook, install and test.
 type hookFlags struct {
-	server, tokenFile string
-	timeout           time.Duration
-	onError           string
-	confine           bool
+	client.Flags
 }
 
-func (f *hookFlags) register(fs *flagSet, timeout time.Duration) {
-	fs.StringVar(&f.server, "server", envDefault("TOLLGATE_SERVER", "http://127.0.0.1:8080"), "the `URL` of the tollgate serve that decides, e.g. --server http://127.0.0.1:8080 [TOLLGATE_SERVER]")
-	fs.StringVar(&f.tokenFile, "token-file", "", "a `file` holding the hook's client token (default: $TOLLGATE_TOKEN, else ~/.config/tollgate/hook.token if it exists), e.g. --token-file ~/.config/tollgate/hook.token")
-	fs.DurationVar(&f.timeout, "timeout", timeout, "how long the agent lets the hook run (its hook's timeout): the hook answers before, and a question lasts no longer, e.g. --timeout 10m")
-	fs.StringVar(&f.onError, "on-error", "deny", "what the agent is told when tollgate cannot decide: deny, or ask (the agent's own prompt; Codex: deny), e.g. --on-error ask")
-	fs.BoolVar(&f.confine, "confine", false, "run each Bash call the policy allows under tollgate sandbox exec with the profile its rule requires (read-only when none), where this machine's kernel enforces it; where it does not, the call is asked of a person, e.g. --confine")
-}
+func (f *hookFlags) register(fs *flagSet, timeout time.Duration) { f.Flags.Register(fs, timeout) }
 
 func (f *hookFlags) check(fs *flagSet) int {
-	switch f.onError {
-	case "deny", "ask":
-	default:
-		return fs.usageError("--on-error %q: want deny or ask", f.onError)
-	}
-	if f.timeout < 5*time.Second {
-		return fs.usageError("--timeout %s: give the hook at least 5s", f.timeout)
-	}
-	if !strings.HasPrefix(f.server, "http://") && !strings.HasPrefix(f.server, "https://") {
-		return fs.usageError("--server %q: want http://HOST:PORT or https://HOST", f.server)
+	if err := f.Flags.Check(); err != nil {
+		return fs.usageError("%v", err)
 	}
 	return -1
-}
-
-// token is the hook's token: --token-file, $TOLLGATE_TOKEN, or the
-// default file ("" when none: a server in dev mode).
-func (f *hookFlags) token() (string, error) {
-	file := f.tokenFile
-	if file == "" {
-		if t := strings.TrimSpace(os.Getenv("TOLLGATE_TOKEN")); t != "" {
-			return t, nil
-		}
-		def, err := expandHome(configFile("hook.token"))
-		if err != nil {
-			return "", nil
-		}
-		if _, err := os.Stat(def); err != nil {
-			return "", nil
-		}
-		file = def
-	}
-	path, err := expandHome(file)
-	if err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("the hook's token file: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
-// hookClient sends a hook's input to a server.
-type hookClient struct {
-	agent   hooks.Agent
-	url     string
-	token   string
-	wait    time.Duration
-	confine string // the Confine header, "" without --confine
-	client  *http.Client
-}
-
-func newHookClient(a hooks.Agent, f *hookFlags) (*hookClient, error) {
-	tok, err := f.token()
-	if err != nil {
-		return nil, err
-	}
-	c := &hookClient{agent: a, url: strings.TrimSuffix(f.server, "/") + "/v1/hooks/" + string(a), token: tok,
-		wait: f.timeout - hookMargin, client: &http.Client{}}
-	if f.confine {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("--confine: where tollgate is: %w", err)
-		}
-		conf := hooks.Confine{Exe: exe, Enforced: true}
-		r := bash.Check()
-		if err := r.Enforceable(bash.ReadOnly); err != nil {
-			conf.Enforced, conf.WhyNot = false, err.Error()
-		}
-		conf.Workspace = r.Enforceable(bash.WorkspaceWrite) == nil
-		b, _ := json.Marshal(conf)
-		c.confine = string(b)
-	}
-	return c, nil
-}
-
-// send sends the input and returns the server's answer. A call the server
-// took and then could not answer (it restarts) is sent again until ctx
-// ends; a server that cannot be reached at all is an error at once.
-func (c *hookClient) send(ctx context.Context, input []byte) ([]byte, error) {
-	reached := false
-	backoff := 200 * time.Millisecond
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(input))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if c.token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		req.Header.Set(server.HookRetryHeader, "1")
-		req.Header.Set(server.HookWaitHeader, fmt.Sprint(int(c.wait/time.Second)))
-		if c.confine != "" {
-			req.Header.Set(server.HookConfineHeader, c.confine)
-		}
-		resp, err := c.client.Do(req)
-		var status int
-		var body []byte
-		if err == nil {
-			status = resp.StatusCode
-			body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-			resp.Body.Close()
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("no answer within the hook's %s", c.wait.Round(time.Second))
-		case err != nil && !reached:
-			var op *net.OpError
-			if errors.As(err, &op) && op.Op == "dial" {
-				return nil, fmt.Errorf("the tollgate server at %s cannot be reached (%v)", c.url, op.Err)
-			}
-			return nil, fmt.Errorf("the tollgate server at %s: %v", c.url, err)
-		case err == nil && status == http.StatusOK:
-			if !json.Valid(body) {
-				return nil, fmt.Errorf("the tollgate server at %s answered something that is not JSON", c.url)
-			}
-			return body, nil
-		case err == nil && status != http.StatusServiceUnavailable:
-			return nil, fmt.Errorf("the tollgate server at %s answered HTTP %d", c.url, status)
-		}
-		// The server restarts (503), or went away while the call waited:
-		// send the call again, as long as the hook may wait.
-		reached = true
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("no answer within the hook's %s: the tollgate server did not come back", c.wait.Round(time.Second))
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
-	}
 }
 
 func hookCmd(a hooks.Agent) runFunc {
@@ -222,40 +78,7 @@ func hookCmd(a hooks.Agent) runFunc {
 		if code := f.check(fs); code >= 0 {
 			return code
 		}
-		input, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
-		answer := func(out []byte) int {
-			stdout.Write(out)
-			fmt.Fprintln(stdout)
-			return 0
-		}
-		var event struct {
-			Event string `json:"hook_event_name"`
-		}
-		_ = json.Unmarshal(input, &event)
-		unanswered := func(why string) int {
-			fmt.Fprintln(stderr, "tollgate hook:", why)
-			if event.Event != "" && event.Event != hooks.EventPreToolUse {
-				return answer([]byte("{}")) // a result to record: nothing to decide
-			}
-			return answer(hooks.Unanswered(a, f.onError == "ask", why))
-		}
-		switch {
-		case err != nil:
-			return unanswered("the hook's input could not be read: " + err.Error())
-		case len(input) > maxHookInput:
-			return unanswered("the hook's input is larger than 16 MiB")
-		}
-		c, err := newHookClient(a, &f)
-		if err != nil {
-			return unanswered(err.Error())
-		}
-		ctx, cancel := context.WithTimeout(ctx, c.wait)
-		defer cancel()
-		out, err := c.send(ctx, input)
-		if err != nil {
-			return unanswered(err.Error())
-		}
-		return answer(out)
+		return client.Hook(ctx, a, f.OnError == "ask", func() (*client.Client, error) { return f.Client(a) }, stdin, stdout, stderr)
 	}
 }
 
@@ -281,7 +104,7 @@ func hookTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if a == "" {
 		return code
 	}
-	c, err := newHookClient(a, &f)
+	c, err := f.Client(a)
 	if err != nil {
 		return fail(stderr, "hook test", err)
 	}
@@ -290,10 +113,10 @@ func hookTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	input, _ := json.Marshal(map[string]any{"session_id": session, "cwd": cwd, "hook_event_name": hooks.EventPreToolUse,
 		"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": "ls", "description": "List files"},
 		"tool_use_id": "toolu_tollgate_test"})
-	ctx, cancel := context.WithTimeout(ctx, c.wait)
+	ctx, cancel := context.WithTimeout(ctx, c.Wait)
 	defer cancel()
-	fmt.Fprintf(stdout, "sending Bash \"ls\" (session %s) to %s\n", session, c.url)
-	out, err := c.send(ctx, input)
+	fmt.Fprintf(stdout, "sending Bash \"ls\" (session %s) to %s\n", session, c.Server)
+	out, err := c.Send(ctx, input)
 	if err != nil {
 		fmt.Fprintf(stdout, "%s would be told: deny: tollgate: %v\n", a.Title(), err)
 		return 1

@@ -185,3 +185,29 @@ func TestHookInstallCodexAndHTTP(t *testing.T) {
 		t.Error("--http for codex was taken")
 	}
 }
+
+// Install writes the small tollgate-hook when it is on PATH (or beside
+// tollgate), and --confine the confinement this machine enforces.
+func TestHookInstallSmallBinaryAndConfine(t *testing.T) {
+	bin := t.TempDir()
+	small := filepath.Join(bin, "tollgate-hook")
+	os.WriteFile(small, []byte("#!/bin/sh\n"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	home := t.TempDir()
+	t.Setenv("CODEX_HOME", home)
+	code, out, errOut := runCLI(t, "", "hook", "install", "codex", "--server", "http://127.0.0.1:1", "--confine")
+	if code != 0 {
+		t.Fatalf("install: %d %s %s", code, out, errOut)
+	}
+	raw, _ := os.ReadFile(filepath.Join(home, "hooks.json"))
+	if !strings.Contains(string(raw), `"command": "`+small+` codex --server http://127.0.0.1:1`) || !strings.Contains(string(raw), "--confine-exe ") {
+		t.Errorf("the small hook with confinement:\n%s", raw)
+	}
+	// Reinstalled without it, the same hooks are found and replaced.
+	os.Remove(small)
+	runCLI(t, "", "hook", "install", "codex", "--server", "http://127.0.0.1:1")
+	raw, _ = os.ReadFile(filepath.Join(home, "hooks.json"))
+	if strings.Contains(string(raw), small) || strings.Count(string(raw), " codex --server") != 2 {
+		t.Errorf("after reinstalling with tollgate hook:\n%s", raw)
+	}
+}

@@ -9,11 +9,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/hooks"
+	"github.com/tollgate-ai/tollgate/hooks/client"
+	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
 const hookInstallHelp = `usage: tollgate hook install claude-code|codex [--project DIR | --user] [--server URL] [--token-file FILE] [--timeout D] [--http] [--confine] [--on-error deny|ask] [--dry-run]
@@ -128,7 +131,8 @@ func hookInstall(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	var f hookFlags
 	f.register(fs, 10*time.Minute)
 	project, user, dryRun := installFlags(fs)
-	useHTTP := fs.Bool("http", false, "claude-code: an http hook that posts to the server (token from $TOLLGATE_HOOK_TOKEN) instead of a command")
+	useHTTP := fs.Bool("http", false, "claude-code: an http hook that posts to the server (token from $TOLLGATE_HOOK_TOKEN) instead of a command, e.g. --http")
+	confine := fs.Bool("confine", false, "run each Bash call the policy allows under tollgate sandbox exec with the profile its rule requires (read-only when none), where this machine's kernel enforces it (checked now); where it does not, such calls are asked of a person, e.g. --confine")
 	a, code := parseAgentCommand(fs, args, stdout, &f)
 	if a == "" {
 		return code
@@ -137,12 +141,23 @@ func hookInstall(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
-	if *useHTTP && (a != hooks.ClaudeCode || f.confine || f.onError != "deny") {
+	if *confine {
+		exe, err := os.Executable()
+		if err != nil {
+			return fail(stderr, "hook install", fmt.Errorf("--confine: where this tollgate binary is: %w", err))
+		}
+		f.ConfineExe = exe
+		if err := bash.Check().Enforceable(bash.ReadOnly); err != nil {
+			f.ConfineWhyNot = err.Error()
+			fmt.Fprintf(stdout, "note: this machine's kernel does not enforce the read-only profile (%v): the calls the policy allows will be asked of a person instead\n", err)
+		}
+	}
+	if *useHTTP && (a != hooks.ClaudeCode || f.ConfineExe != "" || f.OnError != "deny") {
 		return fs.usageError("--http is for claude-code, without --confine or --on-error (the server answers it: a failed request lets Claude Code's own rules decide)")
 	}
-	exe, err := os.Executable()
+	exe, err := hookExe()
 	if err != nil {
-		return fail(stderr, "hook install", fmt.Errorf("where this tollgate binary is: %w", err))
+		return fail(stderr, "hook install", err)
 	}
 	handlers := map[string]*jsonObject{}
 	for _, ev := range hookEvents(a) {
@@ -163,7 +178,7 @@ func hookInstall(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if a == hooks.Codex {
 		fmt.Fprintln(stdout, "Codex runs a new or changed hook only once you trust it: start codex and review it (/hooks), then trust it. (codex exec --dangerously-bypass-hook-trust skips that review: for automation that vets its hooks itself.)")
 	}
-	fmt.Fprintf(stdout, "check it end to end: tollgate hook test %s --server %s\n", a, f.server)
+	fmt.Fprintf(stdout, "check it end to end: tollgate hook test %s --server %s\n", a, f.Server)
 	return 0
 }
 
@@ -220,33 +235,64 @@ func hookEvents(a hooks.Agent) []string {
 // PreToolUse hook gets --timeout, one that records a result less.
 func hookSeconds(f *hookFlags, event string) int {
 	if event == hooks.EventPreToolUse {
-		return int(f.timeout / time.Second)
+		return int(f.Timeout / time.Second)
 	}
 	return int(postHookTimeout / time.Second)
 }
 
 func commandHandler(exe string, f *hookFlags, a hooks.Agent, event string) *jsonObject {
 	secs := hookSeconds(f, event)
-	cmd := shellWord(exe) + " hook " + string(a) + " --server " + shellWord(f.server) + fmt.Sprintf(" --timeout %ds", secs)
-	if f.tokenFile != "" {
-		p, err := expandHome(f.tokenFile)
+	cmd := shellWord(exe) + " " + string(a) + " --server " + shellWord(f.Server) + fmt.Sprintf(" --timeout %ds", secs)
+	if filepath.Base(exe) != hookBinary {
+		cmd = shellWord(exe) + " hook " + strings.TrimPrefix(cmd, shellWord(exe)+" ")
+	}
+	if f.TokenFile != "" {
+		p, err := expandHome(f.TokenFile)
 		if err == nil {
 			p, _ = filepath.Abs(p)
 		}
 		cmd += " --token-file " + shellWord(p)
 	}
-	if f.onError != "deny" {
-		cmd += " --on-error " + f.onError
+	if f.OnError != "deny" {
+		cmd += " --on-error " + f.OnError
 	}
-	if f.confine && event == hooks.EventPreToolUse {
-		cmd += " --confine"
+	if f.ConfineExe != "" && event == hooks.EventPreToolUse {
+		cmd += " --confine-exe " + shellWord(f.ConfineExe)
+		if f.ConfineWhyNot != "" {
+			cmd += " --confine-why-not " + shellWord(f.ConfineWhyNot)
+		}
 	}
 	return newObject("type", "command", "command", cmd, "timeout", json.Number(fmt.Sprint(secs)))
 }
 
+// hookBinary is the small command hook: the hook's client alone, which
+// starts in a fraction of the time the whole tollgate binary takes (go
+// install ./cmd/tollgate-hook; install uses it when it is beside tollgate
+// or on PATH).
+const hookBinary = "tollgate-hook"
+
+// hookExe is the command hook's binary: tollgate-hook beside this
+// tollgate or on PATH, else this tollgate (tollgate hook AGENT).
+func hookExe() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("where this tollgate binary is: %w", err)
+	}
+	beside := filepath.Join(filepath.Dir(exe), hookBinary)
+	if st, err := os.Stat(beside); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+		return beside, nil
+	}
+	if p, err := exec.LookPath(hookBinary); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, nil
+		}
+	}
+	return exe, nil
+}
+
 func httpHandler(f *hookFlags, a hooks.Agent, event string) *jsonObject {
 	secs := hookSeconds(f, event)
-	url := strings.TrimSuffix(f.server, "/") + "/v1/hooks/" + string(a) + fmt.Sprintf("?wait=%d", secs)
+	url := strings.TrimSuffix(f.Server, "/") + "/v1/hooks/" + string(a) + fmt.Sprintf("?wait=%d", secs)
 	return newObject("type", "http", "url", url, "timeout", json.Number(fmt.Sprint(secs)),
 		"headers", newObject("Authorization", "Bearer $TOLLGATE_HOOK_TOKEN"),
 		"allowedEnvVars", []any{"TOLLGATE_HOOK_TOKEN"})
@@ -254,7 +300,8 @@ func httpHandler(f *hookFlags, a hooks.Agent, event string) *jsonObject {
 
 // isTollgateHook reports whether a handler of an agent's settings is one
 // tollgate installed for the agent: a command running 'tollgate hook
-// AGENT', or an http hook posting to /v1/hooks/AGENT.
+// AGENT' or 'tollgate-hook AGENT', or an http hook posting to
+// /v1/hooks/AGENT.
 func isTollgateHook(h any, a hooks.Agent) bool {
 	o, ok := h.(*jsonObject)
 	if !ok {
@@ -263,7 +310,12 @@ func isTollgateHook(h any, a hooks.Agent) bool {
 	switch t, _ := o.get("type").(string); t {
 	case "command":
 		cmd, _ := o.get("command").(string)
-		return strings.Contains(cmd, " hook "+string(a)+" ")
+		for _, mark := range []string{" hook ", hookBinary + " ", hookBinary + "' "} {
+			if strings.Contains(cmd, mark+string(a)+" ") {
+				return true
+			}
+		}
+		return false
 	case "http":
 		url, _ := o.get("url").(string)
 		return strings.Contains(url, "/v1/hooks/"+string(a))
@@ -404,10 +456,10 @@ func editSettings(t installTarget, stdout, stderr io.Writer, dryRun bool, edit f
 // checkHookTimeout asks the server how long its questions may wait, and
 // says so when the hook would stop waiting first.
 func checkHookTimeout(ctx context.Context, f *hookFlags, stdout io.Writer) {
-	tok, _ := f.token()
+	tok, _ := client.Token(f.TokenFile)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(f.server, "/")+"/v1/hooks", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(f.Server, "/")+"/v1/hooks", nil)
 	if err != nil {
 		return
 	}
@@ -427,12 +479,12 @@ func checkHookTimeout(ctx context.Context, f *hookFlags, stdout io.Writer) {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stdout, "could not ask %s how long its questions wait (%v): make sure --timeout %s is longer than its hook policy's longest timeout\n", f.server, err, f.timeout)
+		fmt.Fprintf(stdout, "could not ask %s how long its questions wait (%v): make sure --timeout %s is longer than its hook policy's longest timeout\n", f.Server, err, f.Timeout)
 		return
 	}
-	wait := f.timeout - hookMargin
+	wait := f.Timeout - client.HookMargin
 	if max := time.Duration(info.Max) * time.Second; max > 0 && wait < max {
 		fmt.Fprintf(stdout, "warning: the server's hook policy lets a question wait up to %s, but the hook waits %s: questions will be cut to that, and denied when it passes. Give --timeout %s or more to wait as long as the policy says.\n",
-			max, wait.Round(time.Second), (max + hookMargin + time.Second).Round(time.Second))
+			max, wait.Round(time.Second), (max + client.HookMargin + time.Second).Round(time.Second))
 	}
 }
