@@ -159,6 +159,16 @@ func hookInstall(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err != nil {
 		return fail(stderr, "hook install", err)
 	}
+	if f.TokenFile == "" {
+		// Named in the hook, so that a TOLLGATE_TOKEN in the agent's
+		// environment (a reviewer's, for tollgate questions) is not sent
+		// instead.
+		if def := client.DefaultTokenFile(); def != "" {
+			if _, err := os.Stat(def); err == nil {
+				f.TokenFile = def
+			}
+		}
+	}
 	handlers := map[string]*jsonObject{}
 	for _, ev := range hookEvents(a) {
 		if *useHTTP {
