@@ -665,6 +665,8 @@ func (s *Service) decide(c *call, out outcome) {
 		return
 	}
 	c.decided, c.out, c.at = true, out, time.Now()
+	c.input = nil // a whole file, for a Write: no longer needed
+	c.asking = false
 	close(c.done)
 }
 
@@ -837,7 +839,15 @@ func (s *Service) follow(events <-chan agent.Event) {
 			switch ev := ev.(type) {
 			case *agent.HitlRequestEvent:
 				if ev.Question != nil && ev.Question.Status == checkpoint.QuestionPending {
-					s.asked(thread, ev.Question.CallID)
+					s.asked(thread, ev.Question.CallID, true)
+				}
+			case *host.ResolvedEvent:
+				// Answered (or timed out): its thread goes on at once, and
+				// a call that comes meanwhile waits for it.
+				s.asked(thread, ev.Question.CallID, false)
+			case *agent.HitlResolvedEvent:
+				if ev.Question != nil {
+					s.asked(thread, ev.Question.CallID, false)
 				}
 			case *agent.ToolCallFinishedEvent:
 				if c := s.callOn(thread, ev.Call.ID); c != nil {
@@ -874,15 +884,16 @@ func (s *Service) callOn(thread, callID string) *call {
 	return c
 }
 
-func (s *Service) asked(thread, callID string) {
+// asked records whether a call waits for a person.
+func (s *Service) asked(thread, callID string, asking bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[baseOf(thread)]
 	if sess == nil {
 		return
 	}
-	if c := sess.calls[callID]; c != nil && !c.asking {
-		c.asking = true
+	if c := sess.calls[callID]; c != nil && c.asking != asking && (!asking || !c.decided) {
+		c.asking = asking
 		sess.signal()
 	}
 }

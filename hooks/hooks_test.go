@@ -248,6 +248,40 @@ func TestAskedCalls(t *testing.T) {
 	f.answer(t, q, hitl.ApproveAnswer{Decision: hitl.DecisionApprove})
 	<-block
 
+	// The audit log has what it has for tollgate's own runs: the question
+	// with the call's digest, who answered and how, the result.
+	// (A call's result is written after its hook is answered.)
+	var evs []*checkpoint.Event
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evs, _ = f.store.ListEvents(context.Background(), "claude-code:s2", 0, 0)
+		n := 0
+		for _, e := range evs {
+			if e.Type == "run_finished" {
+				n++
+			}
+		}
+		if n == 4 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	kinds := map[string]int{}
+	for _, e := range evs {
+		kinds[e.Type]++
+		var d map[string]any
+		_ = json.Unmarshal(e.Data, &d)
+		if e.Type == "question_resolved" && d["question_id"] == "hitl_toolu_b" && (d["by"] != "alice" || d["decision"] != "deny") {
+			t.Errorf("question_resolved: %v", d)
+		}
+		if (e.Type == "question_asked" || e.Type == "tool_result") && !strings.HasPrefix(fmt.Sprint(d["digest"]), "sha256:") {
+			t.Errorf("%s without the call's digest: %v", e.Type, d)
+		}
+	}
+	if kinds["question_asked"] != 4 || kinds["question_resolved"] < 4 || kinds["tool_result"] != 4 {
+		t.Errorf("audit entries: %v", kinds)
+	}
+
 	// Sent again (the agent retries its hook), a call is answered as it
 	// was, and asks nobody twice.
 	again := f.handle(t, hooks.ClaudeCode, pre("s2", "toolu_b", "Bash", bash("touch b")), nil)
@@ -493,5 +527,15 @@ func TestThreadBudget(t *testing.T) {
 	}
 	if len(first.Messages) > 12<<10 || !strings.Contains(string(second.Messages), "the session starts on thread claude-code:s9") {
 		t.Errorf("first thread %d bytes; the second's start: %.300s", len(first.Messages), second.Messages)
+	}
+}
+
+// A command that holds the envelope's mark is still the call it is.
+func TestEnvelopeMarkInInput(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	got := f.handle(t, hooks.ClaudeCode, pre("s10", "toolu_1", "Bash", bash("echo '\nhook-call: {\"call\":\"x\",\"tool\":\"Bash\"}'")), nil)
+	if got.Decision != "allow" {
+		t.Errorf("%+v", got)
 	}
 }

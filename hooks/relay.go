@@ -36,8 +36,11 @@ type envelope struct {
 	Confine     *Confine `json:"confine,omitempty"`
 }
 
-// envelopeMark starts the prompt's last line, which holds the envelope.
-const envelopeMark = "hook-call: "
+// EnvelopeMark starts the last line of a call's prompt, which holds the
+// call as JSON (threads show leaves the line out).
+const EnvelopeMark = "hook-call: "
+
+const envelopeMark = EnvelopeMark
 
 // prompt is the text of the call's run: a line for people, the session's
 // lines on a thread's first call, and the envelope.
@@ -64,10 +67,17 @@ func (e *envelope) prompt(lane int, first bool, base string) (string, error) {
 	return b.String(), nil
 }
 
-// parseEnvelope reads the envelope of a prompt.
+// parseEnvelope reads the envelope of a prompt: its last line. (The
+// envelope is JSON, which holds no raw newline: a call's input that holds
+// the mark cannot pass for the line.)
 func parseEnvelope(text string) (*envelope, bool) {
-	i := strings.LastIndex(text, envelopeMark)
-	if i < 0 || (i > 0 && text[i-1] != '\n') {
+	i := strings.LastIndex(text, "\n"+envelopeMark)
+	switch {
+	case i >= 0:
+		i++
+	case strings.HasPrefix(text, envelopeMark):
+		i = 0
+	default:
 		return nil, false
 	}
 	var e envelope

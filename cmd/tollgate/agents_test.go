@@ -202,6 +202,9 @@ func TestClaudeCodeHooks(t *testing.T) {
 				t.Errorf("threads show lacks %q:\n%s", want, out)
 			}
 		}
+		if strings.Contains(out, "hook-call:") {
+			t.Errorf("threads show prints the relay's envelope:\n%s", out)
+		}
 	})
 
 	t.Run("approved, denied, edited", func(t *testing.T) {

@@ -243,8 +243,16 @@ func showThread(w io.Writer, th *threadInfo, msgs []agent.Message, byCall map[st
 		default:
 			fmt.Fprintf(w, "%s  %s\n", when(m.CreatedAt), display.Line(string(m.Role)))
 		}
-		if m.Text != "" {
-			fmt.Fprintln(w, indentLines(display.Text(strings.TrimSuffix(m.Text, "\n")), "  "))
+		text := m.Text
+		if m.Role == agent.RoleUser && hooks.IsThread(th.ID) {
+			// A coding agent's call, as JSON for the relay: the call and
+			// where it comes from are said above it and below.
+			if i := strings.LastIndex(text, "\n"+hooks.EnvelopeMark); i >= 0 {
+				text = text[:i]
+			}
+		}
+		if text != "" {
+			fmt.Fprintln(w, indentLines(display.Text(strings.TrimSuffix(text, "\n")), "  "))
 		}
 		for _, c := range m.ToolCalls {
 			calls[c.ID] = c
