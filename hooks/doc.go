@@ -16,8 +16,8 @@
 //	// resp.Body is what the agent's hook prints (or its http hook returns)
 //
 // The server (package server) takes the hooks at POST /v1/hooks/{agent},
-// from a command hook (tollgate hook claude-code) or Claude Code's http
-// hooks.
+// from a command hook (package client: tollgate-hook claude-code, or
+// tollgate hook claude-code) or Claude Code's http hooks.
 //
 // # How a call becomes a question
 //
