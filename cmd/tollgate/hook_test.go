@@ -211,3 +211,27 @@ func TestHookInstallSmallBinaryAndConfine(t *testing.T) {
 		t.Errorf("after reinstalling with tollgate hook:\n%s", raw)
 	}
 }
+
+// The install asks the server how long its questions may wait, and says
+// when the hook would stop waiting first.
+func TestHookInstallTimeoutCheck(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/hooks" || r.Header.Get("Authorization") != "Bearer install-token-0123456789" {
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		w.Write([]byte(`{"agents": ["claude-code", "codex"], "max_timeout_seconds": 900}`))
+	}))
+	defer srv.Close()
+	tok := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tok, []byte("install-token-0123456789"), 0o600)
+	dir := t.TempDir()
+	_, out, _ := runCLI(t, "", "hook", "install", "claude-code", "--project", dir, "--server", srv.URL, "--token-file", tok, "--timeout", "5m")
+	if !strings.Contains(out, "lets a question wait up to 15m0s, but the hook waits 4m58s") || !strings.Contains(out, "--timeout 15m3s") {
+		t.Errorf("a hook shorter than the policy's questions is not said:\n%s", out)
+	}
+	_, out, _ = runCLI(t, "", "hook", "install", "claude-code", "--project", dir, "--server", srv.URL, "--token-file", tok, "--timeout", "20m")
+	if strings.Contains(out, "warning") {
+		t.Errorf("a hook long enough is warned about:\n%s", out)
+	}
+}
