@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 	"github.com/tollgate-ai/tollgate/server"
 )
 
@@ -37,6 +39,11 @@ same run:
   HTTP endpoint  POST /v1/hooks/claude-code, as Claude Code's http hook
                  does (one kept-alive connection), beside an HTTP server
                  in this process that answers allow at once
+
+Beside them, one commit of a SQLite store on the same disk: the HTTP
+endpoint's decision of an allowed call takes two (the call's prompt, then
+the model's message with the executing claim) before the hook is
+answered, so two commits is its limit on this disk.
 
 The kinds take turns, N calls each a round, -pause apart (an agent's
 model works between two calls, and the run of the last one has ended);
@@ -115,7 +122,18 @@ func hooksCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	rawScript := filepath.Join(dir, "allow.sh")
 	os.WriteFile(rawScript, []byte("#!/bin/sh\ncat >/dev/null\nprintf '%s' '"+allowJSON+"'\n"), 0o755)
 
+	// The raw limit of a durable decision: one commit of the same kind of
+	// store on the same disk, taking turns with the hooks.
+	rawStore, err := sqlite.Open(ctx, filepath.Join(dir, "raw.db"), nil)
+	if err != nil {
+		return err
+	}
+	defer rawStore.Close()
 	kinds := []hookKind{
+		{name: "SQLite, one commit (raw limit of a decision)", call: func(i int) (string, error) {
+			_, err := rawStore.AppendEvent(ctx, &checkpoint.Event{ThreadID: "bench", Type: "bench", Data: []byte(`{}`)})
+			return `"permissionDecision":"allow"`, err
+		}},
 		{name: "command hook, raw (sh: read, print allow)", call: func(i int) (string, error) { return runHook(ctx, []string{rawScript}, payload("raw-cmd", i)) }},
 		{name: "command hook, tollgate-hook claude-code", call: func(i int) (string, error) {
 			return runHook(ctx, []string{*small, "claude-code", "--server", base, "--token-file", tokenFile, "--timeout", "60s"}, payload("small", i))
@@ -156,7 +174,7 @@ func hooksCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		s := statsOf(samples[k])
 		fmt.Fprintf(stdout, "%-45s %10s %10s %10s\n", kd.name, ms(s.P50), ms(s.P90), ms(s.P99))
 	}
-	for _, pair := range [][2]int{{0, 1}, {0, 2}, {3, 4}} {
+	for _, pair := range [][2]int{{1, 2}, {1, 3}, {4, 5}} {
 		raw, tg := statsOf(samples[pair[0]]), statsOf(samples[pair[1]])
 		fmt.Fprintf(stdout, "added: %-38s %10s %10s %10s\n", kinds[pair[1]].name, ms(tg.P50-raw.P50), ms(tg.P90-raw.P90), ms(tg.P99-raw.P99))
 	}

@@ -64,7 +64,9 @@
 //   - Calls the agent makes at once are decided independently: a call
 //     made while every thread of its session waits for a person goes on
 //     a further thread of the session (claude-code:SESSION~2), so no call
-//     waits behind another's question.
+//     waits behind another's question. So does a call once the session's
+//     thread holds Config.ThreadBytes: each call is a run, and a run reads
+//     its whole thread.
 //
 // Codex (0.169) takes allow only with updatedInput (it is always sent),
 // runs a call whose hook says ask (never sent: a deny instead), and runs

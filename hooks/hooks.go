@@ -39,9 +39,10 @@ type Config struct {
 	// ThreadBytes bounds a session's thread: once its messages pass it,
 	// the session's calls go on its next thread. Every call is a run, and
 	// a run reads and decodes its whole thread: a session kept on one
-	// thread would make each call slower than the last (bench/README.md,
-	// "Coding agents' hooks"). Zero: 256 KiB, some 150 to 200 calls of a
-	// shell or a small edit.
+	// thread would make each call slower than the last, some 3 ms more
+	// for every 100 KiB on a busy two-core machine (bench/README.md,
+	// "Coding agents' hooks"). Zero: 64 KiB, some 50 calls of a shell or
+	// a small edit.
 	ThreadBytes int
 	// Logger receives the service's own messages. Zero: slog.Default().
 	Logger *slog.Logger
@@ -90,7 +91,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.ThreadBytes <= 0 {
-		cfg.ThreadBytes = 256 << 10
+		cfg.ThreadBytes = 64 << 10
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{}, closing: make(chan struct{}), stop: make(chan struct{})}
 	s.tools = &toolSet{schemas: builtinSchemas(), handler: s.handOn}
