@@ -1076,8 +1076,8 @@ func TestBrowserAgentOutput(t *testing.T) {
 	}
 	tb := b.open(t, e.ts.URL+"/#q=out-1/"+qs[0]["id"].(string))
 	tb.signIn()
-	tb.waitConversation("the agent's output", "↩ Claude Code ran Bash (36 ms)")
-	if got := js[string](tb, `[...document.querySelectorAll('#thread-body .msg.event.output pre')].map((p) => p.textContent).join('|')`); got != "a.txt\n<b>b.txt</b>" {
+	tb.waitConversation("the agent's output", "claude-code ran Bash")
+	if got := js[string](tb, `[...document.querySelectorAll('#thread-body .msg.output pre')].map((p) => p.textContent).join('|')`); got != "a.txt\n<b>b.txt</b>" {
 		t.Errorf("the output shows as %q", got)
 	}
 	tb.shot("agent-output")

@@ -1236,21 +1236,11 @@ function eventView(ev) {
 		else if (d.status === 'aborted') text = '⏹ ' + (d.question_id || 'question') + ' aborted';
 		else text = (dec === 'denied' ? '✗ ' : '✓ ') + (d.by || 'someone') + ' ' + (dec || 'answered') + ' ' + (d.question_id || '');
 		if (d.reason) text += ': “' + d.reason + '”';
-	} else if (ev.type === 'tool_output') return outputView(ev);
+	} else if (ev.type === 'tool_output') return entry('output', (d.agent || '') + ' ran ' + d.tool, ev.at, block(d.output, 'code'));
 	else if (ev.type === 'aborted') text = '⏹ run aborted' + (d.reason ? ': ' + d.reason : '');
 	else if (ev.type === 'run_finished' && d.error) text = '⚠ run stopped with an error: ' + d.error;
 	else return null;
 	return el('li', { class: 'msg event' + (ev.type === 'question_resolved' && d.status === 'answered' ? '' : ' ev-stop') }, el('span', null, txt(text)), el('time', null, when(ev.at)));
-}
-// outputView: what a coding agent reported of a call it ran (its
-// PostToolUse hook; package hooks).
-const agentTitle = { 'claude-code': 'Claude Code', codex: 'Codex' };
-function outputView(ev) {
-	const d = ev.data || {};
-	const who = agentTitle[d.agent] || d.agent || 'the agent';
-	const head = '↩ ' + who + ' ran ' + (d.tool || 'the call') + (d.is_error ? ', and it failed' : '') + (typeof d.duration_ms === 'number' ? ' (' + d.duration_ms + ' ms)' : '');
-	return el('li', { class: 'msg event output' + (d.is_error ? ' ev-stop' : '') }, el('span', null, txt(head), el('span', { class: 'muted' }, ' ', txt(d.call_id || ''))),
-		el('time', null, when(ev.at)), d.output ? block(d.output, 'code out') : el('span', { class: 'muted' }, 'no output'));
 }
 // resolutions: one per question; the host's entry (with decision) wins.
 let byCall = new Map(); // call id -> how its question was resolved
@@ -1265,7 +1255,7 @@ function timeline() {
 			if (!prev) res.set(id, ev);
 			else if (!(prev.data || {}).decision && d.decision) res.set(id, Object.assign({}, ev, { data: Object.assign({}, prev.data, d) }));
 			else if (prev.data) prev.data = Object.assign({}, d, prev.data);
-		} else if (ev.type === 'aborted' || ev.type === 'run_finished' || ev.type === 'tool_output') other.push(ev);
+		} else other.push(ev);
 	}
 	byCall = new Map([...res.values()].map((ev) => [(ev.data || {}).call_id, ev.data]));
 	const items = (thread.data.messages || []).map((m, i) => ({ t: ms(m.created_at) || 0, i, node: () => messageView(m) }));
