@@ -68,13 +68,14 @@ type Config struct {
 // Build it, give [Service.Kind] to the host's Config.Kinds, then
 // [Service.Start] it with the host.
 type Service struct {
-	cfg     Config
-	log     *slog.Logger
-	tools   *toolSet
-	host    *host.Host
-	unsub   func()
-	stop    chan struct{}
-	stopped sync.WaitGroup
+	cfg      Config
+	log      *slog.Logger
+	tools    *toolSet
+	host     *host.Host
+	unsub    func()
+	stop     chan struct{}
+	stopped  sync.WaitGroup
+	stopOnce sync.Once
 
 	mu        sync.Mutex
 	sessions  map[string]*session // by the session's first thread
@@ -163,11 +164,13 @@ func (s *Service) Shutdown() {
 	for time.Now().Before(deadline) && s.waiting() > 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if s.unsub != nil {
-		close(s.stop)
-		s.unsub()
-		s.stopped.Wait()
-	}
+	s.stopOnce.Do(func() {
+		if s.unsub != nil {
+			close(s.stop)
+			s.unsub()
+			s.stopped.Wait()
+		}
+	})
 }
 
 func (s *Service) waiting() int {
@@ -523,8 +526,11 @@ func (s *Service) start(ctx context.Context, sess *session, p *payload, opts *Ca
 		if err != nil {
 			return fail(err)
 		}
+		s.mu.Lock()
 		c.runID = host.IdempotentRunID(l.thread, idempotencyKey(c.id))
-		text, err := env.prompt(l.n, l.bytes == 0, sess.base)
+		first := l.bytes == 0
+		s.mu.Unlock()
+		text, err := env.prompt(l.n, first, sess.base)
 		if err != nil {
 			s.freeLane(l, c)
 			return fail(err)
@@ -798,8 +804,11 @@ func (s *Service) stored(ctx context.Context, c *call) (outcome, bool) {
 // allowed is an allow with the input that runs (nil when it is the
 // agent's own).
 func (s *Service) allowed(c *call, ran json.RawMessage, reason string) outcome {
+	s.mu.Lock()
+	own := c.input // nil once decided: then this outcome is not the one kept
+	s.mu.Unlock()
 	out := outcome{allow: true, reason: reason}
-	if !sameJSON(ran, c.input) {
+	if !sameJSON(ran, own) {
 		out.input = ran
 	}
 	return out

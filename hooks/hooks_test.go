@@ -539,3 +539,13 @@ func TestEnvelopeMarkInInput(t *testing.T) {
 		t.Errorf("%+v", got)
 	}
 }
+
+func TestShutdownTwice(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.svc.Shutdown()
+	f.svc.Shutdown() // and the fixture's cleanup a third time
+	if got := f.handle(t, hooks.ClaudeCode, pre("s11", "toolu_1", "Bash", bash("ls")), nil); got.Decision != "deny" || !strings.Contains(got.Reason, "shutting down") {
+		t.Errorf("a call after shutdown: %+v", got)
+	}
+}
