@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -292,6 +293,8 @@ type session struct {
 	calls  map[string]*call // by tool_use_id
 	change chan struct{}    // closed (and replaced) when a lane is freed or asks
 	seen   time.Time
+	// project is the directory the session's first call was made in.
+	project string
 	// forgotten: calls of the session may be in its threads and not in
 	// calls (it was read from the store, or calls were swept): a call
 	// not in calls is looked for there.
@@ -354,29 +357,54 @@ func (s *Service) session(ctx context.Context, a Agent, id string) (*session, er
 	if sess != nil {
 		return sess, nil
 	}
-	lanes, err := s.readLanes(ctx, base)
+	lanes, project, err := s.readLanes(ctx, base)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sess = s.sessions[base]; sess == nil {
-		sess = &session{agent: a, base: base, id: id, lanes: lanes, calls: map[string]*call{}, change: make(chan struct{}), seen: time.Now(), forgotten: len(lanes) > 0}
+		sess = &session{agent: a, base: base, id: id, lanes: lanes, project: project, calls: map[string]*call{},
+			change: make(chan struct{}), seen: time.Now(), forgotten: len(lanes) > 0}
 		s.sessions[base] = sess
 	}
 	return sess, nil
 }
 
-// readLanes reads the threads a session has in the store.
-func (s *Service) readLanes(ctx context.Context, base string) ([]*lane, error) {
-	var lanes []*lane
+// projectOf is the session's project: the directory its first call was
+// made in, which the policy's dir stays for the whole session (the agent
+// may report another directory later: one it cd'd to, say).
+func (s *Service) projectOf(sess *session, cwd string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess.project == "" {
+		sess.project = cwd
+	}
+	return sess.project
+}
+
+// readLanes reads the threads a session has in the store, and its
+// project, from the first call of its first thread.
+func (s *Service) readLanes(ctx context.Context, base string) (lanes []*lane, project string, err error) {
 	for n := 1; ; n++ {
 		th, err := s.cfg.Store.LoadThread(ctx, laneThread(base, n))
 		if errors.Is(err, checkpoint.ErrNotFound) {
-			return lanes, nil
+			return lanes, project, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, "", err
+		}
+		if n == 1 {
+			// The first message alone: the thread may be long.
+			var first struct {
+				Text string `json:"text"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(th.Messages))
+			if t, _ := dec.Token(); t == json.Delim('[') && dec.More() && dec.Decode(&first) == nil {
+				if e, ok := parseEnvelope(first.Text); ok {
+					project = e.dir()
+				}
+			}
 		}
 		lanes = append(lanes, &lane{n: n, thread: th.ID, held: th.Status == checkpoint.ThreadRunning, bytes: len(th.Messages)})
 	}
@@ -516,7 +544,7 @@ func (s *Service) start(ctx context.Context, sess *session, p *payload, opts *Ca
 		s.mu.Unlock()
 		return nil, err
 	}
-	env := envelope{Agent: sess.agent, Session: sess.id, Cwd: p.Cwd, Transcript: p.TranscriptPath, PermissionMode: p.PermissionMode,
+	env := envelope{Agent: sess.agent, Session: sess.id, Cwd: p.Cwd, Project: s.projectOf(sess, p.Cwd), Transcript: p.TranscriptPath, PermissionMode: p.PermissionMode,
 		Turn: p.TurnID, Tool: p.ToolName, Call: p.ToolUseID, Input: p.ToolInput, Confine: opts.Confine}
 	if opts.Wait > 0 {
 		env.WaitSeconds = int(opts.Wait / time.Second)

@@ -94,8 +94,13 @@ func startFixture(t *testing.T, store checkpoint.Store, threadBytes ...int) *fix
 }
 
 func pre(session, id, tool string, input any) []byte {
+	return preIn("/home/me/p", session, id, tool, input)
+}
+
+// preIn is pre with the directory the agent says it is in.
+func preIn(cwd, session, id, tool string, input any) []byte {
 	in, _ := json.Marshal(input)
-	b, _ := json.Marshal(map[string]any{"session_id": session, "transcript_path": "/home/me/.claude/t.jsonl", "cwd": "/home/me/p",
+	b, _ := json.Marshal(map[string]any{"session_id": session, "transcript_path": "/home/me/.claude/t.jsonl", "cwd": cwd,
 		"permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": json.RawMessage(in), "tool_use_id": id})
 	return b
 }
@@ -547,5 +552,51 @@ func TestShutdownTwice(t *testing.T) {
 	f.svc.Shutdown() // and the fixture's cleanup a third time
 	if got := f.handle(t, hooks.ClaudeCode, pre("s11", "toolu_1", "Bash", bash("ls")), nil); got.Decision != "deny" || !strings.Contains(got.Reason, "shutting down") {
 		t.Errorf("a call after shutdown: %+v", got)
+	}
+}
+
+// The policy's dir is the session's project, the directory of its first
+// call: a later call the agent says it makes elsewhere (after a cd /) is
+// not inside the project for that.
+func TestProjectStays(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "t.db")
+	store, err := sqlite.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFixture(t, store)
+	write := func(f *fixture, id, cwd, path string) (answer, chan answer) {
+		ch := make(chan answer, 1)
+		go func() {
+			ch <- f.handle(t, hooks.ClaudeCode, preIn(cwd, "s12", id, "Write", map[string]any{"file_path": path, "content": "x"}), nil)
+		}()
+		select {
+		case a := <-ch:
+			return a, nil
+		case <-time.After(2 * time.Second):
+			return answer{}, ch
+		}
+	}
+	if got, _ := write(f, "toolu_1", "/home/me/p", "/home/me/p/a.go"); got.Decision != "allow" {
+		t.Fatalf("inside: %+v", got)
+	}
+	if got, waiting := write(f, "toolu_2", "/", "/etc/hosts"); waiting == nil {
+		t.Fatalf("a write outside the project, from a cwd of /: %+v, want it asked", got)
+	}
+	// After a restart the project is read from the session's thread.
+	f.svc.Shutdown()
+	f.host.Shutdown(context.Background())
+	store.Close()
+	store, err = sqlite.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	f = startFixture(t, store)
+	defer f.host.Shutdown(context.Background())
+	defer f.svc.Shutdown()
+	if got, waiting := write(f, "toolu_3", "/", "/etc/passwd"); waiting == nil {
+		t.Fatalf("after a restart: %+v, want it asked", got)
 	}
 }

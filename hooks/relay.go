@@ -21,9 +21,13 @@ import (
 // the thread sees where the call came from. The prompt is written by the
 // service alone (the server takes no message on these threads).
 type envelope struct {
-	Agent          Agent           `json:"agent"`
-	Session        string          `json:"session"`
+	Agent   Agent  `json:"agent"`
+	Session string `json:"session"`
+	// Cwd is the directory the agent says the call is made in; Project
+	// the one the session's first call was made in, which the policy
+	// sees as dir.
 	Cwd            string          `json:"cwd,omitempty"`
+	Project        string          `json:"project,omitempty"`
 	Transcript     string          `json:"transcript,omitempty"`
 	PermissionMode string          `json:"permission_mode,omitempty"`
 	Turn           string          `json:"turn,omitempty"`
@@ -34,6 +38,14 @@ type envelope struct {
 	// no longer.
 	WaitSeconds int      `json:"wait_seconds,omitempty"`
 	Confine     *Confine `json:"confine,omitempty"`
+}
+
+// dir is the directory the policy reads as dir: the session's project.
+func (e *envelope) dir() string {
+	if e.Project != "" {
+		return e.Project
+	}
+	return e.Cwd
 }
 
 // EnvelopeMark starts the last line of a call's prompt, which holds the
@@ -148,7 +160,7 @@ func (s *Service) policy() hitl.Policy {
 			return hitl.Deny("tollgate: this call did not come from a coding agent's hook")
 		}
 		pc := *c
-		pc.Dir = env.Cwd
+		pc.Dir = env.dir()
 		d := s.cfg.Policy(ctx, &pc)
 		if d.Action() == "approve" && env.Confine != nil && c.Tool == "Bash" && !env.Confine.Enforced {
 			why := env.Confine.WhyNot
@@ -168,6 +180,9 @@ func (s *Service) policy() hitl.Policy {
 		details := map[string]any{"agent": env.Agent.Title(), "session": env.Session}
 		if env.Cwd != "" {
 			details["cwd"] = env.Cwd
+		}
+		if d := env.dir(); d != env.Cwd {
+			details["project"] = d
 		}
 		if env.Transcript != "" {
 			details["transcript"] = env.Transcript
@@ -218,7 +233,7 @@ func (s *Service) handOn(ctx context.Context, _ map[string]any) (agent.ToolResul
 		if s.cfg.Explain != nil {
 			var args map[string]any
 			_ = json.Unmarshal(input, &args)
-			d := s.cfg.Explain(ctx, policy.Call{Tool: tc.Call.Name, Args: args, ThreadID: tc.ThreadID, Dir: env.Cwd})
+			d := s.cfg.Explain(ctx, policy.Call{Tool: tc.Call.Name, Args: args, ThreadID: tc.ThreadID, Dir: env.dir()})
 			if d.Rule != "" {
 				reason += " (rule " + d.Rule + ")"
 				hook["rule"] = d.Rule
