@@ -30,6 +30,14 @@ type Config struct {
 	SystemPrompt string
 	// Tools the model may call. Names must be unique.
 	Tools []*Tool
+	// ToolFor, if set, gives the tool of a name the model called that is
+	// not one of Tools (nil: the call is refused as an unknown tool). It
+	// serves a provider that relays calls another program makes, whose
+	// tool names are not known in advance (an MCP server's, a coding
+	// agent's). Its tools are never offered to the model. It must give
+	// the same tool (name and schema) for the same name every time: a
+	// resumed run and an edit are checked against it again.
+	ToolFor func(name string) *Tool
 	// Middleware hooks, in order (see [Middleware] for the order of
 	// after-hooks).
 	Middleware []Middleware
@@ -69,6 +77,7 @@ type Agent struct {
 	system      string
 	tools       []*Tool
 	toolsByName map[string]*Tool
+	toolFor     func(name string) *Tool
 	middleware  []Middleware
 	channel     Channel
 	store       checkpoint.Store
@@ -119,7 +128,7 @@ func New(cfg Config) (*Agent, error) {
 		middleware: cfg.Middleware, channel: cfg.Channel, store: cfg.Checkpointer,
 		threadID: cfg.ThreadID, maxTurns: cfg.MaxTurns, maxParallel: cfg.MaxParallelTools,
 		maxArgBytes: cfg.MaxArgBytes,
-		clock:       cfg.Clock, log: cfg.Logger, toolsByName: map[string]*Tool{},
+		clock:       cfg.Clock, log: cfg.Logger, toolsByName: map[string]*Tool{}, toolFor: cfg.ToolFor,
 	}
 	for _, t := range cfg.Tools {
 		if t == nil {
@@ -199,8 +208,19 @@ func (a *Agent) Store() checkpoint.Store { return a.store }
 // Tools returns the agent's tools.
 func (a *Agent) Tools() []*Tool { return slices.Clone(a.tools) }
 
-// Tool returns the tool with that name, or nil.
-func (a *Agent) Tool(name string) *Tool { return a.toolsByName[name] }
+// Tool returns the tool with that name (one of Config.Tools, else
+// Config.ToolFor's), or nil.
+func (a *Agent) Tool(name string) *Tool {
+	if t := a.toolsByName[name]; t != nil {
+		return t
+	}
+	if a.toolFor != nil {
+		if t := a.toolFor(name); t != nil && t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
 
 // Subscribe returns a subscription to the agent's events with room for
 // buffer events (zero: 256). See [Subscription] for what it sees.

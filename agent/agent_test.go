@@ -666,3 +666,61 @@ func TestPromptWithStaleThread(t *testing.T) {
 		t.Fatalf("messages %q", got)
 	}
 }
+
+// A tool no Config.Tools names comes from ToolFor: validated against its
+// schema and run like any other, never offered to the model; a name
+// ToolFor has nothing for (or gives another tool for) is unknown.
+func TestToolFor(t *testing.T) {
+	t.Parallel()
+	made := map[string]int{}
+	var mu sync.Mutex
+	toolFor := func(name string) *agent.Tool {
+		mu.Lock()
+		made[name]++
+		mu.Unlock()
+		switch {
+		case strings.HasPrefix(name, "mcp__"):
+			return agent.NewTool(name, "relayed", func(ctx context.Context, a echoArgs) (string, error) {
+				return name + ": " + a.Text, nil
+			}, nil)
+		case name == "liar":
+			return echoTool() // named echo: not the tool called
+		}
+		return nil
+	}
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{
+			scripted.Call("c1", "mcp__s__say", echoArgs{"hi"}),
+			scripted.Call("c2", "mcp__s__say", map[string]any{"text": 5}),
+			scripted.Call("c3", "nope", echoArgs{"x"}),
+			scripted.Call("c4", "liar", echoArgs{"x"}),
+		}, Check: func(req *agent.Request) error {
+			for _, tl := range req.Tools {
+				if tl.Name != "echo" {
+					return fmt.Errorf("the model was offered %q", tl.Name)
+				}
+			}
+			return nil
+		}},
+		scripted.Turn{Text: "done"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{echoTool()}, ToolFor: toolFor})
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	rs := toolResults(t, a)
+	if len(rs) != 4 || rs[0].IsError || rs[0].Content != "mcp__s__say: hi" {
+		t.Fatalf("ToolFor's tool did not run: %+v", rs)
+	}
+	if !rs[1].IsError || !strings.Contains(rs[1].Content, "want string") {
+		t.Errorf("ToolFor's tool's schema was not checked: %+v", rs[1])
+	}
+	for _, r := range rs[2:] {
+		if !r.IsError || !strings.Contains(r.Content, "Unknown tool") {
+			t.Errorf("%s: want an unknown tool, got %+v", r.CallID, r)
+		}
+	}
+	if a.Tool("mcp__x__y") == nil || a.Tool("liar") != nil || a.Tool("echo") == nil {
+		t.Error("Agent.Tool does not consult ToolFor as the run does")
+	}
+}

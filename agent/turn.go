@@ -139,7 +139,7 @@ func turnError(errs []error) error {
 // turn's result messages, which are appended to the thread in that write.
 func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, call ToolCall, rec *checkpoint.ToolCall, sem chan struct{}, endTurn func(ToolResult) []Message) (ToolResult, error) {
 	runID := rs.th.RunID
-	tool := a.toolsByName[call.Name]
+	tool := a.Tool(call.Name)
 	var res ToolResult
 	var ran json.RawMessage // the arguments the call ran with, or would have
 	var digest string       // their digest, when known already

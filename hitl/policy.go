@@ -125,6 +125,10 @@ type PolicyContext struct {
 	// ([agent.Tool.Annotations]: an MCP server's hints, for one). Hints,
 	// not facts: a server may say anything of its tools.
 	Annotations map[string]any
+	// Dir is the directory the call works in, when whoever relays the
+	// call knows it (a coding agent's project: package hooks sets it
+	// before its policy runs); "" otherwise. Policy files read it as dir.
+	Dir string
 }
 
 // Policy classifies a tool call. It must be free of side effects: it runs

@@ -46,6 +46,61 @@ type Config struct {
 	// in other processes): see [Coordinator] and package cluster. Nil:
 	// this host is the only one driving the store's runs.
 	Coordinator Coordinator
+	// Kinds are more templates, for threads whose runs are made of other
+	// things than Agent's (package hooks' threads, where a coding agent's
+	// calls are relayed): a thread runs with the first kind whose Match
+	// accepts its id, else with Agent. Whatever takes a thread's answers
+	// and drives its runs — this host, another replica, a command line —
+	// must be given the same kinds.
+	Kinds []Kind
+}
+
+// Kind is a template of runs for some threads: see [Config].Kinds.
+type Kind struct {
+	// Name names the kind in errors.
+	Name string
+	// Match reports whether a thread is of this kind. It must depend on
+	// the id alone.
+	Match func(threadID string) bool
+	// Agent is the template of the kind's runs, set up as Config.Agent
+	// is (Provider required; ThreadID, Checkpointer and Channel set by
+	// the host; Clock when zero).
+	Agent agent.Config
+}
+
+// template is a template of runs with its tools by name.
+type template struct {
+	name  string
+	match func(threadID string) bool
+	cfg   agent.Config
+	tools map[string]*agent.Tool
+}
+
+func newTemplate(name string, match func(string) bool, cfg agent.Config, c clock.Clock) *template {
+	if cfg.Clock == nil {
+		cfg.Clock = c
+	}
+	t := &template{name: name, match: match, cfg: cfg, tools: map[string]*agent.Tool{}}
+	for _, tl := range cfg.Tools {
+		if tl != nil {
+			t.tools[tl.Name()] = tl
+		}
+	}
+	return t
+}
+
+// tool is the template's tool of that name (Tools, else ToolFor's), or
+// nil.
+func (t *template) tool(name string) *agent.Tool {
+	if tl := t.tools[name]; tl != nil {
+		return tl
+	}
+	if t.cfg.ToolFor != nil {
+		if tl := t.cfg.ToolFor(name); tl != nil && tl.Name() == name {
+			return tl
+		}
+	}
+	return nil
 }
 
 // Errors of the host's methods.
@@ -70,8 +125,8 @@ var (
 // is no second implementation of a run here.
 type Host struct {
 	store    checkpoint.Store
-	template agent.Config
-	tools    map[string]*agent.Tool
+	template *template   // Config.Agent
+	kinds    []*template // Config.Kinds
 	clock    clock.Clock
 	log      *slog.Logger
 	answers  *hitl.CheckpointedChannel
@@ -130,7 +185,7 @@ func New(cfg Config) (*Host, error) {
 		return nil, errors.New("host: Config.Agent.Provider is required")
 	}
 	h := &Host{
-		store: cfg.Store, template: cfg.Agent, tools: map[string]*agent.Tool{},
+		store: cfg.Store,
 		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll, coord: cfg.Coordinator,
 		runs: map[string]*run{}, queued: map[string]bool{}, parked: map[string]struct{}{},
 		failed: map[string]error{}, selfResolved: map[string]time.Time{},
@@ -141,9 +196,6 @@ func New(cfg Config) (*Host, error) {
 	}
 	if h.clock == nil {
 		h.clock = clock.Real
-	}
-	if h.template.Clock == nil {
-		h.template.Clock = h.clock
 	}
 	if h.log == nil {
 		h.log = cfg.Agent.Logger
@@ -157,17 +209,24 @@ func New(cfg Config) (*Host, error) {
 	if h.poll <= 0 {
 		h.poll = 30 * time.Second
 	}
-	for _, t := range cfg.Agent.Tools {
-		if t != nil {
-			h.tools[t.Name()] = t
+	h.template = newTemplate("", nil, cfg.Agent, h.clock)
+	for i, k := range cfg.Kinds {
+		if k.Match == nil || k.Agent.Provider == nil {
+			return nil, fmt.Errorf("host: Config.Kinds[%d] (%s) needs Match and Agent.Provider", i, k.Name)
 		}
+		h.kinds = append(h.kinds, newTemplate(k.Name, k.Match, k.Agent, h.clock))
 	}
 	h.answers = hitl.NewCheckpointedChannel(h.store, "", &hitl.ChannelOptions{Clock: h.clock})
 	h.parkCh = &parkChannel{h: h}
 	// Built once to report a template that can never run (a nil tool,
 	// two tools of one name) now rather than at the first run.
-	if _, err := h.newAgent("host-check"); err != nil {
-		return nil, err
+	for _, t := range append([]*template{h.template}, h.kinds...) {
+		if _, err := t.newAgent("host-check", h); err != nil {
+			if t.name != "" {
+				err = fmt.Errorf("host: kind %s: %w", t.name, err)
+			}
+			return nil, err
+		}
 	}
 	return h, nil
 }
@@ -175,11 +234,26 @@ func New(cfg Config) (*Host, error) {
 // Store is the host's store.
 func (h *Host) Store() checkpoint.Store { return h.store }
 
-// Tool returns the template's tool of that name, or nil.
-func (h *Host) Tool(name string) *agent.Tool { return h.tools[name] }
+// Tool returns the template's tool of that name (Config.Agent's, not a
+// kind's), or nil.
+func (h *Host) Tool(name string) *agent.Tool { return h.template.tool(name) }
+
+// templateOf is the template a thread runs with.
+func (h *Host) templateOf(threadID string) *template {
+	for _, k := range h.kinds {
+		if k.match(threadID) {
+			return k
+		}
+	}
+	return h.template
+}
 
 func (h *Host) newAgent(threadID string) (*agent.Agent, error) {
-	cfg := h.template
+	return h.templateOf(threadID).newAgent(threadID, h)
+}
+
+func (t *template) newAgent(threadID string, h *Host) (*agent.Agent, error) {
+	cfg := t.cfg
 	cfg.ThreadID = threadID
 	cfg.Checkpointer = h.store
 	cfg.Channel = h.parkCh
@@ -1174,13 +1248,14 @@ func (h *Host) checkAnswer(ctx context.Context, q *checkpoint.Question, raw json
 	default:
 		return nil
 	}
-	tool := h.tools[toolName]
+	tmpl := h.templateOf(q.ThreadID)
+	tool := tmpl.tool(toolName)
 	if tool == nil {
 		return fmt.Errorf("tool %q is not one this host runs, so an edit of it cannot be checked", toolName)
 	}
 	check := &agent.EditCheck{ThreadID: q.ThreadID, CallID: q.CallID, Tool: tool, Args: edited}
 	checked := false
-	for _, m := range h.template.Middleware {
+	for _, m := range tmpl.cfg.Middleware {
 		ec, ok := m.(agent.EditChecker)
 		if !ok {
 			continue

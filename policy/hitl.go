@@ -32,7 +32,7 @@ func hitlPolicy(current func() *Policy) hitl.Policy {
 			return hitl.AskUser(hitl.AskOptions{Timeout: DefaultTimeout, Details: map[string]any{
 				"matched_rule": RuleError, "impact": DefaultImpact, "policy_error": err.Error()}})
 		}
-		d := current().Evaluate(ctx, Call{Tool: c.Tool, Args: args, ThreadID: c.ThreadID, Annotations: c.Annotations})
+		d := current().Evaluate(ctx, Call{Tool: c.Tool, Args: args, ThreadID: c.ThreadID, Annotations: c.Annotations, Dir: c.Dir})
 		switch d.Action {
 		case Allow:
 			return hitl.Approve()

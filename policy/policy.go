@@ -75,6 +75,11 @@ type Call struct {
 	// read them as annotations; no rule matches because of them alone,
 	// and an ask shows them to the reviewer. Nil: none.
 	Annotations map[string]any
+	// Dir is the directory the call works in, when the caller knows it:
+	// a coding agent's project, as its hook reports it (package hooks).
+	// Conditions read it as dir, and give it to path_inside. Empty:
+	// unknown, and no path is inside it.
+	Dir string
 }
 
 // Decision is the engine's verdict on a call.
@@ -304,6 +309,20 @@ type toolRules struct {
 // File is the file the policy was loaded from.
 func (p *Policy) File() string { return p.file }
 
+// MaxTimeout is the longest an ask of this policy waits for a person:
+// the default timeout or a rule's, whichever is longest. Whoever waits
+// for an answer on the asker's behalf (a coding agent's hook) must wait
+// at least this long.
+func (p *Policy) MaxTimeout() time.Duration {
+	d := p.timeout
+	for _, r := range p.rules {
+		if r.action == Ask {
+			d = max(d, r.timeout)
+		}
+	}
+	return d
+}
+
 // Default is the action for calls and shell commands no rule covers.
 func (p *Policy) Default() Action { return p.def }
 
@@ -493,7 +512,7 @@ type evaluation struct {
 func (ev *evaluation) callSize(call *Call) int {
 	if ev.size < 0 {
 		budget := 4096
-		ev.size = max(len(call.Tool), len(call.ThreadID), sizeOf(call.Args, &budget))
+		ev.size = max(len(call.Tool), len(call.ThreadID), len(call.Dir), sizeOf(call.Args, &budget))
 	}
 	return ev.size
 }

@@ -492,3 +492,19 @@ func TestShippedPoliciesSayWhy(t *testing.T) {
 		}
 	}
 }
+
+// The coding agents' example policy passes its own tests, and its shell
+// tool is the agents' Bash.
+func TestCodingAgentExample(t *testing.T) {
+	p, err := Load("../examples/policies/coding-agent.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := p.RunTests(context.Background(), p.Tests())
+	if !rep.OK() || rep.Passed < 30 {
+		t.Fatalf("%d passed, %d failed: %+v", rep.Passed, rep.Failed, rep.Results)
+	}
+	if arg, ok := p.ShellArg("Bash"); !ok || arg != "command" {
+		t.Errorf("Bash is not a shell tool of the policy (%q, %v)", arg, ok)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/host"
 )
 
@@ -76,12 +77,16 @@ type Config struct {
 	// stream beyond it is refused with 429 too_many_streams. Zero: 32;
 	// negative: no cap.
 	MaxStreamsPerToken int
+	// Hooks, if set, takes coding agents' hooks at POST /v1/hooks/{agent}
+	// (client tokens only); its threads take no messages from the API.
+	Hooks *hooks.Service
 }
 
 // Server is the HTTP layer of tollgate serve: the JSON API of API.md, the
 // event streams, the reviewer page, health and metrics.
 type Server struct {
 	host    *host.Host
+	hooks   *hooks.Service
 	store   checkpoint.Store
 	log     *slog.Logger
 	clock   clock.Clock
@@ -126,7 +131,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: Config.Host is required")
 	}
 	s := &Server{
-		host: cfg.Host, store: cfg.Host.Store(), log: cfg.Logger, clock: cfg.Clock,
+		host: cfg.Host, hooks: cfg.Hooks, store: cfg.Host.Store(), log: cfg.Logger, clock: cfg.Clock,
 		dev: cfg.DevMode, model: cfg.Model, maxBody: cfg.MaxBodyBytes,
 		ping: cfg.PingInterval, poll: cfg.PollInterval, mux: http.NewServeMux(), notices: cfg.Notices,
 	}
@@ -229,6 +234,9 @@ func (s *Server) routes(page http.Handler) {
 	s.api("GET /v1/questions/{thread}/{id}", review, s.getQuestion)
 	s.api("POST /v1/questions/{thread}/{id}/answer", review, s.answerQuestion)
 	s.api("GET /v1/stream", review, s.streamAll)
+
+	s.mux.HandleFunc("POST /v1/hooks/{agent}", s.hook)
+	s.api("GET /v1/hooks", threadsWrite, s.hookInfo)
 
 	s.mux.HandleFunc("/v1/", s.unknownRoute)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

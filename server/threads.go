@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/display"
 )
@@ -402,6 +403,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, id *identit
 	}
 	if !id.sees(threadID) {
 		return forbidden("token %q may not use thread %q", id.name, threadID)
+	}
+	if hooks.IsThread(threadID) {
+		// Its runs relay a coding agent's calls, which only the agent's
+		// hooks make.
+		return newError(http.StatusConflict, codeConflict, "thread %q is a coding agent's session: it takes calls from the agent's hooks, not messages", threadID)
 	}
 	var req struct {
 		Text string `json:"text"`

@@ -701,7 +701,10 @@ type storeSource struct {
 	// policyFile vets edits (--policy; "" is the built-in sandbox
 	// policy), as the serving process does.
 	policyFile string
-	log        *slog.Logger
+	// hookPolicyFile vets edits of coding agents' calls (--hook-policy;
+	// "" is the built-in coding-agent policy).
+	hookPolicyFile string
+	log            *slog.Logger
 	// clusters made to answer or abort on a store replicas serve.
 	clusters []*cluster.Cluster
 }
@@ -761,7 +764,11 @@ func (s *storeSource) host(ctx context.Context) (*host.Host, error) {
 		return nil, err
 	}
 	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, approval, s.log)
-	return s.newHost(ctx, host.Config{Store: s.store, Agent: tmpl, Logger: s.log})
+	hooksSvc, _, err := hookService(ctx, s.store, s.hookPolicyFile, s.log, policyWatch{})
+	if err != nil {
+		return nil, err
+	}
+	return s.newHost(ctx, host.Config{Store: s.store, Agent: tmpl, Logger: s.log, Kinds: []host.Kind{hooksSvc.Kind()}})
 }
 
 // newHost is host.New, in a cluster's when replicas serve the store: an

@@ -478,6 +478,7 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 	by := fs.String("by", "", "store only: the `name` of who answers, recorded with the answer (default: $TOLLGATE_USER, else your login name)")
 	digest := fs.String("digest", "", "answer only if the call's `digest` is this one (as questions show prints it)")
 	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "store only: the policy `file` an edit is checked against (default: the built-in sandbox policy) [TOLLGATE_POLICY]")
+	hookPolicy := fs.String("hook-policy", envDefault("TOLLGATE_HOOK_POLICY", ""), "store only: the policy `file` an edit of a coding agent's call is checked against (default: the built-in coding-agent policy), e.g. --hook-policy agents.yaml [TOLLGATE_HOOK_POLICY]")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
@@ -517,7 +518,7 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	defer src.close()
 	if s, ok := src.(*storeSource); ok {
-		s.policyFile = *policyFile
+		s.policyFile, s.hookPolicyFile = *policyFile, *hookPolicy
 	}
 	q, err := findQuestion(ctx, src, thread, id)
 	if err != nil {

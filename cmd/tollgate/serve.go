@@ -58,6 +58,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	af.register(fs, true)
 	var mcpf mcpFlags
 	mcpf.register(fs.FlagSet)
+	hookPolicy := hookPolicyFlag(fs)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
 	maxStreams := fs.Int("max-streams-per-token", server.DefaultMaxStreamsPerToken, "the most event streams one token (with the page sessions it signed in) keeps open at once; more are refused with 429 too_many_streams (0: no limit), e.g. --max-streams-per-token 64")
 	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
@@ -123,7 +124,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve: "+storePasswordRefusal)
 		return 2
 	}
-	state := statePaths(*storeURL, af.policyFile, *tokensFile)
+	state := statePaths(*storeURL, af.policyFile, *tokensFile, *hookPolicy)
 	if p := stateInside(af.dir, state); p != "" {
 		if !*stateInDir {
 			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
@@ -168,7 +169,16 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	} else {
 		log.Info("tollgate: " + line)
 	}
-	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log}
+	// Coding agents' hooks: their sessions are threads of this host.
+	// Its policy is reloaded as serve's own is (--policy-reload), and a
+	// reload that loosens it is a notice too.
+	manual, _ := parsePolicyReload(af.reload) // checked with serve's own policy
+	hookSvc, hookPolicyName, err := hookService(ctx, store, *hookPolicy, log, policyWatch{manual: manual, loosened: af.loosened})
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log, Kinds: []host.Kind{hookSvc.Kind()}}
 	// On PostgreSQL every replica is one of a cluster, be it the only one:
 	// runs, answers and deadlines go through River's jobs and leases, so
 	// that more replicas can join at any time.
@@ -196,6 +206,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
 	}
+	if err := hookSvc.Start(h); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
 	modelLabel := af.model
 	if modelLabel == "demo" || modelLabel == "" {
 		modelLabel = "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
@@ -212,6 +226,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Collectors:         collectorsOf(coord),
 		MaxStreamsPerToken: *maxStreams,
 		Notices:            notices.list,
+		Hooks:              hookSvc,
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))
@@ -222,6 +237,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	shownStore := storeurl.Redacted(*storeURL)
 	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", policyName, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
+	log.Info("tollgate: coding agents' hooks at http://"+ln.Addr().String()+"/v1/hooks/claude-code and /v1/hooks/codex (tollgate hook install)", "hook_policy", hookPolicyName)
 	if servers != nil {
 		fmt.Fprintln(stdout, "tollgate:", mcpSummary(servers))
 	}
@@ -235,8 +251,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case <-ctx.Done():
 		log.Info("tollgate: shutting down", "grace", grace.String())
 	}
-	// Streams end first (they never finish on their own), then requests in
-	// flight, then the runs: each gets the grace period to finish or park.
+	// Hooks waiting for a person are answered first (tollgate's command
+	// hook sends its call again to the next server; an agent's http hook
+	// is denied), streams end (they never finish on their own), then
+	// requests in flight, then the runs: each gets the grace period to
+	// finish or park.
+	hookSvc.Shutdown()
 	srv.Close()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
 	defer cancel()

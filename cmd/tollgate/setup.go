@@ -143,11 +143,17 @@ func loadPolicy(ctx context.Context, file string, log *slog.Logger, w policyWatc
 	return rp.HITL(), rp.SandboxFor("bash"), file, nil
 }
 
-// watchedPolicy loads a policy file and reloads it until ctx ends: when
-// it changes, or with w.manual on SIGHUP only. A reload that fails keeps
-// the previous policy and says why.
+// watchedPolicy loads a policy file as the tools that run here need it
+// (policyOptions) and reloads it until ctx ends: when it changes, or with
+// w.manual on SIGHUP only. A reload that fails keeps the previous policy
+// and says why.
 func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string, w policyWatch) (*policy.Reloadable, error) {
-	rp, err := policy.NewReloadable(file, policyOptions())
+	return watchedPolicyWith(ctx, file, policyOptions(), log, reloaded, w)
+}
+
+// watchedPolicyWith is watchedPolicy with the policy's options.
+func watchedPolicyWith(ctx context.Context, file string, opts *policy.Options, log *slog.Logger, reloaded string, w policyWatch) (*policy.Reloadable, error) {
+	rp, err := policy.NewReloadable(file, opts)
 	if err != nil {
 		return nil, err
 	}

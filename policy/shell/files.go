@@ -296,6 +296,16 @@ func (c *check) file(w word, meta bool) {
 	}
 }
 
+// SecretPath reports whether a file's path names one that often holds
+// credentials, by the list the analysis checks a command's files against
+// (the secrets of [Command]): .env files, keys, .ssh and the like, a
+// repository's config. It reads the name only.
+func SecretPath(p string) bool { return secretPath(p, false) }
+
+// InGitDir reports whether a path is a repository's .git directory or
+// below it, where git reads configuration and hooks that run programs.
+func InGitDir(p string) bool { return inGitDir(p, false) }
+
 // inGitDir reports whether p is a repository's .git directory or below
 // it. Its files may hold tokens (a remote's URL in config), and a command
 // that enters it (cd .git && cat config, find .git -name config -exec cat)

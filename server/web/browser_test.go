@@ -1133,3 +1133,23 @@ func commas(n int) string {
 	}
 	return s
 }
+
+// TestBrowserAgentOutput: what a coding agent reported of a call it ran
+// (a tool_output entry of package hooks) is in the conversation, its
+// output escaped like any other.
+func TestBrowserAgentOutput(t *testing.T) {
+	b := newBrowser(t)
+	e := newEnv(t, false)
+	qs := e.prompt("out-1", "$ ls\n$ touch x", 1)
+	data := `{"call_id":"call_1_1","tool":"Bash","agent":"claude-code","event":"PostToolUse","is_error":false,"output":"a.txt\n<b>b.txt</b>","duration_ms":36}`
+	if _, err := e.store.AppendEvent(context.Background(), &checkpoint.Event{ThreadID: "out-1", Type: "tool_output", Data: json.RawMessage(data)}); err != nil {
+		t.Fatal(err)
+	}
+	tb := b.open(t, e.ts.URL+"/#q=out-1/"+qs[0]["id"].(string))
+	tb.signIn()
+	tb.waitConversation("the agent's output", "claude-code ran Bash")
+	if got := js[string](tb, `[...document.querySelectorAll('#thread-body .msg.output pre')].map((p) => p.textContent).join('|')`); got != "a.txt\n<b>b.txt</b>" {
+		t.Errorf("the output shows as %q", got)
+	}
+	tb.shot("agent-output")
+}

@@ -54,6 +54,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -122,6 +123,10 @@ type Options struct {
 	// (without them no confined command may). Read-only commands get
 	// none.
 	Sockets []string
+	// Stdout and Stderr, if set, get the command's output as it comes
+	// (tollgate sandbox exec passes its own), instead of the Result
+	// keeping it: the Result's Stdout and Stderr are then empty.
+	Stdout, Stderr io.Writer
 }
 
 // New returns the bash tool. Its annotations say where its commands run,
@@ -278,6 +283,12 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 	}
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if o.Stdout != nil {
+		cmd.Stdout = o.Stdout
+	}
+	if o.Stderr != nil {
+		cmd.Stderr = o.Stderr
+	}
 	err := cmd.Start()
 	if c.after != nil {
 		if aerr := c.after(err); aerr != nil {

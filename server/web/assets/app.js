@@ -1208,6 +1208,7 @@ function evWords(ev) {
 			(d.latency_ms != null ? ' after ' + dur(d.latency_ms) : '') + (d.reason ? ': “' + d.reason + '”' : ''),
 		aborted: () => '⏹ run aborted' + (d.reason ? ': ' + d.reason : ''),
 		run_finished: () => (d.error ? '⚠ run stopped with an error: ' + d.error : 'run finished'),
+		tool_output: () => (d.agent || 'the agent') + ' ran ' + d.tool + ' ' + (d.call_id || ''),
 		tool_result: () => d.tool + ' ' + d.call_id + (d.is_error ? ': error' : ': ran') + (d.hitl && d.hitl.decision ? ' (' + d.hitl.decision + ')' : ''),
 	}[ev.type];
 	return w ? w() : JSON.stringify(d).slice(0, 200);
@@ -1215,6 +1216,7 @@ function evWords(ev) {
 const auditLine = (ev) => el('li', null, el('time', null, when(ev.at)), ' ', el('code', null, txt(ev.type)), ' ', txt(evWords(ev)), ev.data && ev.data.digest ? el('span', { class: 'muted', title: ev.data.digest }, ' · digest ' + String(ev.data.digest).slice(0, 15) + '…') : '');
 function eventView(ev) {
 	const d = ev.data || {};
+	if (ev.type === 'tool_output') return entry('output', (d.agent || '') + ' ran ' + d.tool, ev.at, block(d.output, 'code'));
 	if (ev.type !== 'question_resolved' && ev.type !== 'aborted' && !(ev.type === 'run_finished' && d.error)) return null;
 	return el('li', { class: 'msg event' + (ev.type === 'question_resolved' && d.status === 'answered' ? '' : ' ev-stop') }, el('span', null, txt(evWords(ev))), el('time', null, when(ev.at)));
 }
@@ -1225,7 +1227,7 @@ function timeline() {
 		// One entry a question, with what every entry of it says.
 		const id = ev.type === 'question_resolved' && ((ev.data || {}).question_id || ev.seq);
 		if (id) res.set(id, Object.assign({}, res.get(id) || ev, { data: Object.assign({}, (res.get(id) || {}).data, ev.data) }));
-		else if (ev.type === 'aborted' || ev.type === 'run_finished') other.push(ev);
+		else if (ev.type === 'aborted' || ev.type === 'run_finished' || ev.type === 'tool_output') other.push(ev);
 	}
 	const items = (thread.data.messages || []).map((m, i) => ({ t: ms(m.created_at) || 0, i, node: () => messageView(m) }));
 	let i = items.length;
