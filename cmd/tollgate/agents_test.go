@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -92,10 +93,17 @@ func (s *hookServer) pending(t *testing.T, n int) map[string]map[string]any {
 	return out
 }
 
+// answer answers q as alice, with the digest of the call she saw.
 func (s *hookServer) answer(t *testing.T, q map[string]any, answer string) {
 	t.Helper()
 	path := "/v1/questions/" + url.PathEscape(q["thread_id"].(string)) + "/" + url.PathEscape(q["id"].(string)) + "/answer"
-	if code, body := s.api(t, "POST", path, answer); code != 200 {
+	var a map[string]any
+	if err := json.Unmarshal([]byte(answer), &a); err != nil {
+		t.Fatalf("answer %s: %v", answer, err)
+	}
+	a["digest"] = q["digest"]
+	withDigest, _ := json.Marshal(a)
+	if code, body := s.api(t, "POST", path, string(withDigest)); code != 200 {
 		t.Fatalf("answering %s: %d %v", q["id"], code, body)
 	}
 }
