@@ -125,6 +125,21 @@ func New(o Options) (*Notifier, error) {
 	return n, nil
 }
 
+// SetAnswerer sets who takes the answers of buttons and links, when it
+// is made after the notifier (the host, whose cluster needs the notifier
+// first).
+func (n *Notifier) SetAnswerer(a Answerer) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.answerer = a
+}
+
+func (n *Notifier) getAnswerer() Answerer {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.answerer
+}
+
 // Config is the notifier's configuration.
 func (n *Notifier) Config() *Config { return n.cfg }
 
@@ -214,6 +229,20 @@ func (n *Notifier) Fanout(ctx context.Context, e *checkpoint.Event) ([]*checkpoi
 		return n.cfg.failed(e, p.Error)
 	}
 	return nil, nil
+}
+
+// FanoutQuestion returns the deliveries of q's creation
+// (QuestionCreated) or resolution (QuestionResolved), from q as given:
+// package cluster calls it in the transaction that commits q, where
+// nothing else can read it yet.
+func (n *Notifier) FanoutQuestion(typ string, q *checkpoint.Question) ([]*checkpoint.Delivery, error) {
+	switch typ {
+	case QuestionCreated:
+		return n.cfg.created(q)
+	case QuestionResolved:
+		return n.cfg.resolved(q)
+	}
+	return nil, fmt.Errorf("notify: no question event %q", typ)
 }
 
 // NearAt is when q's deadline_near event comes (zero: never).

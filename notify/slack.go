@@ -317,10 +317,11 @@ func (n *Notifier) answer(ctx context.Context, act *Action, who, denyReason stri
 		return nil, "Already " + display.Resolution(q) + ": nothing more was answered."
 	}
 	body, err := answerBody(q, act, denyReason)
-	if err != nil || n.answerer == nil {
+	answerer := n.getAnswerer()
+	if err != nil || answerer == nil {
 		return nil, "This server takes no answers from notifications."
 	}
-	q, err = n.answerer.AnswerWith(ctx, act.ThreadID, act.QuestionID, body, host.AnswerOptions{By: who, RequireDigest: true})
+	q, err = answerer.AnswerWith(ctx, act.ThreadID, act.QuestionID, body, host.AnswerOptions{By: who, RequireDigest: true})
 	if err != nil {
 		if cur, gerr := n.store.GetQuestion(ctx, act.ThreadID, act.QuestionID); gerr == nil && cur.Status != checkpoint.QuestionPending {
 			return nil, "Already " + display.Resolution(cur) + ": nothing more was answered."
