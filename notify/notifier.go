@@ -376,8 +376,19 @@ func (n *Notifier) startCursor(ctx context.Context) (int64, error) {
 	return cursor, nil
 }
 
+// staleAfter: an event the notifier reads this long after it happened
+// is passed over (notifications configured again after a pause must not
+// send weeks of questions); a restart or a crash is shorter.
+const staleAfter = time.Hour
+
 // readLog turns the events after cursor into deliveries, page by page.
 func (n *Notifier) readLog(ctx context.Context, cursor int64) (int64, error) {
+	stale := 0
+	defer func() {
+		if stale > 0 {
+			n.log.Info("tollgate: notifications: events older than an hour were not sent", "events", stale)
+		}
+	}()
 	for {
 		evs, err := n.store.ListEvents(ctx, "", cursor, 200)
 		if err != nil || len(evs) == 0 {
@@ -385,6 +396,10 @@ func (n *Notifier) readLog(ctx context.Context, cursor int64) (int64, error) {
 		}
 		var ds []*checkpoint.Delivery
 		for _, e := range evs {
+			if e.At.Before(n.clk.Now().Add(-staleAfter)) {
+				stale++
+				continue
+			}
 			more, err := n.Fanout(ctx, e)
 			if err != nil {
 				return cursor, err
@@ -490,9 +505,11 @@ func (n *Notifier) fireNear(ctx context.Context) {
 	}
 }
 
-// sendDue tries every delivery that is due, four at a time.
+// sendDue tries every delivery that is due, four at a time (a few rounds
+// at most: a delivery whose outcome could not be recorded is due again,
+// and must not be tried in a loop).
 func (n *Notifier) sendDue(ctx context.Context) {
-	for ctx.Err() == nil {
+	for round := 0; round < 8 && ctx.Err() == nil; round++ {
 		ds, err := n.outbox.DueDeliveries(ctx, n.clk.Now(), 32)
 		if err != nil {
 			n.log.Warn("tollgate: notifications: reading the outbox", "err", err)

@@ -187,3 +187,29 @@ groups: {g: {webhooks: [{url: "https://h.example/x", secret_env: S}]}}`, `group 
 		}
 	}
 }
+
+// Events the notifier reads more than an hour after they happened (the
+// notifications were off meanwhile) are not sent.
+func TestStaleEventsNotSent(t *testing.T) {
+	store := memory.New()
+	clk := clock.NewFake(time.Now())
+	rcv := newReceiver(t, 0)
+	outbox := notify.NewMemoryOutbox()
+	ask(t, store, "t1", "old", "touch old", clk.Now(), 3*time.Hour, nil)
+	// The cursor was left before it, by an earlier run of the notifier.
+	evs, _ := store.ListEvents(context.Background(), "", 0, 10)
+	if err := outbox.AddDeliveries(context.Background(), nil, evs[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	ask(t, store, "t1", "old2", "touch old2", clk.Now(), 3*time.Hour, nil)
+	clk.Advance(2 * time.Hour)
+	ask(t, store, "t1", "new", "touch new", clk.Now(), 3*time.Hour, nil)
+	n, _ := notify.New(notify.Options{Config: webhookConfig(t, rcv.srv.URL, ""), Store: store, Clock: clk, Outbox: outbox})
+	start(t, n)
+	n.Wake()
+	got := rcv.wait(t, 1)
+	time.Sleep(50 * time.Millisecond)
+	if len(rcv.all()) != 1 || !strings.Contains(string(got[0].body), `"question_id":"new"`) {
+		t.Errorf("sent %d: %s", len(rcv.all()), got[0].body)
+	}
+}
