@@ -288,6 +288,14 @@ func Parse(name string, data []byte, getenv func(string) string) (*Config, error
 // refuses the store and the policy there).
 func (c *Config) SecretFiles() []string { return slices.Clone(c.files) }
 
+// Answers reports whether messages carry actions that answer (Slack
+// reviewers, mail answer links), and whether their key is configured
+// (without one each process makes its own: replicas do not share it).
+func (c *Config) Answers() (answers, keyed bool) {
+	answers = c.Slack != nil && len(c.Slack.Reviewers) > 0 || c.SMTP != nil && c.SMTP.AnswerLinks
+	return answers, c.secrets["action"] != nil
+}
+
 // GroupNames are the groups defined, sorted.
 func (c *Config) GroupNames() []string {
 	var out []string

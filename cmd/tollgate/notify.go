@@ -60,6 +60,9 @@ func startNotifications(ctx context.Context, n *notify.Notifier, h *host.Host, c
 	stop := func() {}
 	if coord != nil {
 		list = coord.Deliveries
+		if answers, keyed := n.Config().Answers(); answers && !keyed {
+			log.Warn("tollgate: the notifications file gives no action_secret_env or action_secret_file: each replica signs Slack buttons and mail links with a key of its own, and one pressed on another replica only opens the page; give every replica the same secret")
+		}
 	} else {
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
