@@ -35,6 +35,8 @@ Commands:
   hooks   the latency a coding agent's hook adds to an allowed call,
           command hook and HTTP endpoint, beside each one's raw limit
           (go run ./bench hooks -h)
+  notify  a question's notification: commit to webhook received, beside
+          a direct POST (go run ./bench notify -h)
 
 The service benchmark is a command of its own: go run ./bench/service -h
 `
@@ -52,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return clusterCommand(ctx, args[1:], stdout, stderr)
 	case "hooks":
 		return hooksCommand(ctx, args[1:], stdout, stderr)
+	case "notify":
+		return notifyCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

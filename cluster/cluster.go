@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/notify"
 )
 
 // Config builds a [Cluster]. Store is required.
@@ -53,6 +54,10 @@ type Config struct {
 	// Logger receives the cluster's messages (River's below Warn are
 	// dropped). Zero: slog.Default().
 	Logger *slog.Logger
+	// Notifier, when set, tells people of questions: its deliveries are
+	// River jobs committed with their events (see notify.go). Its Run is
+	// not called.
+	Notifier *notify.Notifier
 }
 
 // minConns is the smallest pool a replica works with: River holds one for
@@ -89,6 +94,8 @@ type Cluster struct {
 	river  *river.Client[pgx.Tx]
 	every  time.Duration
 	margin time.Duration
+	// notifier: Config.Notifier.
+	notifier *notify.Notifier
 
 	mu       sync.Mutex
 	host     *host.Host
@@ -130,7 +137,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{
 		store: cfg.Store, id: cfg.ID, ttl: cfg.LeaseTTL, clk: cfg.Clock, log: cfg.Logger,
-		every: cfg.ReconcileEvery, leases: map[string]*lease{},
+		every: cfg.ReconcileEvery, leases: map[string]*lease{}, notifier: cfg.Notifier,
 	}
 	c.bg, c.stop = context.WithCancel(context.Background())
 	if c.ttl <= 0 {
@@ -176,6 +183,14 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := river.AddWorkerSafely(ws, &reconcileWorker{c: c}); err != nil {
 		return nil, err
 	}
+	if c.notifier != nil {
+		if err := river.AddWorkerSafely(ws, &deliverWorker{c: c}); err != nil {
+			return nil, err
+		}
+		if err := river.AddWorkerSafely(ws, &nearWorker{c: c}); err != nil {
+			return nil, err
+		}
+	}
 	var periodic []*river.PeriodicJob
 	if c.every > 0 {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(c.every),
@@ -217,7 +232,11 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c.river = rc
-	cfg.Store.SetTxHook(&postgres.TxHook{Wants: wantsJobs, InTx: c.insertJobs})
+	wants := wantsJobs
+	if c.notifier != nil {
+		wants = func(b *checkpoint.Batch) bool { return wantsJobs(b) || wantsNotify(b) }
+	}
+	cfg.Store.SetTxHook(&postgres.TxHook{Wants: wants, InTx: c.insertJobs})
 	return c, nil
 }
 
@@ -367,6 +386,13 @@ func (c *Cluster) insertJobs(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch
 	}
 	if q := out.Question; q != nil && out.Created && !q.Deadline.IsZero() {
 		params = append(params, deadlineJob(q, c.clk.Now()))
+	}
+	if c.notifier != nil {
+		more, err := c.notifyJobs(b, out)
+		if err != nil {
+			return fmt.Errorf("notifications: %w", err)
+		}
+		params = append(params, more...)
 	}
 	if len(params) == 0 {
 		return nil

@@ -80,6 +80,9 @@ type Config struct {
 	// Hooks, if set, takes coding agents' hooks at POST /v1/hooks/{agent}
 	// (client tokens only); its threads take no messages from the API.
 	Hooks *hooks.Service
+	// Notifications, when set, are served: /notify/ (Slack's buttons,
+	// mail links) and GET /v1/notify/deliveries.
+	Notifications *Notifications
 }
 
 // Server is the HTTP layer of tollgate serve: the JSON API of API.md, the
@@ -109,6 +112,8 @@ type Server struct {
 	counts    countCache
 	streams   streamCounts
 	notices   func() []Notice
+
+	notifications *Notifications
 }
 
 // Notice is something a reviewer should know of the server itself, shown
@@ -134,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 		host: cfg.Host, hooks: cfg.Hooks, store: cfg.Host.Store(), log: cfg.Logger, clock: cfg.Clock,
 		dev: cfg.DevMode, model: cfg.Model, maxBody: cfg.MaxBodyBytes,
 		ping: cfg.PingInterval, poll: cfg.PollInterval, mux: http.NewServeMux(), notices: cfg.Notices,
+		notifications: cfg.Notifications,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -234,6 +240,10 @@ func (s *Server) routes(page http.Handler) {
 	s.api("GET /v1/questions/{thread}/{id}", review, s.getQuestion)
 	s.api("POST /v1/questions/{thread}/{id}/answer", review, s.answerQuestion)
 	s.api("GET /v1/stream", review, s.streamAll)
+	s.api("GET /v1/notify/deliveries", review, s.listDeliveries)
+	if n := s.notifications; n != nil && n.Handler != nil {
+		s.mux.Handle("/notify/", n.Handler)
+	}
 
 	s.mux.HandleFunc("POST /v1/hooks/{agent}", s.hook)
 	s.api("GET /v1/hooks", threadsWrite, s.hookInfo)

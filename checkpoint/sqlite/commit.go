@@ -23,6 +23,9 @@ type op struct {
 	replace bool
 	// split: b.Thread.Append comes from messages.Split, checked.
 	split bool
+	// outbox, when set, writes the notifications' outbox (outbox.go)
+	// after the batch, in its transaction.
+	outbox func(t *wtx) error
 
 	// Prepared by the caller.
 	now      time.Time
@@ -84,7 +87,7 @@ func (s *Store) commit(ctx context.Context, o *op) (*op, error) {
 		return nil, fmt.Errorf("%w: opened with ReadOnly", ErrReadOnly)
 	}
 	b := o.b
-	if b.Empty() {
+	if b.Empty() && o.outbox == nil {
 		return o, nil
 	}
 	if err := s.prepareOp(o); err != nil {
@@ -295,6 +298,9 @@ func (s *Store) apply(t *wtx, o *op) error {
 				return err
 			}
 		}
+	}
+	if o.outbox != nil {
+		return o.outbox(t)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-ai/tollgate/cluster"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/notify"
 	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/server/web"
 )
@@ -61,6 +62,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hookPolicy := hookPolicyFlag(fs)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
 	maxStreams := fs.Int("max-streams-per-token", server.DefaultMaxStreamsPerToken, "the most event streams one token (with the page sessions it signed in) keeps open at once; more are refused with 429 too_many_streams (0: no limit), e.g. --max-streams-per-token 64")
+	notifyConfig := fs.String("notify-config", envDefault("TOLLGATE_NOTIFY_CONFIG", ""), "notifications `file` (YAML: webhooks, Slack, mail, the groups policy rules name in notify: and escalate:; secrets from the environment or files, see the README's \"Notifications\"), e.g. --notify-config /etc/tollgate/notify.yaml [TOLLGATE_NOTIFY_CONFIG]")
 	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
@@ -124,7 +126,23 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve: "+storePasswordRefusal)
 		return 2
 	}
-	state := statePaths(*storeURL, af.policyFile, *tokensFile, *hookPolicy)
+	var notifyCfg *notify.Config
+	var notifyFiles []string
+	if *notifyConfig != "" {
+		if notifyCfg, err = notify.Load(*notifyConfig, os.Getenv); err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return 2
+		}
+		if err := checkNotifyGroups(notifyCfg, af.policyFile); err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return 2
+		}
+		// The file names the webhooks and whose presses answer; its
+		// secret files sign the answers: a command that could rewrite
+		// them could answer its own calls.
+		notifyFiles = append([]string{*notifyConfig}, notifyCfg.SecretFiles()...)
+	}
+	state := statePaths(*storeURL, append([]string{af.policyFile, *tokensFile, *hookPolicy}, notifyFiles...)...)
 	if p := stateInside(af.dir, state); p != "" {
 		if !*stateInDir {
 			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
@@ -179,13 +197,20 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log, Kinds: []host.Kind{hookSvc.Kind()}}
+	var notifier *notify.Notifier
+	if notifyCfg != nil {
+		if notifier, err = notify.New(notify.Options{Config: notifyCfg, Store: store, Logger: log}); err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return 1
+		}
+	}
 	// On PostgreSQL every replica is one of a cluster, be it the only one:
 	// runs, answers and deadlines go through River's jobs and leases, so
 	// that more replicas can join at any time.
 	var coord *cluster.Cluster
 	var poll time.Duration
 	if pg, ok := store.(*postgres.Store); ok {
-		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log})
+		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log, Notifier: notifier})
 		if err != nil {
 			fmt.Fprintln(stderr, "tollgate serve:", err)
 			return 1
@@ -210,6 +235,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
 	}
+	notifications, stopNotify := startNotifications(ctx, notifier, h, coord, notices, log)
+	defer stopNotify()
 	modelLabel := af.model
 	if modelLabel == "demo" || modelLabel == "" {
 		modelLabel = "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
@@ -227,6 +254,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		MaxStreamsPerToken: *maxStreams,
 		Notices:            notices.list,
 		Hooks:              hookSvc,
+		Notifications:      notifications,
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))

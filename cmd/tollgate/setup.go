@@ -204,6 +204,8 @@ type noticeBoard struct {
 	mu       sync.Mutex
 	fixed    []server.Notice
 	loosened []server.Notice
+	// more, when set, adds notices of the moment (dead notifications).
+	more func() []server.Notice
 }
 
 // keptLoosened is how many loosening reloads the page shows, the latest.
@@ -227,8 +229,13 @@ func (b *noticeBoard) policyLoosened(file string, looser []string) {
 
 func (b *noticeBoard) list() []server.Notice {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append(slices.Clone(b.fixed), b.loosened...)
+	out := append(slices.Clone(b.fixed), b.loosened...)
+	more := b.more
+	b.mu.Unlock()
+	if more != nil {
+		out = append(out, more()...)
+	}
+	return out
 }
 
 // mcpFlags are the --mcp and --mcp-config flags of run and serve: MCP

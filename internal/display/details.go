@@ -16,7 +16,7 @@ type Fact struct {
 // detailOrder are the details that [Details] says in words, in the order
 // it says them; the others follow, sorted.
 var detailOrder = []string{"why", "matched_rule", "risk", "effects", "runs", "impact", "review", "policy_error",
-	"mcp_client", "mcp_server", "mcp_tool", "annotations"}
+	"mcp_client", "mcp_server", "mcp_tool", "annotations", "notify"}
 
 // Details says what a question's details (the policy's, stored with the
 // question: [policy.Decision.Details]) tell a reviewer, most important
@@ -70,6 +70,8 @@ func Details(details map[string]any) []Fact {
 			add("MCP server", value(v))
 		case "mcp_tool":
 			add("MCP tool", value(v))
+		case "notify":
+			add("told", route(v)...)
 		case "annotations":
 			m, _ := v.(map[string]any)
 			if m == nil {
@@ -84,6 +86,31 @@ func Details(details map[string]any) []Fact {
 	}
 	for _, k := range otherKeys(details, detailOrder) {
 		add(Line(k), value(details[k]))
+	}
+	return out
+}
+
+// route says whom a rule's notify: and escalate: tell (package notify).
+func route(v any) []string {
+	m, _ := v.(map[string]any)
+	if m == nil {
+		return []string{value(v)}
+	}
+	var lines []string
+	if to, _ := m["to"].([]any); len(to) > 0 {
+		lines = append(lines, strings.Join(strs(to), ", "))
+	}
+	if e, _ := m["escalate"].(map[string]any); e != nil {
+		to, _ := e["to"].([]any)
+		lines = append(lines, "then "+strings.Join(strs(to), ", ")+" if it still waits after "+Line(fmt.Sprint(e["after"])))
+	}
+	return lines
+}
+
+func strs(vs []any) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = Line(fmt.Sprint(v))
 	}
 	return out
 }

@@ -46,3 +46,12 @@ team: finance`
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestDetailsRoute(t *testing.T) {
+	got := FactLines(Details(map[string]any{"notify": map[string]any{"to": []any{"team-infra"},
+		"escalate": map[string]any{"after": "2m0s", "to": []any{"oncall"}}}}))
+	want := []string{"told:", "  - team-infra", "  - then oncall if it still waits after 2m0s"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got %q", got)
+	}
+}

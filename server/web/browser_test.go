@@ -581,6 +581,12 @@ func TestBrowser(t *testing.T) {
 		tb.shot("sign-in")
 		tb.signIn()
 		tb.wait("two questions and the title", queued(qs[0])+` && `+queued(qs[1])+` && /^\(\d+\) tollgate$/.test(document.title)`)
+		// The tab's icon says the count; a reviewer may ask for desktop
+		// notifications (the headless browser neither grants nor denies).
+		tb.wait("the icon's count", `(() => { const h = decodeURIComponent(document.querySelector('link[rel=icon]').href); return h.startsWith('data:image/svg+xml,') && h.includes('>' + document.title.match(/\d+/)[0] + '</text>'); })()`)
+		if got := js[bool](tb, `!document.getElementById('notify-btn').hidden || Notification.permission !== 'default'`); !got {
+			t.Error("no Notify me button for a reviewer while desktop notifications are neither allowed nor refused")
+		}
 		if strings.Contains(js[string](tb, `document.cookie`), "tollgate_session") {
 			t.Error("the session cookie is readable from JavaScript")
 		}

@@ -345,6 +345,9 @@ function start(me) {
 	who.hidden = false;
 	who.textContent = (S.me.name || '?') + (S.me.role ? ' · ' + S.me.role : '');
 	$('signout').hidden = !!S.me.dev_mode;
+	const nb = $('notify-btn');
+	nb.hidden = !(self.Notification && Notification.permission === 'default' && can('reviewer'));
+	nb.onclick = () => Notification.requestPermission().then((p) => ((nb.hidden = p !== 'default'), toast(p === 'granted' ? 'You will be told of new questions while this page is in the background.' : 'Desktop notifications are off.')));
 	// No control a role cannot use: a reviewer starts no runs.
 	$('new-thread-top').hidden = !can('client');
 	$('views').hidden = false;
@@ -450,7 +453,11 @@ function addQ(q, isNew) {
 	const had = queue.has(k);
 	queue.set(k, q);
 	renderQueue();
-	if (isNew && !had) announce('New question: ' + summary(q) + '. ' + queue.size + ' waiting.');
+	if (isNew && !had) {
+		announce('New question: ' + summary(q) + '. ' + queue.size + ' waiting.');
+		// Told on the desktop, once the reviewer allowed it, when the page is not in view.
+		if (D.hidden && self.Notification && Notification.permission === 'granted') new Notification('tollgate asks', { body: summary(q).slice(0, 200), tag: k }).onclick = () => (focus(), pick(k));
+	}
 	if (!sel) select(k);
 }
 // removeQ: the question is no longer pending; info says how it ended.
@@ -497,6 +504,10 @@ function renderQueue() {
 	$('count').textContent = n ? '(' + n + ')' : '';
 	$('queue-empty').hidden = n > 0;
 	D.title = (n ? '(' + n + ') ' : '') + 'tollgate';
+	// The tab's icon carries the count too.
+	const icon = D.querySelector('link[rel=icon]');
+	icon.dataset.h ||= icon.href;
+	icon.href = n ? 'data:image/svg+xml,' + encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f5fbf"/><circle cx="21" cy="11" r="11" fill="#c62828"/><text x="21" y="16" font-size="' + (n > 9 ? 11 : 15) + '" font-family="sans-serif" font-weight="bold" text-anchor="middle" fill="#fff">' + (n > 99 ? '99+' : n) + '</text></svg>') : icon.dataset.h;
 	if (focused) {
 		const f = list.querySelector('[data-key="' + CSS.escape(focused) + '"]');
 		if (f) f.focus();
