@@ -518,8 +518,11 @@ function togglePick(k, range) {
 	renderQueue();
 }
 const hiddenChars = (q, p = q.payload || {}) => countSpecial(p.args || p.arguments || p.question || p.message || '') > 0;
-// likeKey: calls alike have the same tool, program, effects and risks.
-const likeKey = (q, p = q.payload || {}, c = (p.args || {}).cmd) => q.kind + q.tool + (typeof c === 'string' ? c.trim().split(/\s/)[0] : '') + JSON.stringify(((p.details || {}).effects || []).map((e) => e.kind + e.risk));
+// likeKey: calls alike have the same tool, programs, effects and risks
+// (a shell's command is args.cmd, or a coding agent's args.command; each
+// effect names its own command after a cd or in a pipeline).
+const word1 = (s) => (typeof s === 'string' ? s.trim().split(/\s/)[0] : '');
+const likeKey = (q, p = q.payload || {}, a = p.args || {}, c = word1(a.cmd) || word1(a.command)) => q.kind + q.tool + c + JSON.stringify(((p.details || {}).effects || []).map((e) => e.kind + e.risk + (word1(e.command) || c)));
 function renderBulk() {
 	for (const k of picked) if (!queue.has(k)) picked.delete(k);
 	const n = picked.size;
