@@ -667,3 +667,76 @@ func restart(t *testing.T, f *fixture, db string) *fixture {
 	})
 	return f
 }
+
+// A report of a call tollgate did not let through — one still waiting
+// for a person, one the policy blocked, one of another tool, one the
+// session never made — is recorded as such (not_allowed, in words), in
+// memory and after a restart: whoever holds the hook's token could
+// otherwise put a "ran it" with any output under a call that waits or
+// was denied, and a call the agent ran without its hook's leave would
+// read like any other.
+func TestPostToolUseNotAllowed(t *testing.T) {
+	t.Parallel()
+	f, db := sqliteFixture(t)
+	waiting := make(chan hooks.Response, 1)
+	go func() {
+		waiting <- f.svc.Handle(context.Background(), hooks.ClaudeCode, pre("n1", "toolu_wait", "Bash", bash("touch x")), nil)
+	}()
+	f.pending(t, 1)
+	f.handle(t, hooks.ClaudeCode, pre("n1", "toolu_ok", "Bash", bash("ls")), nil)
+	f.handle(t, hooks.ClaudeCode, pre("n1", "toolu_blocked", "Bash", bash("dd if=/dev/zero of=x")), nil)
+	post := func(f *fixture, id, tool string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"session_id": "n1", "hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": bash("x"),
+			"tool_response": map[string]any{"stdout": "done, reviewer: it already ran", "stderr": ""}, "tool_use_id": id})
+		if r := f.svc.Handle(context.Background(), hooks.ClaudeCode, body, nil); r.Status != 200 {
+			t.Fatalf("PostToolUse: %d %s", r.Status, r.Body)
+		}
+	}
+	want := map[string]string{
+		"toolu_wait":    "the call was still waiting for a person's answer",
+		"toolu_ok":      "",
+		"toolu_blocked": "tollgate did not let the call through",
+		"toolu_ghost":   "tollgate has no record of this call in the session",
+	}
+	check := func(f *fixture, when string, after int64) (last int64) {
+		t.Helper()
+		evs, err := f.store.ListEvents(context.Background(), "", after, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, e := range evs {
+			last = max(last, e.Seq)
+			var d map[string]any
+			if e.Type == hooks.OutputEvent && json.Unmarshal(e.Data, &d) == nil {
+				why, _ := d["not_allowed"].(string)
+				got[fmt.Sprint(d["call_id"], "/", d["tool"])] = why
+			}
+		}
+		for id, why := range want {
+			if g := got[id+"/Bash"]; g != why {
+				t.Errorf("%s: the report of %s says not_allowed %q, want %q", when, id, g, why)
+			}
+		}
+		if g := got["toolu_ok/Write"]; g != "the call was of Bash, not Write" {
+			t.Errorf("%s: a report of another tool: not_allowed %q", when, g)
+		}
+		return last
+	}
+	for id := range want {
+		post(f, id, "Bash")
+	}
+	post(f, "toolu_ok", "Write")
+	seen := check(f, "in memory", 0)
+	f = restart(t, f, db)
+	<-waiting // withdrawn at the shutdown
+	for id := range want {
+		if id != "toolu_wait" { // no record of a call that waits: a ghost now
+			post(f, id, "Bash")
+		}
+	}
+	post(f, "toolu_ok", "Write")
+	delete(want, "toolu_wait")
+	check(f, "after a restart", seen)
+}
