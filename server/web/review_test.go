@@ -391,6 +391,10 @@ func TestBrowserLayout(t *testing.T) {
 	cl.setValue("#signin-token", clientSecret)
 	cl.click("#signin-submit")
 	cl.wait("the history", `!document.getElementById('history').hidden && document.querySelectorAll('#history-list .qitem').length > 0`)
+	// Without a search box: a client's token may not search the messages.
+	if js[bool](cl, `document.getElementById('history-search').offsetParent !== null`) {
+		t.Error("a client is shown the history's search, which its token may not use")
+	}
 	cl.click("#view-queue")
 	cl.wait("the role said", `document.getElementById('queue-role').textContent.includes('answers no questions')`)
 	cl.noScriptRan()

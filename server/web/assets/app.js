@@ -347,6 +347,7 @@ function start(me) {
 	$('signout').hidden = !!S.me.dev_mode;
 	// No control a role cannot use: a reviewer starts no runs.
 	$('new-thread-top').hidden = !can('client');
+	$('history-search').hidden = !can('reviewer'); // a client's token may not search
 	$('views').hidden = false;
 	if (S.started) {
 		resync();
