@@ -266,6 +266,9 @@ func (s *Service) pre(ctx context.Context, a Agent, p *payload, opts *CallOption
 		return deny("the session's threads could not be read: " + err.Error())
 	}
 	c, err := s.callFor(ctx, sess, p, opts)
+	if errors.Is(err, errOtherCall) {
+		return deny(err.Error())
+	}
 	if err != nil {
 		return deny("the call could not be recorded, so it was not decided: " + err.Error())
 	}
@@ -319,8 +322,11 @@ type lane struct {
 
 // call is one PreToolUse call of a session.
 type call struct {
-	id      string
-	tool    string
+	id   string
+	tool string
+	// key is the tool and input the call was made with (callKey): a hook
+	// sent again with the call's id is this call only if it has the same.
+	key     string
 	input   json.RawMessage
 	sess    *session
 	lane    *lane
@@ -451,6 +457,10 @@ func (s *Service) callFor(ctx context.Context, sess *session, p *payload, opts *
 	s.mu.Lock()
 	sess.seen = time.Now()
 	if c := sess.calls[p.ToolUseID]; c != nil {
+		if c.key != callKey(p) {
+			s.mu.Unlock()
+			return nil, otherCall(p)
+		}
 		c.waiters++
 		s.mu.Unlock()
 		return c, nil
@@ -464,6 +474,22 @@ func (s *Service) callFor(ctx context.Context, sess *session, p *payload, opts *
 	}
 	return s.start(ctx, sess, p, opts)
 }
+
+// errOtherCall: a hook names a call id its session already used for
+// another call (another tool or input). A call's answer is the answer to
+// what its reviewer saw: an agent (or whoever holds its token) that sent
+// a call again with other input under the id would have had the first
+// call's answer applied to it — run as it was, by an agent that takes
+// allow as "run your input".
+var errOtherCall = errors.New("the call's id was used before in this session for another call")
+
+func otherCall(p *payload) error {
+	return fmt.Errorf("%w (call %s; a call id names one call, with one input), so this one was not decided", errOtherCall, p.ToolUseID)
+}
+
+// callKey is what binds a hook sent again to its call: the tool and the
+// input's canonical JSON.
+func callKey(p *payload) string { return agent.ArgsDigest(p.ToolName, p.ToolInput) }
 
 // idempotencyKey makes the run of a call the same run however often its
 // hook is sent.
@@ -480,10 +506,12 @@ func (s *Service) findStored(ctx context.Context, sess *session, p *payload) (*c
 		// Its question (a run that waits for a person), or its record (a
 		// call decided): reads of one row, not of the thread.
 		runID := host.IdempotentRunID(l.thread, idempotencyKey(p.ToolUseID))
+		var recs []*checkpoint.ToolCall
 		q, err := s.cfg.Store.GetQuestion(ctx, l.thread, hitl.QuestionID(p.ToolUseID))
 		switch {
 		case errors.Is(err, checkpoint.ErrNotFound):
-			recs, err := s.cfg.Store.ListToolCalls(ctx, l.thread, runID, p.ToolUseID)
+			q = nil
+			recs, err = s.cfg.Store.ListToolCalls(ctx, l.thread, runID, p.ToolUseID)
 			if err != nil {
 				return nil, err
 			}
@@ -493,10 +521,13 @@ func (s *Service) findStored(ctx context.Context, sess *session, p *payload) (*c
 		case err != nil:
 			return nil, err
 		}
+		if q != nil && !sameCall(q, l.thread, p) || q == nil && !sameRecord(recs[0], p) {
+			return nil, otherCall(p)
+		}
 		running := q != nil && q.Status == checkpoint.QuestionPending
-		c, isNew := s.register(sess, p, func(c *call) { c.lane, c.runID = l, runID })
-		if !isNew {
-			return c, nil
+		c, isNew, err := s.register(sess, p, func(c *call) { c.lane, c.runID = l, runID })
+		if err != nil || !isNew {
+			return c, err
 		}
 		s.mu.Lock()
 		if running && l.held {
@@ -512,29 +543,48 @@ func (s *Service) findStored(ctx context.Context, sess *session, p *payload) (*c
 	return nil, nil
 }
 
+// sameCall reports whether a stored question of a thread is about p's
+// call: its digest binds the thread, the id, the tool and the input the
+// call was made with (an edit does not change it).
+func sameCall(q *checkpoint.Question, thread string, p *payload) bool {
+	return q.Tool == p.ToolName && (q.Digest == agent.CallDigest(thread, p.ToolUseID, p.ToolName, p.ToolInput) ||
+		q.Digest == agent.ArgsDigest(p.ToolName, p.ToolInput))
+}
+
+// sameRecord reports whether a call's record, of a call decided with no
+// question (so never edited), is p's call.
+func sameRecord(rec *checkpoint.ToolCall, p *payload) bool {
+	return rec.Tool == p.ToolName && sameJSON(rec.Args, p.ToolInput)
+}
+
 // register makes the session's call of p, or, if it has one already (the
-// hook was sent twice at once), adds a waiter to it. set fills in a new
-// call before anyone else sees it.
-func (s *Service) register(sess *session, p *payload, set func(*call)) (c *call, isNew bool) {
+// hook was sent twice at once), adds a waiter to it — unless that one was
+// made with another tool or input (errOtherCall). set fills in a new call
+// before anyone else sees it.
+func (s *Service) register(sess *session, p *payload, set func(*call)) (c *call, isNew bool, err error) {
+	key := callKey(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := sess.calls[p.ToolUseID]; old != nil {
+		if old.key != key {
+			return nil, false, otherCall(p)
+		}
 		old.waiters++
-		return old, false
+		return old, false, nil
 	}
-	c = &call{id: p.ToolUseID, tool: p.ToolName, input: p.ToolInput, sess: sess, done: make(chan struct{}), waiters: 1}
+	c = &call{id: p.ToolUseID, tool: p.ToolName, key: key, input: p.ToolInput, sess: sess, done: make(chan struct{}), waiters: 1}
 	if set != nil {
 		set(c)
 	}
 	sess.calls[p.ToolUseID] = c
-	return c, true
+	return c, true, nil
 }
 
 // start puts the call on a thread of the session and starts its run.
 func (s *Service) start(ctx context.Context, sess *session, p *payload, opts *CallOptions) (*call, error) {
-	c, isNew := s.register(sess, p, nil)
-	if !isNew {
-		return c, nil
+	c, isNew, err := s.register(sess, p, nil)
+	if err != nil || !isNew {
+		return c, err
 	}
 	fail := func(err error) (*call, error) {
 		s.mu.Lock()

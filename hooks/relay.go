@@ -301,10 +301,12 @@ const maxOutput = 16 << 10
 func (s *Service) post(ctx context.Context, a Agent, p *payload) error {
 	base := sessionThread(a, p.SessionID)
 	thread, runID := base, ""
+	notAllowed := "tollgate has no record of this call in the session"
 	s.mu.Lock()
 	if sess := s.sessions[base]; sess != nil {
 		if c := sess.calls[p.ToolUseID]; c != nil && c.lane != nil {
 			thread, runID = c.lane.thread, c.runID
+			notAllowed = c.notAllowed(p)
 		}
 	}
 	s.mu.Unlock()
@@ -320,6 +322,7 @@ func (s *Service) post(ctx context.Context, a Agent, p *payload) error {
 			}
 			if len(recs) > 0 {
 				thread, runID = l, id
+				notAllowed = recordNotAllowed(recs[0], p)
 				break
 			}
 			if _, err := s.cfg.Store.LoadThread(ctx, l); err != nil {
@@ -342,6 +345,12 @@ func (s *Service) post(ctx context.Context, a Agent, p *payload) error {
 	if p.DurationMS != nil {
 		data["duration_ms"] = *p.DurationMS
 	}
+	if notAllowed != "" {
+		// Forged (whoever holds the hook's token can send it), or the agent
+		// ran a call its hook did not let through: either way not a call's
+		// output like any other.
+		data["not_allowed"] = notAllowed
+	}
 	raw, err := jsontext.Marshal(data)
 	if err != nil {
 		return err
@@ -350,10 +359,41 @@ func (s *Service) post(ctx context.Context, a Agent, p *payload) error {
 	return err
 }
 
+// notAllowed is why the agent's report p of the call is not of a call
+// tollgate let through ("" when it is). Under s.mu.
+func (c *call) notAllowed(p *payload) string {
+	switch {
+	case c.tool != p.ToolName:
+		return "the call was of " + c.tool + ", not " + p.ToolName
+	case !c.decided:
+		return "the call was still waiting for a person's answer"
+	case !c.out.allow:
+		return "tollgate did not let the call through"
+	}
+	return ""
+}
+
+// recordNotAllowed is notAllowed of a call known from its record.
+func recordNotAllowed(rec *checkpoint.ToolCall, p *payload) string {
+	if rec.Tool != p.ToolName {
+		return "the call was of " + rec.Tool + ", not " + p.ToolName
+	}
+	var r agent.ToolResult
+	if rec.State != checkpoint.ToolCallDone || json.Unmarshal(rec.Result, &r) != nil {
+		return "the call was not decided"
+	}
+	if h, ok := r.Details["hook"].(map[string]any); ok && h["decision"] == "allow" {
+		return ""
+	}
+	return "tollgate did not let the call through"
+}
+
 // OutputEvent is the type of the audit entry that records what a call a
 // coding agent ran gave back (from its PostToolUse or PostToolUseFailure
 // hook): call_id, tool, agent, event, is_error, output (at most 16 KiB),
-// duration_ms.
+// duration_ms, and not_allowed when tollgate did not let that call
+// through (it was denied, still waited for a person, was of another
+// tool, or is not one of the session's calls): why, in words.
 const OutputEvent = "tool_output"
 
 // outputText is a tool's response as text: a shell's output and error

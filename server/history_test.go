@@ -83,6 +83,12 @@ func TestThreadHistory(t *testing.T) {
 	}
 	f.do("GET", "/v1/threads?state=stuck", aliceSecret, nil).want(t, http.StatusBadRequest, "bad_request")
 	f.do("GET", "/v1/threads?state=finished&status=running", aliceSecret, nil).want(t, http.StatusBadRequest, "bad_request")
+	// A search reads every thread's messages: not for a client token,
+	// which is what a gated agent holds (before, a coding agent's hook
+	// token could keep the store busy scanning and the reviewers' list of
+	// questions took seconds). A client lists threads without one.
+	f.do("GET", "/v1/threads?q=notes.txt", clientSecret, nil).want(t, http.StatusForbidden, "forbidden")
+	f.do("GET", "/v1/threads?state=waiting", clientSecret, nil).want(t, http.StatusOK, "")
 	// bob sees the team-b threads only.
 	if m := f.do("GET", "/v1/threads?state=waiting", bobSecret, nil).want(t, http.StatusOK, "").json(t); len(m["threads"].([]any)) != 0 {
 		t.Errorf("bob sees %v", m["threads"])

@@ -343,6 +343,14 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, id *identit
 	if f.Search = strings.TrimSpace(q.Get("q")); len(f.Search) > 200 {
 		return badRequest("q, the text to search for, is longer than 200 bytes")
 	}
+	if f.Search != "" && id.role == RoleClient {
+		// A search reads every thread's messages until its page is full:
+		// some 4 s for 200 MB of threads, and a few at once held a
+		// reviewer's question list for 15 s. A client token is what a
+		// gated agent holds (a coding agent's hook); the history is the
+		// reviewers'.
+		return forbidden("token %q is a client's: searching the threads' messages (q) is for reviewers and admins", id.name)
+	}
 	limit, err := intParam(q, "limit", 50, 1, 200)
 	if err != nil {
 		return err

@@ -339,6 +339,10 @@ func showOutput(w io.Writer, o map[string]any) {
 		agentName = a.Title()
 	}
 	head := agentName + " ran it"
+	if why, _ := o["not_allowed"].(string); why != "" {
+		// Forged, or run without tollgate's leave.
+		head = "! " + agentName + " reports it ran it, which tollgate did not allow (" + display.Line(why) + ")"
+	}
 	if isErr, _ := o["is_error"].(bool); isErr {
 		head += ", and it failed"
 	}

@@ -122,3 +122,19 @@ func TestThreadsAbort(t *testing.T) {
 		t.Errorf("abort of an unknown thread: %d %s", code, errOut)
 	}
 }
+
+// What a coding agent reports of a call tollgate did not let through
+// (package hooks' not_allowed) is not shown as a call's output like any
+// other.
+func TestShowOutputNotAllowed(t *testing.T) {
+	var b strings.Builder
+	showOutput(&b, map[string]any{"agent": "claude-code", "output": "removed\n", "not_allowed": "tollgate did not let the call through"})
+	if want := "      ! Claude Code reports it ran it, which tollgate did not allow (tollgate did not let the call through):\n        removed\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	showOutput(&b, map[string]any{"agent": "claude-code", "output": "ok"})
+	if want := "      Claude Code ran it:\n        ok\n"; b.String() != want {
+		t.Errorf("an allowed call's output: %q, want %q", b.String(), want)
+	}
+}

@@ -349,11 +349,19 @@ func (e *effects) command(i int, downloads map[string][]string) {
 			add(EffectUnknown, RiskMedium, "runs "+r+", which tollgate does not read", nil)
 		}
 	}
-	if len(c.Review) > 0 && said == 0 {
+	modelSaid := said
+	if len(c.Review) > 0 {
 		// What the analysis could not vouch for, and no model above says:
 		// a reader that writes through an option (sed -i, sort -o, awk's
-		// print >), or runs what it cannot see. Never "harmless".
+		// print >), or runs what it cannot see. Never "harmless". An
+		// option or a variable that makes the program run another (git -c
+		// core.sshCommand=..., --upload-pack, GIT_SSH_COMMAND=...) is said
+		// even when a model said what the command does: "connects to the
+		// default remote (git fetch)" alone hid that it runs sh -c.
 		for _, r := range c.Review {
+			if modelSaid > 0 && !runsPrograms(r) {
+				continue
+			}
 			switch {
 			case strings.Contains(r, "delet"):
 				add(EffectDelete, RiskHigh, c.label()+" "+r, nil)
@@ -387,6 +395,41 @@ func (e *effects) command(i int, downloads map[string][]string) {
 		s, objs := objects(c.Secrets)
 		add(EffectSecrets, RiskHigh, "may read credentials: "+s, objs)
 	}
+}
+
+// killEffect says which processes kill signals. Its first argument may
+// be the signal (-9, -KILL, -s KILL); the rest are process ids, and a
+// negative one is a process group: -1 is every process it may signal
+// (kill -9 -1 read as "stops processes: " with none named).
+func killEffect(c *Command, add addFunc, named map[string]bool) {
+	pids := c.Args
+	switch {
+	case len(pids) > 0 && (pids[0] == "-s" || pids[0] == "-n"):
+		pids = pids[min(2, len(pids)):]
+	case len(pids) > 0 && strings.HasPrefix(pids[0], "-") && pids[0] != "--":
+		pids = pids[1:]
+	}
+	if len(pids) > 0 && pids[0] == "--" {
+		pids = pids[1:]
+	}
+	if slices.Contains(pids, "-1") {
+		add(EffectUnknown, RiskHigh, "stops every process it may signal (pid -1)", nil)
+		return
+	}
+	s, objs := objects(pids)
+	add(EffectUnknown, RiskMedium, "stops processes: "+s, objs)
+}
+
+// runsPrograms reports whether a review note says the command may run
+// other programs through an option or a variable (see the analysis's
+// notes in git.go and walk.go).
+func runsPrograms(note string) bool {
+	for _, s := range []string{"runs a program", "can run programs", "decide what to run", "runs a command", "can run commands"} {
+		if strings.Contains(note, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // scriptOf says what code an interpreter runs that tollgate does not
@@ -470,13 +513,14 @@ func init() {
 	}
 	effectModels["docker"] = dockerEffect
 	effectModels["podman"] = dockerEffect
-	for _, n := range []string{"kill", "pkill", "killall"} {
+	for _, n := range []string{"pkill", "killall"} {
 		effectModels[n] = func(c *Command, add addFunc, named map[string]bool) {
 			ops, _ := operands(c.Args)
 			s, objs := objects(ops)
 			add(EffectUnknown, RiskMedium, "stops processes: "+s, objs)
 		}
 	}
+	effectModels["kill"] = killEffect
 	for _, n := range []string{"tar", "unzip", "zip", "gzip", "gunzip", "bzip2", "xz", "7z", "patch", "split"} {
 		effectModels[n] = archiveEffect
 	}

@@ -102,6 +102,27 @@ func TestEffects(t *testing.T) {
 		{`eval "$X"`, RiskHigh, []string{"unknown: runs code only known at run time (eval)", "secrets: may read credentials: $X"}},
 		{"$CMD -rf x", RiskHigh, []string{"unknown: runs a command only known at run time: $CMD", "secrets: may read credentials: $CMD"}},
 		{"docker system prune -af", RiskHigh, []string{"delete: stops or deletes containers, images or volumes (docker system prune)"}},
+		// An option or a variable that makes a program run another is said
+		// beside what the program's model says (before, these read as
+		// nothing but a fetch or a commit).
+		{`git -c core.sshCommand="sh -c id" fetch`, RiskMedium, []string{
+			"network: connects to the default remote (git fetch)",
+			"unknown: git uses the git option -c, which can run programs or change the repository and configuration git uses"}},
+		{`GIT_SSH_COMMAND="sh -c id" git fetch`, RiskMedium, []string{
+			"network: connects to the default remote (git fetch)",
+			"unknown: git sets GIT_SSH_COMMAND for the command; programs read such variables to decide what to run"}},
+		{`git fetch --upload-pack="sh -c id" ../r`, RiskMedium, []string{
+			"network: connects to the remote ../r (git fetch)",
+			"unknown: git git fetch --upload-pack runs a program or sets configuration",
+			"read_outside: reads outside the working directory: ../r"}},
+		{`git -c core.editor="sh -c id" commit`, RiskMedium, []string{
+			"git_history: adds a commit to the current branch (git commit)",
+			"unknown: git uses the git option -c, which can run programs or change the repository and configuration git uses"}},
+		// Processes.
+		{"kill -9 -1", RiskHigh, []string{"unknown: stops every process it may signal (pid -1)"}},
+		{"kill -s KILL -- -1", RiskHigh, []string{"unknown: stops every process it may signal (pid -1)"}},
+		{"kill -TERM 4242 4243", RiskMedium, []string{"unknown: stops processes: 4242, 4243"}},
+		{"kill 4242", RiskMedium, []string{"unknown: stops processes: 4242"}},
 	}
 	for _, tc := range tests {
 		a, _ := Parse(tc.src)

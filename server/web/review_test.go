@@ -5,6 +5,7 @@ package web_test
 // layout on a phone and at 1280 px with any model name.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/examples/policies"
 	"github.com/tollgate-ai/tollgate/policy"
 )
@@ -289,6 +291,51 @@ func TestBrowserAnswerTogether(t *testing.T) {
 	}
 }
 
+// TestBrowserLikeIsSameProgram: calls are alike only when they run the
+// same programs — after a cd, and for a coding agent's Bash, whose
+// command is args.command (not cmd). Before, the program was the first
+// word of args.cmd alone: cd sub && make and cd sub && bash evil.sh were
+// alike (cd, runs unknown code), and every Claude Code Bash call with the
+// same effects was, npm test beside bash ./install.sh.
+func TestBrowserLikeIsSameProgram(t *testing.T) {
+	b := newBrowser(t)
+	e := sandboxEnv(t, "")
+	qs := e.prompt("like-1", "$ cd sub && make\n$ cd sub && bash evil.sh\n$ cd sub && make\n", 3)
+	// A coding agent's Bash calls, as package hooks asks them: same
+	// effects, other programs.
+	var hq []*checkpoint.Question
+	for i, cmd := range []string{"npm test", "bash ./install.sh", "npm test"} {
+		payload := map[string]any{"kind": "approve", "tool_name": "Bash", "args": map[string]any{"command": cmd, "description": "x"},
+			"details": map[string]any{"effects": []any{map[string]any{"kind": "unknown", "risk": "medium", "text": "runs " + cmd + ", whose effects tollgate does not know"}}}}
+		raw, _ := json.Marshal(payload)
+		q, _, err := e.store.CreateQuestion(context.Background(), &checkpoint.Question{ThreadID: "claude-code:like-2", ID: fmt.Sprintf("hitl_toolu_%d", i),
+			RunID: "run_1", CallID: fmt.Sprintf("toolu_%d", i), Tool: "Bash", Kind: "approve", Payload: raw, CreatedAt: time.Now(), Deadline: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hq = append(hq, q)
+	}
+	tb := b.open(t, e.ts.URL+"/", wide)
+	tb.signIn()
+	tb.wait("the queue", `document.querySelectorAll('#queue-list .qitem').length === 6`)
+	for _, c := range []struct {
+		q    map[string]any
+		want string
+	}{
+		{qs[0], "make"},
+		{map[string]any{"thread_id": hq[0].ThreadID, "id": hq[0].ID}, "npm test"},
+	} {
+		tb.show(c.q)
+		tb.click("#select-like")
+		tb.wait("the selection", `document.getElementById('bulk-n').textContent.endsWith(' selected')`)
+		sel := js[string](tb, `JSON.stringify([...document.querySelectorAll('#queue-list li.picked .qsum')].map((e) => e.textContent))`)
+		if n := tb.text("#bulk-n"); n != "2 selected" || strings.Count(sel, c.want) != 2 {
+			t.Errorf("all like %s: %s %s, want the two %s calls alone", c.want, n, sel, c.want)
+		}
+		tb.click("#bulk-clear")
+	}
+}
+
 // TestBrowserLayout: no horizontal overflow on a 390 px phone with a
 // 200-character model name, the signed-in header in one line at 1280 px,
 // a phone can start a thread, and each role sees only the controls it
@@ -344,6 +391,10 @@ func TestBrowserLayout(t *testing.T) {
 	cl.setValue("#signin-token", clientSecret)
 	cl.click("#signin-submit")
 	cl.wait("the history", `!document.getElementById('history').hidden && document.querySelectorAll('#history-list .qitem').length > 0`)
+	// Without a search box: a client's token may not search the messages.
+	if js[bool](cl, `document.getElementById('history-search').offsetParent !== null`) {
+		t.Error("a client is shown the history's search, which its token may not use")
+	}
 	cl.click("#view-queue")
 	cl.wait("the role said", `document.getElementById('queue-role').textContent.includes('answers no questions')`)
 	cl.noScriptRan()

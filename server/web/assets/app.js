@@ -350,6 +350,7 @@ function start(me) {
 	nb.onclick = () => Notification.requestPermission().then((p) => ((nb.hidden = p !== 'default'), toast(p === 'granted' ? 'You will be told of new questions while this page is in the background.' : 'Desktop notifications are off.')));
 	// No control a role cannot use: a reviewer starts no runs.
 	$('new-thread-top').hidden = !can('client');
+	$('history-search').hidden = !can('reviewer'); // a client's token may not search
 	$('views').hidden = false;
 	if (S.started) {
 		resync();
@@ -529,8 +530,11 @@ function togglePick(k, range) {
 	renderQueue();
 }
 const hiddenChars = (q, p = q.payload || {}) => countSpecial(p.args || p.arguments || p.question || p.message || '') > 0;
-// likeKey: calls alike have the same tool, program, effects and risks.
-const likeKey = (q, p = q.payload || {}, c = (p.args || {}).cmd) => q.kind + q.tool + (typeof c === 'string' ? c.trim().split(/\s/)[0] : '') + JSON.stringify(((p.details || {}).effects || []).map((e) => e.kind + e.risk));
+// likeKey: calls alike have the same tool, programs, effects and risks
+// (a shell's command is args.cmd, or a coding agent's args.command; each
+// effect names its own command after a cd or in a pipeline).
+const word1 = (s) => (typeof s === 'string' ? s.trim().split(/\s/)[0] : '');
+const likeKey = (q, p = q.payload || {}, a = p.args || {}, c = word1(a.cmd) || word1(a.command)) => q.kind + q.tool + c + JSON.stringify(((p.details || {}).effects || []).map((e) => e.kind + e.risk + (word1(e.command) || c)));
 function renderBulk() {
 	for (const k of picked) if (!queue.has(k)) picked.delete(k);
 	const n = picked.size;
@@ -1210,6 +1214,9 @@ function openCallView(c) {
 	return null;
 }
 // evWords: a log entry in words (the audit log, and the conversation).
+// ranWords: what an agent reported running; a call tollgate did not let
+// through (a forged report, or a call run without its leave) says so.
+const ranWords = (d) => (d.not_allowed ? '⚠ ' : '') + (d.agent || 'the agent') + (d.not_allowed ? ' reports it ran ' + d.tool + ', which tollgate did not allow: ' + d.not_allowed : ' ran ' + d.tool);
 function evWords(ev) {
 	const d = ev.data || {};
 	const dec = past(d.decision);
@@ -1219,7 +1226,7 @@ function evWords(ev) {
 			(d.latency_ms != null ? ' after ' + dur(d.latency_ms) : '') + (d.reason ? ': “' + d.reason + '”' : ''),
 		aborted: () => '⏹ run aborted' + (d.reason ? ': ' + d.reason : ''),
 		run_finished: () => (d.error ? '⚠ run stopped with an error: ' + d.error : 'run finished'),
-		tool_output: () => (d.agent || 'the agent') + ' ran ' + d.tool + ' ' + (d.call_id || ''),
+		tool_output: () => ranWords(d) + ' ' + (d.call_id || ''),
 		tool_result: () => d.tool + ' ' + d.call_id + (d.is_error ? ': error' : ': ran') + (d.hitl && d.hitl.decision ? ' (' + d.hitl.decision + ')' : ''),
 	}[ev.type];
 	return w ? w() : JSON.stringify(d).slice(0, 200);
@@ -1227,7 +1234,7 @@ function evWords(ev) {
 const auditLine = (ev) => el('li', null, el('time', null, when(ev.at)), ' ', el('code', null, txt(ev.type)), ' ', txt(evWords(ev)), ev.data && ev.data.digest ? el('span', { class: 'muted', title: ev.data.digest }, ' · digest ' + String(ev.data.digest).slice(0, 15) + '…') : '');
 function eventView(ev) {
 	const d = ev.data || {};
-	if (ev.type === 'tool_output') return entry('output', (d.agent || '') + ' ran ' + d.tool, ev.at, block(d.output, 'code'));
+	if (ev.type === 'tool_output') return entry('output' + (d.not_allowed ? ' ev-stop' : ''), ranWords(d), ev.at, block(d.output, 'code'));
 	if (ev.type !== 'question_resolved' && ev.type !== 'aborted' && !(ev.type === 'run_finished' && d.error)) return null;
 	return el('li', { class: 'msg event' + (ev.type === 'question_resolved' && d.status === 'answered' ? '' : ' ev-stop') }, el('span', null, txt(evWords(ev))), el('time', null, when(ev.at)));
 }
