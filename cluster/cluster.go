@@ -20,7 +20,6 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
-	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/host"
 )
 
@@ -39,17 +38,15 @@ type Config struct {
 	// 15s.
 	LeaseTTL time.Duration
 	// Workers bounds the River jobs this replica works at once (they are
-	// short: taking a lease, firing a deadline). Zero: 100. The runs
-	// themselves are bounded by the host's MaxResumes.
+	// short: taking a lease). Zero: 100. The runs themselves are bounded
+	// by the host's MaxResumes.
 	Workers int
 	// ReconcileEvery is how often one replica looks for runs nothing
 	// would resume: an answer written by a program that did not insert
-	// its job, deadlines whose jobs are gone, runs that stopped with an
-	// error (retried). Also once at start-up. Zero: 10m; negative: never
+	// its job, runs that stopped with an error (retried). Also once at
+	// start-up. Zero: 10m; negative: never
 	// (for tests of what the jobs do alone).
 	ReconcileEvery time.Duration
-	// Clock times deadlines. Zero: the system clock.
-	Clock clock.Clock
 	// Logger receives the cluster's messages (River's below Warn are
 	// dropped). Zero: slog.Default().
 	Logger *slog.Logger
@@ -71,12 +68,6 @@ const (
 	heldMaxRetry   = 5 * time.Second
 )
 
-// deadlineEarly: deadline jobs are scheduled this long before the deadline
-// and snooze the rest. River makes a scheduled job available only every
-// 5 s (its scheduler's interval); a short snooze makes it available at
-// once, and it is fetched within FetchPollInterval of its time.
-const deadlineEarly = 6 * time.Second
-
 // Cluster is a [host.Coordinator] on PostgreSQL and River: with it,
 // several tollgate replicas share one store's threads. See the package
 // documentation.
@@ -84,11 +75,12 @@ type Cluster struct {
 	store  *postgres.Store
 	id     string
 	ttl    time.Duration
-	clk    clock.Clock
 	log    *slog.Logger
 	river  *river.Client[pgx.Tx]
 	every  time.Duration
 	margin time.Duration
+	// insertNotice tells River's producers of a job committed.
+	insertNotice postgres.Notice
 
 	mu       sync.Mutex
 	host     *host.Host
@@ -129,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, errors.New("cluster: Config.Store is required")
 	}
 	c := &Cluster{
-		store: cfg.Store, id: cfg.ID, ttl: cfg.LeaseTTL, clk: cfg.Clock, log: cfg.Logger,
+		store: cfg.Store, id: cfg.ID, ttl: cfg.LeaseTTL, log: cfg.Logger,
 		every: cfg.ReconcileEvery, leases: map[string]*lease{},
 	}
 	c.bg, c.stop = context.WithCancel(context.Background())
@@ -145,9 +137,6 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.margin = c.ttl / 5
 	if c.every == 0 {
 		c.every = 10 * time.Minute
-	}
-	if c.clk == nil {
-		c.clk = clock.Real
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -170,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := river.AddWorkerSafely(ws, &driveWorker{c: c}); err != nil {
 		return nil, err
 	}
-	if err := river.AddWorkerSafely(ws, &deadlineWorker{c: c}); err != nil {
+	if err := river.AddWorkerSafely(ws, &deadlineWorker{}); err != nil {
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(ws, &reconcileWorker{c: c}); err != nil {
@@ -217,7 +206,10 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c.river = rc
-	cfg.Store.SetTxHook(&postgres.TxHook{Wants: wantsJobs, InTx: c.insertJobs})
+	// River's listeners take the schema's insert channel (River's
+	// notifier prefixes the schema); the payload names the queue.
+	c.insertNotice = postgres.Notice{Channel: cfg.Store.Schema() + ".river_insert", Payload: `{"queue": "` + queue + `"}`}
+	cfg.Store.SetTxHook(&postgres.TxHook{Wants: wantsJobs, InTx: c.insertJobs, AfterCommit: c.jobsCommitted})
 	return c, nil
 }
 
@@ -349,32 +341,40 @@ func (d discard) WithGroup(string) slog.Handler           { return d }
 var _ host.Coordinator = (*Cluster)(nil)
 
 // wantsJobs: the batches whose commit must insert a job — a resolution
-// (the run resumes; an abort closes its run itself) and a question with
-// a deadline (the deadline fires).
+// (the run resumes; an abort closes its run itself).
 func wantsJobs(b *checkpoint.Batch) bool {
-	if r := b.Resolve; r != nil && r.Resolution.Status != checkpoint.QuestionAborted {
-		return true
-	}
-	return b.Question != nil && !b.Question.Deadline.IsZero()
+	r := b.Resolve
+	return r != nil && r.Resolution.Status != checkpoint.QuestionAborted
 }
 
 // insertJobs is the store's hook: in the transaction of a resolution, the
-// job that resumes the run; in that of a new question, its deadline's.
+// job that resumes the run. (A question's deadline needs no job: every
+// replica's host fires deadlines from the store.)
 func (c *Cluster) insertJobs(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch, out *checkpoint.Committed) error {
-	var params []river.InsertManyParams
-	if r := b.Resolve; r != nil && r.Resolution.Status != checkpoint.QuestionAborted && out.Resolved != nil {
-		params = append(params, river.InsertManyParams{Args: driveArgs{ThreadID: r.ThreadID}})
-	}
-	if q := out.Question; q != nil && out.Created && !q.Deadline.IsZero() {
-		params = append(params, deadlineJob(q, c.clk.Now()))
-	}
-	if len(params) == 0 {
+	if out.Resolved == nil {
 		return nil
 	}
-	if _, err := c.river.InsertManyTx(ctx, tx, params); err != nil {
-		return fmt.Errorf("inserting the run's jobs: %w", err)
+	if _, err := c.river.InsertTx(ctx, tx, driveArgs{ThreadID: b.Resolve.ThreadID}, nil); err != nil {
+		return fmt.Errorf("inserting the run's job: %w", err)
 	}
 	return nil
+}
+
+// jobsCommitted follows a hooked commit: the replicas hear of its job by
+// a notification of River's own kind, sent after the commit, every time.
+// (River's own, inside the transaction, is sent only if its client sent
+// none in the last FetchCooldown: a job committed just after another's
+// fetch would wait for the poll, which is slow, to cost little idle.)
+func (c *Cluster) jobsCommitted(b *checkpoint.Batch, out *checkpoint.Committed) []postgres.Notice {
+	if out.Resolved == nil {
+		return nil
+	}
+	if out.Resolved.Status == checkpoint.QuestionTimedOut {
+		c.mu.Lock()
+		c.stats.DeadlinesFired++
+		c.mu.Unlock()
+	}
+	return []postgres.Notice{c.insertNotice}
 }
 
 // InUse reports whether replicas have used the store in cluster mode

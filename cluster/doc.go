@@ -19,15 +19,19 @@
 //     resumes its run (the store's [postgres.TxHook], River's InsertTx on
 //     the store's transaction): no answer is ever recorded without its
 //     resume, nor a resume without its answer;
-//   - a question commits with a job scheduled at its deadline, which times
-//     the question out by the compare-and-set an answer makes (nothing, if
-//     an answer came first) and resumes the run the same way;
+//   - a deadline is fired by every replica's host from the store (one
+//     indexed read of the earliest pending deadlines, again on each new
+//     question): the compare-and-set an answer makes lets one of them win
+//     (none, if an answer came first), and its commit carries the job that
+//     resumes the run. No deadline waits for one replica, River's leader
+//     (whose scheduler alone makes scheduled jobs available), to be alive;
 //   - a replica that lets go of a run it could not finish (shutting down)
 //     commits a job with the release, and another replica goes on.
 //
-// Whichever replica works the job drives the run. A run that waits for a
-// person holds nothing on any replica: its question, its deadline's job
-// and its thread are rows. Questions reach every replica's event streams
+// Whichever replica works the job drives the run; each job's commit is
+// followed by a notification, so that replicas fetch it at once. A run
+// that waits for a person holds nothing on any replica: its question and
+// its thread are rows. Questions reach every replica's event streams
 // at once (the store's notifications); other events by each replica's
 // poll of the log.
 //
@@ -74,10 +78,9 @@
 // not run again unless it is idempotent; its result says it was cut off.
 //
 // Once at start-up and every ReconcileEvery, one replica (River's leader)
-// also fires deadlines whose jobs are missing (questions asked before the
-// cluster ran) and resumes unfinished runs that nothing holds and that
-// wait for no answer (an answer written by a program that inserted no
-// job; a run that stopped with an error is retried so).
+// also resumes unfinished runs that nothing holds and that wait for no
+// answer (an answer written by a program that inserted no job; a run that
+// stopped with an error is retried so).
 //
 // # Answers from other programs
 //

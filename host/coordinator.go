@@ -11,10 +11,11 @@ import (
 // the coordinator (one driver per thread at a time), and the coordinator,
 // not the host, decides when runs go on: it calls [Host.Drive] for a run
 // to resume after an answer or a deadline (from any replica), and for one
-// a dead replica left. The host then keeps no deadline timer and does not
-// look for unfinished runs at start-up; an answer it takes is the
-// coordinator's to act on (its store commits the answer with the job that
-// resumes the run).
+// a dead replica left. The host then does not look for unfinished runs
+// at start-up; an answer it takes, or a deadline it fires, is the
+// coordinator's to act on (its store commits the resolution with the job
+// that resumes the run). Every host fires deadlines from the store, as
+// without a Coordinator: the compare-and-set lets one of them win.
 type Coordinator interface {
 	// Start begins handing h work; it is called by [Host.Start] once the
 	// host takes runs.

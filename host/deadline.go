@@ -53,8 +53,9 @@ func (h *Host) timeout(ctx context.Context, q *checkpoint.Question) (*checkpoint
 
 // TimeOut resolves q as timed out, its deadline having passed, by the
 // compare-and-set an answer makes (won false, and the winner returned,
-// when an answer came first), and tells the host's subscribers and the
-// run: a [Coordinator]'s call when a deadline's job comes due.
+// when an answer or another host came first), and tells the host's
+// subscribers and the run. The host's deadline loop calls it; so may a
+// [Coordinator] that learns of a deadline otherwise.
 func (h *Host) TimeOut(ctx context.Context, q *checkpoint.Question) (resolved *checkpoint.Question, won bool, err error) {
 	h.markSelfResolved(q.ThreadID, q.ID) // resolved() resumes the run, once
 	r, won, err := agent.TimeOut(ctx, h.store, q, h.clock.Now())

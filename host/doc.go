@@ -70,5 +70,6 @@
 // claim keeps a tool from running twice, but the model could be called
 // twice for a turn). Several replicas on PostgreSQL use package cluster,
 // a Coordinator on River: each thread is driven under a lease, by one
-// host at a time, and answers and deadlines are jobs any replica works.
+// host at a time; answers commit with jobs any replica works, and every
+// replica's host fires deadlines (one wins each).
 package host

@@ -207,10 +207,15 @@ func (h *Host) Start(ctx context.Context) error {
 		return fmt.Errorf("host: subscribing to the store: %w", err)
 	}
 	if h.coord != nil {
-		// The coordinator resumes runs and fires deadlines; the
-		// notifications only tell the runs driven here of answers.
-		h.loops.Add(1)
+		// The coordinator resumes runs; the notifications only tell the
+		// runs driven here of answers. Deadlines are fired from the
+		// store by every host, as without one: the compare-and-set lets
+		// one win, and its commit carries the job that resumes the run,
+		// so a deadline never waits for one replica (a job scheduler's
+		// leader) to be alive.
+		h.loops.Add(2)
 		go h.notificationLoop(notes)
+		go h.deadlineLoop()
 		if err := h.coord.Start(h.ctx, h); err != nil {
 			h.cancel()
 			h.loops.Wait()
@@ -280,7 +285,6 @@ func (h *Host) reconcile(ctx context.Context) error {
 func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 	defer h.loops.Done()
 	var lastResub time.Time
-	lastPrune := time.Now()
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -306,11 +310,6 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 				notes = h.resubscribe()
 				continue
 			}
-			if h.coord != nil && time.Since(lastPrune) > time.Minute {
-				// No deadline loop prunes it with a Coordinator.
-				lastPrune = time.Now()
-				h.pruneSelfResolved()
-			}
 			switch n.Kind {
 			case checkpoint.QuestionResolved:
 				if h.coord != nil {
@@ -332,7 +331,10 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 				h.poke()
 			case checkpoint.Resync:
 				if h.coord != nil {
-					continue // the coordinator has its own record
+					// The coordinator has its own record of runs; a
+					// question created meanwhile may have a deadline.
+					h.poke()
+					continue
 				}
 				go func() {
 					if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
