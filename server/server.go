@@ -57,8 +57,9 @@ type Config struct {
 	// comment. Zero: 15s.
 	PingInterval time.Duration
 	// PollInterval is how often the server looks at the store's event log
-	// for events written by other processes (one query for all streams).
-	// Zero: 2s.
+	// for events written by other processes (one query for all streams),
+	// while an event stream is open; with none, it does not look. Zero:
+	// 2s.
 	PollInterval time.Duration
 	// SessionTTL is how long a page stays signed in. Zero: 12h.
 	SessionTTL time.Duration
@@ -90,6 +91,7 @@ type Server struct {
 	closeOnce sync.Once
 	wake      *broadcaster
 	head      *logHead
+	streams   *streamGate
 	counts    countCache
 }
 
@@ -151,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wake = newBroadcaster()
 	s.head = &logHead{store: s.store}
+	s.streams = newStreamGate()
 	s.routes(cfg.Page)
 	s.handler = http.HandlerFunc(s.serve)
 	if err := s.startLoops(); err != nil {
