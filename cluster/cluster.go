@@ -175,21 +175,22 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		ID:      c.id,
 		Queues:  map[string]river.QueueConfig{queue: {MaxWorkers: workers}},
 		Workers: ws,
-		// Answers insert jobs: a replica hears of each at once
-		// (LISTEN/NOTIFY) and fetches it soon after; the poll catches
-		// what a notification missed, and snoozed jobs coming due.
-		//
-		// River notifies an insert only if its client sent none for the
-		// queue in the last FetchCooldown: of answers committed within
-		// 2 ms of each other on one replica only the first is heard of,
-		// and a job committed after the fetch that notice started waits
-		// for the poll (bench/README.md, "Replicas": 1–9 of 504 answers
-		// given 8 at once waited up to 205 ms with a 200 ms poll). 50 ms
-		// bounds that wait, for 20 small queries a second a replica.
+		// A replica hears of every job at once: each commit that inserts
+		// one is followed by a notification of River's kind (see
+		// jobsCommitted; River's own is rate-limited per client, and a
+		// job committed just after the fetch another's notice started
+		// waited for the poll: bench/README.md, "Replicas"). Each notice
+		// starts a fetch, at most one per FetchCooldown (those between
+		// are merged into one after it). The poll only catches what a
+		// notification missed (the listener reconnecting), and jobs
+		// snoozed or retried coming due (a thread held elsewhere, whose
+		// holder goes on with the run anyway), so it can be slow: it was
+		// the bulk of an idle replica's cost at 50 ms (18 of its 21
+		// transactions a second; bench/README.md, "Idle").
 		FetchCooldown:     2 * time.Millisecond,
-		FetchPollInterval: 50 * time.Millisecond,
-		// The jobs are short (a lease taken, a deadline fired); the runs
-		// they start are the host's, under a lease, not River's.
+		FetchPollInterval: 2 * time.Second,
+		// The jobs are short (a lease taken); the runs they start are the
+		// host's, under a lease, not River's.
 		// A job a killed replica was working stays "running" until
 		// River's rescuer finds it: soon, since the jobs take
 		// milliseconds (a deadline fired 13 s late in the replicas test,
@@ -375,6 +376,15 @@ func (c *Cluster) jobsCommitted(b *checkpoint.Batch, out *checkpoint.Committed) 
 		c.mu.Unlock()
 	}
 	return []postgres.Notice{c.insertNotice}
+}
+
+// noticeJobs tells the replicas of jobs a transaction of the cluster's
+// own committed (River's notification may have been held back by its
+// rate limit); a failure only leaves them to the poll.
+func (c *Cluster) noticeJobs(ctx context.Context) {
+	if _, err := c.store.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, c.insertNotice.Channel, c.insertNotice.Payload); err != nil && ctx.Err() == nil {
+		c.log.Warn("tollgate: telling the replicas of new jobs (they find them at their next poll)", "err", err)
+	}
 }
 
 // InUse reports whether replicas have used the store in cluster mode

@@ -152,6 +152,7 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 		after = ids[len(ids)-1]
 	}
 	if resumed > 0 {
+		c.noticeJobs(ctx)
 		c.log.Info("tollgate: resuming unfinished runs nothing was resuming", "runs", resumed)
 	}
 	return nil

@@ -179,13 +179,17 @@ func (l *lease) release(ctx context.Context, cutOff bool) error {
 	}
 	// A run this replica could not finish (it shuts down): another
 	// replica goes on with it, as soon as the lease is gone.
-	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, release, l.threadID, l.epoch); err != nil {
 			return err
 		}
 		_, err := l.c.river.InsertTx(ctx, tx, driveArgs{ThreadID: l.threadID}, nil)
 		return err
 	})
+	if err == nil {
+		l.c.noticeJobs(ctx)
+	}
+	return err
 }
 
 // renewLoop renews the replica's leases every ttl/4. A lease missing from
@@ -389,6 +393,9 @@ func (c *Cluster) rescueOnce(ctx context.Context) ([]string, error) {
 		rescued = ids
 		return nil
 	})
+	if err == nil && len(rescued) > 0 {
+		c.noticeJobs(ctx)
+	}
 	return rescued, err
 }
 
