@@ -62,9 +62,11 @@ type memoryResult struct {
 	Idle           procMem `json:"idle"`
 	IdleAfterCycle procMem `json:"idle_after_one_cycle"`
 	// The seeding: one Commit per run, from SeedLoops goroutines, on a
-	// store whose commits insert the deadline jobs (a cluster built on
-	// it, never started); raw single-row inserts from as many loops just
-	// before and after.
+	// store with a cluster built on it (never started), so that each
+	// commits as a replica's would; raw single-row inserts from as many
+	// loops just before and after. DeadlineJobs: the deadline jobs the
+	// seeding left scheduled (none since questions need none; one a
+	// question before).
 	SeedLoops     int       `json:"seed_loops"`
 	SeedSeconds   float64   `json:"seed_seconds"`
 	SeedPerS      float64   `json:"seeded_per_s"`
@@ -148,8 +150,41 @@ type serveReplica struct {
 
 type serveFleet struct {
 	bin, dsn, policy, work, logs string
+	binLabel                     string // where bin came from
 	client                       *http.Client
 	replicas                     []*serveReplica
+}
+
+// newServeFleet readies replicas of tollgate serve on dsn, their files
+// in dir: the policy (clusterPolicy), the bash tool's directory, their
+// logs, and the binary: bin, or built from this checkout.
+func newServeFleet(ctx context.Context, dsn, dir, bin string, progress func(string, ...any)) (*serveFleet, error) {
+	f := &serveFleet{dsn: dsn, policy: filepath.Join(dir, "policy.yaml"), work: filepath.Join(dir, "work"), logs: filepath.Join(dir, "logs"),
+		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	for _, d := range []string{f.work, f.logs} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(f.policy, []byte(clusterPolicy), 0o644); err != nil {
+		return nil, err
+	}
+	f.bin, f.binLabel = bin, bin
+	if f.bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return nil, err
+		}
+		f.bin = filepath.Join(dir, "tollgate")
+		progress("building tollgate from %s", root)
+		build := exec.CommandContext(ctx, "go", "build", "-o", f.bin, "./cmd/tollgate")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build ./cmd/tollgate: %v\n%s", err, out)
+		}
+		f.binLabel = "built from " + root
+	}
+	return f, nil
 }
 
 func freeLoopback() (string, error) {
@@ -501,34 +536,12 @@ func measureMemory(ctx context.Context, b *backend, dsn string, o clusterOptions
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	f := &serveFleet{dsn: dsn, policy: filepath.Join(dir, "policy.yaml"), work: filepath.Join(dir, "work"), logs: filepath.Join(dir, "logs"),
-		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
-	defer f.stopAll()
-	for _, d := range []string{f.work, f.logs} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.WriteFile(f.policy, []byte(clusterPolicy), 0o644); err != nil {
+	f, err := newServeFleet(ctx, dsn, dir, o.bin, func(format string, a ...any) { progress("memory: "+format, a...) })
+	if err != nil {
 		return nil, err
 	}
-	f.bin = o.bin
-	if f.bin == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			return nil, err
-		}
-		f.bin = filepath.Join(dir, "tollgate")
-		progress("memory: building tollgate from %s", root)
-		build := exec.CommandContext(ctx, "go", "build", "-o", f.bin, "./cmd/tollgate")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build ./cmd/tollgate: %v\n%s", err, out)
-		}
-		res.Binary = "built from " + root
-	} else {
-		res.Binary = f.bin
-	}
+	defer f.stopAll()
+	res.Binary = f.binLabel
 
 	// One replica on the empty store.
 	r0, err := f.start(ctx, 0)
@@ -804,7 +817,7 @@ func (m *memoryResult) print(w io.Writer) {
 		row(fmt.Sprintf("replica %d after %d answered", p.Replica, m.Answered), p)
 	}
 	fmt.Fprintf(w, "%s\n", m.Reconcile)
-	fmt.Fprintf(w, "seeding: %d parked runs, one Commit each (thread, messages, question, audit entries, deadline job) from %d goroutines,\n"+
+	fmt.Fprintf(w, "seeding: %d parked runs, one Commit each (thread, messages, question, audit entries) from %d goroutines,\n"+
 		"in %.1fs = %.0f runs/s; raw single-row inserts from %d loops: %.0f tx/s before, %.0f tx/s after; %d deadline jobs scheduled\n",
 		m.Parked, m.SeedLoops, m.SeedSeconds, m.SeedPerS, m.SeedLoops, m.RawSeed.PerSecond, m.RawSeedAfter.PerSecond, m.DeadlineJobs)
 	per := float64(m.SchemaBytes-m.SchemaBytesBefore) / float64(max(1, m.Parked))
