@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
@@ -72,16 +71,11 @@ func countXacts(ctx context.Context, b *backend, d time.Duration) (int64, float6
 // nobody uses them.
 func measureIdle(ctx context.Context, b *backend, dsn string, o clusterOptions, progress func(string, ...any)) (*idleResult, error) {
 	res := &idleResult{Replicas: o.replicas}
-	dir, err := os.MkdirTemp("", "tollgate-bench-idle-")
+	f, err := newServeFleet(ctx, dsn, o.bin, "idle", progress)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	f, err := newServeFleet(ctx, dsn, dir, o.bin, func(format string, a ...any) { progress("idle: "+format, a...) })
-	if err != nil {
-		return nil, err
-	}
-	defer f.stopAll()
+	defer f.close()
 	res.Binary = f.binLabel
 	// The store's tables first (one replica, stopped), so that the
 	// baseline is taken on the database the replicas will use.

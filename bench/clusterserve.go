@@ -149,17 +149,28 @@ type serveReplica struct {
 }
 
 type serveFleet struct {
-	bin, dsn, policy, work, logs string
-	binLabel                     string // where bin came from
-	client                       *http.Client
-	replicas                     []*serveReplica
+	bin, dsn, dir, policy, work, logs string
+	binLabel                          string // where bin came from
+	client                            *http.Client
+	replicas                          []*serveReplica
 }
 
-// newServeFleet readies replicas of tollgate serve on dsn, their files
-// in dir: the policy (clusterPolicy), the bash tool's directory, their
-// logs, and the binary: bin, or built from this checkout.
-func newServeFleet(ctx context.Context, dsn, dir, bin string, progress func(string, ...any)) (*serveFleet, error) {
-	f := &serveFleet{dsn: dsn, policy: filepath.Join(dir, "policy.yaml"), work: filepath.Join(dir, "work"), logs: filepath.Join(dir, "logs"),
+// newServeFleet readies replicas of tollgate serve on dsn for a part of
+// the benchmark, their files in a directory of their own: the policy
+// (clusterPolicy), the bash tool's directory, their logs, and the
+// binary: bin, or built from this checkout. close stops them and removes
+// the directory.
+func newServeFleet(ctx context.Context, dsn, bin, part string, progress func(string, ...any)) (f *serveFleet, err error) {
+	dir, err := os.MkdirTemp("", "tollgate-bench-"+part+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	f = &serveFleet{dsn: dsn, dir: dir, policy: filepath.Join(dir, "policy.yaml"), work: filepath.Join(dir, "work"), logs: filepath.Join(dir, "logs"),
 		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	for _, d := range []string{f.work, f.logs} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -176,7 +187,7 @@ func newServeFleet(ctx context.Context, dsn, dir, bin string, progress func(stri
 			return nil, err
 		}
 		f.bin = filepath.Join(dir, "tollgate")
-		progress("building tollgate from %s", root)
+		progress("%s: building tollgate from %s", part, root)
 		build := exec.CommandContext(ctx, "go", "build", "-o", f.bin, "./cmd/tollgate")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
@@ -257,6 +268,12 @@ func (r *serveReplica) stop() {
 		_ = r.cmd.Process.Kill()
 		<-r.exited
 	}
+}
+
+// close stops the replicas and removes the fleet's directory.
+func (f *serveFleet) close() {
+	f.stopAll()
+	os.RemoveAll(f.dir)
 }
 
 func (f *serveFleet) stopAll() {
@@ -531,16 +548,11 @@ func databaseSize(ctx context.Context, store *postgres.Store) (int64, []tableSiz
 // o.answers of them through random replicas.
 func measureMemory(ctx context.Context, b *backend, dsn string, o clusterOptions, progress func(string, ...any)) (*memoryResult, error) {
 	res := &memoryResult{Replicas: o.replicas, Parked: o.parked, SeedLoops: o.seedLoops, AnswerLoops: o.answerLoops, LoadBefore: loadAvg()}
-	dir, err := os.MkdirTemp("", "tollgate-bench-cluster-")
+	f, err := newServeFleet(ctx, dsn, o.bin, "memory", progress)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	f, err := newServeFleet(ctx, dsn, dir, o.bin, func(format string, a ...any) { progress("memory: "+format, a...) })
-	if err != nil {
-		return nil, err
-	}
-	defer f.stopAll()
+	defer f.close()
 	res.Binary = f.binLabel
 
 	// One replica on the empty store.
