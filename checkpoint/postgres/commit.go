@@ -500,7 +500,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		c, err = s.send(ctx, &batch, steps)
 	}
 	if err != nil || c != nil {
-		return c, err
+		return c, unavailable(err)
 	}
 	for _, f := range onCommit {
 		f()

@@ -35,8 +35,9 @@ var (
 	// ErrUnavailable: the server could not be reached: nothing listens
 	// at the address, its host name does not resolve, or it was not
 	// ready before [Options].ConnectTimeout. The error also wraps the
-	// last failure.
-	ErrUnavailable = errors.New("postgres: database unavailable")
+	// last failure. It is [checkpoint.ErrUnavailable], which the store's
+	// other methods return when a connection is lost.
+	ErrUnavailable = fmt.Errorf("postgres: database unavailable: %w", checkpoint.ErrUnavailable)
 	// ErrNoStore: [Options].MustExist was set and the database has no
 	// tollgate schema. It wraps [fs.ErrNotExist].
 	ErrNoStore error = noStore{}
