@@ -36,8 +36,8 @@ func TestUnavailable(t *testing.T) {
 
 	proxy.Cut()
 	for what, err := range map[string]error{
-		"a read": func() error { _, err := s.LoadThread(ctx, "t1"); return err }(),
-		"a list": func() error { _, _, err := s.ListQuestions(ctx, checkpoint.QuestionFilter{}); return err }(),
+		"a read":  func() error { _, err := s.LoadThread(ctx, "t1"); return err }(),
+		"a list":  func() error { _, _, err := s.ListQuestions(ctx, checkpoint.QuestionFilter{}); return err }(),
 		"a write": event(),
 	} {
 		if !errors.Is(err, checkpoint.ErrUnavailable) {
