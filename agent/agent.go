@@ -367,8 +367,11 @@ func (a *Agent) drive(ctx context.Context, rs *runState, msgs []Message) (*Messa
 		return nil, err
 	}
 	a.emit(&RunFinishedEvent{meta: a.meta(runID), Message: msg, Err: err})
-	if !recorded {
+	if !recorded && !errors.Is(err, checkpoint.ErrUnavailable) {
 		// The run stopped on an error (its end was not written): say so.
+		// Not when the store was out of reach: the entry could not be
+		// written either, most likely, and the run is not over — whoever
+		// drives it next (its host, once the store is back) goes on.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if _, cerr := a.store.Commit(ctx, &checkpoint.Batch{Events: []*checkpoint.Event{a.finishedEvent(runID, msg, err)}}); cerr != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -171,11 +172,18 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 	if endTurn != nil {
 		add = endTurn(res)
 	}
-	if err := a.recordDone(context.WithoutCancel(ctx), rs, call, ran, digest, res, add); err != nil {
+	if err := a.recordDone(ctx, rs, call, ran, digest, res, add); err != nil {
 		return ToolResult{}, err
 	}
 	a.emit(&ToolCallFinishedEvent{meta: a.meta(runID), Call: call, Result: res})
 	return res, nil
+}
+
+// sameJSON reports whether two JSON values are equal as values (a store
+// may keep a document's spacing or not).
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // unknownOutcome is the result of a call found executing with no result
@@ -187,8 +195,13 @@ func unknownOutcome(tool string) ToolResult {
 }
 
 // recordDone is a call's durable result: its record, its tool_result
-// audit entry and (add) the turn's result messages in one write.
-func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, args json.RawMessage, digest string, res ToolResult, add []Message) error {
+// audit entry and (add) the turn's result messages in one write. The
+// write is made even when ctx ended (a run stopped while its tool ran:
+// the result is known); while ctx lasts it outlasts a store that cannot
+// be reached (see keep), so that a known result is not lost to a moment's
+// outage and later reported "unknown".
+func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, args json.RawMessage, digest string, res ToolResult, add []Message) error {
+	ctx := context.WithoutCancel(live)
 	raw, err := jsontext.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
@@ -212,18 +225,27 @@ func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, arg
 		Events: []*checkpoint.Event{a.event(rs.th.RunID, "tool_result", entry)},
 	}
 	// A result once known is kept: a store that fails for a moment (a
-	// dropped connection, a group transaction that failed for another
-	// caller's batch) is tried again.
+	// group transaction that failed for another caller's batch) is tried
+	// again, and one out of reach (a dropped connection) as long as the
+	// run may still write — found written, when the answer to a commit
+	// that was made was lost.
+	k := &keep{live: live, landed: func(ctx context.Context) (bool, error) {
+		recs, err := a.store.ListToolCalls(ctx, a.threadID, rs.th.RunID, call.ID)
+		if err != nil {
+			return false, err
+		}
+		return len(recs) == 1 && recs[0].State == checkpoint.ToolCallDone && sameJSON(recs[0].Result, raw), nil
+	}}
 	err = nil
 	for attempt := 0; attempt < 3; attempt++ {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt*attempt) * 50 * time.Millisecond)
 		}
 		b.Thread = nil
-		if _, err = rs.commit(ctx, b, add, false); err == nil {
+		if _, err = rs.commitKept(ctx, b, add, false, k); err == nil {
 			return nil
 		}
-		if errors.Is(err, checkpoint.ErrConflict) {
+		if errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrUnavailable) {
 			break
 		}
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -68,12 +69,89 @@ func (rs *runState) turnFresh() bool {
 // thread goes idle). A batch whose question already exists writes
 // nothing, the pending message included: it stays pending.
 func (rs *runState) commit(ctx context.Context, b *checkpoint.Batch, add []Message, end bool) (*checkpoint.Committed, error) {
+	return rs.commitKept(ctx, b, add, end, nil)
+}
+
+// keep makes a write that holds what exists nowhere else (a tool's
+// result) outlast a store that cannot be reached for a while: the write
+// is tried again ([keep.wait]), and before each new try, landed says
+// whether an earlier one, whose answer the lost connection hid, was
+// committed after all.
+type keep struct {
+	// live bounds the tries: the run's context, which ends when its
+	// lease can no longer be trusted (another replica may take the run
+	// over) or the run is stopped; and storeRetryFor at most.
+	live   context.Context
+	landed func(ctx context.Context) (bool, error)
+	// until and tries are the wait's own.
+	until time.Time
+	tries int
+}
+
+// storeRetryFor bounds how long a kept write waits for the store.
+var storeRetryFor = 2 * time.Minute
+
+// wait sleeps before the next try after err, and reports whether to try
+// again: only after checkpoint.ErrUnavailable, while live lasts.
+func (k *keep) wait(err error) bool {
+	if k == nil || !errors.Is(err, checkpoint.ErrUnavailable) || k.live.Err() != nil {
+		return false
+	}
+	if k.until.IsZero() {
+		k.until = time.Now().Add(storeRetryFor)
+	}
+	d := min(50*time.Millisecond<<min(k.tries, 5), time.Second)
+	k.tries++
+	if time.Now().Add(d).After(k.until) {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-k.live.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// settle finds out whether a write that failed was made, reading it back
+// (landed) and waiting again while the store cannot be reached. known
+// false: the store stayed out of reach.
+func (k *keep) settle(ctx context.Context) (made, known bool) {
+	for {
+		made, err := k.landed(ctx)
+		if err == nil {
+			return made, true
+		}
+		if !k.wait(err) {
+			return false, false
+		}
+	}
+}
+
+// commitKept is commit, and with k (nil: none) a write kept across a
+// store out of reach. The lock is held through the tries when the write
+// includes the thread's, so that no other call of the turn writes the
+// thread while it is not known whether this one was written.
+func (rs *runState) commitKept(ctx context.Context, b *checkpoint.Batch, add []Message, end bool, k *keep) (*checkpoint.Committed, error) {
 	rs.mu.Lock()
 	if len(rs.pending) == 0 && len(add) == 0 && !end {
 		// Nothing for the thread: no need to keep the other calls of the
 		// turn from committing at the same time (they can share a commit).
 		rs.mu.Unlock()
-		return rs.a.store.Commit(ctx, b)
+		for {
+			c, err := rs.a.store.Commit(ctx, b)
+			if err == nil || !k.wait(err) {
+				return c, err
+			}
+			switch made, known := k.settle(ctx); {
+			case !known:
+				return nil, err
+			case made:
+				return &checkpoint.Committed{}, nil
+			}
+		}
 	}
 	defer rs.mu.Unlock()
 	w := &checkpoint.ThreadWrite{ID: rs.th.ID, Version: rs.th.Version, Status: checkpoint.ThreadRunning, RunID: rs.th.RunID}
@@ -89,7 +167,23 @@ func (rs *runState) commit(ctx context.Context, b *checkpoint.Batch, add []Messa
 		w.Append = append(w.Append, raw)
 	}
 	b.Thread = w
+	version := w.Version
 	c, err := rs.a.store.Commit(ctx, b)
+	for err != nil && k.wait(err) {
+		made, known := k.settle(ctx)
+		if !known {
+			break
+		}
+		if made {
+			// Committed, its answer lost: the store moved the thread to
+			// the next version, as it does on every write.
+			w.Version, w.UpdatedAt = version+1, rs.a.clock.Now()
+			c, err = &checkpoint.Committed{Created: b.Question != nil}, nil
+			break
+		}
+		w.Version = version
+		c, err = rs.a.store.Commit(ctx, b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("agent: writing the thread's step: %w", err)
 	}

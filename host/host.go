@@ -527,8 +527,17 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		sub.Close()
 		<-forwarded
 	}()
+	var outage storeOutage
 	for {
 		_, err := step(ctx)
+		if !errors.Is(err, checkpoint.ErrUnavailable) {
+			outage.over(h, threadID)
+		} else if h.waitForStore(ctx, threadID, r, &outage) {
+			// The store was out of reach, and the run may still write:
+			// it goes on from what the store holds, under the same lease.
+			step = r.agent.Resume
+			continue
+		}
 		parked := errors.Is(err, agent.ErrParked)
 		// Nothing ran: no run to resume, or a prompt refused (Prompt
 		// reports those to its caller).
@@ -576,6 +585,55 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		h.driveEndedLocked(threadID, r)
 		h.mu.Unlock()
 		return
+	}
+}
+
+// storeOutage is how long a drive has waited for the store.
+type storeOutage struct {
+	since time.Time
+	tries int
+}
+
+// storeWaitFor bounds how long a run without a lease (a host alone)
+// waits for its store to come back before it stops with the error; a
+// run under a lease waits as long as the lease can be trusted.
+var storeWaitFor = 2 * time.Minute
+
+// waitForStore waits, with backoff, before a run that stopped because
+// the store could not be reached goes on: false when it must not (its
+// lease is lost or can no longer be trusted, the host closes, an abort
+// takes the thread, or a host alone waited storeWaitFor).
+func (h *Host) waitForStore(ctx context.Context, threadID string, r *run, o *storeOutage) bool {
+	h.mu.Lock()
+	stop := h.closing || r.aborting || r.lease != nil && r.lease.Lost()
+	h.mu.Unlock()
+	if stop || ctx.Err() != nil {
+		return false
+	}
+	if o.since.IsZero() {
+		o.since = time.Now()
+		h.log.Warn("tollgate: the store is out of reach; the run goes on once it is back", "thread", threadID)
+	}
+	if h.coord == nil && time.Since(o.since) > storeWaitFor {
+		return false
+	}
+	d := min(100*time.Millisecond<<min(o.tries, 5), 2*time.Second)
+	o.tries++
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// over notes that the drive got past the store's outage, if it waited.
+func (o *storeOutage) over(h *Host, threadID string) {
+	if !o.since.IsZero() {
+		h.log.Info("tollgate: the store is back; the run went on", "thread", threadID, "after", time.Since(o.since).Round(time.Millisecond))
+		*o = storeOutage{}
 	}
 }
 
