@@ -47,6 +47,15 @@ type Config struct {
 	// start-up. Zero: 10m; negative: never
 	// (for tests of what the jobs do alone).
 	ReconcileEvery time.Duration
+	// Retries is how many times in a row a run that stops with an error
+	// (a model that fails, say) is run before it is left failed (resume
+	// or abort it); each failure is recorded where every replica reads
+	// it. Zero: 8; negative: never tried again by itself.
+	Retries int
+	// RetryAfter is the wait before a failed run is tried again the
+	// first time; it doubles with each failure in a row, up to 5
+	// minutes. Zero: 5s (the whole series of 8: about 15 minutes).
+	RetryAfter time.Duration
 	// Logger receives the cluster's messages (River's below Warn are
 	// dropped). Zero: slog.Default().
 	Logger *slog.Logger
@@ -79,6 +88,9 @@ type Cluster struct {
 	river  *river.Client[pgx.Tx]
 	every  time.Duration
 	margin time.Duration
+	// retries and retryAfter are Config's, for failed runs.
+	retries    int
+	retryAfter time.Duration
 	// insertNotice tells River's producers of a job committed.
 	insertNotice postgres.Notice
 
@@ -137,6 +149,16 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.margin = c.ttl / 5
 	if c.every == 0 {
 		c.every = 10 * time.Minute
+	}
+	c.retries, c.retryAfter = cfg.Retries, cfg.RetryAfter
+	switch {
+	case c.retries == 0:
+		c.retries = 8
+	case c.retries < 0:
+		c.retries = 0
+	}
+	if c.retryAfter <= 0 {
+		c.retryAfter = 5 * time.Second
 	}
 	if c.log == nil {
 		c.log = slog.Default()

@@ -79,8 +79,27 @@
 //
 // Once at start-up and every ReconcileEvery, one replica (River's leader)
 // also resumes unfinished runs that nothing holds and that wait for no
-// answer (an answer written by a program that inserted no job; a run that
-// stopped with an error is retried so).
+// answer (an answer written by a program that inserted no job, a failed
+// run whose retry is late).
+//
+// # Failed runs
+//
+// A run that stops with an error (a model that fails) is recorded where
+// every replica reads it ([Cluster.RunFailures], a row with the error,
+// the failures in a row and when it is tried again), as its lease is let
+// go, in one transaction with a job scheduled then: every replica's
+// [host.Host.States] says failed, and the run is tried again with
+// backoff (Config.RetryAfter, doubling) up to Config.Retries times in a
+// row; then it stays failed for a person to resume or abort. A run that
+// gets on (it parks, or ends) clears its record.
+//
+// # The database out of reach
+//
+// A replica whose database goes away for a moment keeps its runs while
+// their leases can be trusted: a tool's result is written once the
+// database is back (package agent), and a run stopped by the outage goes
+// on from the store (package host), under the same lease; the fence keeps
+// whatever is written after a lease was lost from being recorded.
 //
 // # Answers from other programs
 //

@@ -113,11 +113,15 @@ func (w *reconcileWorker) Timeout(*river.Job[reconcileArgs]) time.Duration { ret
 // orphans are unfinished runs that wait for nothing and that no replica
 // holds: cut off with nothing to resume them (an answer written without
 // its job by a program that is not a replica, a run that stopped with an
-// error).
+// error before its failure was recorded). A failed run is tried again at
+// its retry_at by its own job — or not, once its retries are used up —
+// unless that job is late by a minute (lost).
 const orphans = `SELECT t.id FROM threads t
 WHERE t.status = 'running' AND t.id > $1
 AND NOT EXISTS (SELECT 1 FROM questions q WHERE q.thread_id = t.id AND q.status = 'pending')
 AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id = t.id)
+AND NOT EXISTS (SELECT 1 FROM run_failures f WHERE f.thread_id = t.id
+	AND (f.retry_at IS NULL OR f.retry_at > now() - interval '1 minute'))
 ORDER BY t.id LIMIT 1000`
 
 // oldDeadlines are the deadline jobs of an older tollgate still waiting:

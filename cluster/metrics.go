@@ -17,6 +17,9 @@ import (
 //     replica could not renew in time (the database slow or unreachable).
 //   - tollgate_cluster_rescued_total: runs taken over from replicas that
 //     stopped.
+//   - tollgate_cluster_runs_failed{retry="given_up"}: runs that stopped
+//     with an error as many times in a row as Config.Retries allows, left
+//     for a person to resume or abort.
 func (c *Cluster) Collector() prometheus.Collector { return &collector{c: c} }
 
 var (
@@ -28,13 +31,17 @@ var (
 	descFired    = prometheus.NewDesc("tollgate_cluster_deadlines_fired_total", "Questions this replica timed out.", nil, nil)
 	descJobs     = prometheus.NewDesc("tollgate_cluster_jobs", "tollgate's River jobs by state (available: ready to run; scheduled: deadlines and retries to come).", []string{"state"}, nil)
 	descJobWait  = prometheus.NewDesc("tollgate_cluster_job_wait_seconds", "How long the oldest job in the state has been due (available: waiting for a replica).", []string{"state"}, nil)
-	descUp       = prometheus.NewDesc("tollgate_cluster_jobs_scrape_ok", "1 when the job counts could be read from the database.", nil, nil)
+	descUp       = prometheus.NewDesc("tollgate_cluster_jobs_scrape_ok", "1 when the job counts and failed runs could be read from the database.", nil, nil)
+	descFailed   = prometheus.NewDesc("tollgate_cluster_runs_failed", "Unfinished runs that stopped with an error, all replicas' (retry: scheduled, or given_up once Config.Retries failures came in a row).", []string{"retry"}, nil)
 )
+
+const failedCounts = `SELECT count(*) FILTER (WHERE f.retry_at IS NOT NULL), count(*) FILTER (WHERE f.retry_at IS NULL)
+FROM run_failures f JOIN threads t ON t.id = f.thread_id WHERE t.status = 'running'`
 
 type collector struct{ c *Cluster }
 
 func (k *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHeld, descAcquired, descLost, descRescued, descHeldElse, descFired, descJobs, descJobWait, descUp} {
+	for _, d := range []*prometheus.Desc{descHeld, descAcquired, descLost, descRescued, descHeldElse, descFired, descJobs, descJobWait, descUp, descFailed} {
 		ch <- d
 	}
 }
@@ -73,8 +80,15 @@ func (k *collector) Collect(ch chan<- prometheus.Metric) {
 		rows.Close()
 		err = rows.Err()
 	}
+	var scheduled, givenUp int64
+	if err == nil {
+		err = c.store.Pool().QueryRow(ctx, failedCounts).Scan(&scheduled, &givenUp)
+	}
 	if err != nil {
 		ok = 0
+	} else {
+		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.GaugeValue, float64(scheduled), "scheduled")
+		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.GaugeValue, float64(givenUp), "given_up")
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, ok)
 	for state, n := range counts {

@@ -571,7 +571,13 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 			handOn := !r.aborting && (cut || (r.again && h.closing))
 			h.mu.Unlock()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			r.lease.Release(rctx, handOn)
+			if fl, ok := r.lease.(FailingLease); ok && failed && !r.aborting {
+				// Every host reads the failure where the coordinator keeps
+				// it, and it tries the run again later.
+				fl.ReleaseFailed(rctx, err)
+			} else {
+				r.lease.Release(rctx, handOn)
+			}
 			cancel()
 			h.mu.Lock()
 		}
@@ -1044,21 +1050,74 @@ const (
 	RunFailed RunState = "failed"
 )
 
+// RunStatus is a thread's run as the host sees it.
+type RunStatus struct {
+	State RunState
+	// Err is the error a failed run stopped with.
+	Err error
+	// Attempts and RetryAt, for a failed run under a [Coordinator] that
+	// keeps failures ([FailureReader]: package cluster): the times in a
+	// row it stopped with an error, and when it is tried again (zero:
+	// not again, unless resumed).
+	Attempts int
+	RetryAt  time.Time
+}
+
 // State reports the run state of a stored thread and, when failed, the
-// error it stopped with.
+// error it stopped with: [Host.States] of one thread.
 func (h *Host) State(th *checkpoint.Thread) (RunState, error) {
-	if th.Status != checkpoint.ThreadRunning {
-		return RunIdle, nil
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st := h.States(ctx, []*checkpoint.Thread{th})[0]
+	return st.State, st.Err
+}
+
+// States reports the run status of stored threads, in their order. With
+// a [Coordinator] that keeps failures ([FailureReader]), whether a run
+// failed is read from it (one read for all the threads), so that every
+// host reports the same; should that read fail, this host's own
+// knowledge is reported.
+func (h *Host) States(ctx context.Context, ths []*checkpoint.Thread) []RunStatus {
+	out := make([]RunStatus, len(ths))
+	var ask []string
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.runs[th.ID] != nil || h.queued[th.ID] {
-		return RunActive, nil
+	for i, th := range ths {
+		switch {
+		case th.Status != checkpoint.ThreadRunning:
+			out[i].State = RunIdle
+		case h.runs[th.ID] != nil || h.queued[th.ID]:
+			out[i].State = RunActive
+		default:
+			out[i].State = RunParked
+			if err := h.failed[th.ID]; err != nil {
+				out[i] = RunStatus{State: RunFailed, Err: err}
+			}
+			ask = append(ask, th.ID)
+		}
 	}
-	if err := h.failed[th.ID]; err != nil {
-		return RunFailed, err
+	h.mu.Unlock()
+	fr, ok := h.coord.(FailureReader)
+	if !ok || len(ask) == 0 {
+		return out
 	}
-	return RunParked, nil
+	failures, err := fr.RunFailures(ctx, ask)
+	if err != nil {
+		h.log.Warn("tollgate: reading which runs failed; this replica's own record is shown", "err", err)
+		return out
+	}
+	for i, th := range ths {
+		if s := out[i].State; s != RunParked && s != RunFailed {
+			continue
+		}
+		if f := failures[th.ID]; f != nil {
+			out[i] = RunStatus{State: RunFailed, Err: errors.New(f.Err), Attempts: f.Attempts, RetryAt: f.RetryAt}
+		} else {
+			// Not failed as the store has it: retried on another host,
+			// or gone on since.
+			out[i] = RunStatus{State: RunParked}
+		}
+	}
+	return out
 }
 
 // Stats counts the runs of the host at one moment.
