@@ -59,6 +59,14 @@ type Config struct {
 	// SlowSubscriberTimeout is how long an event waits for a subscriber
 	// whose buffer is full before dropping it. Zero: 5s.
 	SlowSubscriberTimeout time.Duration
+	// PolicyDigest names the policy the middleware decides by (package
+	// policy's Digest, of the file in force): it is recorded, as
+	// policy_digest, with every decision in the audit log — the
+	// question_asked entry of a call asked about, the tool_result entry
+	// of a call decided (allowed, blocked, or run after an answer) — so
+	// that a decision can be traced to the policy that made it. Zero:
+	// not recorded.
+	PolicyDigest func() string
 }
 
 // Agent runs prompts on one thread. Its methods are safe for concurrent
@@ -76,6 +84,7 @@ type Agent struct {
 	maxTurns    int
 	maxParallel int
 	maxArgBytes int
+	policy      func() string
 	clock       clock.Clock
 	log         *slog.Logger
 	events      *eventHub
@@ -119,6 +128,7 @@ func New(cfg Config) (*Agent, error) {
 		middleware: cfg.Middleware, channel: cfg.Channel, store: cfg.Checkpointer,
 		threadID: cfg.ThreadID, maxTurns: cfg.MaxTurns, maxParallel: cfg.MaxParallelTools,
 		maxArgBytes: cfg.MaxArgBytes,
+		policy:      cfg.PolicyDigest,
 		clock:       cfg.Clock, log: cfg.Logger, toolsByName: map[string]*Tool{},
 	}
 	for _, t := range cfg.Tools {

@@ -140,6 +140,7 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 	var res ToolResult
 	var ran json.RawMessage // the arguments the call ran with, or would have
 	var digest string       // their digest, when known already
+	var policy string       // the digest of the policy that decided it, if one did
 	switch {
 	case rec != nil && rec.State == checkpoint.ToolCallExecuting && tool != nil && tool.Idempotent():
 		// It was approved and started before the crash: run it again with
@@ -162,7 +163,7 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 		res = unknownOutcome(call.Name)
 	default:
 		var err error
-		res, ran, digest, err = a.decideAndRun(ctx, rs, msgs, call, tool, sem)
+		res, ran, digest, policy, err = a.decideAndRun(ctx, rs, msgs, call, tool, sem)
 		if err != nil {
 			return ToolResult{}, err
 		}
@@ -172,7 +173,7 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 	if endTurn != nil {
 		add = endTurn(res)
 	}
-	if err := a.recordDone(ctx, rs, call, ran, digest, res, add); err != nil {
+	if err := a.recordDone(ctx, rs, call, ran, digest, policy, res, add); err != nil {
 		return ToolResult{}, err
 	}
 	a.emit(&ToolCallFinishedEvent{meta: a.meta(runID), Call: call, Result: res})
@@ -200,7 +201,7 @@ func unknownOutcome(tool string) ToolResult {
 // the result is known); while ctx lasts it outlasts a store that cannot
 // be reached (see keep), so that a known result is not lost to a moment's
 // outage and later reported "unknown".
-func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, args json.RawMessage, digest string, res ToolResult, add []Message) error {
+func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, args json.RawMessage, digest, policy string, res ToolResult, add []Message) error {
 	ctx := context.WithoutCancel(live)
 	raw, err := jsontext.Marshal(res)
 	if err != nil {
@@ -211,6 +212,9 @@ func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, ar
 	}
 	entry := map[string]any{"call_id": call.ID, "tool": call.Name, "is_error": res.IsError,
 		"digest": digest}
+	if policy != "" {
+		entry["policy_digest"] = policy
+	}
 	if h, ok := res.Details["hitl"]; ok {
 		entry["hitl"] = h
 	}
@@ -271,13 +275,24 @@ func (a *Agent) callContext(rs *runState, msgs []Message, call ToolCall, tool *T
 		Args: typed, RawArgs: raw, Messages: msgs, agent: a, run: rs}
 }
 
-func (a *Agent) decideAndRun(ctx context.Context, rs *runState, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (res ToolResult, ran json.RawMessage, digest string, err error) {
+// decideAndRun decides the call and runs it if it may run; policy is the
+// digest of the policy in force as it was decided (Config.PolicyDigest).
+func (a *Agent) decideAndRun(ctx context.Context, rs *runState, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (res ToolResult, ran json.RawMessage, digest, policy string, err error) {
+	policy = a.policyDigest()
 	res, tc, err := a.decide(ctx, rs, msgs, call, tool)
 	if err != nil || tc == nil {
-		return res, call.Arguments, "", err
+		return res, call.Arguments, "", policy, err
 	}
 	res, err = a.execute(ctx, tc, sem, res.Details, true)
-	return res, tc.RawArgs, tc.ArgsDigest(), err
+	return res, tc.RawArgs, tc.ArgsDigest(), policy, err
+}
+
+// policyDigest is Config.PolicyDigest's, or "".
+func (a *Agent) policyDigest() string {
+	if a.policy == nil {
+		return ""
+	}
+	return a.policy()
 }
 
 // decide validates the call and runs the before-tool hooks. It returns

@@ -736,11 +736,11 @@ func (s *storeSource) question(ctx context.Context, thread, id string) (*checkpo
 // has the tools and policy of a run, so that it checks answers as the run
 // would. The model is never called.
 func (s *storeSource) host(ctx context.Context) (*host.Host, error) {
-	approval, _, _, err := loadPolicy(ctx, s.policyFile, s.log)
+	p, err := loadPolicy(ctx, s.policyFile, s.log)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, approval, s.log)
+	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, p.approval, s.log)
 	return s.newHost(ctx, host.Config{Store: s.store, Agent: tmpl, Logger: s.log})
 }
 
