@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,17 @@ type Config struct {
 	// first time; it doubles with each failure in a row, up to 5
 	// minutes. Zero: 5s (the whole series of 8: about 15 minutes).
 	RetryAfter time.Duration
+	// PolicyDigest names the policy this replica decides by (package
+	// policy's Digest of its file): replicas compare theirs and, when
+	// they differ, say so loudly — an error in the log, PolicyMismatch
+	// (tollgate serve's /readyz), the metric
+	// tollgate_cluster_policy_mismatch. Zero: no policy named, compared
+	// with nobody.
+	PolicyDigest func() string
+	// RequireSamePolicy makes Start refuse, with [ErrPolicyMismatch],
+	// when a live replica decides by another policy (one that differs
+	// later, a file edited on one replica, is warned about).
+	RequireSamePolicy bool
 	// Logger receives the cluster's messages (River's below Warn are
 	// dropped). Zero: slog.Default().
 	Logger *slog.Logger
@@ -91,6 +103,9 @@ type Cluster struct {
 	// retries and retryAfter are Config's, for failed runs.
 	retries    int
 	retryAfter time.Duration
+	// policyDigest and requireSame are Config's.
+	policyDigest func() string
+	requireSame  bool
 	// insertNotice tells River's producers of a job committed.
 	insertNotice postgres.Notice
 
@@ -105,6 +120,10 @@ type Cluster struct {
 	loops sync.WaitGroup
 
 	stats Stats
+	// mismatch: the live replicas deciding by another policy than
+	// myDigest, this one's, at the last look (beat).
+	mismatch []string
+	myDigest string
 }
 
 // Stats counts what a replica's cluster did since it started.
@@ -151,6 +170,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.every = 10 * time.Minute
 	}
 	c.retries, c.retryAfter = cfg.Retries, cfg.RetryAfter
+	c.policyDigest, c.requireSame = cfg.PolicyDigest, cfg.RequireSamePolicy
 	switch {
 	case c.retries == 0:
 		c.retries = 8
@@ -298,6 +318,15 @@ func (c *Cluster) Start(ctx context.Context, h *host.Host) error {
 	}
 	c.started, c.host = true, h
 	c.mu.Unlock()
+	// This replica's row, and the others' policies, before it works any
+	// job: one that may not decide by another policy stops here.
+	if err := c.beatNow(ctx); err != nil {
+		return fmt.Errorf("cluster: registering the replica: %w", err)
+	}
+	if differ := c.PolicyMismatch(); c.requireSame && len(differ) > 0 {
+		c.leave()
+		return fmt.Errorf("%w (RequireSamePolicy): %s", ErrPolicyMismatch, strings.Join(differ, "; "))
+	}
 	if err := c.river.Start(c.bg); err != nil {
 		return fmt.Errorf("cluster: starting River: %w", err)
 	}
@@ -342,6 +371,12 @@ func (c *Cluster) Stop(ctx context.Context) error {
 func (c *Cluster) Close() {
 	c.stop()
 	c.loops.Wait()
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if started {
+		c.leave()
+	}
 }
 
 // levelAtLeast drops River's records below a level.

@@ -133,6 +133,17 @@ func (w *world) replica(t *testing.T, ttl, timeout time.Duration) *replica {
 
 func (w *world) replicaWith(t *testing.T, cfg cluster.Config, timeout time.Duration) *replica {
 	t.Helper()
+	r, err := w.startReplica(t, cfg, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// startReplica is replicaWith, returning Start's error (the replica then
+// let go of).
+func (w *world) startReplica(t *testing.T, cfg cluster.Config, timeout time.Duration) (*replica, error) {
+	t.Helper()
 	ctx := context.Background()
 	store, err := postgres.Open(ctx, w.dsn, &postgres.Options{Schema: w.schema})
 	if err != nil {
@@ -152,11 +163,13 @@ func (w *world) replicaWith(t *testing.T, cfg cluster.Config, timeout time.Durat
 		t.Fatal(err)
 	}
 	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
+		c.Close()
+		store.Close()
+		return nil, err
 	}
 	r := &replica{store: store, c: c, h: h}
 	t.Cleanup(func() { r.stop(t) })
-	return r
+	return r, nil
 }
 
 func (r *replica) stop(t *testing.T) {

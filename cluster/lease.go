@@ -497,6 +497,10 @@ func (c *Cluster) rescueLoop(ctx context.Context) {
 func (c *Cluster) rescueOnce(ctx context.Context) ([]string, error) {
 	var rescued []string
 	err := pgx.BeginTxFunc(ctx, c.store.Pool(), pgx.TxOptions{}, func(tx pgx.Tx) error {
+		// This replica's row with its policy, in the same transaction.
+		if err := c.beat(ctx, tx); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, rescue)
 		if err != nil {
 			return err

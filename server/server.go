@@ -66,6 +66,10 @@ type Config struct {
 	// MaxSessions caps the sessions kept in memory; beyond it the one
 	// closest to its expiry is signed out. Zero: 10000.
 	MaxSessions int
+	// Warnings, when set, are what is wrong though the server can serve
+	// (replicas that decide by different policies, say): /readyz lists
+	// each on a line of its own after "ok", still 200.
+	Warnings func() []string
 }
 
 // Server is the HTTP layer of tollgate serve: the JSON API of API.md, the
@@ -92,6 +96,7 @@ type Server struct {
 	wake      *broadcaster
 	head      *logHead
 	streams   *streamGate
+	warnings  func() []string
 	counts    countCache
 }
 
@@ -105,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		host: cfg.Host, store: cfg.Host.Store(), log: cfg.Logger, clock: cfg.Clock,
 		dev: cfg.DevMode, model: cfg.Model, maxBody: cfg.MaxBodyBytes,
-		ping: cfg.PingInterval, poll: cfg.PollInterval, mux: http.NewServeMux(),
+		ping: cfg.PingInterval, poll: cfg.PollInterval, mux: http.NewServeMux(), warnings: cfg.Warnings,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -453,7 +458,8 @@ func jsonProblem(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// ready answers 200 when a cheap store read succeeds within 2s.
+// ready answers 200 when a cheap store read succeeds within 2s, with the
+// server's warnings.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if s.ctx.Err() != nil {
@@ -472,4 +478,9 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(w, "ok\n")
+	if s.warnings != nil {
+		for _, warning := range s.warnings() {
+			_, _ = io.WriteString(w, "warning: "+warning+"\n")
+		}
+	}
 }

@@ -59,6 +59,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var mcpf mcpFlags
 	mcpf.register(fs.FlagSet)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
+	samePolicy := fs.Bool("require-same-policy", envDefault("TOLLGATE_REQUIRE_SAME_POLICY", "") == "1", "with a postgres:// store: refuse to start when another live replica decides by another policy (its file's digest differs); without it, replicas that differ are warned about in the log, on /readyz and in tollgate_cluster_policy_mismatch, e.g. --require-same-policy [TOLLGATE_REQUIRE_SAME_POLICY=1]")
 	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
@@ -161,7 +162,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var coord *cluster.Cluster
 	var poll time.Duration
 	if pg, ok := store.(*postgres.Store); ok {
-		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log})
+		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log,
+			PolicyDigest: tmpl.PolicyDigest, RequireSamePolicy: *samePolicy})
 		if err != nil {
 			fmt.Fprintln(stderr, "tollgate serve:", err)
 			return 1
@@ -171,7 +173,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// Events other replicas write reach this one's streams by the
 		// log's poll (questions by notification, at once).
 		poll = 300 * time.Millisecond
-		log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String())
+		log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String(), "policy_digest", tmpl.PolicyDigest())
 	}
 	h, err := host.New(hcfg)
 	if err != nil {
@@ -196,6 +198,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Page:         web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
 		PollInterval: poll,
 		Collectors:   collectorsOf(coord),
+		Warnings:     warningsOf(coord),
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))
@@ -243,6 +246,15 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
 	fmt.Fprintf(stdout, "tollgate: stopped: %s parked waiting for answers, %s cut off mid-way (they resume at the next start)\n", plural(stats.Parked, "run"), plural(stats.Active, "run"))
 	return 0
+}
+
+// warningsOf is what /readyz says is wrong with the cluster, when there is
+// one: replicas that decide by different policies.
+func warningsOf(c *cluster.Cluster) func() []string {
+	if c == nil {
+		return nil
+	}
+	return c.PolicyMismatch
 }
 
 // collectorsOf is the cluster's metrics, when there is one.
