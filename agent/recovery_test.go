@@ -643,6 +643,8 @@ func countEvents(t *testing.T, s checkpoint.Store, thread, typ string) int {
 type outageStore struct {
 	checkpoint.Store
 	landed bool
+	// claims: the outage begins at a claim's write, not a result's.
+	claims bool
 	mu     sync.Mutex
 	left   int  // failures to come, once the outage began
 	began  bool // the first result write came
@@ -670,7 +672,11 @@ func (s *outageStore) fails(result, read bool) (fail, first bool) {
 }
 
 func (s *outageStore) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Committed, error) {
-	result := len(b.ToolCalls) == 1 && b.ToolCalls[0].State == checkpoint.ToolCallDone
+	want := checkpoint.ToolCallDone
+	if s.claims {
+		want = checkpoint.ToolCallExecuting
+	}
+	result := len(b.ToolCalls) == 1 && b.ToolCalls[0].State == want
 	if fail, first := s.fails(result, false); fail {
 		if first && s.landed {
 			if _, err := s.Store.Commit(ctx, b); err != nil {
@@ -719,6 +725,56 @@ func TestResultKeptAcrossAnOutage(t *testing.T) {
 			}
 			if landed && s.reads == 0 {
 				t.Errorf("the write was never read back")
+			}
+		})
+	}
+}
+
+// A claim whose commit was made but whose answer the lost connection took
+// is read back and found this run's when the run is its thread's sole
+// driver (a fenced lease: agent.WithSoleDriver): the tool runs, once,
+// instead of the call being reported "outcome unknown" though it never
+// ran. Without it the claim may be another driver's: the run stops, and
+// the call's outcome is unknown (at most once).
+func TestClaimReadBackUnderASoleDriver(t *testing.T) {
+	t.Parallel()
+	for _, sole := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sole=%v", sole), func(t *testing.T) {
+			base := storetest.New(t)
+			s := &outageStore{Store: base, landed: true, claims: true, left: 3}
+			var ran atomic.Int32
+			tool := agent.NewTool("echo", "Echo text.", func(ctx context.Context, a echoArgs) (string, error) {
+				ran.Add(1)
+				return "echo: " + a.Text, nil
+			}, nil)
+			model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}}, scripted.Turn{Text: "done"})
+			a := newAgent(t, agent.Config{Provider: model, Checkpointer: s, ThreadID: "t1", Tools: []*agent.Tool{tool}})
+			ctx := context.Background()
+			if sole {
+				ctx = agent.WithSoleDriver(ctx)
+			}
+			_, err := a.Prompt(ctx, "go")
+			if !sole {
+				if !errors.Is(err, checkpoint.ErrUnavailable) {
+					t.Fatalf("Prompt = %v, want the store's error", err)
+				}
+				// Resumed as its host would, until the store answers.
+				for _, err = a.Resume(context.Background()); errors.Is(err, checkpoint.ErrUnavailable); _, err = a.Resume(context.Background()) {
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if err != nil {
+				t.Fatalf("Prompt = %v", err)
+			}
+			res := toolResults(t, a)
+			switch {
+			case len(res) != 1:
+				t.Fatalf("results %+v", res)
+			case sole && (ran.Load() != 1 || res[0].IsError):
+				t.Errorf("sole driver: ran %d times, result %+v: want the tool run once", ran.Load(), res[0])
+			case !sole && (ran.Load() != 0 || !strings.Contains(res[0].Content, "unknown")):
+				t.Errorf("not the sole driver: ran %d times, result %+v: want it not run, its outcome unknown", ran.Load(), res[0])
 			}
 		})
 	}

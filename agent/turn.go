@@ -436,10 +436,24 @@ func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struc
 	// another process driving this run claimed the call first, this one
 	// stops. If the write fails the tool does not run.
 	if claim {
-		_, err := tc.run.commit(ctx, &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{{
+		// A claim whose answer a lost connection hid is read back: found
+		// written by this run (the sole driver: see WithSoleDriver), the
+		// tool runs; else the run stops, and the call is found claimed,
+		// its outcome unknown, when the run goes on.
+		k := &keep{live: ctx, landed: func(rctx context.Context) (bool, error) {
+			if !soleDriver(ctx) {
+				return false, errUnknowable
+			}
+			recs, err := a.store.ListToolCalls(rctx, a.threadID, tc.RunID, tc.Call.ID)
+			if err != nil {
+				return false, err
+			}
+			return len(recs) == 1 && recs[0].State == checkpoint.ToolCallExecuting && sameJSON(recs[0].Args, tc.RawArgs) && soleDriver(ctx), nil
+		}}
+		_, err := tc.run.commitKept(ctx, &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{{
 			ThreadID: a.threadID, RunID: tc.RunID, CallID: tc.Call.ID, Tool: tc.Call.Name,
 			Args: tc.RawArgs, State: checkpoint.ToolCallExecuting,
-		}}}, nil, false)
+		}}}, nil, false, k)
 		if errors.Is(err, checkpoint.ErrConflict) {
 			return ToolResult{}, fmt.Errorf("%w: call %s", ErrCallClaimed, tc.Call.ID)
 		}

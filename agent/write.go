@@ -88,6 +88,29 @@ type keep struct {
 	tries int
 }
 
+type soleDriverKey struct{}
+
+// WithSoleDriver returns ctx saying that while it lasts no other driver
+// writes the run's thread: its writes are fenced by a lease that another
+// driver could take only once ctx has ended (package host says so of a
+// run driven under a [host.Coordinator]'s lease). A claim of a tool call
+// whose answer a lost connection hid, found written, is then known to be
+// this run's own, and the tool runs; without it the run stops, and the
+// call is later found claimed with an unknown outcome (it may have been
+// another driver's).
+func WithSoleDriver(ctx context.Context) context.Context {
+	return context.WithValue(ctx, soleDriverKey{}, true)
+}
+
+func soleDriver(ctx context.Context) bool {
+	sole, _ := ctx.Value(soleDriverKey{}).(bool)
+	return sole && ctx.Err() == nil
+}
+
+// errUnknowable: whether a write was made cannot be told (a claim read
+// back without WithSoleDriver).
+var errUnknowable = errors.New("agent: whose write it was cannot be told")
+
 // storeRetryFor bounds how long a kept write waits for the store.
 var storeRetryFor = 2 * time.Minute
 

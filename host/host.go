@@ -513,7 +513,9 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		h.mu.Lock()
 		r.lease = lease
 		h.mu.Unlock()
-		ctx = lease.Context(ctx)
+		// The lease's writes are fenced: no other host writes the run
+		// while its context lasts.
+		ctx = agent.WithSoleDriver(lease.Context(ctx))
 	}
 	sub := r.agent.Subscribe(1024)
 	forwarded := make(chan struct{})
