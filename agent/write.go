@@ -111,13 +111,19 @@ func soleDriver(ctx context.Context) bool {
 // back without WithSoleDriver).
 var errUnknowable = errors.New("agent: whose write it was cannot be told")
 
-// storeRetryFor bounds how long a kept write waits for the store.
-var storeRetryFor = 2 * time.Minute
+// storeRetryFor bounds how long a kept write waits for the store;
+// keptTries are the tries it makes whatever (a run stopped while its tool
+// ran still records what it knows): 50, 100 and 200 ms apart.
+var (
+	storeRetryFor = 2 * time.Minute
+	keptTries     = 3
+)
 
 // wait sleeps before the next try after err, and reports whether to try
-// again: only after checkpoint.ErrUnavailable, while live lasts.
+// again: only after checkpoint.ErrUnavailable, keptTries times and then
+// while live lasts.
 func (k *keep) wait(err error) bool {
-	if k == nil || !errors.Is(err, checkpoint.ErrUnavailable) || k.live.Err() != nil {
+	if k == nil || !errors.Is(err, checkpoint.ErrUnavailable) || k.tries >= keptTries && k.live.Err() != nil {
 		return false
 	}
 	if k.until.IsZero() {
@@ -128,10 +134,14 @@ func (k *keep) wait(err error) bool {
 	if time.Now().Add(d).After(k.until) {
 		return false
 	}
+	var ended <-chan struct{}
+	if k.tries > keptTries {
+		ended = k.live.Done()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-k.live.Done():
+	case <-ended:
 		return false
 	case <-t.C:
 		return true

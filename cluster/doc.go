@@ -93,6 +93,15 @@
 // row; then it stays failed for a person to resume or abort. A run that
 // gets on (it parks, or ends) clears its record.
 //
+// # Policies
+//
+// Each started replica keeps a row with the digest of the policy it
+// decides by (Config.PolicyDigest), renewed with its rescue round, and
+// compares the live replicas' with its own: when one differs, it logs an
+// error, [Cluster.PolicyMismatch] says which (tollgate serve's /readyz),
+// and the metric tollgate_cluster_policy_mismatch counts them; with
+// Config.RequireSamePolicy, Start refuses ([ErrPolicyMismatch]).
+//
 // # The database out of reach
 //
 // A replica whose database goes away for a moment keeps its runs while
