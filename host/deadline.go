@@ -79,12 +79,19 @@ func (h *Host) poke() {
 	}
 }
 
+// deadlineRead is the least time between two reads of the earliest
+// deadlines woken by new questions: under load every question would cost
+// every host a read (a question due sooner than this after it was asked
+// fires up to this late).
+const deadlineRead = 100 * time.Millisecond
+
 // deadlineLoop fires deadlines from the store: it reads the earliest
 // pending deadlines, resolves those that passed as timed out, and sleeps
 // until the next one, a new question, or the safety poll.
 func (h *Host) deadlineLoop() {
 	defer h.loops.Done()
 	for {
+		read := time.Now()
 		next, err := h.fireDue(h.ctx)
 		if err != nil && h.ctx.Err() == nil {
 			h.log.Error("tollgate: firing deadlines", "err", err)
@@ -103,6 +110,14 @@ func (h *Host) deadlineLoop() {
 			h.pruneSelfResolved()
 		case <-h.wakeDeadline:
 			stop()
+			// New questions: read once for those that come meanwhile.
+			if d := deadlineRead - time.Since(read); d > 0 {
+				select {
+				case <-h.ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
 		}
 	}
 }
