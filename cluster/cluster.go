@@ -83,7 +83,9 @@ const queue = "tollgate"
 
 // How long a run found held by another replica waits before its job tries
 // again: the holder goes on with the run, and the job only makes sure
-// that someone does once it lets go.
+// that someone does once it lets go. (A snoozed job is fetched at River's
+// next poll, every 2 s, or sooner when another job's notice starts a
+// fetch.)
 const (
 	heldFirstRetry = 100 * time.Millisecond
 	heldMaxRetry   = 5 * time.Second
