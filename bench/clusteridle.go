@@ -86,9 +86,13 @@ func measureIdle(ctx context.Context, b *backend, dsn string, o clusterOptions, 
 	r0.stop()
 	f.replicas = nil
 	// Past the stopped replica's last statistics, and the autovacuum
-	// of the tables it made.
-	time.Sleep(10 * time.Second)
-	base := max(o.idleTime/2, 10*time.Second)
+	// of the tables it made. (-short: a check that the part works.)
+	pause, least := 10*time.Second, 10*time.Second
+	if o.short {
+		pause, least = time.Second, time.Second
+	}
+	time.Sleep(pause)
+	base := max(o.idleTime/2, least)
 	progress("idle: baseline, no replica, %v", base)
 	n, secs, err := countXacts(ctx, b, base)
 	if err != nil {
@@ -107,7 +111,7 @@ func measureIdle(ctx context.Context, b *backend, dsn string, o clusterOptions, 
 		return nil, err
 	}
 	// Past the start-up's work (River's first election, the reconcile).
-	time.Sleep(5 * time.Second)
+	time.Sleep(pause / 2)
 	stmts := statementsAvailable(ctx, b)
 	if stmts {
 		resetStatements(ctx, b)
