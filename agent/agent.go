@@ -67,6 +67,14 @@ type Config struct {
 	// SlowSubscriberTimeout is how long an event waits for a subscriber
 	// whose buffer is full before dropping it. Zero: 5s.
 	SlowSubscriberTimeout time.Duration
+	// PolicyDigest names the policy the middleware decides by (package
+	// policy's Digest, of the file in force): it is recorded, as
+	// policy_digest, with every decision in the audit log — the
+	// question_asked entry of a call asked about, the tool_result entry
+	// of a call decided (allowed, blocked, or run after an answer) — so
+	// that a decision can be traced to the policy that made it. Zero:
+	// not recorded.
+	PolicyDigest func() string
 }
 
 // Agent runs prompts on one thread. Its methods are safe for concurrent
@@ -85,6 +93,7 @@ type Agent struct {
 	maxTurns    int
 	maxParallel int
 	maxArgBytes int
+	policy      func() string
 	clock       clock.Clock
 	log         *slog.Logger
 	events      *eventHub
@@ -128,6 +137,7 @@ func New(cfg Config) (*Agent, error) {
 		middleware: cfg.Middleware, channel: cfg.Channel, store: cfg.Checkpointer,
 		threadID: cfg.ThreadID, maxTurns: cfg.MaxTurns, maxParallel: cfg.MaxParallelTools,
 		maxArgBytes: cfg.MaxArgBytes,
+		policy:      cfg.PolicyDigest,
 		clock:       cfg.Clock, log: cfg.Logger, toolsByName: map[string]*Tool{}, toolFor: cfg.ToolFor,
 	}
 	for _, t := range cfg.Tools {
@@ -387,8 +397,11 @@ func (a *Agent) drive(ctx context.Context, rs *runState, msgs []Message) (*Messa
 		return nil, err
 	}
 	a.emit(&RunFinishedEvent{meta: a.meta(runID), Message: msg, Err: err})
-	if !recorded {
+	if !recorded && !errors.Is(err, checkpoint.ErrUnavailable) {
 		// The run stopped on an error (its end was not written): say so.
+		// Not when the store was out of reach: the entry could not be
+		// written either, most likely, and the run is not over — whoever
+		// drives it next (its host, once the store is back) goes on.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if _, cerr := a.store.Commit(ctx, &checkpoint.Batch{Events: []*checkpoint.Event{a.finishedEvent(runID, msg, err)}}); cerr != nil {

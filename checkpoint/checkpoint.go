@@ -31,6 +31,14 @@ var (
 	// the other list (ListQuestions and ListThreads cursors do not mix).
 	// An HTTP server answers 400.
 	ErrBadCursor = errors.New("checkpoint: bad cursor")
+
+	// ErrUnavailable: the store could not be reached — its connection was
+	// lost, the server restarts or refuses connections for a moment. A
+	// write that failed so may have been made or not (the answer to its
+	// commit was lost): read back what it wrote before making it again.
+	// The same call may succeed once the store is back; an HTTP server
+	// answers 503.
+	ErrUnavailable = errors.New("checkpoint: the store is unavailable")
 )
 
 // ThreadStatus says whether a run is in progress on a thread.

@@ -67,7 +67,7 @@ func (c *Cluster) notifyJobs(b *checkpoint.Batch, out *checkpoint.Committed) ([]
 		ds = append(ds, more...)
 		if at := n.NearAt(q); !at.IsZero() {
 			p := river.InsertManyParams{Args: nearArgs{ThreadID: q.ThreadID, QuestionID: q.ID}}
-			if at.After(c.clk.Now()) {
+			if at.After(time.Now()) {
 				p.InsertOpts = &river.InsertOpts{ScheduledAt: at}
 			}
 			params = append(params, p)

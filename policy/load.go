@@ -187,6 +187,7 @@ func (l *loader) policy(data []byte, opts *Options) *Policy {
 	}
 	p := &Policy{
 		file:    l.file,
+		digest:  Digest(data),
 		def:     Ask,
 		timeout: DefaultTimeout,
 		shell:   map[string]string{"bash": "cmd"},

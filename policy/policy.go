@@ -259,6 +259,7 @@ type Match struct {
 // Policy is a loaded, compiled policy file. It is safe for concurrent use.
 type Policy struct {
 	file    string
+	digest  string // see Digest
 	def     Action
 	timeout time.Duration
 	shell   map[string]string // tool -> argument holding a command string

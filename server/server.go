@@ -58,8 +58,9 @@ type Config struct {
 	// comment. Zero: 15s.
 	PingInterval time.Duration
 	// PollInterval is how often the server looks at the store's event log
-	// for events written by other processes (one query for all streams).
-	// Zero: 2s.
+	// for events written by other processes (one query for all streams),
+	// while an event stream is open; with none, it does not look. Zero:
+	// 2s.
 	PollInterval time.Duration
 	// SessionTTL is how long a page stays signed in. Zero: 12h.
 	SessionTTL time.Duration
@@ -83,6 +84,10 @@ type Config struct {
 	// Notifications, when set, are served: /notify/ (Slack's buttons,
 	// mail links) and GET /v1/notify/deliveries.
 	Notifications *Notifications
+	// Warnings, when set, are what is wrong though the server can serve
+	// (replicas that decide by different policies, say): /readyz lists
+	// each on a line of its own after "ok", still 200.
+	Warnings func() []string
 }
 
 // Server is the HTTP layer of tollgate serve: the JSON API of API.md, the
@@ -109,6 +114,8 @@ type Server struct {
 	closeOnce sync.Once
 	wake      *broadcaster
 	head      *logHead
+	listening *streamGate
+	warnings  func() []string
 	counts    countCache
 	streams   streamCounts
 	notices   func() []Notice
@@ -139,7 +146,7 @@ func New(cfg Config) (*Server, error) {
 		host: cfg.Host, hooks: cfg.Hooks, store: cfg.Host.Store(), log: cfg.Logger, clock: cfg.Clock,
 		dev: cfg.DevMode, model: cfg.Model, maxBody: cfg.MaxBodyBytes,
 		ping: cfg.PingInterval, poll: cfg.PollInterval, mux: http.NewServeMux(), notices: cfg.Notices,
-		notifications: cfg.Notifications,
+		notifications: cfg.Notifications, warnings: cfg.Warnings,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -191,6 +198,7 @@ func New(cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wake = newBroadcaster()
 	s.head = &logHead{store: s.store}
+	s.listening = newStreamGate()
 	s.routes(cfg.Page)
 	s.handler = http.HandlerFunc(s.serve)
 	if err := s.startLoops(); err != nil {
@@ -497,7 +505,8 @@ func jsonProblem(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// ready answers 200 when a cheap store read succeeds within 2s.
+// ready answers 200 when a cheap store read succeeds within 2s, with the
+// server's warnings.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if s.ctx.Err() != nil {
@@ -516,4 +525,9 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(w, "ok\n")
+	if s.warnings != nil {
+		for _, warning := range s.warnings() {
+			_, _ = io.WriteString(w, "warning: "+warning+"\n")
+		}
+	}
 }

@@ -24,13 +24,18 @@ import (
 
 // threadJSON is a thread as lists show it.
 type threadJSON struct {
-	ID        string   `json:"id"`
-	Status    string   `json:"status"`
-	RunID     string   `json:"run_id"`
-	RunState  string   `json:"run_state"`
-	RunError  string   `json:"run_error,omitempty"`
-	CreatedAt jsonTime `json:"created_at"`
-	UpdatedAt jsonTime `json:"updated_at"`
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	RunID    string `json:"run_id"`
+	RunState string `json:"run_state"`
+	RunError string `json:"run_error,omitempty"`
+	// A failed run of a replica (cluster mode): how many times in a row
+	// it stopped with an error, and when it is tried again (absent: not
+	// again, unless resumed).
+	RunAttempts int       `json:"run_attempts,omitempty"`
+	RunRetryAt  *jsonTime `json:"run_retry_at,omitempty"`
+	CreatedAt   jsonTime  `json:"created_at"`
+	UpdatedAt   jsonTime  `json:"updated_at"`
 }
 
 // threadDetail is one thread with its conversation and open questions.
@@ -56,12 +61,15 @@ type openCallJSON struct {
 	Result    any      `json:"result,omitempty"`
 }
 
-func (s *Server) threadView(th *checkpoint.Thread) threadJSON {
-	state, err := s.host.State(th)
-	v := threadJSON{ID: th.ID, Status: string(th.Status), RunID: th.RunID, RunState: string(state),
-		CreatedAt: jsonTime(th.CreatedAt), UpdatedAt: jsonTime(th.UpdatedAt)}
-	if err != nil {
-		v.RunError = err.Error()
+func threadView(th *checkpoint.Thread, st host.RunStatus) threadJSON {
+	v := threadJSON{ID: th.ID, Status: string(th.Status), RunID: th.RunID, RunState: string(st.State),
+		RunAttempts: st.Attempts, CreatedAt: jsonTime(th.CreatedAt), UpdatedAt: jsonTime(th.UpdatedAt)}
+	if st.Err != nil {
+		v.RunError = st.Err.Error()
+	}
+	if !st.RetryAt.IsZero() {
+		at := jsonTime(st.RetryAt)
+		v.RunRetryAt = &at
 	}
 	return v
 }
@@ -70,7 +78,7 @@ func (s *Server) threadView(th *checkpoint.Thread) threadJSON {
 const maxPending = 1000
 
 func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*threadDetail, error) {
-	d := &threadDetail{threadJSON: s.threadView(th), Messages: rawJSON(th.Messages), PendingQuestions: []questionJSON{}, OpenCalls: []openCallJSON{}}
+	d := &threadDetail{threadJSON: threadView(th, s.host.States(ctx, []*checkpoint.Thread{th})[0]), Messages: rawJSON(th.Messages), PendingQuestions: []questionJSON{}, OpenCalls: []openCallJSON{}}
 	if len(d.Messages) == 0 {
 		d.Messages = rawJSON("[]")
 	}
@@ -377,8 +385,9 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, id *identit
 		return err
 	}
 	out := threadList{Threads: make([]threadJSON, 0, len(ths)), NextCursor: next}
-	for _, th := range ths {
-		out.Threads = append(out.Threads, s.threadView(th))
+	states := s.host.States(r.Context(), ths)
+	for i, th := range ths {
+		out.Threads = append(out.Threads, threadView(th, states[i]))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -759,11 +759,11 @@ func (s *storeSource) question(ctx context.Context, thread, id string) (*checkpo
 // has the tools and policy of a run, so that it checks answers as the run
 // would. The model is never called.
 func (s *storeSource) host(ctx context.Context) (*host.Host, error) {
-	approval, _, _, err := loadPolicy(ctx, s.policyFile, s.log, policyWatch{})
+	p, err := loadPolicy(ctx, s.policyFile, s.log, policyWatch{})
 	if err != nil {
 		return nil, err
 	}
-	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, approval, s.log)
+	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, p.approval, s.log)
 	hooksSvc, _, err := hookService(ctx, s.store, s.hookPolicyFile, s.log, policyWatch{})
 	if err != nil {
 		return nil, err

@@ -164,10 +164,11 @@ func TestMCPToolsInTheAgent(t *testing.T) {
 	}
 
 	// serve's default policy (run without --policy asks every call).
-	approval, _, name, err := loadPolicy(ctx, "", slog.New(slog.DiscardHandler), policyWatch{})
+	loaded, err := loadPolicy(ctx, "", slog.New(slog.DiscardHandler), policyWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	approval, name := loaded.approval, loaded.name
 	model := scripted.New(
 		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "mcp__t__echo", map[string]any{"text": "hi"})}},
 		scripted.Turn{Text: "done"},

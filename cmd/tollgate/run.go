@@ -173,14 +173,16 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: asked(ctx, c).Details()})
 	}
 	var decide func(context.Context, json.RawMessage) (string, error)
+	var policyDigest func() string
 	if *policyFile != "" {
 		// A broken edit of the file keeps the policy in force and says why.
 		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		var err error
-		if approval, decide, _, err = loadPolicy(runCtx, *policyFile, log, policyWatch{}); err != nil {
+		p, err := loadPolicy(runCtx, *policyFile, log, policyWatch{})
+		if err != nil {
 			fmt.Fprintln(stderr, "tollgate:", err)
 			return exitFailed
 		}
+		approval, decide, policyDigest = p.approval, p.decide, p.digest
 	}
 	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout, Masked: statePaths(*storeURL, *policyFile)}, decide)
 	if err != nil {
@@ -215,6 +217,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitUsage
 	}
+	cfg.PolicyDigest = policyDigest
 	// The same host as the service: a run that waits parks, and resumes
 	// when its question is answered here, from another process, or by the
 	// deadline.

@@ -63,6 +63,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
 	maxStreams := fs.Int("max-streams-per-token", server.DefaultMaxStreamsPerToken, "the most event streams one token (with the page sessions it signed in) keeps open at once; more are refused with 429 too_many_streams (0: no limit), e.g. --max-streams-per-token 64")
 	notifyConfig := fs.String("notify-config", envDefault("TOLLGATE_NOTIFY_CONFIG", ""), "notifications `file` (YAML: webhooks, Slack, mail, the groups policy rules name in notify: and escalate:; secrets from the environment or files, see the README's \"Notifications\"), e.g. --notify-config /etc/tollgate/notify.yaml [TOLLGATE_NOTIFY_CONFIG]")
+	samePolicy := fs.Bool("require-same-policy", envDefault("TOLLGATE_REQUIRE_SAME_POLICY", "") == "1", "with a postgres:// store: refuse to start when another live replica decides by another policy (its file's digest differs); without it, replicas that differ are warned about in the log, on /readyz and in tollgate_cluster_policy_mismatch, e.g. --require-same-policy [TOLLGATE_REQUIRE_SAME_POLICY=1]")
 	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
@@ -210,7 +211,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var coord *cluster.Cluster
 	var poll time.Duration
 	if pg, ok := store.(*postgres.Store); ok {
-		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log, Notifier: notifier})
+		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log, Notifier: notifier,
+			PolicyDigest: tmpl.PolicyDigest, RequireSamePolicy: *samePolicy})
 		if err != nil {
 			fmt.Fprintln(stderr, "tollgate serve:", err)
 			return 1
@@ -220,7 +222,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// Events other replicas write reach this one's streams by the
 		// log's poll (questions by notification, at once).
 		poll = 300 * time.Millisecond
-		log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String())
+		log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String(), "policy_digest", tmpl.PolicyDigest())
 	}
 	h, err := host.New(hcfg)
 	if err != nil {
@@ -251,6 +253,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Page:               web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
 		PollInterval:       poll,
 		Collectors:         collectorsOf(coord),
+		Warnings:           warningsOf(coord),
 		MaxStreamsPerToken: *maxStreams,
 		Notices:            notices.list,
 		Hooks:              hookSvc,
@@ -307,6 +310,15 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
 	fmt.Fprintf(stdout, "tollgate: stopped: %s parked waiting for answers, %s cut off mid-way (they resume at the next start)\n", plural(stats.Parked, "run"), plural(stats.Active, "run"))
 	return 0
+}
+
+// warningsOf is what /readyz says is wrong with the cluster, when there is
+// one: replicas that decide by different policies.
+func warningsOf(c *cluster.Cluster) func() []string {
+	if c == nil {
+		return nil
+	}
+	return c.PolicyMismatch
 }
 
 // collectorsOf is the cluster's metrics, when there is one.

@@ -98,15 +98,17 @@ func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *
 	if err != nil {
 		return agent.Config{}, "", err
 	}
-	approval, decide, name, err := loadPolicy(ctx, f.policyFile, log, policyWatch{manual: manual, loosened: f.loosened})
+	p, err := loadPolicy(ctx, f.policyFile, log, policyWatch{manual: manual, loosened: f.loosened})
 	if err != nil {
 		return agent.Config{}, "", err
 	}
-	bashOpts, err := f.sandbox.options(f.dir, bash.Options{Timeout: f.cmdTimeout, Masked: f.masked}, decide)
+	bashOpts, err := f.sandbox.options(f.dir, bash.Options{Timeout: f.cmdTimeout, Masked: f.masked}, p.decide)
 	if err != nil {
 		return agent.Config{}, "", err
 	}
-	return bashAgent(store, provider, model, bashOpts, approval, log), name, nil
+	cfg := bashAgent(store, provider, model, bashOpts, p.approval, log)
+	cfg.PolicyDigest = p.digest
+	return cfg, p.name, nil
 }
 
 // bashAgent is the run template of serve and run: the model, the bash tool
@@ -126,21 +128,32 @@ func bashAgent(store checkpoint.Store, provider agent.Provider, model agent.Mode
 // is expected (run asks every call without --policy).
 const builtinPolicy = "builtin"
 
+// loadedPolicy is a policy file (or the built-in policy) as the agent
+// uses it: the approval policy, the bash tool's Decide, its name, and its
+// digest (of the file in force: recorded with each decision, compared
+// between replicas).
+type loadedPolicy struct {
+	approval hitl.Policy
+	decide   func(context.Context, json.RawMessage) (string, error)
+	name     string
+	digest   func() string
+}
+
 // loadPolicy loads the policy file (reloaded as w says) or the built-in
-// sandbox policy, and returns it with the bash tool's Decide.
-func loadPolicy(ctx context.Context, file string, log *slog.Logger, w policyWatch) (hitl.Policy, func(context.Context, json.RawMessage) (string, error), string, error) {
+// sandbox policy.
+func loadPolicy(ctx context.Context, file string, log *slog.Logger, w policyWatch) (*loadedPolicy, error) {
 	if file == "" || file == builtinPolicy {
 		p, err := policy.Parse(policies.SandboxName, policies.Sandbox, policyOptions())
 		if err != nil {
-			return nil, nil, "", err
+			return nil, err
 		}
-		return p.HITL(), p.SandboxFor("bash"), policies.SandboxName, nil
+		return &loadedPolicy{approval: p.HITL(), decide: p.SandboxFor("bash"), name: policies.SandboxName, digest: p.Digest}, nil
 	}
 	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded", w)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
-	return rp.HITL(), rp.SandboxFor("bash"), file, nil
+	return &loadedPolicy{approval: rp.HITL(), decide: rp.SandboxFor("bash"), name: file, digest: rp.Digest}, nil
 }
 
 // watchedPolicy loads a policy file as the tools that run here need it
