@@ -92,7 +92,7 @@ func (a *Agent) abortOnce(ctx context.Context, reason string) error {
 				// lie.
 				res = unknownOutcome(call.Name)
 				res.CallID, res.ToolName = call.ID, call.Name
-				if err := a.recordDone(ctx, rs, call, r.Args, "", res, nil); err != nil {
+				if err := a.recordDone(ctx, rs, call, r.Args, "", "", res, nil); err != nil {
 					return err
 				}
 				a.emit(&ToolCallFinishedEvent{meta: a.meta(th.RunID), Call: call, Result: res})
@@ -100,7 +100,7 @@ func (a *Agent) abortOnce(ctx context.Context, reason string) error {
 				res = ToolResult{CallID: call.ID, ToolName: call.Name, IsError: true,
 					Content: "Tool call aborted: " + reason,
 					Details: map[string]any{"hitl": map[string]any{"decision": "aborted", "reason": reason}}}
-				if err := a.recordDone(ctx, rs, call, call.Arguments, "", res, nil); err != nil {
+				if err := a.recordDone(ctx, rs, call, call.Arguments, "", "", res, nil); err != nil {
 					return err
 				}
 				a.emit(&ToolCallFinishedEvent{meta: a.meta(th.RunID), Call: call, Result: res})

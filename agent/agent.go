@@ -30,6 +30,14 @@ type Config struct {
 	SystemPrompt string
 	// Tools the model may call. Names must be unique.
 	Tools []*Tool
+	// ToolFor, if set, gives the tool of a name the model called that is
+	// not one of Tools (nil: the call is refused as an unknown tool). It
+	// serves a provider that relays calls another program makes, whose
+	// tool names are not known in advance (an MCP server's, a coding
+	// agent's). Its tools are never offered to the model. It must give
+	// the same tool (name and schema) for the same name every time: a
+	// resumed run and an edit are checked against it again.
+	ToolFor func(name string) *Tool
 	// Middleware hooks, in order (see [Middleware] for the order of
 	// after-hooks).
 	Middleware []Middleware
@@ -59,6 +67,14 @@ type Config struct {
 	// SlowSubscriberTimeout is how long an event waits for a subscriber
 	// whose buffer is full before dropping it. Zero: 5s.
 	SlowSubscriberTimeout time.Duration
+	// PolicyDigest names the policy the middleware decides by (package
+	// policy's Digest, of the file in force): it is recorded, as
+	// policy_digest, with every decision in the audit log — the
+	// question_asked entry of a call asked about, the tool_result entry
+	// of a call decided (allowed, blocked, or run after an answer) — so
+	// that a decision can be traced to the policy that made it. Zero:
+	// not recorded.
+	PolicyDigest func() string
 }
 
 // Agent runs prompts on one thread. Its methods are safe for concurrent
@@ -69,6 +85,7 @@ type Agent struct {
 	system      string
 	tools       []*Tool
 	toolsByName map[string]*Tool
+	toolFor     func(name string) *Tool
 	middleware  []Middleware
 	channel     Channel
 	store       checkpoint.Store
@@ -76,6 +93,7 @@ type Agent struct {
 	maxTurns    int
 	maxParallel int
 	maxArgBytes int
+	policy      func() string
 	clock       clock.Clock
 	log         *slog.Logger
 	events      *eventHub
@@ -119,7 +137,8 @@ func New(cfg Config) (*Agent, error) {
 		middleware: cfg.Middleware, channel: cfg.Channel, store: cfg.Checkpointer,
 		threadID: cfg.ThreadID, maxTurns: cfg.MaxTurns, maxParallel: cfg.MaxParallelTools,
 		maxArgBytes: cfg.MaxArgBytes,
-		clock:       cfg.Clock, log: cfg.Logger, toolsByName: map[string]*Tool{},
+		policy:      cfg.PolicyDigest,
+		clock:       cfg.Clock, log: cfg.Logger, toolsByName: map[string]*Tool{}, toolFor: cfg.ToolFor,
 	}
 	for _, t := range cfg.Tools {
 		if t == nil {
@@ -199,8 +218,19 @@ func (a *Agent) Store() checkpoint.Store { return a.store }
 // Tools returns the agent's tools.
 func (a *Agent) Tools() []*Tool { return slices.Clone(a.tools) }
 
-// Tool returns the tool with that name, or nil.
-func (a *Agent) Tool(name string) *Tool { return a.toolsByName[name] }
+// Tool returns the tool with that name (one of Config.Tools, else
+// Config.ToolFor's), or nil.
+func (a *Agent) Tool(name string) *Tool {
+	if t := a.toolsByName[name]; t != nil {
+		return t
+	}
+	if a.toolFor != nil {
+		if t := a.toolFor(name); t != nil && t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
 
 // Subscribe returns a subscription to the agent's events with room for
 // buffer events (zero: 256). See [Subscription] for what it sees.
@@ -367,8 +397,11 @@ func (a *Agent) drive(ctx context.Context, rs *runState, msgs []Message) (*Messa
 		return nil, err
 	}
 	a.emit(&RunFinishedEvent{meta: a.meta(runID), Message: msg, Err: err})
-	if !recorded {
+	if !recorded && !errors.Is(err, checkpoint.ErrUnavailable) {
 		// The run stopped on an error (its end was not written): say so.
+		// Not when the store was out of reach: the entry could not be
+		// written either, most likely, and the run is not over — whoever
+		// drives it next (its host, once the store is back) goes on.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if _, cerr := a.store.Commit(ctx, &checkpoint.Batch{Events: []*checkpoint.Event{a.finishedEvent(runID, msg, err)}}); cerr != nil {

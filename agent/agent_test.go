@@ -666,3 +666,113 @@ func TestPromptWithStaleThread(t *testing.T) {
 		t.Fatalf("messages %q", got)
 	}
 }
+
+// A tool no Config.Tools names comes from ToolFor: validated against its
+// schema and run like any other, never offered to the model; a name
+// ToolFor has nothing for (or gives another tool for) is unknown.
+func TestToolFor(t *testing.T) {
+	t.Parallel()
+	made := map[string]int{}
+	var mu sync.Mutex
+	toolFor := func(name string) *agent.Tool {
+		mu.Lock()
+		made[name]++
+		mu.Unlock()
+		switch {
+		case strings.HasPrefix(name, "mcp__"):
+			return agent.NewTool(name, "relayed", func(ctx context.Context, a echoArgs) (string, error) {
+				return name + ": " + a.Text, nil
+			}, nil)
+		case name == "liar":
+			return echoTool() // named echo: not the tool called
+		}
+		return nil
+	}
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{
+			scripted.Call("c1", "mcp__s__say", echoArgs{"hi"}),
+			scripted.Call("c2", "mcp__s__say", map[string]any{"text": 5}),
+			scripted.Call("c3", "nope", echoArgs{"x"}),
+			scripted.Call("c4", "liar", echoArgs{"x"}),
+		}, Check: func(req *agent.Request) error {
+			for _, tl := range req.Tools {
+				if tl.Name != "echo" {
+					return fmt.Errorf("the model was offered %q", tl.Name)
+				}
+			}
+			return nil
+		}},
+		scripted.Turn{Text: "done"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Tools: []*agent.Tool{echoTool()}, ToolFor: toolFor})
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	rs := toolResults(t, a)
+	if len(rs) != 4 || rs[0].IsError || rs[0].Content != "mcp__s__say: hi" {
+		t.Fatalf("ToolFor's tool did not run: %+v", rs)
+	}
+	if !rs[1].IsError || !strings.Contains(rs[1].Content, "want string") {
+		t.Errorf("ToolFor's tool's schema was not checked: %+v", rs[1])
+	}
+	for _, r := range rs[2:] {
+		if !r.IsError || !strings.Contains(r.Content, "Unknown tool") {
+			t.Errorf("%s: want an unknown tool, got %+v", r.CallID, r)
+		}
+	}
+	if a.Tool("mcp__x__y") == nil || a.Tool("liar") != nil || a.Tool("echo") == nil {
+		t.Error("Agent.Tool does not consult ToolFor as the run does")
+	}
+}
+
+// Issue 22 item 7: every decision's audit entry names the policy that
+// made it (Config.PolicyDigest, as it was when the call was decided): a
+// call allowed under one policy, a call asked about and answered under
+// the next (a reload between the runs).
+func TestDecisionsRecordThePolicy(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	var mu sync.Mutex
+	digest := "policy-one"
+	current := func() string { mu.Lock(); defer mu.Unlock(); return digest }
+	askTwo := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+		if c.Args.(echoArgs).Text != "two" {
+			return agent.Continue(), nil
+		}
+		return askMW(0).(agent.BeforeToolFunc)(ctx, c)
+	})
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"one"})}}, scripted.Turn{Text: "ok"},
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c2", "echo", echoArgs{"two"})}}, scripted.Turn{Text: "ok"})
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Tools: []*agent.Tool{echoTool()},
+		Middleware: []agent.Middleware{askTwo}, PolicyDigest: current})
+	if _, err := a.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	digest = "policy-two" // a reload
+	mu.Unlock()
+	done := make(chan error, 1)
+	go func() { _, err := a.Prompt(context.Background(), "again"); done <- err }()
+	waitPending(t, store, "t1", 1)
+	answer(t, store, "t1", "approve_c2", "true")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	evs, err := store.ListEvents(context.Background(), "t1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		var d map[string]any
+		json.Unmarshal(e.Data, &d)
+		if e.Type == "question_asked" || e.Type == "tool_result" {
+			got = append(got, fmt.Sprintf("%s %v %v", e.Type, d["call_id"], d["policy_digest"]))
+		}
+	}
+	want := []string{"tool_result c1 policy-one", "question_asked c2 policy-two", "tool_result c2 policy-two"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the audit's decisions: %q, want %q", got, want)
+	}
+}

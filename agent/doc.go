@@ -57,14 +57,20 @@
 //     not run again (at most once), and of two drivers only one runs it.
 //  5. The result: the call's record, tool_result and, for the turn's last
 //     call, the turn's result messages. Needed: a result is never lost
-//     once known (else a crash would turn it into an unknown outcome).
+//     once known (else a crash would turn it into an unknown outcome). A
+//     store out of reach ([checkpoint.ErrUnavailable]) is waited for while
+//     the run's context lasts (under a lease: while the lease can be
+//     trusted), the write read back before it is made again (its commit
+//     may have been made, its answer lost).
 //  6. The end: the model's final message, the thread idle, run_finished.
 //
 // That is a turn of one call. A turn of N calls makes N claims and N
 // results (each call's durable points are its own), then one write of the
 // turn's result messages; a run parked by several questions records
 // run_parked in a write of its own, as does a run that stops on an error
-// (run_finished with the error: no change of state goes with it).
+// (run_finished with the error: no change of state goes with it), but for
+// a store out of reach: that run is not over, and goes on from what the
+// store holds once it is back (package host does so).
 //
 // A turn's message is not written alone: it goes with the turn's first
 // write (2, or 4 for a call allowed outright, or 5 for a blocked one). A

@@ -1,8 +1,12 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
 // Role says who wrote a message.
@@ -73,6 +77,11 @@ type ToolResult struct {
 	// Details carries structured data for hosts and audit, for example
 	// Details["hitl"] with the approval trace.
 	Details map[string]any `json:"details,omitempty"`
+	// StartedAt is when the tool began to run (zero for a call that did
+	// not run: blocked, denied, invalid); EndedAt when the result was
+	// known. The agent sets them; models are not shown them.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
 // Usage counts tokens of one model call.
@@ -86,3 +95,112 @@ func UserMessage(text string) Message { return Message{Role: RoleUser, Text: tex
 
 // ToolResultMessage wraps r in a tool message.
 func ToolResultMessage(r ToolResult) Message { return Message{Role: RoleTool, Result: &r} }
+
+// OpenCalls returns the tool calls of a thread's turn in progress: those
+// of its last assistant message that no tool message answers yet (the
+// agent appends a turn's results when the turn ends, while each call's
+// result is recorded as it completes: [checkpoint.Store.ListToolCalls]
+// with these ids reads them). messages is the thread's encoded messages
+// ([checkpoint.Thread.Messages]); none when the last assistant message
+// has all its results or calls no tool.
+func OpenCalls(messages json.RawMessage) ([]ToolCall, error) {
+	if len(messages) == 0 {
+		return nil, nil
+	}
+	// Only what is needed of each message: a thread's conversation can be
+	// long, and its texts and results are not.
+	var msgs []struct {
+		Role      Role       `json:"role"`
+		ToolCalls []ToolCall `json:"tool_calls"`
+		Result    *struct {
+			CallID string `json:"call_id"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(messages, &msgs); err != nil {
+		return nil, fmt.Errorf("agent: reading the thread's messages: %w", err)
+	}
+	last := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return nil, nil
+	}
+	answered := map[string]bool{}
+	for _, m := range msgs[last+1:] {
+		if m.Result != nil {
+			answered[m.Result.CallID] = true
+		}
+	}
+	var open []ToolCall
+	for _, c := range msgs[last].ToolCalls {
+		if !answered[c.ID] {
+			open = append(open, c)
+		}
+	}
+	return open, nil
+}
+
+// CallProgress is where one call of a thread's turn in progress is.
+type CallProgress struct {
+	Call ToolCall
+	// State is "waiting" (being decided, or waiting for an answer),
+	// "running" (the tool runs, since StartedAt) or "done" (Result is
+	// its result, with its own start and end times).
+	State     string
+	StartedAt time.Time
+	Result    *ToolResult
+}
+
+// The states of a [CallProgress].
+const (
+	CallWaiting = "waiting"
+	CallRunning = "running"
+	CallDone    = "done"
+)
+
+// TurnProgress returns the calls of a thread's turn in progress
+// ([OpenCalls]) and where each is, read from the tool call records the
+// agent writes as each call starts and ends: a result shows as soon as
+// its call completes, not when the whole turn does. None unless a run is
+// in progress.
+func TurnProgress(ctx context.Context, store checkpoint.Store, th *checkpoint.Thread) ([]CallProgress, error) {
+	if th.Status != checkpoint.ThreadRunning {
+		return nil, nil
+	}
+	open, err := OpenCalls(th.Messages)
+	if err != nil || len(open) == 0 {
+		return nil, err
+	}
+	ids := make([]string, len(open))
+	for i, c := range open {
+		ids[i] = c.ID
+	}
+	recs, err := store.ListToolCalls(ctx, th.ID, th.RunID, ids...)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*checkpoint.ToolCall, len(recs))
+	for _, r := range recs {
+		byID[r.CallID] = r
+	}
+	out := make([]CallProgress, len(open))
+	for i, c := range open {
+		out[i] = CallProgress{Call: c, State: CallWaiting}
+		switch r := byID[c.ID]; {
+		case r == nil:
+		case r.State == checkpoint.ToolCallExecuting:
+			out[i].State, out[i].StartedAt = CallRunning, r.UpdatedAt
+		case r.State == checkpoint.ToolCallDone:
+			var res ToolResult
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				return nil, fmt.Errorf("agent: the recorded result of call %s is not readable: %w", c.ID, err)
+			}
+			out[i].State, out[i].StartedAt, out[i].Result = CallDone, res.StartedAt, &res
+		}
+	}
+	return out, nil
+}

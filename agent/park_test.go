@@ -2,12 +2,15 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/internal/storetest"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
@@ -35,6 +38,16 @@ func (c *parkingChannel) Wait(ctx context.Context, threadID, id string) (*checkp
 	return nil, agent.ErrParked
 }
 
+// allowC2 runs call c2 at once and asks about every other call.
+func allowC2() agent.Middleware {
+	return agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
+		if c.Call.ID == "c2" {
+			return agent.Continue(), nil
+		}
+		return askMW(0).(agent.BeforeToolHook).BeforeTool(ctx, c)
+	})
+}
+
 func TestParkedRunHoldsNothingAndResumes(t *testing.T) {
 	t.Parallel()
 	store := storetest.New(t)
@@ -44,12 +57,7 @@ func TestParkedRunHoldsNothingAndResumes(t *testing.T) {
 		ran.Add(1)
 		return "echo: " + a.Text, nil
 	}, nil)
-	allowSecond := agent.BeforeToolFunc(func(ctx context.Context, c *agent.ToolCallContext) (agent.Decision, error) {
-		if c.Call.ID == "c2" {
-			return agent.Continue(), nil
-		}
-		return askMW(0).(agent.BeforeToolHook).BeforeTool(ctx, c)
-	})
+	allowSecond := allowC2()
 	model := scripted.New(
 		scripted.Turn{ToolCalls: []agent.ToolCall{
 			scripted.Call("c1", "echo", echoArgs{"gated"}),
@@ -174,5 +182,78 @@ func TestPromptWithRunID(t *testing.T) {
 	}
 	if _, err := a.PromptWith(context.Background(), "hi", &agent.PromptOptions{RunID: "run_fixed"}); !errors.Is(err, agent.ErrRunIDUsed) {
 		t.Fatalf("second PromptWith = %v, want ErrRunIDUsed", err)
+	}
+}
+
+// TestLiveResults: while a turn waits for an answer, the calls that ran
+// have their results recorded, each with its own start and end time
+// (OpenCalls names the turn's calls, ListToolCalls reads them); when
+// the turn ends, each result message is dated when its result was known,
+// not when the turn ended.
+func TestLiveResults(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	ch := &parkingChannel{store: store}
+	fake := clock.NewFake(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	slow := agent.NewTool("echo", "Echo.", func(ctx context.Context, a echoArgs) (string, error) {
+		fake.Advance(2 * time.Second) // the command takes two seconds
+		return "echo: " + a.Text, nil
+	}, nil)
+	allowSecond := allowC2()
+	model := scripted.New(
+		scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"gated"}), scripted.Call("c2", "echo", echoArgs{"free"})}},
+		scripted.Turn{Text: "done"},
+	)
+	a := newAgent(t, agent.Config{Provider: model, Checkpointer: store, Channel: ch, Clock: fake,
+		Tools: []*agent.Tool{slow}, Middleware: []agent.Middleware{allowSecond}})
+	if _, err := a.Prompt(context.Background(), "go"); !errors.Is(err, agent.ErrParked) {
+		t.Fatalf("Prompt = %v, want ErrParked", err)
+	}
+	ctx := context.Background()
+	th, _ := store.LoadThread(ctx, "t1")
+	open, err := agent.OpenCalls(th.Messages)
+	if err != nil || len(open) != 2 || open[0].ID != "c1" || open[1].ID != "c2" {
+		t.Fatalf("OpenCalls = %v, %v", open, err)
+	}
+	recs, err := store.ListToolCalls(ctx, "t1", th.RunID, "c1", "c2")
+	if err != nil || len(recs) != 1 || recs[0].CallID != "c2" || recs[0].State != checkpoint.ToolCallDone {
+		t.Fatalf("records %v, %v: want c2's result, before the turn ends", recs, err)
+	}
+	var free agent.ToolResult
+	if err := json.Unmarshal(recs[0].Result, &free); err != nil || free.Content != "echo: free" ||
+		!free.StartedAt.Equal(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)) || free.EndedAt.Sub(free.StartedAt) != 2*time.Second {
+		t.Fatalf("c2's result %+v (%v): want its own start and end, two seconds apart", free, err)
+	}
+
+	progress, err := agent.TurnProgress(ctx, store, th)
+	if err != nil || len(progress) != 2 || progress[0].State != agent.CallWaiting || progress[1].State != agent.CallDone ||
+		progress[1].Result.Content != "echo: free" || !progress[1].StartedAt.Equal(free.StartedAt) {
+		t.Fatalf("TurnProgress = %+v, %v", progress, err)
+	}
+
+	fake.Advance(time.Minute) // the reviewer takes a minute
+	answer(t, store, "t1", "approve_c1", "true")
+	if _, err := a.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	th, _ = store.LoadThread(ctx, "t1")
+	if open, err := agent.OpenCalls(th.Messages); err != nil || len(open) != 0 {
+		t.Fatalf("OpenCalls after the run = %v, %v", open, err)
+	}
+	var msgs []agent.Message
+	if err := json.Unmarshal(th.Messages, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	dated := map[string]time.Time{}
+	for _, m := range msgs {
+		if m.Result != nil {
+			dated[m.Result.CallID] = m.CreatedAt
+			if !m.CreatedAt.Equal(m.Result.EndedAt) {
+				t.Errorf("the result of %s is dated %s, its call ended %s", m.Result.CallID, m.CreatedAt, m.Result.EndedAt)
+			}
+		}
+	}
+	if got := dated["c1"].Sub(dated["c2"]); got != time.Minute+2*time.Second {
+		t.Errorf("c1's result came %s after c2's, want 1m2s (each dated when it ended, not when the turn did)", got)
 	}
 }

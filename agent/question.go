@@ -224,10 +224,14 @@ func (a *Agent) writeQuestion(ctx context.Context, rs *runState, q *checkpoint.Q
 	}
 	q.Payload = raw
 	runID := rs.th.RunID
-	b := &checkpoint.Batch{Question: q, Events: []*checkpoint.Event{a.event(runID, "question_asked", map[string]any{
+	asked := map[string]any{
 		"question_id": q.ID, "kind": q.Kind, "call_id": q.CallID,
 		"digest": q.Digest, "deadline": deadlineString(q.Deadline),
-	})}}
+	}
+	if p := a.policyDigest(); p != "" {
+		asked["policy_digest"] = p
+	}
+	b := &checkpoint.Batch{Question: q, Events: []*checkpoint.Event{a.event(runID, "question_asked", asked)}}
 	if parkNow {
 		b.Events = append(b.Events, a.event(runID, "run_parked", map[string]any{"questions": []string{q.ID}}))
 	}

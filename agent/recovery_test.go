@@ -614,14 +614,168 @@ func TestResultKeptWhenThreadMoves(t *testing.T) {
 	if err != nil || len(calls) != 1 || calls[0].State != checkpoint.ToolCallDone {
 		t.Fatalf("the call's record: %+v, %v; want it done", calls, err)
 	}
-	evs, _ := base.ListEvents(context.Background(), "t1", 0, 100)
+	if n := countEvents(t, base, "t1", "tool_result"); n != 1 {
+		t.Errorf("%d tool_result entries, want 1", n)
+	}
+}
+
+// countEvents counts the thread's audit entries of a type.
+func countEvents(t *testing.T, s checkpoint.Store, thread, typ string) int {
+	t.Helper()
+	evs, err := s.ListEvents(context.Background(), thread, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	for _, e := range evs {
-		if e.Type == "tool_result" {
+		if e.Type == typ {
 			n++
 		}
 	}
-	if n != 1 {
-		t.Errorf("%d tool_result entries, want 1", n)
+	return n
+}
+
+// outageStore is a store out of reach from the first write of a tool's
+// result on, for that write and the next few of its writes and reads of
+// tool calls: each fails with checkpoint.ErrUnavailable. landed makes the
+// first of those writes commit before it fails, as a commit does whose
+// answer the lost connection took.
+type outageStore struct {
+	checkpoint.Store
+	landed bool
+	// claims: the outage begins at a claim's write, not a result's.
+	claims bool
+	mu     sync.Mutex
+	left   int  // failures to come, once the outage began
+	began  bool // the first result write came
+	reads  int  // reads failed
+}
+
+var errOutage = fmt.Errorf("connection reset: %w", checkpoint.ErrUnavailable)
+
+// fails reports whether this operation fails (the outage began and is
+// not over).
+func (s *outageStore) fails(result, read bool) (fail, first bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if result && !s.began {
+		s.began, first = true, true
+	}
+	if !s.began || s.left == 0 {
+		return false, first
+	}
+	s.left--
+	if read {
+		s.reads++
+	}
+	return true, first
+}
+
+func (s *outageStore) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Committed, error) {
+	want := checkpoint.ToolCallDone
+	if s.claims {
+		want = checkpoint.ToolCallExecuting
+	}
+	result := len(b.ToolCalls) == 1 && b.ToolCalls[0].State == want
+	if fail, first := s.fails(result, false); fail {
+		if first && s.landed {
+			if _, err := s.Store.Commit(ctx, b); err != nil {
+				return nil, err
+			}
+		}
+		return nil, errOutage
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+func (s *outageStore) ListToolCalls(ctx context.Context, threadID, runID string, callIDs ...string) ([]*checkpoint.ToolCall, error) {
+	if fail, _ := s.fails(false, true); fail {
+		return nil, errOutage
+	}
+	return s.Store.ListToolCalls(ctx, threadID, runID, callIDs...)
+}
+
+// Issue 22 item 6: a tool's result whose write finds the store out of
+// reach is written once the store is back, while the run may still write
+// — not lost and later reported "outcome unknown" — and exactly once,
+// though the first write was committed and its answer lost (it is read
+// back before it is made again). The run then goes on and ends, its
+// thread's version counted right.
+func TestResultKeptAcrossAnOutage(t *testing.T) {
+	t.Parallel()
+	for _, landed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("landed=%v", landed), func(t *testing.T) {
+			base := storetest.New(t)
+			s := &outageStore{Store: base, landed: landed, left: 4}
+			model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}}, scripted.Turn{Text: "done"})
+			a := newAgent(t, agent.Config{Provider: model, Checkpointer: s, ThreadID: "t1", Tools: []*agent.Tool{echoTool()}})
+			if _, err := a.Prompt(context.Background(), "go"); err != nil {
+				t.Fatalf("Prompt = %v, want the run to end once the store is back", err)
+			}
+			th, err := base.LoadThread(context.Background(), "t1")
+			if err != nil || th.Status != checkpoint.ThreadIdle {
+				t.Fatalf("thread %+v, %v: want it idle", th, err)
+			}
+			res := toolResults(t, a)
+			if len(res) != 1 || res[0].IsError || res[0].Content != "echo: x" {
+				t.Errorf("results %+v, want the tool's own", res)
+			}
+			if n := countEvents(t, base, "t1", "tool_result"); n != 1 {
+				t.Errorf("%d tool_result entries, want 1", n)
+			}
+			if landed && s.reads == 0 {
+				t.Errorf("the write was never read back")
+			}
+		})
+	}
+}
+
+// A claim whose commit was made but whose answer the lost connection took
+// is read back and found this run's when the run is its thread's sole
+// driver (a fenced lease: agent.WithSoleDriver): the tool runs, once,
+// instead of the call being reported "outcome unknown" though it never
+// ran. Without it the claim may be another driver's: the run stops, and
+// the call's outcome is unknown (at most once).
+func TestClaimReadBackUnderASoleDriver(t *testing.T) {
+	t.Parallel()
+	for _, sole := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sole=%v", sole), func(t *testing.T) {
+			base := storetest.New(t)
+			s := &outageStore{Store: base, landed: true, claims: true, left: 3}
+			var ran atomic.Int32
+			tool := agent.NewTool("echo", "Echo text.", func(ctx context.Context, a echoArgs) (string, error) {
+				ran.Add(1)
+				return "echo: " + a.Text, nil
+			}, nil)
+			model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}}, scripted.Turn{Text: "done"})
+			a := newAgent(t, agent.Config{Provider: model, Checkpointer: s, ThreadID: "t1", Tools: []*agent.Tool{tool}})
+			ctx := context.Background()
+			if sole {
+				ctx = agent.WithSoleDriver(ctx)
+			}
+			_, err := a.Prompt(ctx, "go")
+			if !sole {
+				if !errors.Is(err, checkpoint.ErrUnavailable) {
+					t.Fatalf("Prompt = %v, want the store's error", err)
+				}
+				// Resumed as its host would, until the store answers.
+				for _, err = a.Resume(context.Background()); errors.Is(err, checkpoint.ErrUnavailable); _, err = a.Resume(context.Background()) {
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if err != nil {
+				t.Fatalf("Prompt = %v", err)
+			}
+			res := toolResults(t, a)
+			switch {
+			case len(res) != 1:
+				t.Fatalf("results %+v", res)
+			case sole && (ran.Load() != 1 || res[0].IsError):
+				t.Errorf("sole driver: ran %d times, result %+v: want the tool run once", ran.Load(), res[0])
+			case !sole && (ran.Load() != 0 || !strings.Contains(res[0].Content, "unknown")):
+				t.Errorf("not the sole driver: ran %d times, result %+v: want it not run, its outcome unknown", ran.Load(), res[0])
+			}
+		})
 	}
 }

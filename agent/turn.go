@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -91,12 +92,16 @@ func (a *Agent) runTurn(ctx context.Context, rs *runState, msgs []Message) (add 
 }
 
 // resultMessages are the messages that give the model a turn's results,
-// in call order.
+// in call order, each dated when its result was known (the turn's last
+// result may come long after its first).
 func (a *Agent) resultMessages(runID string, results []ToolResult) []Message {
 	add := make([]Message, len(results))
 	for i, r := range results {
 		add[i] = ToolResultMessage(r)
-		add[i].RunID, add[i].CreatedAt = runID, a.clock.Now()
+		add[i].RunID, add[i].CreatedAt = runID, r.EndedAt
+		if r.EndedAt.IsZero() {
+			add[i].CreatedAt = a.clock.Now()
+		}
 	}
 	return add
 }
@@ -135,10 +140,11 @@ func turnError(errs []error) error {
 // turn's result messages, which are appended to the thread in that write.
 func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, call ToolCall, rec *checkpoint.ToolCall, sem chan struct{}, endTurn func(ToolResult) []Message) (ToolResult, error) {
 	runID := rs.th.RunID
-	tool := a.toolsByName[call.Name]
+	tool := a.Tool(call.Name)
 	var res ToolResult
 	var ran json.RawMessage // the arguments the call ran with, or would have
 	var digest string       // their digest, when known already
+	var policy string       // the digest of the policy that decided it, if one did
 	switch {
 	case rec != nil && rec.State == checkpoint.ToolCallExecuting && tool != nil && tool.Idempotent():
 		// It was approved and started before the crash: run it again with
@@ -161,21 +167,31 @@ func (a *Agent) handleCall(ctx context.Context, rs *runState, msgs []Message, ca
 		res = unknownOutcome(call.Name)
 	default:
 		var err error
-		res, ran, digest, err = a.decideAndRun(ctx, rs, msgs, call, tool, sem)
+		res, ran, digest, policy, err = a.decideAndRun(ctx, rs, msgs, call, tool, sem)
 		if err != nil {
 			return ToolResult{}, err
 		}
 	}
 	res.CallID, res.ToolName = call.ID, call.Name
+	if res.EndedAt.IsZero() {
+		res.EndedAt = a.clock.Now()
+	}
 	var add []Message
 	if endTurn != nil {
 		add = endTurn(res)
 	}
-	if err := a.recordDone(context.WithoutCancel(ctx), rs, call, ran, digest, res, add); err != nil {
+	if err := a.recordDone(ctx, rs, call, ran, digest, policy, res, add); err != nil {
 		return ToolResult{}, err
 	}
 	a.emit(&ToolCallFinishedEvent{meta: a.meta(runID), Call: call, Result: res})
 	return res, nil
+}
+
+// sameJSON reports whether two JSON values are equal as values (a store
+// may keep a document's spacing or not).
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // unknownOutcome is the result of a call found executing with no result
@@ -187,8 +203,13 @@ func unknownOutcome(tool string) ToolResult {
 }
 
 // recordDone is a call's durable result: its record, its tool_result
-// audit entry and (add) the turn's result messages in one write.
-func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, args json.RawMessage, digest string, res ToolResult, add []Message) error {
+// audit entry and (add) the turn's result messages in one write. The
+// write is made even when ctx ended (a run stopped while its tool ran:
+// the result is known); while ctx lasts it outlasts a store that cannot
+// be reached (see keep), so that a known result is not lost to a moment's
+// outage and later reported "unknown".
+func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, args json.RawMessage, digest, policy string, res ToolResult, add []Message) error {
+	ctx := context.WithoutCancel(live)
 	raw, err := jsontext.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
@@ -200,6 +221,9 @@ func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, arg
 	}
 	entry := map[string]any{"call_id": call.ID, "tool": call.Name, "is_error": res.IsError,
 		"digest": digest}
+	if policy != "" {
+		entry["policy_digest"] = policy
+	}
 	if h, ok := res.Details["hitl"]; ok {
 		entry["hitl"] = h
 	}
@@ -214,18 +238,27 @@ func (a *Agent) recordDone(ctx context.Context, rs *runState, call ToolCall, arg
 		Events: []*checkpoint.Event{a.event(rs.th.RunID, "tool_result", entry)},
 	}
 	// A result once known is kept: a store that fails for a moment (a
-	// dropped connection, a group transaction that failed for another
-	// caller's batch) is tried again.
+	// group transaction that failed for another caller's batch) is tried
+	// again, and one out of reach (a dropped connection) as long as the
+	// run may still write — found written, when the answer to a commit
+	// that was made was lost.
+	k := &keep{live: live, landed: func(ctx context.Context) (bool, error) {
+		recs, err := a.store.ListToolCalls(ctx, a.threadID, rs.th.RunID, call.ID)
+		if err != nil {
+			return false, err
+		}
+		return len(recs) == 1 && recs[0].State == checkpoint.ToolCallDone && sameJSON(recs[0].Result, raw), nil
+	}}
 	err = nil
 	for attempt := 0; attempt < 3; attempt++ {
 		if attempt > 0 {
 			time.Sleep(time.Duration(attempt*attempt) * 50 * time.Millisecond)
 		}
 		b.Thread = nil
-		if _, err = rs.commit(ctx, b, add, false); err == nil {
+		if _, err = rs.commitKept(ctx, b, add, false, k); err == nil {
 			return nil
 		}
-		if errors.Is(err, checkpoint.ErrConflict) {
+		if errors.Is(err, checkpoint.ErrConflict) || errors.Is(err, checkpoint.ErrUnavailable) {
 			break
 		}
 	}
@@ -251,13 +284,24 @@ func (a *Agent) callContext(rs *runState, msgs []Message, call ToolCall, tool *T
 		Args: typed, RawArgs: raw, Messages: msgs, agent: a, run: rs}
 }
 
-func (a *Agent) decideAndRun(ctx context.Context, rs *runState, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (res ToolResult, ran json.RawMessage, digest string, err error) {
+// decideAndRun decides the call and runs it if it may run; policy is the
+// digest of the policy in force as it was decided (Config.PolicyDigest).
+func (a *Agent) decideAndRun(ctx context.Context, rs *runState, msgs []Message, call ToolCall, tool *Tool, sem chan struct{}) (res ToolResult, ran json.RawMessage, digest, policy string, err error) {
+	policy = a.policyDigest()
 	res, tc, err := a.decide(ctx, rs, msgs, call, tool)
 	if err != nil || tc == nil {
-		return res, call.Arguments, "", err
+		return res, call.Arguments, "", policy, err
 	}
 	res, err = a.execute(ctx, tc, sem, res.Details, true)
-	return res, tc.RawArgs, tc.CallDigest(), err
+	return res, tc.RawArgs, tc.CallDigest(), policy, err
+}
+
+// policyDigest is Config.PolicyDigest's, or "".
+func (a *Agent) policyDigest() string {
+	if a.policy == nil {
+		return ""
+	}
+	return a.policy()
 }
 
 // decide validates the call and runs the before-tool hooks. It returns
@@ -401,10 +445,24 @@ func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struc
 	// another process driving this run claimed the call first, this one
 	// stops. If the write fails the tool does not run.
 	if claim {
-		_, err := tc.run.commit(ctx, &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{{
+		// A claim whose answer a lost connection hid is read back: found
+		// written by this run (the sole driver: see WithSoleDriver), the
+		// tool runs; else the run stops, and the call is found claimed,
+		// its outcome unknown, when the run goes on.
+		k := &keep{live: ctx, landed: func(rctx context.Context) (bool, error) {
+			if !soleDriver(ctx) {
+				return false, errUnknowable
+			}
+			recs, err := a.store.ListToolCalls(rctx, a.threadID, tc.RunID, tc.Call.ID)
+			if err != nil {
+				return false, err
+			}
+			return len(recs) == 1 && recs[0].State == checkpoint.ToolCallExecuting && sameJSON(recs[0].Args, tc.RawArgs) && soleDriver(ctx), nil
+		}}
+		_, err := tc.run.commitKept(ctx, &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{{
 			ThreadID: a.threadID, RunID: tc.RunID, CallID: tc.Call.ID, Tool: tc.Call.Name,
 			Args: tc.RawArgs, State: checkpoint.ToolCallExecuting,
-		}}}, nil, false)
+		}}}, nil, false, k)
 		if errors.Is(err, checkpoint.ErrConflict) {
 			return ToolResult{}, fmt.Errorf("%w: call %s", ErrCallClaimed, tc.Call.ID)
 		}
@@ -415,7 +473,9 @@ func (a *Agent) execute(ctx context.Context, tc *ToolCallContext, sem chan struc
 	a.emit(&ToolCallStartedEvent{meta: a.meta(tc.RunID), Call: tc.Call, Args: tc.RawArgs})
 	toolCtx := context.WithValue(ctx, idempotencyKeyCtx{}, a.threadID+"/"+tc.RunID+"/"+tc.Call.ID)
 	toolCtx = context.WithValue(toolCtx, toolCallCtxKey{}, tc)
+	started := a.clock.Now()
 	res, parked := tc.Tool.execute(toolCtx, tc.Args)
+	res.StartedAt, res.EndedAt = started, a.clock.Now()
 	if parked != nil {
 		// It asked a question and the run parks: no result yet, the call
 		// stays "executing". Only idempotent tools park (see ask), so

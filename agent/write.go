@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -68,12 +69,122 @@ func (rs *runState) turnFresh() bool {
 // thread goes idle). A batch whose question already exists writes
 // nothing, the pending message included: it stays pending.
 func (rs *runState) commit(ctx context.Context, b *checkpoint.Batch, add []Message, end bool) (*checkpoint.Committed, error) {
+	return rs.commitKept(ctx, b, add, end, nil)
+}
+
+// keep makes a write that holds what exists nowhere else (a tool's
+// result) outlast a store that cannot be reached for a while: the write
+// is tried again ([keep.wait]), and before each new try, landed says
+// whether an earlier one, whose answer the lost connection hid, was
+// committed after all.
+type keep struct {
+	// live bounds the tries: the run's context, which ends when its
+	// lease can no longer be trusted (another replica may take the run
+	// over) or the run is stopped; and storeRetryFor at most.
+	live   context.Context
+	landed func(ctx context.Context) (bool, error)
+	// until and tries are the wait's own.
+	until time.Time
+	tries int
+}
+
+type soleDriverKey struct{}
+
+// WithSoleDriver returns ctx saying that while it lasts no other driver
+// writes the run's thread: its writes are fenced by a lease that another
+// driver could take only once ctx has ended (package host says so of a
+// run driven under a [host.Coordinator]'s lease). A claim of a tool call
+// whose answer a lost connection hid, found written, is then known to be
+// this run's own, and the tool runs; without it the run stops, and the
+// call is later found claimed with an unknown outcome (it may have been
+// another driver's).
+func WithSoleDriver(ctx context.Context) context.Context {
+	return context.WithValue(ctx, soleDriverKey{}, true)
+}
+
+func soleDriver(ctx context.Context) bool {
+	sole, _ := ctx.Value(soleDriverKey{}).(bool)
+	return sole && ctx.Err() == nil
+}
+
+// errUnknowable: whether a write was made cannot be told (a claim read
+// back without WithSoleDriver).
+var errUnknowable = errors.New("agent: whose write it was cannot be told")
+
+// storeRetryFor bounds how long a kept write waits for the store;
+// keptTries are the tries it makes whatever (a run stopped while its tool
+// ran still records what it knows): 50, 100 and 200 ms apart.
+var (
+	storeRetryFor = 2 * time.Minute
+	keptTries     = 3
+)
+
+// wait sleeps before the next try after err, and reports whether to try
+// again: only after checkpoint.ErrUnavailable, keptTries times and then
+// while live lasts.
+func (k *keep) wait(err error) bool {
+	if k == nil || !errors.Is(err, checkpoint.ErrUnavailable) || k.tries >= keptTries && k.live.Err() != nil {
+		return false
+	}
+	if k.until.IsZero() {
+		k.until = time.Now().Add(storeRetryFor)
+	}
+	d := min(50*time.Millisecond<<min(k.tries, 5), time.Second)
+	k.tries++
+	if time.Now().Add(d).After(k.until) {
+		return false
+	}
+	var ended <-chan struct{}
+	if k.tries > keptTries {
+		ended = k.live.Done()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ended:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// settle finds out whether a write that failed was made, reading it back
+// (landed) and waiting again while the store cannot be reached. known
+// false: the store stayed out of reach.
+func (k *keep) settle(ctx context.Context) (made, known bool) {
+	for {
+		made, err := k.landed(ctx)
+		if err == nil {
+			return made, true
+		}
+		if !k.wait(err) {
+			return false, false
+		}
+	}
+}
+
+// commitKept is commit, and with k (nil: none) a write kept across a
+// store out of reach. The lock is held through the tries when the write
+// includes the thread's, so that no other call of the turn writes the
+// thread while it is not known whether this one was written.
+func (rs *runState) commitKept(ctx context.Context, b *checkpoint.Batch, add []Message, end bool, k *keep) (*checkpoint.Committed, error) {
 	rs.mu.Lock()
 	if len(rs.pending) == 0 && len(add) == 0 && !end {
 		// Nothing for the thread: no need to keep the other calls of the
 		// turn from committing at the same time (they can share a commit).
 		rs.mu.Unlock()
-		return rs.a.store.Commit(ctx, b)
+		for {
+			c, err := rs.a.store.Commit(ctx, b)
+			if err == nil || !k.wait(err) {
+				return c, err
+			}
+			switch made, known := k.settle(ctx); {
+			case !known:
+				return nil, err
+			case made:
+				return &checkpoint.Committed{}, nil
+			}
+		}
 	}
 	defer rs.mu.Unlock()
 	w := &checkpoint.ThreadWrite{ID: rs.th.ID, Version: rs.th.Version, Status: checkpoint.ThreadRunning, RunID: rs.th.RunID}
@@ -89,7 +200,23 @@ func (rs *runState) commit(ctx context.Context, b *checkpoint.Batch, add []Messa
 		w.Append = append(w.Append, raw)
 	}
 	b.Thread = w
+	version := w.Version
 	c, err := rs.a.store.Commit(ctx, b)
+	for err != nil && k.wait(err) {
+		made, known := k.settle(ctx)
+		if !known {
+			break
+		}
+		if made {
+			// Committed, its answer lost: the store moved the thread to
+			// the next version, as it does on every write.
+			w.Version, w.UpdatedAt = version+1, rs.a.clock.Now()
+			c, err = &checkpoint.Committed{Created: b.Question != nil}, nil
+			break
+		}
+		w.Version = version
+		c, err = rs.a.store.Commit(ctx, b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("agent: writing the thread's step: %w", err)
 	}

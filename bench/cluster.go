@@ -34,6 +34,7 @@ type clusterOptions struct {
 	seedLoops   int
 	bin         string
 	settleMax   time.Duration
+	idleTime    time.Duration
 	// cycles
 	loops    []int
 	n        int
@@ -53,14 +54,14 @@ type clusterOptions struct {
 	cpuProfile string
 }
 
-var clusterParts = []string{"latency", "memory", "cycles"}
+var clusterParts = []string{"latency", "memory", "cycles", "idle"}
 
 func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o clusterOptions
 	fs.StringVar(&o.dsn, "store", "", "the PostgreSQL server, `postgres://...` (required): the benchmark makes a database of its own on it, and drops it at the end")
-	parts := fs.String("parts", strings.Join(clusterParts, ","), "what to measure, comma-separated: latency (answer on B → tool on A), memory (three tollgate serve replicas with -parked runs), cycles (three replicas against one)")
+	parts := fs.String("parts", strings.Join(clusterParts, ","), "what to measure, comma-separated: latency (answer on B → tool on A), memory (three tollgate serve replicas with -parked runs), cycles (three replicas against one), idle (the database's transactions a second with -replicas tollgate serve replicas nobody uses)")
 	fs.IntVar(&o.latencyN, "latency", 500, "latency: answers measured per way of answering (over the rounds)")
 	fs.IntVar(&o.burst, "burst", 8, "latency: answers given at once in the burst series (1: no burst series)")
 	fs.IntVar(&o.latencyWarm, "latency-warmup", 0, "latency: answers before the measured ones (0: 20, or the burst)")
@@ -70,7 +71,8 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.IntVar(&o.answerLoops, "answer-loops", 8, "memory: answers sent at once")
 	fs.IntVar(&o.seedLoops, "seed-loops", 16, "memory: goroutines committing the seeded runs")
 	fs.StringVar(&o.bin, "bin", "", "memory: the tollgate `binary` to run (zero: built from ./cmd/tollgate of this checkout)")
-	fs.DurationVar(&o.settleMax, "settle", 2*time.Minute, "memory: how long a replica may take to go quiet after starting or after the answers")
+	fs.DurationVar(&o.idleTime, "idle-time", time.Minute, "idle: how long the idle replicas' transactions are counted")
+	fs.DurationVar(&o.settleMax, "settle", 2*time.Minute, "memory and idle: how long a replica may take to go quiet after starting or after the answers")
 	loops := fs.String("loops", "8,32", "cycles: concurrent client loops, comma-separated: one measurement per number")
 	fs.IntVar(&o.n, "n", 1000, "cycles: cycles per round (all loops together), after a warm-up")
 	fs.IntVar(&o.replicas, "replicas", 3, "memory and cycles: replicas (cycles measures this many against one)")
@@ -78,7 +80,7 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.IntVar(&o.pgConns, "pg-conns", 0, "cycles: each replica's pool size and the raw transactions' (0: the number of loops, at least 4)")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds, alternating with raw rounds; latency samples are pooled over them, cycles/s is their median")
 	fs.DurationVar(&o.rawTime, "raw-time", time.Second, "length of each raw-transaction round")
-	fs.DurationVar(&o.timeout, "timeout", time.Hour, "the questions' time to answer (each commits a deadline job, as tollgate serve's policy does)")
+	fs.DurationVar(&o.timeout, "timeout", time.Hour, "the questions' time to answer (each has a deadline, as under tollgate serve's policies)")
 	fs.IntVar(&o.argBytes, "arg-bytes", 1024, "size of the in-process cycles' tool call arguments")
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark's database")
 	fs.BoolVar(&o.jsonOut, "json", false, "print JSON instead of tables")
@@ -88,7 +90,7 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.BoolVar(&o.short, "short", false, "small counts, to check the benchmark works (a minute, most of it building tollgate)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of the latency series and of the last cycles round of each loop count and replica count to `file` (file-PART-....ext)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./bench cluster -store postgres://... [-parts latency,memory,cycles] [-latency N] [-parked K -answer M] [-loops 8,32 -n N] [-short] [-json]\n\n")
+		fmt.Fprintf(stderr, "usage: go run ./bench cluster -store postgres://... [-parts latency,memory,cycles] [-latency N] [-parked K -answer M] [-loops 8,32 -n N] [-idle-time D] [-short] [-json]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -114,15 +116,16 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.short {
 		defaults := map[string]func(){
-			"latency":  func() { o.latencyN = 24 },
-			"burst":    func() { o.burst = 4 },
-			"parked":   func() { o.parked = 300 },
-			"answer":   func() { o.answers = 30 },
-			"loops":    func() { *loops = "2,4" },
-			"n":        func() { o.n = 24 },
-			"rounds":   func() { o.rounds = 2 },
-			"raw-time": func() { o.rawTime = 100 * time.Millisecond },
-			"settle":   func() { o.settleMax = 30 * time.Second },
+			"latency":   func() { o.latencyN = 24 },
+			"burst":     func() { o.burst = 4 },
+			"parked":    func() { o.parked = 300 },
+			"answer":    func() { o.answers = 30 },
+			"loops":     func() { *loops = "2,4" },
+			"n":         func() { o.n = 24 },
+			"rounds":    func() { o.rounds = 2 },
+			"raw-time":  func() { o.rawTime = 100 * time.Millisecond },
+			"settle":    func() { o.settleMax = 30 * time.Second },
+			"idle-time": func() { o.idleTime = 5 * time.Second },
 		}
 		for name, f := range defaults {
 			if !set[name] {
@@ -197,6 +200,7 @@ type clusterReport struct {
 	Database string               `json:"database"`
 	Latency  *latencyResult       `json:"latency,omitempty"`
 	Memory   *memoryResult        `json:"memory,omitempty"`
+	Idle     *idleResult          `json:"idle,omitempty"`
 	Cycles   []*clusterCycles     `json:"cycles,omitempty"`
 }
 
@@ -252,6 +256,11 @@ func runCluster(ctx context.Context, o clusterOptions, progress func(string, ...
 	if o.parts["cycles"] {
 		if rep.Cycles, err = measureClusterCycles(ctx, b, db.dsn, o, progress); err != nil {
 			return nil, fmt.Errorf("cycles: %w", err)
+		}
+	}
+	if o.parts["idle"] {
+		if rep.Idle, err = measureIdle(ctx, b, db.dsn, o, progress); err != nil {
+			return nil, fmt.Errorf("idle: %w", err)
 		}
 	}
 	if o.parts["memory"] {
@@ -369,6 +378,9 @@ func (r *clusterReport) print(w io.Writer) {
 	}
 	if mem := r.Memory; mem != nil {
 		mem.print(w)
+	}
+	if r.Idle != nil {
+		r.Idle.print(w)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // TestClusterShort runs go run ./bench cluster -short so that the
 // benchmark cannot rot: in-process replicas for the latency and the
 // cycles, tollgate serve replicas (built from this checkout) for the
-// memory. It checks that every answer led to its tool on the replica
+// memory and the idle cost. It checks that every answer led to its tool on the replica
 // meant to run it, that every cycle and every answered run finished, and
 // that each figure was taken, never timings.
 func TestClusterShort(t *testing.T) {
@@ -93,13 +93,17 @@ func TestClusterShort(t *testing.T) {
 	if m.Answered != o.Answers || m.Finished != int64(o.Answers) || m.ToolResults != int64(o.Answers) {
 		t.Errorf("memory: %d answered, %d finished, %d tool results, want %d", m.Answered, m.Finished, m.ToolResults, o.Answers)
 	}
-	if m.DeadlineJobs < int64(o.Parked) || m.SchemaBytes <= m.SchemaBytesBefore || m.SeedPerS <= 0 || m.RawSeed.PerSecond <= 0 || m.Healthz.N == 0 || m.Queue.N == 0 {
-		t.Errorf("memory: %d deadline jobs for %d parked runs, schema %d → %d bytes, %v seeded/s, %d healthz", m.DeadlineJobs, o.Parked, m.SchemaBytesBefore, m.SchemaBytes, m.SeedPerS, m.Healthz.N)
+	if m.DeadlineJobs != 0 || m.SchemaBytes <= m.SchemaBytesBefore || m.SeedPerS <= 0 || m.RawSeed.PerSecond <= 0 || m.Healthz.N == 0 || m.Queue.N == 0 {
+		t.Errorf("memory: %d deadline jobs for %d parked runs (want none), schema %d → %d bytes, %v seeded/s, %d healthz", m.DeadlineJobs, o.Parked, m.SchemaBytesBefore, m.SchemaBytes, m.SeedPerS, m.Healthz.N)
+	}
+
+	if i := rep.Idle; i == nil || i.Replicas != o.Replicas || i.Seconds <= 0 || i.Transactions <= 0 || i.PerReplica < 0 {
+		t.Errorf("idle: %+v, want the replicas' transactions counted", i)
 	}
 
 	var text bytes.Buffer
 	rep.print(&text)
-	for _, want := range []string{"Latency", "raw limit", "Cycles", "vs one", "Memory", "VmRSS", "seeding"} {
+	for _, want := range []string{"Latency", "raw limit", "Cycles", "vs one", "Memory", "VmRSS", "seeding", "Idle", "per replica"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the tables have no %q", want)
 		}

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tollgate-ai/tollgate/cluster"
 )
 
@@ -374,7 +376,7 @@ func runClusterCycleRound(ctx context.Context, b *backend, w *clusterWorld, rc r
 	cr := &clusterCycleRound{Replicas: k, Cycles: len(samples), Warmup: warm, Seconds: el.Seconds(), PerSecond: float64(len(samples)) / el.Seconds(),
 		CPU: user1 - user0 + sys1 - sys0}
 	if w.statements {
-		cr.Statements = readStatements(ctx, b, 20)
+		cr.Statements = readStatements(ctx, b, 20, "total_exec_time")
 	}
 	if d, ok := cpuDelta(srvBefore, b.serverCPU(ctx)); ok {
 		cr.ServerCPU, cr.HasSrvCPU = d, true
@@ -528,13 +530,15 @@ var (
 	spaces    = regexp.MustCompile(`\s+`)
 )
 
-// readStatements reads this database's n dearest statements.
-func readStatements(ctx context.Context, b *backend, n int) []stmtStat {
+// readStatements reads this database's n first statements by a column
+// of pg_stat_statements, the greatest first: total_exec_time (the
+// dearest) or calls.
+func readStatements(ctx context.Context, b *backend, n int, by string) []stmtStat {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	rows, err := b.monitor.Query(ctx, `SELECT query, calls, total_exec_time FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_%'
-		ORDER BY total_exec_time DESC LIMIT $1`, n)
+		ORDER BY `+pgx.Identifier{by}.Sanitize()+` DESC LIMIT $1`, n)
 	if err != nil {
 		return nil
 	}

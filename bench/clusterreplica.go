@@ -103,9 +103,8 @@ func (c *warnCounter) snapshot() (int, []string) {
 	return c.n, append([]string(nil), c.first...)
 }
 
-// askWithTimeout asks a person about every bash call, with a deadline:
-// each question commits with its deadline's job, as under tollgate
-// serve's policies.
+// askWithTimeout asks a person about every bash call, with a deadline,
+// as tollgate serve's policies do (every replica's host then watches it).
 func askWithTimeout(timeout time.Duration) hitl.Policy {
 	return hitl.ByTool(map[string]hitl.Policy{
 		"bash": func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {

@@ -63,9 +63,11 @@ type memoryResult struct {
 	Idle           procMem `json:"idle"`
 	IdleAfterCycle procMem `json:"idle_after_one_cycle"`
 	// The seeding: one Commit per run, from SeedLoops goroutines, on a
-	// store whose commits insert the deadline jobs (a cluster built on
-	// it, never started); raw single-row inserts from as many loops just
-	// before and after.
+	// store with a cluster built on it (never started), so that each
+	// commits as a replica's would; raw single-row inserts from as many
+	// loops just before and after. DeadlineJobs: the deadline jobs the
+	// seeding left scheduled (none since questions need none; one a
+	// question before).
 	SeedLoops     int       `json:"seed_loops"`
 	SeedSeconds   float64   `json:"seed_seconds"`
 	SeedPerS      float64   `json:"seeded_per_s"`
@@ -148,9 +150,53 @@ type serveReplica struct {
 }
 
 type serveFleet struct {
-	bin, dsn, policy, work, logs string
-	client                       *http.Client
-	replicas                     []*serveReplica
+	bin, dsn, dir, policy, work, logs string
+	binLabel                          string // where bin came from
+	client                            *http.Client
+	replicas                          []*serveReplica
+}
+
+// newServeFleet readies replicas of tollgate serve on dsn for a part of
+// the benchmark, their files in a directory of their own: the policy
+// (clusterPolicy), the bash tool's directory, their logs, and the
+// binary: bin, or built from this checkout. close stops them and removes
+// the directory.
+func newServeFleet(ctx context.Context, dsn, bin, part string, progress func(string, ...any)) (f *serveFleet, err error) {
+	dir, err := os.MkdirTemp("", "tollgate-bench-"+part+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	f = &serveFleet{dsn: dsn, dir: dir, policy: filepath.Join(dir, "policy.yaml"), work: filepath.Join(dir, "work"), logs: filepath.Join(dir, "logs"),
+		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	for _, d := range []string{f.work, f.logs} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(f.policy, []byte(clusterPolicy), 0o644); err != nil {
+		return nil, err
+	}
+	f.bin, f.binLabel = bin, bin
+	if f.bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return nil, err
+		}
+		f.bin = filepath.Join(dir, "tollgate")
+		progress("%s: building tollgate from %s", part, root)
+		build := exec.CommandContext(ctx, "go", "build", "-o", f.bin, "./cmd/tollgate")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build ./cmd/tollgate: %v\n%s", err, out)
+		}
+		f.binLabel = "built from " + root
+	}
+	return f, nil
 }
 
 func freeLoopback() (string, error) {
@@ -223,6 +269,12 @@ func (r *serveReplica) stop() {
 		_ = r.cmd.Process.Kill()
 		<-r.exited
 	}
+}
+
+// close stops the replicas and removes the fleet's directory.
+func (f *serveFleet) close() {
+	f.stopAll()
+	os.RemoveAll(f.dir)
 }
 
 func (f *serveFleet) stopAll() {
@@ -513,39 +565,12 @@ func databaseSize(ctx context.Context, store *postgres.Store) (int64, []tableSiz
 // o.answers of them through random replicas.
 func measureMemory(ctx context.Context, b *backend, dsn string, o clusterOptions, progress func(string, ...any)) (*memoryResult, error) {
 	res := &memoryResult{Replicas: o.replicas, Parked: o.parked, SeedLoops: o.seedLoops, AnswerLoops: o.answerLoops, LoadBefore: loadAvg()}
-	dir, err := os.MkdirTemp("", "tollgate-bench-cluster-")
+	f, err := newServeFleet(ctx, dsn, o.bin, "memory", progress)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	f := &serveFleet{dsn: dsn, policy: filepath.Join(dir, "policy.yaml"), work: filepath.Join(dir, "work"), logs: filepath.Join(dir, "logs"),
-		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
-	defer f.stopAll()
-	for _, d := range []string{f.work, f.logs} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.WriteFile(f.policy, []byte(clusterPolicy), 0o644); err != nil {
-		return nil, err
-	}
-	f.bin = o.bin
-	if f.bin == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			return nil, err
-		}
-		f.bin = filepath.Join(dir, "tollgate")
-		progress("memory: building tollgate from %s", root)
-		build := exec.CommandContext(ctx, "go", "build", "-o", f.bin, "./cmd/tollgate")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build ./cmd/tollgate: %v\n%s", err, out)
-		}
-		res.Binary = "built from " + root
-	} else {
-		res.Binary = f.bin
-	}
+	defer f.close()
+	res.Binary = f.binLabel
 
 	// One replica on the empty store.
 	r0, err := f.start(ctx, 0)
@@ -821,7 +846,7 @@ func (m *memoryResult) print(w io.Writer) {
 		row(fmt.Sprintf("replica %d after %d answered", p.Replica, m.Answered), p)
 	}
 	fmt.Fprintf(w, "%s\n", m.Reconcile)
-	fmt.Fprintf(w, "seeding: %d parked runs, one Commit each (thread, messages, question, audit entries, deadline job) from %d goroutines,\n"+
+	fmt.Fprintf(w, "seeding: %d parked runs, one Commit each (thread, messages, question, audit entries) from %d goroutines,\n"+
 		"in %.1fs = %.0f runs/s; raw single-row inserts from %d loops: %.0f tx/s before, %.0f tx/s after; %d deadline jobs scheduled\n",
 		m.Parked, m.SeedLoops, m.SeedSeconds, m.SeedPerS, m.SeedLoops, m.RawSeed.PerSecond, m.RawSeedAfter.PerSecond, m.DeadlineJobs)
 	per := float64(m.SchemaBytes-m.SchemaBytesBefore) / float64(max(1, m.Parked))

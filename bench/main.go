@@ -32,6 +32,11 @@ Commands:
   cluster replicas on one PostgreSQL: answer on one to tool on another,
           memory with many parked runs, cycles/s of several against one
           (go run ./bench cluster -h)
+  hooks   the latency a coding agent's hook adds to an allowed call,
+          command hook and HTTP endpoint, beside each one's raw limit
+          (go run ./bench hooks -h)
+  notify  a question's notification: commit to webhook received, beside
+          a direct POST (go run ./bench notify -h)
 
 The service benchmark is a command of its own: go run ./bench/service -h
 `
@@ -47,6 +52,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cycleCommand(ctx, args[1:], stdout, stderr)
 	case "cluster":
 		return clusterCommand(ctx, args[1:], stdout, stderr)
+	case "hooks":
+		return hooksCommand(ctx, args[1:], stdout, stderr)
+	case "notify":
+		return notifyCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -31,6 +31,14 @@ var (
 	// the other list (ListQuestions and ListThreads cursors do not mix).
 	// An HTTP server answers 400.
 	ErrBadCursor = errors.New("checkpoint: bad cursor")
+
+	// ErrUnavailable: the store could not be reached — its connection was
+	// lost, the server restarts or refuses connections for a moment. A
+	// write that failed so may have been made or not (the answer to its
+	// commit was lost): read back what it wrote before making it again.
+	// The same call may succeed once the store is back; an HTTP server
+	// answers 503.
+	ErrUnavailable = errors.New("checkpoint: the store is unavailable")
 )
 
 // ThreadStatus says whether a run is in progress on a thread.
@@ -205,6 +213,14 @@ type QuestionFilter struct {
 // ThreadFilter selects threads to list. Zero fields do not filter.
 type ThreadFilter struct {
 	Status ThreadStatus
+	// Questions keeps the threads that have a question in this status
+	// (QuestionPending: threads waiting for an answer; QuestionTimedOut:
+	// threads where a question timed out).
+	Questions QuestionStatus
+	// Search keeps the threads whose ID, one of whose messages (its JSON
+	// text, as stored), or the tool of one of whose questions contains
+	// it; ASCII letters match in either case.
+	Search string
 	// After is the cursor a previous ListThreads call returned.
 	After string
 	// Limit caps the page; zero (or less) means 100.
@@ -369,7 +385,9 @@ type Store interface {
 	// paging comes at most once (never when its CreatedAt is later than
 	// the position reached, as the store's own clock makes it). With or
 	// without Status, a page reads about Limit index entries however many
-	// threads there are (sqlite and postgres).
+	// threads there are (sqlite and postgres); with Questions or Search it
+	// reads the threads in order, and their questions or messages, until
+	// the page is full: its cost grows with the threads it passes over.
 	ListThreads(ctx context.Context, f ThreadFilter) ([]*Thread, string, error)
 
 	// Commit applies every write of b in one transaction, durably: all of

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,8 +21,8 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
-	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/notify"
 )
 
 // Config builds a [Cluster]. Store is required.
@@ -39,20 +40,42 @@ type Config struct {
 	// 15s.
 	LeaseTTL time.Duration
 	// Workers bounds the River jobs this replica works at once (they are
-	// short: taking a lease, firing a deadline). Zero: 100. The runs
-	// themselves are bounded by the host's MaxResumes.
+	// short: taking a lease). Zero: 100. The runs themselves are bounded
+	// by the host's MaxResumes.
 	Workers int
 	// ReconcileEvery is how often one replica looks for runs nothing
 	// would resume: an answer written by a program that did not insert
-	// its job, deadlines whose jobs are gone, runs that stopped with an
-	// error (retried). Also once at start-up. Zero: 10m; negative: never
+	// its job, runs that stopped with an error (retried). Also once at
+	// start-up. Zero: 10m; negative: never
 	// (for tests of what the jobs do alone).
 	ReconcileEvery time.Duration
-	// Clock times deadlines. Zero: the system clock.
-	Clock clock.Clock
+	// Retries is how many times in a row a run that stops with an error
+	// (a model that fails, say) is run before it is left failed (resume
+	// or abort it); each failure is recorded where every replica reads
+	// it. Zero: 8; negative: never tried again by itself.
+	Retries int
+	// RetryAfter is the wait before a failed run is tried again the
+	// first time; it doubles with each failure in a row, up to 5
+	// minutes. Zero: 5s (the whole series of 8: about 15 minutes).
+	RetryAfter time.Duration
+	// PolicyDigest names the policy this replica decides by (package
+	// policy's Digest of its file): replicas compare theirs and, when
+	// they differ, say so loudly — an error in the log, PolicyMismatch
+	// (tollgate serve's /readyz), the metric
+	// tollgate_cluster_policy_mismatch. Zero: no policy named, compared
+	// with nobody.
+	PolicyDigest func() string
+	// RequireSamePolicy makes Start refuse, with [ErrPolicyMismatch],
+	// when a live replica decides by another policy (one that differs
+	// later, a file edited on one replica, is warned about).
+	RequireSamePolicy bool
 	// Logger receives the cluster's messages (River's below Warn are
 	// dropped). Zero: slog.Default().
 	Logger *slog.Logger
+	// Notifier, when set, tells people of questions: its deliveries are
+	// River jobs committed with their events (see notify.go). Its Run is
+	// not called.
+	Notifier *notify.Notifier
 }
 
 // minConns is the smallest pool a replica works with: River holds one for
@@ -65,17 +88,13 @@ const queue = "tollgate"
 
 // How long a run found held by another replica waits before its job tries
 // again: the holder goes on with the run, and the job only makes sure
-// that someone does once it lets go.
+// that someone does once it lets go. (A snoozed job is fetched at River's
+// next poll, every 2 s, or sooner when another job's notice starts a
+// fetch.)
 const (
 	heldFirstRetry = 100 * time.Millisecond
 	heldMaxRetry   = 5 * time.Second
 )
-
-// deadlineEarly: deadline jobs are scheduled this long before the deadline
-// and snooze the rest. River makes a scheduled job available only every
-// 5 s (its scheduler's interval); a short snooze makes it available at
-// once, and it is fetched within FetchPollInterval of its time.
-const deadlineEarly = 6 * time.Second
 
 // Cluster is a [host.Coordinator] on PostgreSQL and River: with it,
 // several tollgate replicas share one store's threads. See the package
@@ -84,11 +103,20 @@ type Cluster struct {
 	store  *postgres.Store
 	id     string
 	ttl    time.Duration
-	clk    clock.Clock
 	log    *slog.Logger
 	river  *river.Client[pgx.Tx]
 	every  time.Duration
 	margin time.Duration
+	// notifier: Config.Notifier.
+	notifier *notify.Notifier
+	// retries and retryAfter are Config's, for failed runs.
+	retries    int
+	retryAfter time.Duration
+	// policyDigest and requireSame are Config's.
+	policyDigest func() string
+	requireSame  bool
+	// insertNotice tells River's producers of a job committed.
+	insertNotice postgres.Notice
 
 	mu       sync.Mutex
 	host     *host.Host
@@ -101,6 +129,10 @@ type Cluster struct {
 	loops sync.WaitGroup
 
 	stats Stats
+	// mismatch: the live replicas deciding by another policy than
+	// myDigest, this one's, at the last look (beat).
+	mismatch []string
+	myDigest string
 }
 
 // Stats counts what a replica's cluster did since it started.
@@ -129,8 +161,8 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, errors.New("cluster: Config.Store is required")
 	}
 	c := &Cluster{
-		store: cfg.Store, id: cfg.ID, ttl: cfg.LeaseTTL, clk: cfg.Clock, log: cfg.Logger,
-		every: cfg.ReconcileEvery, leases: map[string]*lease{},
+		store: cfg.Store, id: cfg.ID, ttl: cfg.LeaseTTL, log: cfg.Logger,
+		every: cfg.ReconcileEvery, leases: map[string]*lease{}, notifier: cfg.Notifier,
 	}
 	c.bg, c.stop = context.WithCancel(context.Background())
 	if c.ttl <= 0 {
@@ -146,8 +178,16 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	if c.every == 0 {
 		c.every = 10 * time.Minute
 	}
-	if c.clk == nil {
-		c.clk = clock.Real
+	c.retries, c.retryAfter = cfg.Retries, cfg.RetryAfter
+	c.policyDigest, c.requireSame = cfg.PolicyDigest, cfg.RequireSamePolicy
+	switch {
+	case c.retries == 0:
+		c.retries = 8
+	case c.retries < 0:
+		c.retries = 0
+	}
+	if c.retryAfter <= 0 {
+		c.retryAfter = 5 * time.Second
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -170,11 +210,19 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := river.AddWorkerSafely(ws, &driveWorker{c: c}); err != nil {
 		return nil, err
 	}
-	if err := river.AddWorkerSafely(ws, &deadlineWorker{c: c}); err != nil {
+	if err := river.AddWorkerSafely(ws, &deadlineWorker{}); err != nil {
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(ws, &reconcileWorker{c: c}); err != nil {
 		return nil, err
+	}
+	if c.notifier != nil {
+		if err := river.AddWorkerSafely(ws, &deliverWorker{c: c}); err != nil {
+			return nil, err
+		}
+		if err := river.AddWorkerSafely(ws, &nearWorker{c: c}); err != nil {
+			return nil, err
+		}
 	}
 	var periodic []*river.PeriodicJob
 	if c.every > 0 {
@@ -186,21 +234,22 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		ID:      c.id,
 		Queues:  map[string]river.QueueConfig{queue: {MaxWorkers: workers}},
 		Workers: ws,
-		// Answers insert jobs: a replica hears of each at once
-		// (LISTEN/NOTIFY) and fetches it soon after; the poll catches
-		// what a notification missed, and snoozed jobs coming due.
-		//
-		// River notifies an insert only if its client sent none for the
-		// queue in the last FetchCooldown: of answers committed within
-		// 2 ms of each other on one replica only the first is heard of,
-		// and a job committed after the fetch that notice started waits
-		// for the poll (bench/README.md, "Replicas": 1–9 of 504 answers
-		// given 8 at once waited up to 205 ms with a 200 ms poll). 50 ms
-		// bounds that wait, for 20 small queries a second a replica.
+		// A replica hears of every job at once: each commit that inserts
+		// one is followed by a notification of River's kind (see
+		// jobsCommitted; River's own is rate-limited per client, and a
+		// job committed just after the fetch another's notice started
+		// waited for the poll: bench/README.md, "Replicas"). Each notice
+		// starts a fetch, at most one per FetchCooldown (those between
+		// are merged into one after it). The poll only catches what a
+		// notification missed (the listener reconnecting), and jobs
+		// snoozed or retried coming due (a thread held elsewhere, whose
+		// holder goes on with the run anyway), so it can be slow: it was
+		// the bulk of an idle replica's cost at 50 ms (18 of its 21
+		// transactions a second; bench/README.md, "Idle").
 		FetchCooldown:     2 * time.Millisecond,
-		FetchPollInterval: 50 * time.Millisecond,
-		// The jobs are short (a lease taken, a deadline fired); the runs
-		// they start are the host's, under a lease, not River's.
+		FetchPollInterval: 2 * time.Second,
+		// The jobs are short (a lease taken); the runs they start are the
+		// host's, under a lease, not River's.
 		// A job a killed replica was working stays "running" until
 		// River's rescuer finds it: soon, since the jobs take
 		// milliseconds (a deadline fired 13 s late in the replicas test,
@@ -217,7 +266,14 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c.river = rc
-	cfg.Store.SetTxHook(&postgres.TxHook{Wants: wantsJobs, InTx: c.insertJobs})
+	// River's listeners take the schema's insert channel (River's
+	// notifier prefixes the schema); the payload names the queue.
+	c.insertNotice = postgres.Notice{Channel: cfg.Store.Schema() + ".river_insert", Payload: `{"queue": "` + queue + `"}`}
+	wants := wantsJobs
+	if c.notifier != nil {
+		wants = func(b *checkpoint.Batch) bool { return wantsJobs(b) || wantsNotify(b) }
+	}
+	cfg.Store.SetTxHook(&postgres.TxHook{Wants: wants, InTx: c.insertJobs, AfterCommit: c.jobsCommitted})
 	return c, nil
 }
 
@@ -283,6 +339,15 @@ func (c *Cluster) Start(ctx context.Context, h *host.Host) error {
 	}
 	c.started, c.host = true, h
 	c.mu.Unlock()
+	// This replica's row, and the others' policies, before it works any
+	// job: one that may not decide by another policy stops here.
+	if err := c.beatNow(ctx); err != nil {
+		return fmt.Errorf("cluster: registering the replica: %w", err)
+	}
+	if differ := c.PolicyMismatch(); c.requireSame && len(differ) > 0 {
+		c.leave()
+		return fmt.Errorf("%w (RequireSamePolicy): %s", ErrPolicyMismatch, strings.Join(differ, "; "))
+	}
 	if err := c.river.Start(c.bg); err != nil {
 		return fmt.Errorf("cluster: starting River: %w", err)
 	}
@@ -327,6 +392,12 @@ func (c *Cluster) Stop(ctx context.Context) error {
 func (c *Cluster) Close() {
 	c.stop()
 	c.loops.Wait()
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if started {
+		c.leave()
+	}
 }
 
 // levelAtLeast drops River's records below a level.
@@ -349,24 +420,26 @@ func (d discard) WithGroup(string) slog.Handler           { return d }
 var _ host.Coordinator = (*Cluster)(nil)
 
 // wantsJobs: the batches whose commit must insert a job — a resolution
-// (the run resumes; an abort closes its run itself) and a question with
-// a deadline (the deadline fires).
+// (the run resumes; an abort closes its run itself).
 func wantsJobs(b *checkpoint.Batch) bool {
-	if r := b.Resolve; r != nil && r.Resolution.Status != checkpoint.QuestionAborted {
-		return true
-	}
-	return b.Question != nil && !b.Question.Deadline.IsZero()
+	r := b.Resolve
+	return r != nil && r.Resolution.Status != checkpoint.QuestionAborted
 }
 
 // insertJobs is the store's hook: in the transaction of a resolution, the
-// job that resumes the run; in that of a new question, its deadline's.
+// job that resumes the run. (A question's deadline needs no job: every
+// replica's host fires deadlines from the store.)
 func (c *Cluster) insertJobs(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch, out *checkpoint.Committed) error {
 	var params []river.InsertManyParams
 	if r := b.Resolve; r != nil && r.Resolution.Status != checkpoint.QuestionAborted && out.Resolved != nil {
 		params = append(params, river.InsertManyParams{Args: driveArgs{ThreadID: r.ThreadID}})
 	}
-	if q := out.Question; q != nil && out.Created && !q.Deadline.IsZero() {
-		params = append(params, deadlineJob(q, c.clk.Now()))
+	if c.notifier != nil {
+		more, err := c.notifyJobs(b, out)
+		if err != nil {
+			return fmt.Errorf("notifications: %w", err)
+		}
+		params = append(params, more...)
 	}
 	if len(params) == 0 {
 		return nil
@@ -375,6 +448,37 @@ func (c *Cluster) insertJobs(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch
 		return fmt.Errorf("inserting the run's jobs: %w", err)
 	}
 	return nil
+}
+
+// jobsCommitted follows a hooked commit: the replicas hear of its job by
+// a notification of River's own kind, sent after the commit, every time.
+// (River's own, inside the transaction, is sent only if its client sent
+// none in the last FetchCooldown: a job committed just after another's
+// fetch would wait for the poll, which is slow, to cost little idle.)
+func (c *Cluster) jobsCommitted(b *checkpoint.Batch, out *checkpoint.Committed) []postgres.Notice {
+	if out.Resolved == nil {
+		// A question asked, or a run that failed: its notifications'
+		// deliveries are jobs too, to be sent now, not at the next poll.
+		if c.notifier != nil && (out.Question != nil && out.Created || wantsNotify(b) && b.Question == nil && b.Resolve == nil) {
+			return []postgres.Notice{c.insertNotice}
+		}
+		return nil
+	}
+	if out.Resolved.Status == checkpoint.QuestionTimedOut {
+		c.mu.Lock()
+		c.stats.DeadlinesFired++
+		c.mu.Unlock()
+	}
+	return []postgres.Notice{c.insertNotice}
+}
+
+// noticeJobs tells the replicas of jobs a transaction of the cluster's
+// own committed (River's notification may have been held back by its
+// rate limit); a failure only leaves them to the poll.
+func (c *Cluster) noticeJobs(ctx context.Context) {
+	if _, err := c.store.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, c.insertNotice.Channel, c.insertNotice.Payload); err != nil && ctx.Err() == nil {
+		c.log.Warn("tollgate: telling the replicas of new jobs (they find them at their next poll)", "err", err)
+	}
 }
 
 // InUse reports whether replicas have used the store in cluster mode

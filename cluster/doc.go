@@ -19,15 +19,19 @@
 //     resumes its run (the store's [postgres.TxHook], River's InsertTx on
 //     the store's transaction): no answer is ever recorded without its
 //     resume, nor a resume without its answer;
-//   - a question commits with a job scheduled at its deadline, which times
-//     the question out by the compare-and-set an answer makes (nothing, if
-//     an answer came first) and resumes the run the same way;
+//   - a deadline is fired by every replica's host from the store (one
+//     indexed read of the earliest pending deadlines, again on each new
+//     question): the compare-and-set an answer makes lets one of them win
+//     (none, if an answer came first), and its commit carries the job that
+//     resumes the run. No deadline waits for one replica, River's leader
+//     (whose scheduler alone makes scheduled jobs available), to be alive;
 //   - a replica that lets go of a run it could not finish (shutting down)
 //     commits a job with the release, and another replica goes on.
 //
-// Whichever replica works the job drives the run. A run that waits for a
-// person holds nothing on any replica: its question, its deadline's job
-// and its thread are rows. Questions reach every replica's event streams
+// Whichever replica works the job drives the run; each job's commit is
+// followed by a notification, so that replicas fetch it at once. A run
+// that waits for a person holds nothing on any replica: its question and
+// its thread are rows. Questions reach every replica's event streams
 // at once (the store's notifications); other events by each replica's
 // poll of the log.
 //
@@ -74,10 +78,37 @@
 // not run again unless it is idempotent; its result says it was cut off.
 //
 // Once at start-up and every ReconcileEvery, one replica (River's leader)
-// also fires deadlines whose jobs are missing (questions asked before the
-// cluster ran) and resumes unfinished runs that nothing holds and that
-// wait for no answer (an answer written by a program that inserted no
-// job; a run that stopped with an error is retried so).
+// also resumes unfinished runs that nothing holds and that wait for no
+// answer (an answer written by a program that inserted no job, a failed
+// run whose retry is late).
+//
+// # Failed runs
+//
+// A run that stops with an error (a model that fails) is recorded where
+// every replica reads it ([Cluster.RunFailures], a row with the error,
+// the failures in a row and when it is tried again), as its lease is let
+// go, in one transaction with a job scheduled then: every replica's
+// [host.Host.States] says failed, and the run is tried again with
+// backoff (Config.RetryAfter, doubling) up to Config.Retries times in a
+// row; then it stays failed for a person to resume or abort. A run that
+// gets on (it parks, or ends) clears its record.
+//
+// # Policies
+//
+// Each started replica keeps a row with the digest of the policy it
+// decides by (Config.PolicyDigest), renewed with its rescue round, and
+// compares the live replicas' with its own: when one differs, it logs an
+// error, [Cluster.PolicyMismatch] says which (tollgate serve's /readyz),
+// and the metric tollgate_cluster_policy_mismatch counts them; with
+// Config.RequireSamePolicy, Start refuses ([ErrPolicyMismatch]).
+//
+// # The database out of reach
+//
+// A replica whose database goes away for a moment keeps its runs while
+// their leases can be trusted: a tool's result is written once the
+// database is back (package agent), and a run stopped by the outage goes
+// on from the store (package host), under the same lease; the fence keeps
+// whatever is written after a lease was lost from being recorded.
 //
 // # Answers from other programs
 //

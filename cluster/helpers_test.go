@@ -65,6 +65,9 @@ type reviewOpts struct {
 	// noStart: a host and cluster that are never started (a command
 	// line that answers or aborts).
 	noStart bool
+	// retries and retryAfter are cluster.Config's.
+	retries    int
+	retryAfter time.Duration
 }
 
 type reviewReplica struct {
@@ -86,7 +89,7 @@ func (w *world) reviewReplica(t *testing.T, o reviewOpts) *reviewReplica {
 	if o.timeout == 0 {
 		o.timeout = time.Hour
 	}
-	c, err := cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: o.ttl, ReconcileEvery: -1})
+	c, err := cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: o.ttl, ReconcileEvery: -1, Retries: o.retries, RetryAfter: o.retryAfter})
 	if err != nil {
 		t.Fatal(err)
 	}

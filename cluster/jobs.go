@@ -10,8 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"github.com/tollgate-ai/tollgate/agent"
-	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/host"
 )
 
@@ -36,31 +34,15 @@ func driveJobs(ids []string) []river.InsertManyParams {
 	return params
 }
 
-// deadlineArgs: the question's deadline passes (the job is scheduled
-// deadlineEarly before it).
+// deadlineArgs: a question's deadline, a job of tollgate before every
+// replica's host fired deadlines from the store. Such jobs left in a
+// store are done with at once (the reconcile deletes those waiting).
 type deadlineArgs struct {
 	ThreadID   string `json:"thread_id"`
 	QuestionID string `json:"question_id"`
 }
 
 func (deadlineArgs) Kind() string { return "tollgate_deadline" }
-
-// InsertOpts: one job per question, however often it is inserted (by
-// the question's commit and by reconcile); a fired one is kept an hour.
-func (deadlineArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{ByArgs: true}}
-}
-
-// deadlineJob is q's deadline job, scheduled deadlineEarly before it. A
-// scheduled job waits for River's scheduler (every 5 s), so one due
-// sooner than that is inserted ready, to snooze until the deadline.
-func deadlineJob(q *checkpoint.Question, now time.Time) river.InsertManyParams {
-	p := river.InsertManyParams{Args: deadlineArgs{ThreadID: q.ThreadID, QuestionID: q.ID}}
-	if at := q.Deadline.Add(-deadlineEarly); at.After(now) {
-		p.InsertOpts = &river.InsertOpts{ScheduledAt: at}
-	}
-	return p
-}
 
 // reconcileArgs: look for runs nothing would resume (periodic, on one
 // replica).
@@ -113,56 +95,9 @@ func backoff(job *river.Job[driveArgs]) time.Duration {
 
 type deadlineWorker struct {
 	river.WorkerDefaults[deadlineArgs]
-	c *Cluster
 }
 
-func (w *deadlineWorker) Work(ctx context.Context, job *river.Job[deadlineArgs]) error {
-	q, err := w.c.store.GetQuestion(ctx, job.Args.ThreadID, job.Args.QuestionID)
-	switch {
-	case errors.Is(err, checkpoint.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	}
-	_, wait, err := w.c.fire(ctx, q)
-	if err != nil {
-		return err
-	}
-	if wait > 0 {
-		return river.JobSnooze(wait)
-	}
-	return nil
-}
-
-// fire times q out when it is pending and its deadline passed, by the
-// compare-and-set an answer makes (one of them wins); its commit inserts
-// the job that resumes the run. wait > 0: not due yet, by that much.
-func (c *Cluster) fire(ctx context.Context, q *checkpoint.Question) (fired bool, wait time.Duration, err error) {
-	if q.Status != checkpoint.QuestionPending || q.Deadline.IsZero() {
-		return false, 0, nil
-	}
-	now := c.clk.Now()
-	if d := q.Deadline.Sub(now); d > 0 {
-		// In steps River makes available at once (a longer snooze waits
-		// for its scheduler, up to 5 s late).
-		return false, min(d+time.Millisecond, 4*time.Second), nil
-	}
-	var won bool
-	if h := c.hostOf(); h != nil {
-		_, won, err = h.TimeOut(ctx, q)
-	} else {
-		_, won, err = agent.TimeOut(ctx, c.store, q, now)
-	}
-	if err != nil {
-		return false, 0, fmt.Errorf("cluster: timing out question %s of thread %s: %w", q.ID, q.ThreadID, err)
-	}
-	if won {
-		c.mu.Lock()
-		c.stats.DeadlinesFired++
-		c.mu.Unlock()
-	}
-	return won, 0, nil
-}
+func (w *deadlineWorker) Work(context.Context, *river.Job[deadlineArgs]) error { return nil }
 
 type reconcileWorker struct {
 	river.WorkerDefaults[reconcileArgs]
@@ -178,50 +113,27 @@ func (w *reconcileWorker) Timeout(*river.Job[reconcileArgs]) time.Duration { ret
 // orphans are unfinished runs that wait for nothing and that no replica
 // holds: cut off with nothing to resume them (an answer written without
 // its job by a program that is not a replica, a run that stopped with an
-// error).
+// error before its failure was recorded). A failed run is tried again at
+// its retry_at by its own job — or not, once its retries are used up —
+// unless that job is late by a minute (lost).
 const orphans = `SELECT t.id FROM threads t
 WHERE t.status = 'running' AND t.id > $1
 AND NOT EXISTS (SELECT 1 FROM questions q WHERE q.thread_id = t.id AND q.status = 'pending')
 AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id = t.id)
+AND NOT EXISTS (SELECT 1 FROM run_failures f WHERE f.thread_id = t.id
+	AND (f.retry_at IS NULL OR f.retry_at > now() - interval '1 minute'))
 ORDER BY t.id LIMIT 1000`
 
-// reconcile fires the deadlines that passed without their job (questions
-// asked before the cluster ran, or by a program that is not a replica;
-// jobs discarded), makes sure every deadline due before the next
-// reconcile has its job (deadline jobs are unique by question, so one
-// that exists is not doubled), and resumes the orphans.
+// oldDeadlines are the deadline jobs of an older tollgate still waiting:
+// the hosts fire those deadlines from the store now.
+const oldDeadlines = `DELETE FROM river_job WHERE queue = $1 AND kind = 'tollgate_deadline'
+AND state IN ('available', 'scheduled', 'retryable')`
+
+// reconcile resumes the orphans, and deletes the deadline jobs an older
+// tollgate left.
 func (c *Cluster) reconcile(ctx context.Context) error {
-	horizon := c.clk.Now().Add(c.every + deadlineEarly)
-	f := checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, Order: checkpoint.DeadlineFirst, Limit: 200}
-	for {
-		qs, next, err := c.store.ListQuestions(ctx, f)
-		if err != nil {
-			return fmt.Errorf("cluster: listing pending deadlines: %w", err)
-		}
-		var soon []river.InsertManyParams
-		done := next == ""
-		for _, q := range qs {
-			if q.Deadline.IsZero() || q.Deadline.After(horizon) {
-				done = true
-				break
-			}
-			if !q.Deadline.After(c.clk.Now()) {
-				if _, _, err := c.fire(ctx, q); err != nil {
-					return err
-				}
-				continue
-			}
-			soon = append(soon, deadlineJob(q, c.clk.Now()))
-		}
-		if len(soon) > 0 {
-			if _, err := c.river.InsertMany(ctx, soon); err != nil {
-				return fmt.Errorf("cluster: scheduling deadlines: %w", err)
-			}
-		}
-		if done {
-			break
-		}
-		f.After = next
+	if _, err := c.store.Pool().Exec(ctx, oldDeadlines, queue); err != nil {
+		return fmt.Errorf("cluster: deleting the deadline jobs of an older tollgate: %w", err)
 	}
 	after, resumed := "", 0
 	for {
@@ -244,6 +156,7 @@ func (c *Cluster) reconcile(ctx context.Context) error {
 		after = ids[len(ids)-1]
 	}
 	if resumed > 0 {
+		c.noticeJobs(ctx)
 		c.log.Info("tollgate: resuming unfinished runs nothing was resuming", "runs", resumed)
 	}
 	return nil

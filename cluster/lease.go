@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
 	"github.com/tollgate-ai/tollgate/host"
@@ -44,7 +46,32 @@ const seize = `WITH s AS (
 SELECT epoch FROM s, LATERAL (SELECT pg_notify($4, json_build_object('t', $1::text, 'e', s.epoch)::text)) n`
 
 // release lets the thread go; nothing when the lease was taken over.
-const release = `DELETE FROM leases WHERE thread_id = $1 AND epoch = $2`
+// The run got on (it parked, finished, or had nothing to do): a failure
+// it had is over.
+const release = `WITH f AS (DELETE FROM run_failures WHERE thread_id = $1
+	AND EXISTS (SELECT 1 FROM leases WHERE thread_id = $1 AND epoch = $2))
+DELETE FROM leases WHERE thread_id = $1 AND epoch = $2`
+
+// releaseCut lets go of a run cut off (its replica shuts down): a failure
+// it had stays, since it did not get on.
+const releaseCut = `DELETE FROM leases WHERE thread_id = $1 AND epoch = $2`
+
+// releaseFailed lets go of a run that stopped with an error and records
+// the failure: one more attempt in a row, tried again after the backoff
+// ($5 ms doubling with each attempt, at most $7 ms) while the attempts
+// are fewer than $6, else not (retry_at NULL). Nothing, and no row, when
+// the lease was taken over.
+const releaseFailed = `WITH l AS (DELETE FROM leases WHERE thread_id = $1 AND epoch = $2 RETURNING thread_id)
+INSERT INTO run_failures AS f (thread_id, run_id, error, attempts, failed_at, retry_at)
+SELECT l.thread_id, $3, $4, 1, now(), CASE WHEN 1 < $6 THEN now() + least($5::bigint, $7::bigint) * interval '1 millisecond' END FROM l
+ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, error = excluded.error,
+	attempts = f.attempts + 1, failed_at = excluded.failed_at,
+	retry_at = CASE WHEN f.attempts + 1 < $6
+		THEN now() + least($5::bigint * (1::bigint << least(f.attempts, 30)), $7::bigint) * interval '1 millisecond' END
+RETURNING attempts, retry_at`
+
+// maxRetryWait bounds the wait between two tries of a failed run.
+const maxRetryWait = 5 * time.Minute
 
 // renew extends every lease this replica holds, in one statement, and
 // says which it still holds.
@@ -141,7 +168,9 @@ func (l *lease) markLost() {
 	l.cancels = nil
 }
 
-func (l *lease) Release(ctx context.Context, cutOff bool) {
+// letGo forgets the lease here before its row is let go: no more writes
+// under it.
+func (l *lease) letGo() {
 	c := l.c
 	c.mu.Lock()
 	if c.leases[l.threadID] == l {
@@ -149,8 +178,13 @@ func (l *lease) Release(ctx context.Context, cutOff bool) {
 	}
 	c.mu.Unlock()
 	l.mu.Lock()
-	l.lost = true // let go of: no more writes under it
+	l.lost = true
 	l.mu.Unlock()
+}
+
+func (l *lease) Release(ctx context.Context, cutOff bool) {
+	c := l.c
+	l.letGo()
 	err := l.release(ctx, cutOff)
 	c.mu.Lock()
 	if err == nil {
@@ -163,12 +197,7 @@ func (l *lease) Release(ctx context.Context, cutOff bool) {
 		c.log.Warn("tollgate: letting go of a thread's lease; it expires instead", "thread", l.threadID, "err", err)
 	}
 	// What was derived from the lease is done with.
-	l.mu.Lock()
-	for _, cancel := range l.cancels {
-		cancel()
-	}
-	l.cancels = nil
-	l.mu.Unlock()
+	l.cancelAll()
 }
 
 func (l *lease) release(ctx context.Context, cutOff bool) error {
@@ -179,13 +208,109 @@ func (l *lease) release(ctx context.Context, cutOff bool) error {
 	}
 	// A run this replica could not finish (it shuts down): another
 	// replica goes on with it, as soon as the lease is gone.
-	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, release, l.threadID, l.epoch); err != nil {
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, releaseCut, l.threadID, l.epoch); err != nil {
 			return err
 		}
 		_, err := l.c.river.InsertTx(ctx, tx, driveArgs{ThreadID: l.threadID}, nil)
 		return err
 	})
+	if err == nil {
+		l.c.noticeJobs(ctx)
+	}
+	return err
+}
+
+// ReleaseFailed implements [host.FailingLease]: the thread is let go and
+// its failure recorded, in one transaction with the job that tries the
+// run again at its time (backoff doubling from Config.RetryAfter, for
+// Config.Retries attempts in a row); every replica reads the failure
+// (RunFailures).
+func (l *lease) ReleaseFailed(ctx context.Context, runErr error) {
+	c := l.c
+	l.letGo()
+	defer l.cancelAll()
+	runID := ""
+	if h := c.hostOf(); h != nil {
+		if th, err := h.Store().LoadThread(ctx, l.threadID); err == nil {
+			runID = th.RunID
+		}
+	}
+	var attempts int
+	var retryAt *time.Time
+	err := pgx.BeginTxFunc(ctx, c.store.Pool(), pgx.TxOptions{}, func(tx pgx.Tx) error {
+		msg := runErr.Error()
+		if len(msg) > 4000 {
+			msg = msg[:4000] + "..."
+		}
+		err := tx.QueryRow(ctx, releaseFailed, l.threadID, l.epoch, runID, strings.ToValidUTF8(msg, "?"),
+			c.retryAfter.Milliseconds(), c.retries, maxRetryWait.Milliseconds()).Scan(&attempts, &retryAt)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil // taken over meanwhile: the new holder goes on
+		case err != nil:
+			return err
+		case retryAt == nil:
+			return nil
+		}
+		_, err = c.river.InsertTx(ctx, tx, driveArgs{ThreadID: l.threadID}, &river.InsertOpts{ScheduledAt: *retryAt})
+		return err
+	})
+	c.mu.Lock()
+	if err == nil {
+		c.stats.Released++
+	}
+	c.mu.Unlock()
+	switch {
+	case err != nil:
+		c.log.Warn("tollgate: letting go of a failed run's lease; it expires instead, and the run is taken over then", "thread", l.threadID, "err", err)
+	case retryAt != nil:
+		c.log.Warn("tollgate: run stopped with an error; it is tried again", "thread", l.threadID, "attempt", attempts, "of", c.retries, "at", retryAt.Format(time.RFC3339), "err", runErr)
+	case attempts > 0:
+		c.log.Error("tollgate: run stopped with an error again; not tried again: resume or abort it", "thread", l.threadID, "attempts", attempts, "err", runErr)
+	}
+}
+
+// cancelAll ends what was derived from the lease.
+func (l *lease) cancelAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, cancel := range l.cancels {
+		cancel()
+	}
+	l.cancels = nil
+}
+
+// runFailures are the failures of threads nobody drives now.
+const runFailures = `SELECT f.thread_id, f.error, f.attempts, f.failed_at, f.retry_at FROM run_failures f
+WHERE f.thread_id = ANY($1)
+AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.thread_id = f.thread_id AND l.expires_at > now())`
+
+// RunFailures implements [host.FailureReader].
+func (c *Cluster) RunFailures(ctx context.Context, threadIDs []string) (map[string]*host.RunFailure, error) {
+	rows, err := c.store.Pool().Query(ctx, runFailures, threadIDs)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: reading failed runs: %w", err)
+	}
+	out := map[string]*host.RunFailure{}
+	for rows.Next() {
+		var id string
+		var f host.RunFailure
+		var retry *time.Time
+		if err := rows.Scan(&id, &f.Err, &f.Attempts, &f.At, &retry); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("cluster: reading failed runs: %w", err)
+		}
+		if retry != nil {
+			f.RetryAt = *retry
+		}
+		out[id] = &f
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cluster: reading failed runs: %w", err)
+	}
+	return out, nil
 }
 
 // renewLoop renews the replica's leases every ttl/4. A lease missing from
@@ -372,6 +497,10 @@ func (c *Cluster) rescueLoop(ctx context.Context) {
 func (c *Cluster) rescueOnce(ctx context.Context) ([]string, error) {
 	var rescued []string
 	err := pgx.BeginTxFunc(ctx, c.store.Pool(), pgx.TxOptions{}, func(tx pgx.Tx) error {
+		// This replica's row with its policy, in the same transaction.
+		if err := c.beat(ctx, tx); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, rescue)
 		if err != nil {
 			return err
@@ -389,6 +518,9 @@ func (c *Cluster) rescueOnce(ctx context.Context) ([]string, error) {
 		rescued = ids
 		return nil
 	})
+	if err == nil && len(rescued) > 0 {
+		c.noticeJobs(ctx)
+	}
 	return rescued, err
 }
 

@@ -17,6 +17,11 @@ import (
 //     replica could not renew in time (the database slow or unreachable).
 //   - tollgate_cluster_rescued_total: runs taken over from replicas that
 //     stopped.
+//   - tollgate_cluster_policy_mismatch: above 0, replicas decide by
+//     different policies (see Config.PolicyDigest).
+//   - tollgate_cluster_runs_failed{retry="given_up"}: runs that stopped
+//     with an error as many times in a row as Config.Retries allows, left
+//     for a person to resume or abort.
 func (c *Cluster) Collector() prometheus.Collector { return &collector{c: c} }
 
 var (
@@ -28,13 +33,18 @@ var (
 	descFired    = prometheus.NewDesc("tollgate_cluster_deadlines_fired_total", "Questions this replica timed out.", nil, nil)
 	descJobs     = prometheus.NewDesc("tollgate_cluster_jobs", "tollgate's River jobs by state (available: ready to run; scheduled: deadlines and retries to come).", []string{"state"}, nil)
 	descJobWait  = prometheus.NewDesc("tollgate_cluster_job_wait_seconds", "How long the oldest job in the state has been due (available: waiting for a replica).", []string{"state"}, nil)
-	descUp       = prometheus.NewDesc("tollgate_cluster_jobs_scrape_ok", "1 when the job counts could be read from the database.", nil, nil)
+	descUp       = prometheus.NewDesc("tollgate_cluster_jobs_scrape_ok", "1 when the job counts and failed runs could be read from the database.", nil, nil)
+	descPolicy   = prometheus.NewDesc("tollgate_cluster_policy_mismatch", "Live replicas that decide by another policy than this one (their policy digests differ): calls are decided by whichever replica drives the run.", nil, nil)
+	descFailed   = prometheus.NewDesc("tollgate_cluster_runs_failed", "Unfinished runs that stopped with an error, all replicas' (retry: scheduled, or given_up once Config.Retries failures came in a row).", []string{"retry"}, nil)
 )
+
+const failedCounts = `SELECT count(*) FILTER (WHERE f.retry_at IS NOT NULL), count(*) FILTER (WHERE f.retry_at IS NULL)
+FROM run_failures f JOIN threads t ON t.id = f.thread_id WHERE t.status = 'running'`
 
 type collector struct{ c *Cluster }
 
 func (k *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHeld, descAcquired, descLost, descRescued, descHeldElse, descFired, descJobs, descJobWait, descUp} {
+	for _, d := range []*prometheus.Desc{descHeld, descAcquired, descLost, descRescued, descHeldElse, descFired, descJobs, descJobWait, descUp, descFailed, descPolicy} {
 		ch <- d
 	}
 }
@@ -46,8 +56,9 @@ GROUP BY state`
 func (k *collector) Collect(ch chan<- prometheus.Metric) {
 	c := k.c
 	c.mu.Lock()
-	s, held := c.stats, len(c.leases)
+	s, held, differ := c.stats, len(c.leases), len(c.mismatch)
 	c.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descPolicy, prometheus.GaugeValue, float64(differ))
 	ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(held))
 	ch <- prometheus.MustNewConstMetric(descAcquired, prometheus.CounterValue, float64(s.Acquired))
 	ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(s.Lost))
@@ -73,8 +84,15 @@ func (k *collector) Collect(ch chan<- prometheus.Metric) {
 		rows.Close()
 		err = rows.Err()
 	}
+	var scheduled, givenUp int64
+	if err == nil {
+		err = c.store.Pool().QueryRow(ctx, failedCounts).Scan(&scheduled, &givenUp)
+	}
 	if err != nil {
 		ok = 0
+	} else {
+		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.GaugeValue, float64(scheduled), "scheduled")
+		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.GaugeValue, float64(givenUp), "given_up")
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, ok)
 	for state, n := range counts {

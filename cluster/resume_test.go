@@ -69,7 +69,7 @@ func TestResumeLostWhenTheRestartCannotTakeTheLease(t *testing.T) {
 	approve(t, a, qs[0]) // the run goes on, runs one call, parks on the other, lets go of its lease (slowly)
 	eventually(t, "the run to be letting go of its lease", 10*time.Second, func() (bool, error) {
 		var n int
-		err := a.store.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'DELETE FROM leases WHERE thread_id%'`).Scan(&n)
+		err := a.store.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%DELETE FROM leases WHERE thread_id%'`).Scan(&n)
 		return n > 0, err
 	})
 	reviewFlag(t, a.store, "fail_acquire", true)

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // A Coordinator lets several hosts (replicas, in as many processes) share
@@ -11,10 +12,11 @@ import (
 // the coordinator (one driver per thread at a time), and the coordinator,
 // not the host, decides when runs go on: it calls [Host.Drive] for a run
 // to resume after an answer or a deadline (from any replica), and for one
-// a dead replica left. The host then keeps no deadline timer and does not
-// look for unfinished runs at start-up; an answer it takes is the
-// coordinator's to act on (its store commits the answer with the job that
-// resumes the run).
+// a dead replica left. The host then does not look for unfinished runs
+// at start-up; an answer it takes, or a deadline it fires, is the
+// coordinator's to act on (its store commits the resolution with the job
+// that resumes the run). Every host fires deadlines from the store, as
+// without a Coordinator: the compare-and-set lets one of them win.
 type Coordinator interface {
 	// Start begins handing h work; it is called by [Host.Start] once the
 	// host takes runs.
@@ -48,6 +50,38 @@ type Lease interface {
 	// cutOff says the run neither finished nor parked (the host shuts
 	// down): the coordinator has another host go on with it.
 	Release(ctx context.Context, cutOff bool)
+}
+
+// A FailingLease is a [Lease] that records, as it lets the thread go,
+// that its run stopped with an error: the coordinator keeps the failure
+// where every host reads it ([FailureReader]) and tries the run again
+// later. The host calls ReleaseFailed instead of Release for such a run.
+type FailingLease interface {
+	Lease
+	ReleaseFailed(ctx context.Context, err error)
+}
+
+// RunFailure is a run that stopped with an error, as a [FailureReader]
+// keeps it.
+type RunFailure struct {
+	// Err is the error it stopped with, as text.
+	Err string
+	// Attempts counts the times in a row it stopped with an error.
+	Attempts int
+	// At is when it last stopped.
+	At time.Time
+	// RetryAt is when it is tried again; zero: not again, unless
+	// resumed ([Host.Resume]) or aborted.
+	RetryAt time.Time
+}
+
+// A FailureReader is a [Coordinator] that keeps the failures of runs
+// ([FailingLease]) where every host reads them, so that a failed run
+// reads failed from every host.
+type FailureReader interface {
+	// RunFailures returns the failures of those of the threads whose run
+	// stopped with an error and that no host drives now.
+	RunFailures(ctx context.Context, threadIDs []string) (map[string]*RunFailure, error)
 }
 
 // ErrHeldElsewhere: another host drives the thread now.

@@ -53,8 +53,9 @@ func (h *Host) timeout(ctx context.Context, q *checkpoint.Question) (*checkpoint
 
 // TimeOut resolves q as timed out, its deadline having passed, by the
 // compare-and-set an answer makes (won false, and the winner returned,
-// when an answer came first), and tells the host's subscribers and the
-// run: a [Coordinator]'s call when a deadline's job comes due.
+// when an answer or another host came first), and tells the host's
+// subscribers and the run. The host's deadline loop calls it; so may a
+// [Coordinator] that learns of a deadline otherwise.
 func (h *Host) TimeOut(ctx context.Context, q *checkpoint.Question) (resolved *checkpoint.Question, won bool, err error) {
 	h.markSelfResolved(q.ThreadID, q.ID) // resolved() resumes the run, once
 	r, won, err := agent.TimeOut(ctx, h.store, q, h.clock.Now())
@@ -78,12 +79,19 @@ func (h *Host) poke() {
 	}
 }
 
+// deadlineRead is the least time between two reads of the earliest
+// deadlines woken by new questions: under load every question would cost
+// every host a read (a question due sooner than this after it was asked
+// fires up to this late).
+const deadlineRead = 100 * time.Millisecond
+
 // deadlineLoop fires deadlines from the store: it reads the earliest
 // pending deadlines, resolves those that passed as timed out, and sleeps
 // until the next one, a new question, or the safety poll.
 func (h *Host) deadlineLoop() {
 	defer h.loops.Done()
 	for {
+		read := time.Now()
 		next, err := h.fireDue(h.ctx)
 		if err != nil && h.ctx.Err() == nil {
 			h.log.Error("tollgate: firing deadlines", "err", err)
@@ -102,6 +110,14 @@ func (h *Host) deadlineLoop() {
 			h.pruneSelfResolved()
 		case <-h.wakeDeadline:
 			stop()
+			// New questions: read once for those that come meanwhile.
+			if d := deadlineRead - time.Since(read); d > 0 {
+				select {
+				case <-h.ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
 		}
 	}
 }

@@ -49,6 +49,16 @@
 // taking work, gives the runs in progress until its context ends to finish
 // or park, cancels the rest (left resumable) and reports the counts.
 //
+// # A store out of reach
+//
+// A run that stops because its store cannot be reached
+// ([checkpoint.ErrUnavailable]: a restart, a failover, a network blip)
+// is not failed: the host goes on with it, from what the store holds,
+// once the store answers again (with backoff, up to 2 s apart) — under
+// a [Coordinator], for as long as the run's lease can be trusted; alone,
+// for two minutes. A tool's result that could not be written meanwhile is
+// kept and written then (the agent does so).
+//
 // # One run per thread
 //
 // A thread has at most one run in progress: [Host.Prompt] on a thread whose
@@ -70,5 +80,6 @@
 // claim keeps a tool from running twice, but the model could be called
 // twice for a turn). Several replicas on PostgreSQL use package cluster,
 // a Coordinator on River: each thread is driven under a lease, by one
-// host at a time, and answers and deadlines are jobs any replica works.
+// host at a time; answers commit with jobs any replica works, and every
+// replica's host fires deadlines (one wins each).
 package host

@@ -46,6 +46,61 @@ type Config struct {
 	// in other processes): see [Coordinator] and package cluster. Nil:
 	// this host is the only one driving the store's runs.
 	Coordinator Coordinator
+	// Kinds are more templates, for threads whose runs are made of other
+	// things than Agent's (package hooks' threads, where a coding agent's
+	// calls are relayed): a thread runs with the first kind whose Match
+	// accepts its id, else with Agent. Whatever takes a thread's answers
+	// and drives its runs — this host, another replica, a command line —
+	// must be given the same kinds.
+	Kinds []Kind
+}
+
+// Kind is a template of runs for some threads: see [Config].Kinds.
+type Kind struct {
+	// Name names the kind in errors.
+	Name string
+	// Match reports whether a thread is of this kind. It must depend on
+	// the id alone.
+	Match func(threadID string) bool
+	// Agent is the template of the kind's runs, set up as Config.Agent
+	// is (Provider required; ThreadID, Checkpointer and Channel set by
+	// the host; Clock when zero).
+	Agent agent.Config
+}
+
+// template is a template of runs with its tools by name.
+type template struct {
+	name  string
+	match func(threadID string) bool
+	cfg   agent.Config
+	tools map[string]*agent.Tool
+}
+
+func newTemplate(name string, match func(string) bool, cfg agent.Config, c clock.Clock) *template {
+	if cfg.Clock == nil {
+		cfg.Clock = c
+	}
+	t := &template{name: name, match: match, cfg: cfg, tools: map[string]*agent.Tool{}}
+	for _, tl := range cfg.Tools {
+		if tl != nil {
+			t.tools[tl.Name()] = tl
+		}
+	}
+	return t
+}
+
+// tool is the template's tool of that name (Tools, else ToolFor's), or
+// nil.
+func (t *template) tool(name string) *agent.Tool {
+	if tl := t.tools[name]; tl != nil {
+		return tl
+	}
+	if t.cfg.ToolFor != nil {
+		if tl := t.cfg.ToolFor(name); tl != nil && tl.Name() == name {
+			return tl
+		}
+	}
+	return nil
 }
 
 // Errors of the host's methods.
@@ -70,8 +125,8 @@ var (
 // is no second implementation of a run here.
 type Host struct {
 	store    checkpoint.Store
-	template agent.Config
-	tools    map[string]*agent.Tool
+	template *template   // Config.Agent
+	kinds    []*template // Config.Kinds
 	clock    clock.Clock
 	log      *slog.Logger
 	answers  *hitl.CheckpointedChannel
@@ -130,7 +185,7 @@ func New(cfg Config) (*Host, error) {
 		return nil, errors.New("host: Config.Agent.Provider is required")
 	}
 	h := &Host{
-		store: cfg.Store, template: cfg.Agent, tools: map[string]*agent.Tool{},
+		store: cfg.Store,
 		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll, coord: cfg.Coordinator,
 		runs: map[string]*run{}, queued: map[string]bool{}, parked: map[string]struct{}{},
 		failed: map[string]error{}, selfResolved: map[string]time.Time{},
@@ -141,9 +196,6 @@ func New(cfg Config) (*Host, error) {
 	}
 	if h.clock == nil {
 		h.clock = clock.Real
-	}
-	if h.template.Clock == nil {
-		h.template.Clock = h.clock
 	}
 	if h.log == nil {
 		h.log = cfg.Agent.Logger
@@ -157,17 +209,24 @@ func New(cfg Config) (*Host, error) {
 	if h.poll <= 0 {
 		h.poll = 30 * time.Second
 	}
-	for _, t := range cfg.Agent.Tools {
-		if t != nil {
-			h.tools[t.Name()] = t
+	h.template = newTemplate("", nil, cfg.Agent, h.clock)
+	for i, k := range cfg.Kinds {
+		if k.Match == nil || k.Agent.Provider == nil {
+			return nil, fmt.Errorf("host: Config.Kinds[%d] (%s) needs Match and Agent.Provider", i, k.Name)
 		}
+		h.kinds = append(h.kinds, newTemplate(k.Name, k.Match, k.Agent, h.clock))
 	}
 	h.answers = hitl.NewCheckpointedChannel(h.store, "", &hitl.ChannelOptions{Clock: h.clock})
 	h.parkCh = &parkChannel{h: h}
 	// Built once to report a template that can never run (a nil tool,
 	// two tools of one name) now rather than at the first run.
-	if _, err := h.newAgent("host-check"); err != nil {
-		return nil, err
+	for _, t := range append([]*template{h.template}, h.kinds...) {
+		if _, err := t.newAgent("host-check", h); err != nil {
+			if t.name != "" {
+				err = fmt.Errorf("host: kind %s: %w", t.name, err)
+			}
+			return nil, err
+		}
 	}
 	return h, nil
 }
@@ -175,11 +234,26 @@ func New(cfg Config) (*Host, error) {
 // Store is the host's store.
 func (h *Host) Store() checkpoint.Store { return h.store }
 
-// Tool returns the template's tool of that name, or nil.
-func (h *Host) Tool(name string) *agent.Tool { return h.tools[name] }
+// Tool returns the template's tool of that name (Config.Agent's, not a
+// kind's), or nil.
+func (h *Host) Tool(name string) *agent.Tool { return h.template.tool(name) }
+
+// templateOf is the template a thread runs with.
+func (h *Host) templateOf(threadID string) *template {
+	for _, k := range h.kinds {
+		if k.match(threadID) {
+			return k
+		}
+	}
+	return h.template
+}
 
 func (h *Host) newAgent(threadID string) (*agent.Agent, error) {
-	cfg := h.template
+	return h.templateOf(threadID).newAgent(threadID, h)
+}
+
+func (t *template) newAgent(threadID string, h *Host) (*agent.Agent, error) {
+	cfg := t.cfg
 	cfg.ThreadID = threadID
 	cfg.Checkpointer = h.store
 	cfg.Channel = h.parkCh
@@ -207,10 +281,15 @@ func (h *Host) Start(ctx context.Context) error {
 		return fmt.Errorf("host: subscribing to the store: %w", err)
 	}
 	if h.coord != nil {
-		// The coordinator resumes runs and fires deadlines; the
-		// notifications only tell the runs driven here of answers.
-		h.loops.Add(1)
+		// The coordinator resumes runs; the notifications only tell the
+		// runs driven here of answers. Deadlines are fired from the
+		// store by every host, as without one: the compare-and-set lets
+		// one win, and its commit carries the job that resumes the run,
+		// so a deadline never waits for one replica (a job scheduler's
+		// leader) to be alive.
+		h.loops.Add(2)
 		go h.notificationLoop(notes)
+		go h.deadlineLoop()
 		if err := h.coord.Start(h.ctx, h); err != nil {
 			h.cancel()
 			h.loops.Wait()
@@ -280,7 +359,6 @@ func (h *Host) reconcile(ctx context.Context) error {
 func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 	defer h.loops.Done()
 	var lastResub time.Time
-	lastPrune := time.Now()
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -306,11 +384,6 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 				notes = h.resubscribe()
 				continue
 			}
-			if h.coord != nil && time.Since(lastPrune) > time.Minute {
-				// No deadline loop prunes it with a Coordinator.
-				lastPrune = time.Now()
-				h.pruneSelfResolved()
-			}
 			switch n.Kind {
 			case checkpoint.QuestionResolved:
 				if h.coord != nil {
@@ -332,7 +405,10 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 				h.poke()
 			case checkpoint.Resync:
 				if h.coord != nil {
-					continue // the coordinator has its own record
+					// The coordinator has its own record of runs; a
+					// question created meanwhile may have a deadline.
+					h.poke()
+					continue
 				}
 				go func() {
 					if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
@@ -511,7 +587,9 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		h.mu.Lock()
 		r.lease = lease
 		h.mu.Unlock()
-		ctx = lease.Context(ctx)
+		// The lease's writes are fenced: no other host writes the run
+		// while its context lasts.
+		ctx = agent.WithSoleDriver(lease.Context(ctx))
 	}
 	sub := r.agent.Subscribe(1024)
 	forwarded := make(chan struct{})
@@ -525,8 +603,17 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		sub.Close()
 		<-forwarded
 	}()
+	var outage storeOutage
 	for {
 		_, err := step(ctx)
+		if !errors.Is(err, checkpoint.ErrUnavailable) {
+			outage.over(h, threadID)
+		} else if h.waitForStore(ctx, threadID, r, &outage) {
+			// The store was out of reach, and the run may still write:
+			// it goes on from what the store holds, under the same lease.
+			step = r.agent.Resume
+			continue
+		}
 		parked := errors.Is(err, agent.ErrParked)
 		// Nothing ran: no run to resume, or a prompt refused (Prompt
 		// reports those to its caller).
@@ -560,7 +647,13 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 			handOn := !r.aborting && (cut || (r.again && h.closing))
 			h.mu.Unlock()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			r.lease.Release(rctx, handOn)
+			if fl, ok := r.lease.(FailingLease); ok && failed && !r.aborting {
+				// Every host reads the failure where the coordinator keeps
+				// it, and it tries the run again later.
+				fl.ReleaseFailed(rctx, err)
+			} else {
+				r.lease.Release(rctx, handOn)
+			}
 			cancel()
 			h.mu.Lock()
 		}
@@ -574,6 +667,55 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		h.driveEndedLocked(threadID, r)
 		h.mu.Unlock()
 		return
+	}
+}
+
+// storeOutage is how long a drive has waited for the store.
+type storeOutage struct {
+	since time.Time
+	tries int
+}
+
+// storeWaitFor bounds how long a run without a lease (a host alone)
+// waits for its store to come back before it stops with the error; a
+// run under a lease waits as long as the lease can be trusted.
+var storeWaitFor = 2 * time.Minute
+
+// waitForStore waits, with backoff, before a run that stopped because
+// the store could not be reached goes on: false when it must not (its
+// lease is lost or can no longer be trusted, the host closes, an abort
+// takes the thread, or a host alone waited storeWaitFor).
+func (h *Host) waitForStore(ctx context.Context, threadID string, r *run, o *storeOutage) bool {
+	h.mu.Lock()
+	stop := h.closing || r.aborting || r.lease != nil && r.lease.Lost()
+	h.mu.Unlock()
+	if stop || ctx.Err() != nil {
+		return false
+	}
+	if o.since.IsZero() {
+		o.since = time.Now()
+		h.log.Warn("tollgate: the store is out of reach; the run goes on once it is back", "thread", threadID)
+	}
+	if h.coord == nil && time.Since(o.since) > storeWaitFor {
+		return false
+	}
+	d := min(100*time.Millisecond<<min(o.tries, 5), 2*time.Second)
+	o.tries++
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// over notes that the drive got past the store's outage, if it waited.
+func (o *storeOutage) over(h *Host, threadID string) {
+	if !o.since.IsZero() {
+		h.log.Info("tollgate: the store is back; the run went on", "thread", threadID, "after", time.Since(o.since).Round(time.Millisecond))
+		*o = storeOutage{}
 	}
 }
 
@@ -984,21 +1126,74 @@ const (
 	RunFailed RunState = "failed"
 )
 
+// RunStatus is a thread's run as the host sees it.
+type RunStatus struct {
+	State RunState
+	// Err is the error a failed run stopped with.
+	Err error
+	// Attempts and RetryAt, for a failed run under a [Coordinator] that
+	// keeps failures ([FailureReader]: package cluster): the times in a
+	// row it stopped with an error, and when it is tried again (zero:
+	// not again, unless resumed).
+	Attempts int
+	RetryAt  time.Time
+}
+
 // State reports the run state of a stored thread and, when failed, the
-// error it stopped with.
+// error it stopped with: [Host.States] of one thread.
 func (h *Host) State(th *checkpoint.Thread) (RunState, error) {
-	if th.Status != checkpoint.ThreadRunning {
-		return RunIdle, nil
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st := h.States(ctx, []*checkpoint.Thread{th})[0]
+	return st.State, st.Err
+}
+
+// States reports the run status of stored threads, in their order. With
+// a [Coordinator] that keeps failures ([FailureReader]), whether a run
+// failed is read from it (one read for all the threads), so that every
+// host reports the same; should that read fail, this host's own
+// knowledge is reported.
+func (h *Host) States(ctx context.Context, ths []*checkpoint.Thread) []RunStatus {
+	out := make([]RunStatus, len(ths))
+	var ask []string
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.runs[th.ID] != nil || h.queued[th.ID] {
-		return RunActive, nil
+	for i, th := range ths {
+		switch {
+		case th.Status != checkpoint.ThreadRunning:
+			out[i].State = RunIdle
+		case h.runs[th.ID] != nil || h.queued[th.ID]:
+			out[i].State = RunActive
+		default:
+			out[i].State = RunParked
+			if err := h.failed[th.ID]; err != nil {
+				out[i] = RunStatus{State: RunFailed, Err: err}
+			}
+			ask = append(ask, th.ID)
+		}
 	}
-	if err := h.failed[th.ID]; err != nil {
-		return RunFailed, err
+	h.mu.Unlock()
+	fr, ok := h.coord.(FailureReader)
+	if !ok || len(ask) == 0 {
+		return out
 	}
-	return RunParked, nil
+	failures, err := fr.RunFailures(ctx, ask)
+	if err != nil {
+		h.log.Warn("tollgate: reading which runs failed; this replica's own record is shown", "err", err)
+		return out
+	}
+	for i, th := range ths {
+		if s := out[i].State; s != RunParked && s != RunFailed {
+			continue
+		}
+		if f := failures[th.ID]; f != nil {
+			out[i] = RunStatus{State: RunFailed, Err: errors.New(f.Err), Attempts: f.Attempts, RetryAt: f.RetryAt}
+		} else {
+			// Not failed as the store has it: retried on another host,
+			// or gone on since.
+			out[i] = RunStatus{State: RunParked}
+		}
+	}
+	return out
 }
 
 // Stats counts the runs of the host at one moment.
@@ -1174,13 +1369,14 @@ func (h *Host) checkAnswer(ctx context.Context, q *checkpoint.Question, raw json
 	default:
 		return nil
 	}
-	tool := h.tools[toolName]
+	tmpl := h.templateOf(q.ThreadID)
+	tool := tmpl.tool(toolName)
 	if tool == nil {
 		return fmt.Errorf("tool %q is not one this host runs, so an edit of it cannot be checked", toolName)
 	}
 	check := &agent.EditCheck{ThreadID: q.ThreadID, CallID: q.CallID, Tool: tool, Args: edited}
 	checked := false
-	for _, m := range h.template.Middleware {
+	for _, m := range tmpl.cfg.Middleware {
 		ec, ok := m.(agent.EditChecker)
 		if !ok {
 			continue

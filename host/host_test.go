@@ -646,3 +646,54 @@ func TestParkedRunsKeepTheSeedsAnswerSemantics(t *testing.T) {
 		t.Fatalf("ran %+v, want the edit merged over the call's arguments", ran)
 	}
 }
+
+// unreachable fails the first writes that claim a tool call with
+// checkpoint.ErrUnavailable, as a store out of reach for a moment does.
+type unreachable struct {
+	checkpoint.Store
+	mu   sync.Mutex
+	left int
+}
+
+func (s *unreachable) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Committed, error) {
+	if len(b.ToolCalls) == 1 && b.ToolCalls[0].State == checkpoint.ToolCallExecuting {
+		s.mu.Lock()
+		fail := s.left > 0
+		s.left--
+		s.mu.Unlock()
+		if fail {
+			return nil, fmt.Errorf("connection refused: %w", checkpoint.ErrUnavailable)
+		}
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+// Issue 22 item 6: a run that stops because its store could not be
+// reached is not left failed: the host goes on with it once the store is
+// back (from what the store holds), and writes no run_finished for a
+// stop that was no end.
+func TestRunOutlastsTheStoreAway(t *testing.T) {
+	t.Parallel()
+	store := &unreachable{Store: storetest.New(t), left: 3}
+	f := newFixture(t, store, 0, nil)
+	h := f.start(t)
+	if _, _, err := h.Prompt(context.Background(), "t1", "$ ls", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	if got := f.shell.runs(); len(got) != 1 || got[0] != "ls" {
+		t.Errorf("ran %v, want ls once", got)
+	}
+	if s := h.Stats(); s.Failed != 0 {
+		t.Errorf("stats %+v: a run left failed", s)
+	}
+	evs, err := store.ListEvents(context.Background(), "t1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Type == "run_finished" && strings.Contains(string(e.Data), `"error"`) {
+			t.Errorf("run_finished with an error: %s", e.Data)
+		}
+	}
+}

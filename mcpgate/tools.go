@@ -122,12 +122,12 @@ func (u *Upstream) agentTool(t *mcp.Tool, wrap func(context.Context) context.Con
 }
 
 // Annotations are what policies and reviewers are shown of an MCP tool:
-// mcp_server and mcp_tool, its title if any, and its hints read_only,
-// destructive, idempotent and open_world, with the MCP specification's
-// defaults for hints the server left out (destructive and open world
-// unless it says otherwise). stated lists the hints the server gave
-// itself (read_only and idempotent count only when true: false is also
-// what the server says by leaving them out), so that a policy or a
+// mcp_server and mcp_tool, its title and description if any, and its
+// hints read_only, destructive, idempotent and open_world, with the MCP
+// specification's defaults for hints the server left out (destructive and
+// open world unless it says otherwise). stated lists the hints the server
+// gave itself (read_only and idempotent count only when true: false is
+// also what the server says by leaving them out), so that a policy or a
 // reviewer can tell "the server says it is destructive" from "the server
 // did not say it is read-only". They are the server's claims, not facts.
 func Annotations(server string, t *mcp.Tool) map[string]any {
@@ -156,6 +156,9 @@ func Annotations(server string, t *mcp.Tool) map[string]any {
 		}
 	}
 	m["stated"] = stated
+	if t.Description != "" {
+		m["description"] = t.Description
+	}
 	if m["read_only"] == true {
 		m["destructive"] = false // the spec: destructive means nothing for a read-only tool
 	}

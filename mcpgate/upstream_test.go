@@ -201,12 +201,12 @@ func TestHTTPTools(t *testing.T) {
 		want map[string]any
 	}{
 		// Read only: destructive means nothing, so false; open world by default.
-		{"echo", map[string]any{"read_only": true, "destructive": false, "idempotent": false, "open_world": true, "title": "Echo", "stated": []string{"read_only"}}},
+		{"echo", map[string]any{"read_only": true, "destructive": false, "idempotent": false, "open_world": true, "title": "Echo", "stated": []string{"read_only"}, "description": "Returns its text."}},
 		// Says it is not destructive; open world by default.
-		{"write_note", map[string]any{"read_only": false, "destructive": false, "idempotent": false, "open_world": true, "stated": []string{"destructive"}}},
-		{"delete_repo", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true, "stated": []string{"destructive", "open_world"}}},
+		{"write_note", map[string]any{"read_only": false, "destructive": false, "idempotent": false, "open_world": true, "stated": []string{"destructive"}, "description": "Writes a note (pretends to)."}},
+		{"delete_repo", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true, "stated": []string{"destructive", "open_world"}, "description": "Deletes a repository (pretends to)."}},
 		// No annotations at all: the spec's defaults, none stated.
-		{"slow", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true, "stated": []string{}}},
+		{"slow", map[string]any{"read_only": false, "destructive": true, "idempotent": false, "open_world": true, "stated": []string{}, "description": "Sleeps ms milliseconds, reporting progress."}},
 	} {
 		got := ann["mcp__t__"+c.tool]
 		c.want["mcp_server"], c.want["mcp_tool"] = "t", c.tool

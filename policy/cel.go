@@ -131,6 +131,27 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 					}
 					return types.Bool(a.Writes())
 				}))),
+		cel.Function("path_inside",
+			cel.Overload("path_inside_string_string", []*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
+				cel.BinaryBinding(func(p, d ref.Val) ref.Val {
+					ps, ok1 := p.(types.String)
+					ds, ok2 := d.(types.String)
+					if !ok1 || !ok2 {
+						return types.NewErr("path_inside takes two strings")
+					}
+					return types.Bool(PathInside(string(ps), string(ds)))
+				}))),
+		cel.Function("url_host",
+			cel.Overload("url_host_string", []*cel.Type{cel.StringType}, cel.StringType,
+				cel.UnaryBinding(func(u ref.Val) ref.Val {
+					us, ok := u.(types.String)
+					if !ok {
+						return types.NewErr("url_host takes a string")
+					}
+					return types.String(URLHost(string(us)))
+				}))),
+		pathTest("path_secret", shell.SecretPath),
+		pathTest("path_in_git", shell.InGitDir),
 		cel.Function("shell_review",
 			cel.Overload("shell_review_string", []*cel.Type{cel.StringType}, strList,
 				cel.UnaryBinding(func(v ref.Val) ref.Val {
@@ -147,6 +168,19 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 	}
 	command, err = call.Extend(cel.Variable("command", cel.ObjectType("shell.Command")))
 	return call, command, err
+}
+
+// pathTest is a condition function of one path that tests its name.
+func pathTest(name string, test func(string) bool) cel.EnvOption {
+	return cel.Function(name,
+		cel.Overload(name+"_string", []*cel.Type{cel.StringType}, cel.BoolType,
+			cel.UnaryBinding(func(p ref.Val) ref.Val {
+				ps, ok := p.(types.String)
+				if !ok {
+					return types.NewErr("%s takes a string", name)
+				}
+				return types.Bool(test(string(ps)))
+			})))
 }
 
 // condition is a compiled condition. Tracking the cost of every operation

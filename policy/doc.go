@@ -65,7 +65,13 @@
 // data); a file's learn: section may require a second reviewer or turn
 // learning off. [Policy.EvaluateRules] decides by the file's rules alone.
 //
-// The [Decision] names the deciding rule and every rule that matched. Use
+// The [Decision] names the deciding rule and every rule that matched, and
+// says it in words ([Decision.Why]: "rule NAME: REASON", "no rule matched
+// rm -rf build: the policy's default is ask"). An ask's [Decision.Details],
+// stored with the question for its reviewer, also say what a shell call
+// will do ([Decision.Effects]: each file it deletes or writes, the hosts
+// it reaches, code it downloads and runs, ...; and their [Decision.Risk])
+// and where it runs ([Decision.Runs], from the tool's annotations). Use
 // a policy with package hitl through [Policy.HITL], reload it while in use
 // with [Reloadable], and test it with cases written in the file (tests:)
 // or beside it (NAME_test.yaml) through [Policy.RunTests] or

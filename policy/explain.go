@@ -19,6 +19,11 @@ type Explanation struct {
 	// Shell is the analysis of the command string, when the tool is a
 	// shell tool and the argument a string.
 	Shell *shell.Analysis
+	// Effects say what the command string would do, and Risk the highest
+	// of their risks (shell calls only, whatever the action): what the
+	// reviewer of an ask is shown.
+	Effects []shell.Effect
+	Risk    shell.Risk
 }
 
 // Explain decides call and keeps what led to the decision.
@@ -26,20 +31,39 @@ func (p *Policy) Explain(ctx context.Context, call Call) *Explanation {
 	e := &Explanation{Call: call, Decision: p.Evaluate(ctx, call)}
 	if arg, ok := p.ShellArg(call.Tool); ok {
 		if src, ok := call.Args[arg].(string); ok {
-			e.Shell = p.cache.analyze(src).Analysis
+			a := p.cache.analyze(src)
+			e.Shell, e.Effects = a.Analysis, a.effects()
+			e.Risk = shell.RiskOf(e.Effects)
 		}
 	}
 	return e
 }
 
-// Write prints the explanation: the decision, the commands the shell
-// analysis found and why it wants a person, and every rule that matched.
+// Write prints the explanation: the decision and why, what the call
+// would do (its effects and risk, as the reviewer of an ask reads them),
+// the commands the shell analysis found and why it wants a person, and
+// every rule that matched.
 func (e *Explanation) Write(w io.Writer) error {
 	var b strings.Builder
 	d := e.Decision
 	fmt.Fprintf(&b, "decision: %s (rule %s)\n", d.Action, d.Rule)
+	fmt.Fprintf(&b, "why:      %s\n", d.Why())
 	if d.Reason != "" {
 		fmt.Fprintf(&b, "reason:   %s\n", d.Reason)
+	}
+	if len(e.Effects) > 0 {
+		fmt.Fprintf(&b, "risk:     %s\n", e.Risk)
+		b.WriteString("effects:\n")
+		for _, x := range e.Effects {
+			fmt.Fprintf(&b, "  - %s", x.Text)
+			if x.Command != "" {
+				fmt.Fprintf(&b, "   [%s]", x.Command)
+			}
+			fmt.Fprintf(&b, " (%s)\n", x.Risk)
+		}
+	}
+	if d.Runs != "" {
+		fmt.Fprintf(&b, "runs:     %s\n", d.Runs)
 	}
 	if d.Action == Allow && (d.Sandbox != "" || e.Shell != nil) {
 		if d.Sandbox != "" {
@@ -50,7 +74,9 @@ func (e *Explanation) Write(w io.Writer) error {
 	}
 	if d.Action == Ask {
 		fmt.Fprintf(&b, "timeout:  %s\n", d.Timeout)
-		fmt.Fprintf(&b, "impact:   %s\n", d.Impact)
+		if d.Impact != "" {
+			fmt.Fprintf(&b, "impact:   %s\n", d.Impact)
+		}
 	}
 	if e.Shell != nil {
 		b.WriteString("commands:\n")
@@ -102,6 +128,7 @@ func (e *Explanation) MarshalJSON() ([]byte, error) {
 	type decision struct {
 		Action         Action         `json:"action"`
 		Rule           string         `json:"rule"`
+		Why            string         `json:"why"`
 		Reason         string         `json:"reason,omitempty"`
 		Sandbox        string         `json:"sandbox,omitempty"`
 		TimeoutSeconds float64        `json:"timeout_seconds,omitempty"`
@@ -117,10 +144,12 @@ func (e *Explanation) MarshalJSON() ([]byte, error) {
 		Tool     string          `json:"tool"`
 		Args     map[string]any  `json:"args"`
 		Decision decision        `json:"decision"`
+		Effects  []shell.Effect  `json:"effects,omitempty"`
+		Risk     shell.Risk      `json:"risk,omitempty"`
 		Shell    *shell.Analysis `json:"shell,omitempty"`
 	}{
-		Tool: e.Call.Tool, Args: e.Call.Args, Shell: e.Shell,
-		Decision: decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason, Sandbox: d.Sandbox,
+		Tool: e.Call.Tool, Args: e.Call.Args, Shell: e.Shell, Effects: e.Effects, Risk: e.Risk,
+		Decision: decision{Action: d.Action, Rule: d.Rule, Why: d.Why(), Reason: d.Reason, Sandbox: d.Sandbox,
 			TimeoutSeconds: d.Timeout.Seconds(), Details: d.Details(), Matched: matched},
 	}
 	// Commands are full of '>' and '&': written as they are, not as

@@ -3,7 +3,9 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -107,12 +109,37 @@ func sandboxFor(current func() *Policy, tool string) func(ctx context.Context, a
 			return d.Sandbox, nil
 		}
 		if tc != nil {
-			q, err := tc.Question(ctx, hitl.QuestionID(tc.Call.ID))
+			q, err := approval(ctx, tc)
 			if err == nil && q.Status == checkpoint.QuestionAnswered && approvedAnswer(q.Answer) {
 				return "", nil
 			}
 		}
 		return "", fmt.Errorf("the policy does not allow this call (%s by rule %s: %s) and no person approved it", d.Action, d.Rule, d.Reason)
+	}
+}
+
+// approvalWait bounds how long the check of an approval waits for a
+// store out of reach.
+var approvalWait = 2 * time.Minute
+
+// approval reads the call's approval question, waiting (while the run
+// lasts, approvalWait at most) for a store out of reach: the answer was
+// read a moment ago by the middleware, and a store away for a second must
+// not turn an approved call into one refused for good.
+func approval(ctx context.Context, tc *agent.ToolCallContext) (*checkpoint.Question, error) {
+	giveUp := time.Now().Add(approvalWait)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		q, err := tc.Question(ctx, hitl.QuestionID(tc.Call.ID))
+		if !errors.Is(err, checkpoint.ErrUnavailable) || time.Now().Add(wait).After(giveUp) {
+			return q, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
 	}
 }
 

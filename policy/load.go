@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -195,6 +196,7 @@ func (l *loader) policy(data []byte, opts *Options) *Policy {
 	}
 	p := &Policy{
 		file:    l.file,
+		digest:  Digest(data),
 		def:     Ask,
 		timeout: DefaultTimeout,
 		shell:   map[string]string{"bash": "cmd"},
@@ -350,6 +352,15 @@ type ruleDoc struct {
 	Learnable *bool `yaml:"learnable"`
 	// Elicit: through the MCP gateway, ask the client's own user too.
 	Elicit bool `yaml:"elicit"`
+	// Notify names the groups told of the question (package notify);
+	// Escalate the groups told too when it still waits after a while.
+	Notify   []string     `yaml:"notify"`
+	Escalate *escalateDoc `yaml:"escalate"`
+}
+
+type escalateDoc struct {
+	After any      `yaml:"after"`
+	To    []string `yaml:"to"`
 }
 
 // loadedRule is a rule with what error messages need.
@@ -434,7 +445,7 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 	}
 	r.learnable = doc.Learnable
 	if r.action != Ask {
-		for _, k := range []string{"timeout", "impact", "details", "elicit", "learnable"} {
+		for _, k := range []string{"timeout", "impact", "details", "elicit", "learnable", "notify", "escalate"} {
 			if n := field(m, k); n != nil {
 				l.errorAt(n, label, "%s is only for ask rules", k)
 			}
@@ -454,6 +465,15 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 			r.timeout = d
 		}
 	}
+	if route := l.route(m, &doc, label, cmp.Or(r.timeout, p.timeout)); route != nil {
+		// Package notify reads it from the question's details: whom to
+		// tell, and whom to tell too as the deadline nears.
+		r.details = maps.Clone(r.details)
+		if r.details == nil {
+			r.details = map[string]any{}
+		}
+		r.details["notify"] = route
+	}
 	if doc.When != "" {
 		r.whenSrc, r.whenNode = doc.When, field(m, "when")
 	}
@@ -469,6 +489,75 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 		return nil
 	}
 	return r
+}
+
+// route is an ask rule's notify: and escalate: as the question's
+// "notify" detail, or nil when it has neither.
+func (l *loader) route(m *ast.MappingNode, doc *ruleDoc, label string, timeout time.Duration) map[string]any {
+	if doc.Notify == nil && doc.Escalate == nil {
+		return nil
+	}
+	route := map[string]any{}
+	groups := func(node ast.Node, key string, names []string) []any {
+		if len(names) == 0 {
+			l.errorAt(node, label, "%s names no group (groups are defined in serve's --notify-config file)", key)
+		}
+		out := make([]any, 0, len(names))
+		for _, g := range names {
+			if g == "" {
+				l.errorAt(node, label, "%s has an empty group name", key)
+			}
+			out = append(out, g)
+		}
+		return out
+	}
+	if doc.Notify != nil {
+		route["to"] = groups(field(m, "notify"), "notify", doc.Notify)
+	}
+	if e := doc.Escalate; e != nil {
+		en, _ := field(m, "escalate").(*ast.MappingNode)
+		var afterNode, toNode ast.Node = field(m, "escalate"), field(m, "escalate")
+		if en != nil {
+			afterNode, toNode = cmp.Or(field(en, "after"), afterNode), cmp.Or(field(en, "to"), toNode)
+		}
+		if e.After == nil {
+			l.errorAt(afterNode, label, "escalate needs after: how long the question waits before the groups in to: are told (such as 2m)")
+			return nil
+		}
+		after, ok := l.duration(afterNode, label)
+		if !ok {
+			return nil
+		}
+		if after >= timeout {
+			l.errorAt(afterNode, label, "escalate after %s comes at or after the question's timeout (%s): it would never be sent", after, timeout)
+		}
+		route["escalate"] = map[string]any{"after": after.String(), "to": groups(toNode, "escalate.to", e.To)}
+	}
+	return route
+}
+
+// NotifyGroups are the groups the policy's rules name in notify: and
+// escalate:, sorted (the notifications file must define each).
+func (p *Policy) NotifyGroups() []string {
+	var out []string
+	for _, r := range p.rules {
+		route, _ := r.details["notify"].(map[string]any)
+		if route == nil {
+			continue
+		}
+		to, _ := route["to"].([]any)
+		if e, ok := route["escalate"].(map[string]any); ok {
+			more, _ := e["to"].([]any)
+			to = append(slices.Clone(to), more...)
+		}
+		for _, g := range to {
+			if s, ok := g.(string); ok && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // names reads a name or a list of names (tool, command), checking patterns.

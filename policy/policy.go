@@ -103,8 +103,21 @@ type Decision struct {
 	Sandbox string
 	// Timeout is how long to wait for a person (ask only).
 	Timeout time.Duration
-	// Impact says what the call could do, for the reviewer (ask only).
+	// Impact says what the call could do, for the reviewer (ask only): the
+	// deciding rule's impact, else DefaultImpact, but "" for a shell call,
+	// whose Effects say it better.
 	Impact string
+	// Effects say what a shell call would do, each with its objects and
+	// risk, and Risk the highest of them (ask only; nil and "" for a call
+	// of a tool that is not a shell). Shared: do not modify.
+	Effects []shell.Effect
+	Risk    shell.Risk
+	// Runs says where an allowed or asked call runs, in words: the
+	// working directory and the sandbox profile (or "unconfined") the tool
+	// announces in its annotations (working_directory, sandbox; the bash
+	// tool does), a rule's stricter profile for an allow. "" when the tool
+	// says nothing of it.
+	Runs string
 	// Review lists why the shell analysis cannot vouch for the command
 	// string, if it cannot. Shared: do not modify.
 	Review []string
@@ -130,22 +143,47 @@ type Decision struct {
 // DefaultImpact is the impact of an ask whose rule states none.
 const DefaultImpact = "needs human review"
 
-// Details returns what the reviewer of an ask is shown: "matched_rule",
-// "impact", the rule's own details, and "command" and "review" when there
-// are any. It is a fresh map on every call, and nil unless the action is
+// Details returns what the reviewer of an ask is shown, stored with the
+// question: "matched_rule", "why" ([Decision.Why]), the rule's own
+// details, and, when there are ones, "impact", "effects" (each an object
+// with kind, text, risk, command and objects: [shell.Effect]), "risk",
+// "runs" and "review" (why the shell analysis cannot vouch for the
+// command). It is a fresh map on every call, and nil unless the action is
 // ask.
 func (d Decision) Details() map[string]any {
 	if d.Action != Ask {
 		return nil
 	}
-	m := make(map[string]any, len(d.details)+4)
+	m := make(map[string]any, len(d.details)+7)
 	for k, v := range d.details {
 		m[k] = v
 	}
 	m["matched_rule"] = d.Rule
-	m["impact"] = d.Impact
-	if d.Command != "" {
-		m["command"] = d.Command
+	m["why"] = d.Why()
+	if d.Impact != "" {
+		m["impact"] = d.Impact
+	}
+	if len(d.Effects) > 0 {
+		list := make([]any, len(d.Effects))
+		for i, e := range d.Effects {
+			x := map[string]any{"kind": string(e.Kind), "text": e.Text, "risk": string(e.Risk)}
+			if e.Command != "" {
+				x["command"] = e.Command
+			}
+			if len(e.Objects) > 0 {
+				objs := make([]any, len(e.Objects))
+				for j, o := range e.Objects {
+					objs[j] = o
+				}
+				x["objects"] = objs
+			}
+			list[i] = x
+		}
+		m["effects"] = list
+		m["risk"] = string(d.Risk)
+	}
+	if d.Runs != "" {
+		m["runs"] = d.Runs
 	}
 	if len(d.Review) > 0 {
 		m["review"] = slices.Clone(d.Review)
@@ -156,6 +194,73 @@ func (d Decision) Details() map[string]any {
 		m["dir"] = d.dir
 	}
 	return m
+}
+
+// Why says in words why the call got its action, naming each rule that
+// gave it: "rule NAME: REASON" (a rule's reason is its author's words),
+// "no rule matched rm -rf build: the policy's default is ask", "the
+// shell analysis cannot vouch for it: ...". Several are joined with "; ".
+func (d Decision) Why() string {
+	var parts []string
+	var uncovered []string
+	defaults := -1
+	seen := map[string]bool{}
+	for _, m := range d.Matched {
+		if m.Action != d.Action {
+			continue
+		}
+		switch m.Rule {
+		case RuleDefault:
+			if m.Command != "" {
+				uncovered = append(uncovered, m.Command)
+			}
+			if defaults < 0 {
+				defaults = len(parts)
+				parts = append(parts, "")
+			}
+			continue
+		case RuleShellReview:
+			if !seen[m.Rule] {
+				parts = append(parts, "the shell analysis cannot vouch for it ("+m.Reason+")")
+			}
+		case RuleError:
+			parts = append(parts, "it could not be checked, so the policy "+string(d.Action)+"s (fail closed): "+m.Reason)
+		default:
+			if seen[m.Rule] {
+				continue
+			}
+			p := "rule " + m.Rule
+			if m.Command != "" && d.Action != Allow {
+				p += " (" + m.Command + ")"
+			}
+			if m.Reason != "" {
+				p += ": " + m.Reason
+			}
+			parts = append(parts, p)
+		}
+		seen[m.Rule] = true
+	}
+	if len(d.Matched) == 0 && d.Rule == RuleDefault {
+		defaults, parts = 0, []string{""}
+	}
+	if defaults >= 0 {
+		p := "no rule matched"
+		if len(uncovered) > 0 {
+			s := strings.Join(uncovered[:min(len(uncovered), 3)], ", ")
+			if n := len(uncovered) - 3; n > 0 {
+				s += fmt.Sprintf(" and %d more", n)
+			}
+			p += " " + s
+		}
+		parts[defaults] = p + ": the policy's default is " + string(d.Action)
+	}
+	if len(parts) > 4 {
+		parts = append(parts[:4], fmt.Sprintf("and %d more rules", len(parts)-4))
+	}
+	if len(parts) == 0 {
+		return "rule " + d.Rule + ": " + d.Reason
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Match is one rule that matched a call, or one of the call's shell
@@ -177,6 +282,7 @@ type Match struct {
 // Policy is a loaded, compiled policy file. It is safe for concurrent use.
 type Policy struct {
 	file    string
+	digest  string // see Digest
 	def     Action
 	timeout time.Duration
 	shell   map[string]string // tool -> argument holding a command string
@@ -233,6 +339,20 @@ type toolRules struct {
 
 // File is the file the policy was loaded from.
 func (p *Policy) File() string { return p.file }
+
+// MaxTimeout is the longest an ask of this policy waits for a person:
+// the default timeout or a rule's, whichever is longest. Whoever waits
+// for an answer on the asker's behalf (a coding agent's hook) must wait
+// at least this long.
+func (p *Policy) MaxTimeout() time.Duration {
+	d := p.timeout
+	for _, r := range p.rules {
+		if r.action == Ask {
+			d = max(d, r.timeout)
+		}
+	}
+	return d
+}
 
 // Default is the action for calls and shell commands no rule covers.
 func (p *Policy) Default() Action { return p.def }
@@ -392,7 +512,50 @@ func (p *Policy) EvaluateRules(ctx context.Context, call Call) Decision {
 	if tr.isShell {
 		p.shellCall(&ev, tr, &call)
 	}
-	return p.decide(&ev, &call)
+	d := p.decide(&ev, &call)
+	if d.Action != Block && len(call.Annotations) > 0 {
+		d.Runs = runs(call.Annotations, d.Sandbox)
+	}
+	return d
+}
+
+// The annotations in which a tool says where its calls run (the bash
+// tool's Annotations: its working directory and its sandbox profile).
+const (
+	AnnotationDir     = "working_directory"
+	AnnotationSandbox = "sandbox"
+)
+
+// runs says where a call runs, from the tool's annotations; required is
+// the profile an allow rule requires, stricter than the tool's.
+func runs(ann map[string]any, required string) string {
+	dir, _ := ann[AnnotationDir].(string)
+	profile, _ := ann[AnnotationSandbox].(string)
+	if required != "" {
+		profile = required
+	}
+	if dir == "" && profile == "" {
+		return ""
+	}
+	var b strings.Builder
+	if dir != "" {
+		b.WriteString("in " + dir)
+		if profile != "" {
+			b.WriteString(", ")
+		}
+	}
+	switch profile {
+	case "":
+	case SandboxReadOnly:
+		b.WriteString("sandbox read-only: it reads only the working directory and the system's files, writes nothing, reaches no network")
+	case SandboxWorkspaceWrite:
+		b.WriteString("sandbox workspace-write: it writes only inside the working directory, reaches no network")
+	case "unconfined":
+		b.WriteString("unconfined: it can do whatever the user tollgate runs as can, network included")
+	default:
+		b.WriteString("sandbox " + profile)
+	}
+	return b.String()
 }
 
 // evaluation collects the matches of one call.
@@ -404,7 +567,8 @@ type evaluation struct {
 	act        *activation
 	wholeAllow bool // a rule on the whole call allowed it
 	review     []string
-	dir        string // the call's Dir
+	dir        string    // the call's Dir
+	shell      *analysis // the command string's, for a shell call
 }
 
 // callSize returns the size of the call's tool, thread and arguments
@@ -508,6 +672,7 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 		return
 	}
 	a := p.cache.analyze(src)
+	ev.shell = a
 	ev.capHint = len(ev.matches) + 2*len(a.Commands) + 1
 	if len(a.reasons) > 0 {
 		ev.review = a.reasons
@@ -592,6 +757,10 @@ func (p *Policy) decide(ev *evaluation, call *Call) Decision {
 			}
 		}
 		p.setLearnable(&d, why)
+		if ev.shell != nil {
+			d.Effects = ev.shell.effects()
+			d.Risk, d.Impact = shell.RiskOf(d.Effects), ""
+		}
 		if r != nil {
 			if r.timeout > 0 {
 				d.Timeout = r.timeout
@@ -630,6 +799,15 @@ type analysis struct {
 	reasons []string // every reason for review
 	reason  string   // the reasons joined
 	weight  int      // roughly the bytes it holds, for the cache
+
+	effectsOnce sync.Once
+	effectList  []shell.Effect // made when an ask or an explanation first needs them
+}
+
+// effects returns the analysis's effects, made once.
+func (a *analysis) effects() []shell.Effect {
+	a.effectsOnce.Do(func() { a.effectList = a.Effects() })
+	return a.effectList
 }
 
 func newAnalysis(src string, rules int) *analysis {

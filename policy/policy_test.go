@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -465,5 +466,45 @@ func TestMCPGatewayExample(t *testing.T) {
 	}
 	if !p.Blocks("mcp__github__delete_repository") || !p.Blocks("mcp__fs__read_media_file") || p.Blocks("mcp__fs__write_file") {
 		t.Error("the gateway would hide the wrong tools")
+	}
+}
+
+// TestShippedPoliciesSayWhy: every rule of the policies tollgate ships
+// has a name and a reason, the words a reviewer reads for why a call was
+// asked ("rule NAME: REASON").
+func TestShippedPoliciesSayWhy(t *testing.T) {
+	files, err := filepath.Glob("../examples/policies/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("shipped policies: %v %v", files, err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.yaml") {
+			continue
+		}
+		p, err := Load(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.rules {
+			if r.name == "" || strings.HasPrefix(r.name, "rule ") || r.reason == "" {
+				t.Errorf("%s: rule %q has no name or no reason", f, r.name)
+			}
+		}
+	}
+}
+
+// The coding agents' example policy passes its own tests, and its shell
+// tool is the agents' Bash.
+func TestCodingAgentExample(t *testing.T) {
+	p, err := Load("../examples/policies/coding-agent.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := p.RunTests(context.Background(), p.Tests())
+	if !rep.OK() || rep.Passed < 30 {
+		t.Fatalf("%d passed, %d failed: %+v", rep.Passed, rep.Failed, rep.Results)
+	}
+	if arg, ok := p.ShellArg("Bash"); !ok || arg != "command" {
+		t.Errorf("Bash is not a shell tool of the policy (%q, %v)", arg, ok)
 	}
 }

@@ -40,6 +40,8 @@ type testDoc struct {
 	Cmd    string         `yaml:"cmd"`
 	Cmds   []string       `yaml:"cmds"`
 	Thread string         `yaml:"thread"`
+	// Dir: the directory the call works in (Call.Dir).
+	Dir string `yaml:"dir"`
 	// Annotations: what the tool says of itself (an MCP server's hints).
 	Annotations map[string]any `yaml:"annotations"`
 	Want        string         `yaml:"want"`
@@ -93,7 +95,7 @@ func (l *loader) tests(n ast.Node, p *Policy) []TestCase {
 			}
 			a, _ := args.(map[string]any)
 			out = append(out, TestCase{Name: testName(doc.Name, tool, a), File: l.file, Line: line,
-				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread, Annotations: doc.Annotations}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
+				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread, Annotations: doc.Annotations, Dir: doc.Dir}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
 			continue
 		}
 		if tool == "" {
@@ -123,7 +125,7 @@ func (l *loader) tests(n ast.Node, p *Policy) []TestCase {
 				name = strings.TrimSpace(doc.Name + " " + fmt.Sprintf("%q", c))
 			}
 			out = append(out, TestCase{Name: name, File: l.file, Line: line,
-				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread, Annotations: doc.Annotations}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
+				Call: Call{Tool: tool, Args: a, ThreadID: doc.Thread, Annotations: doc.Annotations, Dir: doc.Dir}, Want: want, Rule: doc.Rule, Sandbox: doc.Sandbox})
 		}
 	}
 	return out

@@ -424,6 +424,19 @@ func TestHealthAndReady(t *testing.T) {
 	}
 }
 
+// What is wrong without stopping the server (replicas that disagree on
+// the policy) is said by /readyz, which stays 200.
+func TestReadyWarnings(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{cfg: func(c *server.Config) {
+		c.Warnings = func() []string { return []string{"replica r2 decides by policy bbbb (this replica: aaaa)"} }
+	}})
+	res := f.do("GET", "/readyz", "", nil)
+	if want := "ok\nwarning: replica r2 decides by policy bbbb (this replica: aaaa)\n"; res.status != 200 || string(res.body) != want {
+		t.Errorf("readyz %d %q, want 200 %q", res.status, res.body, want)
+	}
+}
+
 func TestPageMounted(t *testing.T) {
 	t.Parallel()
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("<html>page</html>")) })

@@ -173,6 +173,11 @@ func classify(err error) *apiError {
 	case errors.Is(err, context.DeadlineExceeded):
 		e.status, e.code, e.store = http.StatusServiceUnavailable, codeUnavailable, true
 		e.message = "the store did not answer in time: try again"
+	case errors.Is(err, checkpoint.ErrUnavailable):
+		// A write may have been made: an answer's retry gets 409 with the
+		// answer that won, a message's (with its idempotency key) the run.
+		e.status, e.code, e.store = http.StatusServiceUnavailable, codeUnavailable, true
+		e.message = "the store cannot be reached just now: try again in a moment"
 	case errors.Is(err, context.Canceled):
 		// The caller went away (or the server is closing): nobody reads
 		// this, but the log says what happened.

@@ -115,6 +115,8 @@ func (m *metrics) observe(e agent.Event) {
 			// Counted by its AgentAbortedEvent.
 		case errors.Is(e.Err, context.Canceled):
 			// Cut off by a shutdown: resumed at the next start, not ended.
+		case errors.Is(e.Err, checkpoint.ErrUnavailable):
+			// The store out of reach: the host resumes it once it is back.
 		default:
 			m.runs.WithLabelValues("failed").Inc()
 		}

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 	"github.com/tollgate-ai/tollgate/server"
 )
@@ -164,5 +166,26 @@ func TestHostClosed(t *testing.T) {
 	res := f.do("POST", "/v1/threads/t1/messages", clientSecret, map[string]string{"text": "$ ls"}).want(t, http.StatusServiceUnavailable, "unavailable")
 	if m := res.json(t)["error"].(map[string]any); !strings.Contains(m["message"].(string), "shutting down") {
 		t.Errorf("message %v", m["message"])
+	}
+}
+
+// awayStore is a store whose reads cannot reach it.
+type awayStore struct{ checkpoint.Store }
+
+func (awayStore) LoadThread(context.Context, string) (*checkpoint.Thread, error) {
+	return nil, fmt.Errorf("postgres: load thread: connection refused: %w", checkpoint.ErrUnavailable)
+}
+
+// A store out of reach for a moment is a 503 to try again, not a 500.
+func TestStoreUnreachableIs503(t *testing.T) {
+	t.Parallel()
+	f := setup(t, &options{store: awayStore{memory.New()}})
+	res := f.do("GET", "/v1/threads/t1", clientSecret, nil)
+	if res.status != http.StatusServiceUnavailable {
+		t.Fatalf("GET a thread with the store away: %d %s, want 503", res.status, res.body)
+	}
+	m := res.json(t)["error"].(map[string]any)
+	if m["code"] != "unavailable" || !strings.Contains(m["message"].(string), "store") {
+		t.Errorf("error %v", m)
 	}
 }

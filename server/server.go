@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/policy/learn"
@@ -59,8 +60,9 @@ type Config struct {
 	// comment. Zero: 15s.
 	PingInterval time.Duration
 	// PollInterval is how often the server looks at the store's event log
-	// for events written by other processes (one query for all streams).
-	// Zero: 2s.
+	// for events written by other processes (one query for all streams),
+	// while an event stream is open; with none, it does not look. Zero:
+	// 2s.
 	PollInterval time.Duration
 	// SessionTTL is how long a page stays signed in. Zero: 12h.
 	SessionTTL time.Duration
@@ -86,12 +88,23 @@ type Config struct {
 	// Give the same policy a learn.Source of the host's store, so that
 	// the rules learned here allow.
 	Learning func(threadID string) *policy.Policy
+	// Hooks, if set, takes coding agents' hooks at POST /v1/hooks/{agent}
+	// (client tokens only); its threads take no messages from the API.
+	Hooks *hooks.Service
+	// Notifications, when set, are served: /notify/ (Slack's buttons,
+	// mail links) and GET /v1/notify/deliveries.
+	Notifications *Notifications
+	// Warnings, when set, are what is wrong though the server can serve
+	// (replicas that decide by different policies, say): /readyz lists
+	// each on a line of its own after "ok", still 200.
+	Warnings func() []string
 }
 
 // Server is the HTTP layer of tollgate serve: the JSON API of API.md, the
 // event streams, the reviewer page, health and metrics.
 type Server struct {
 	host    *host.Host
+	hooks   *hooks.Service
 	store   checkpoint.Store
 	log     *slog.Logger
 	clock   clock.Clock
@@ -111,10 +124,14 @@ type Server struct {
 	closeOnce sync.Once
 	wake      *broadcaster
 	head      *logHead
+	listening *streamGate
+	warnings  func() []string
 	counts    countCache
 	streams   streamCounts
 	notices   func() []Notice
 	learn     *learn.Service // nil: no learning
+
+	notifications *Notifications
 }
 
 // Notice is something a reviewer should know of the server itself, shown
@@ -137,9 +154,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: Config.Host is required")
 	}
 	s := &Server{
-		host: cfg.Host, store: cfg.Host.Store(), log: cfg.Logger, clock: cfg.Clock,
+		host: cfg.Host, hooks: cfg.Hooks, store: cfg.Host.Store(), log: cfg.Logger, clock: cfg.Clock,
 		dev: cfg.DevMode, model: cfg.Model, maxBody: cfg.MaxBodyBytes,
 		ping: cfg.PingInterval, poll: cfg.PollInterval, mux: http.NewServeMux(), notices: cfg.Notices,
+		notifications: cfg.Notifications, warnings: cfg.Warnings,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -192,6 +210,7 @@ func New(cfg Config) (*Server, error) {
 	s.wake = newBroadcaster()
 	s.head = &logHead{store: s.store}
 	s.learn = s.newLearning(cfg.Learning)
+	s.listening = newStreamGate()
 	s.routes(cfg.Page)
 	s.handler = http.HandlerFunc(s.serve)
 	if err := s.startLoops(); err != nil {
@@ -242,6 +261,13 @@ func (s *Server) routes(page http.Handler) {
 	s.api("POST /v1/questions/{thread}/{id}/answer", review, s.answerQuestion)
 	s.api("GET /v1/stream", review, s.streamAll)
 	s.ruleRoutes()
+	s.api("GET /v1/notify/deliveries", review, s.listDeliveries)
+	if n := s.notifications; n != nil && n.Handler != nil {
+		s.mux.Handle("/notify/", n.Handler)
+	}
+
+	s.mux.HandleFunc("POST /v1/hooks/{agent}", s.hook)
+	s.api("GET /v1/hooks", threadsWrite, s.hookInfo)
 
 	s.mux.HandleFunc("/v1/", s.unknownRoute)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -492,7 +518,8 @@ func jsonProblem(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// ready answers 200 when a cheap store read succeeds within 2s.
+// ready answers 200 when a cheap store read succeeds within 2s, with the
+// server's warnings.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if s.ctx.Err() != nil {
@@ -511,4 +538,9 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(w, "ok\n")
+	if s.warnings != nil {
+		for _, warning := range s.warnings() {
+			_, _ = io.WriteString(w, "warning: "+warning+"\n")
+		}
+	}
 }

@@ -278,13 +278,70 @@ var closedNotes = func() <-chan checkpoint.Notification {
 	return c
 }()
 
-// pollLog looks at the log's head every PollInterval and wakes the streams
-// when it moved: one query for all streams, whatever their number.
+// streamGate counts the open streams: the log's poll runs only while
+// there is one, so that a replica nobody watches reads nothing (the poll
+// was three of an idle replica's transactions a second).
+type streamGate struct {
+	mu     sync.Mutex
+	open   int
+	opened chan struct{} // closed when a stream opens while none was
+}
+
+func newStreamGate() *streamGate { return &streamGate{opened: make(chan struct{})} }
+
+// enter counts a stream open until the returned function is called.
+func (g *streamGate) enter() func() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open++
+	if g.open == 1 {
+		close(g.opened)
+		g.opened = make(chan struct{})
+	}
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.open--
+	}
+}
+
+// wait returns at once while a stream is open; with none, it calls idle
+// and waits for one (false: ctx ended).
+func (g *streamGate) wait(ctx context.Context, idle func()) bool {
+	g.mu.Lock()
+	open, opened := g.open, g.opened
+	g.mu.Unlock()
+	if open > 0 {
+		return true
+	}
+	idle()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-opened:
+		return true
+	}
+}
+
+// forget drops the known head: the next advance finds it again (a few
+// one-row reads) rather than reading every event written meanwhile.
+func (h *logHead) forget() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.known = false
+}
+
+// pollLog looks at the log's head every PollInterval while a stream is
+// open, and wakes the streams when it moved: one query for all streams,
+// whatever their number.
 func (s *Server) pollLog() {
 	t := time.NewTicker(s.poll)
 	defer t.Stop()
 	failing := false
 	for {
+		if !s.listening.wait(s.ctx, s.head.forget) {
+			return
+		}
 		moved, err := s.head.advance(s.ctx)
 		switch {
 		case err != nil && s.ctx.Err() == nil:
@@ -427,6 +484,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id *identity, th
 	}
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
+	defer s.listening.enter()()
 
 	ctx := r.Context()
 	ping := time.NewTicker(s.ping)

@@ -9,10 +9,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/server"
 )
 
@@ -256,6 +258,49 @@ func TestStreamSeesOtherProcesses(t *testing.T) {
 		if e := s.next(); e.Event != "note" || !strings.Contains(e.Data, `{"text":"from <elsewhere>"}`) {
 			t.Errorf("got %+v", e)
 		}
+	}
+}
+
+// eventReads counts the store's reads of the event log.
+type eventReads struct {
+	checkpoint.Store
+	n atomic.Int64
+}
+
+func (s *eventReads) ListEvents(ctx context.Context, thread string, after int64, limit int) ([]*checkpoint.Event, error) {
+	s.n.Add(1)
+	return s.Store.ListEvents(ctx, thread, after, limit)
+}
+
+// A server nobody streams from does not poll the log (issue 22 item 9:
+// the poll was three of an idle replica's transactions a second); a
+// stream that opens starts it again, and finds what another process
+// wrote meanwhile.
+func TestNoStreamNoPoll(t *testing.T) {
+	t.Parallel()
+	store := &eventReads{Store: memory.New()}
+	f := setup(t, &options{store: store})
+	f.do("POST", "/v1/threads", clientSecret, map[string]string{"id": "t1"}).want(t, http.StatusCreated, "")
+	time.Sleep(400 * time.Millisecond) // eight polls' time (PollInterval 50 ms)
+	if n := store.n.Load(); n != 0 {
+		t.Errorf("%d reads of the event log with no stream open, want none", n)
+	}
+	s := f.openStream("/v1/stream", aliceSecret)
+	eventually(t, "the stream to be counted", func() bool { return f.metric("tollgate_streams_open") == "1" })
+	if _, err := store.AppendEvent(context.Background(), &checkpoint.Event{ThreadID: "t1", Type: "note", Data: json.RawMessage(`{}`), At: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	if e := s.next(); e.Event != "note" {
+		t.Errorf("got %+v", e)
+	}
+	s.cancel()
+	<-s.done
+	eventually(t, "the stream to end", func() bool { return f.metric("tollgate_streams_open") == "0" })
+	time.Sleep(100 * time.Millisecond) // a poll under way ends
+	before := store.n.Load()
+	time.Sleep(400 * time.Millisecond)
+	if n := store.n.Load() - before; n != 0 {
+		t.Errorf("%d reads of the event log after the last stream closed, want none", n)
 	}
 }
 

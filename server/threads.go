@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -14,19 +15,27 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/display"
 )
 
 // threadJSON is a thread as lists show it.
 type threadJSON struct {
-	ID        string   `json:"id"`
-	Status    string   `json:"status"`
-	RunID     string   `json:"run_id"`
-	RunState  string   `json:"run_state"`
-	RunError  string   `json:"run_error,omitempty"`
-	CreatedAt jsonTime `json:"created_at"`
-	UpdatedAt jsonTime `json:"updated_at"`
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	RunID    string `json:"run_id"`
+	RunState string `json:"run_state"`
+	RunError string `json:"run_error,omitempty"`
+	// A failed run of a replica (cluster mode): how many times in a row
+	// it stopped with an error, and when it is tried again (absent: not
+	// again, unless resumed).
+	RunAttempts int       `json:"run_attempts,omitempty"`
+	RunRetryAt  *jsonTime `json:"run_retry_at,omitempty"`
+	CreatedAt   jsonTime  `json:"created_at"`
+	UpdatedAt   jsonTime  `json:"updated_at"`
 }
 
 // threadDetail is one thread with its conversation and open questions.
@@ -34,14 +43,33 @@ type threadDetail struct {
 	threadJSON
 	Messages         rawJSON        `json:"messages"`
 	PendingQuestions []questionJSON `json:"pending_questions"`
+	OpenCalls        []openCallJSON `json:"open_calls"`
+	// Outcomes says what happened to each call that has a result, by call
+	// id, in the words of the command line (display.Outcome): the page
+	// shows them as they are, so both always say the same.
+	Outcomes map[string]string `json:"outcomes"`
 }
 
-func (s *Server) threadView(th *checkpoint.Thread) threadJSON {
-	state, err := s.host.State(th)
-	v := threadJSON{ID: th.ID, Status: string(th.Status), RunID: th.RunID, RunState: string(state),
-		CreatedAt: jsonTime(th.CreatedAt), UpdatedAt: jsonTime(th.UpdatedAt)}
-	if err != nil {
-		v.RunError = err.Error()
+// openCallJSON is a call of the turn in progress (agent.CallProgress):
+// its result, once it has one, is here before the turn's end appends it
+// to the messages.
+type openCallJSON struct {
+	CallID    string   `json:"call_id"`
+	Tool      string   `json:"tool"`
+	State     string   `json:"state"`
+	StartedAt jsonTime `json:"started_at"`
+	Result    any      `json:"result,omitempty"`
+}
+
+func threadView(th *checkpoint.Thread, st host.RunStatus) threadJSON {
+	v := threadJSON{ID: th.ID, Status: string(th.Status), RunID: th.RunID, RunState: string(st.State),
+		RunAttempts: st.Attempts, CreatedAt: jsonTime(th.CreatedAt), UpdatedAt: jsonTime(th.UpdatedAt)}
+	if st.Err != nil {
+		v.RunError = st.Err.Error()
+	}
+	if !st.RetryAt.IsZero() {
+		at := jsonTime(st.RetryAt)
+		v.RunRetryAt = &at
 	}
 	return v
 }
@@ -50,9 +78,25 @@ func (s *Server) threadView(th *checkpoint.Thread) threadJSON {
 const maxPending = 1000
 
 func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*threadDetail, error) {
-	d := &threadDetail{threadJSON: s.threadView(th), Messages: rawJSON(th.Messages), PendingQuestions: []questionJSON{}}
+	d := &threadDetail{threadJSON: threadView(th, s.host.States(ctx, []*checkpoint.Thread{th})[0]), Messages: rawJSON(th.Messages), PendingQuestions: []questionJSON{}, OpenCalls: []openCallJSON{}}
 	if len(d.Messages) == 0 {
 		d.Messages = rawJSON("[]")
+	}
+	progress, err := agent.TurnProgress(ctx, s.store, th)
+	if err != nil {
+		return nil, err
+	}
+	var results []agent.ToolResult
+	for _, p := range progress {
+		c := openCallJSON{CallID: p.Call.ID, Tool: p.Call.Name, State: p.State, StartedAt: jsonTime(p.StartedAt)}
+		if p.Result != nil {
+			c.Result = p.Result
+			results = append(results, *p.Result)
+		}
+		d.OpenCalls = append(d.OpenCalls, c)
+	}
+	if d.Outcomes, err = s.outcomes(ctx, th, results); err != nil {
+		return nil, err
 	}
 	cursor := ""
 	for len(d.PendingQuestions) < maxPending {
@@ -75,6 +119,53 @@ func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*thre
 		d.RunState = string(host.RunActive)
 	}
 	return d, nil
+}
+
+// outcomes says what happened to each call of the thread that has a
+// result (those of its messages, and more), by call id.
+func (s *Server) outcomes(ctx context.Context, th *checkpoint.Thread, more []agent.ToolResult) (map[string]string, error) {
+	var msgs []struct {
+		Result *agent.ToolResult `json:"result"`
+	}
+	if len(th.Messages) > 0 {
+		// Unreadable messages are shown as they are, without outcomes.
+		_ = json.Unmarshal(th.Messages, &msgs)
+	}
+	for _, m := range msgs {
+		if m.Result != nil {
+			more = append(more, *m.Result)
+		}
+	}
+	out := map[string]string{}
+	if len(more) == 0 {
+		return out, nil
+	}
+	byCall := map[string]*checkpoint.Question{}
+	for cursor := ""; ; {
+		qs, next, err := s.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: th.ID, After: cursor, Limit: 500})
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range qs {
+			if q.CallID != "" {
+				byCall[q.CallID] = q
+			}
+		}
+		if cursor = next; next == "" {
+			break
+		}
+	}
+	for _, r := range more {
+		o := display.Outcome(r, byCall[r.CallID])
+		if o == "" && byCall[r.CallID] == nil && !r.IsError {
+			// No trace and no question: the policy let it run.
+			o = display.AllowedByPolicy
+		}
+		if o != "" {
+			out[r.CallID] = o
+		}
+	}
+	return out, nil
 }
 
 // checkThreadID refuses ids the API cannot carry in a path, or that a
@@ -209,34 +300,94 @@ type threadList struct {
 	NextCursor string       `json:"next_cursor"`
 }
 
+// threadStates are the states GET /v1/threads?state= selects, as a store
+// filter and what the host knows of each listed thread's run.
+var threadStates = map[string]struct {
+	f    checkpoint.ThreadFilter
+	keep func(s *Server, ctx context.Context, th *checkpoint.Thread) (bool, error)
+}{
+	"waiting":   {f: checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning, Questions: checkpoint.QuestionPending}},
+	"finished":  {f: checkpoint.ThreadFilter{Status: checkpoint.ThreadIdle}},
+	"timed_out": {f: checkpoint.ThreadFilter{Questions: checkpoint.QuestionTimedOut}},
+	"failed": {f: checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning}, keep: func(s *Server, _ context.Context, th *checkpoint.Thread) (bool, error) {
+		st, _ := s.host.State(th)
+		return st == host.RunFailed, nil
+	}},
+	// Running: driven now, or about to be; not waiting for anyone.
+	"running": {f: checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning}, keep: func(s *Server, ctx context.Context, th *checkpoint.Thread) (bool, error) {
+		if st, _ := s.host.State(th); st == host.RunFailed {
+			return false, nil
+		}
+		n, err := s.store.CountQuestions(ctx, checkpoint.QuestionFilter{ThreadID: th.ID, Status: checkpoint.QuestionPending})
+		return n == 0, err
+	}},
+}
+
 // GET /v1/threads
 func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, id *identity) error {
 	q := r.URL.Query()
-	if err := checkParams(q, "status", "cursor", "limit"); err != nil {
+	if err := checkParams(q, "status", "state", "q", "cursor", "limit"); err != nil {
 		return err
 	}
 	f := checkpoint.ThreadFilter{After: q.Get("cursor")}
+	var keep func(*Server, context.Context, *checkpoint.Thread) (bool, error)
+	if st := q.Get("state"); st != "" {
+		state, ok := threadStates[st]
+		if !ok {
+			return badRequest("state must be waiting, running, failed, finished or timed_out, not %q", st)
+		}
+		f.Status, f.Questions, keep = state.f.Status, state.f.Questions, state.keep
+	}
 	switch st := q.Get("status"); st {
 	case "":
 	case string(checkpoint.ThreadRunning), string(checkpoint.ThreadIdle):
+		if f.Status != "" && f.Status != checkpoint.ThreadStatus(st) {
+			return badRequest("status %s and state %s select nothing together", st, q.Get("state"))
+		}
 		f.Status = checkpoint.ThreadStatus(st)
 	default:
 		return badRequest("status must be running or idle, not %q", st)
+	}
+	if f.Search = strings.TrimSpace(q.Get("q")); len(f.Search) > 200 {
+		return badRequest("q, the text to search for, is longer than 200 bytes")
+	}
+	if f.Search != "" && id.role == RoleClient {
+		// A search reads every thread's messages until its page is full:
+		// some 4 s for 200 MB of threads, and a few at once held a
+		// reviewer's question list for 15 s. A client token is what a
+		// gated agent holds (a coding agent's hook); the history is the
+		// reviewers'.
+		return forbidden("token %q is a client's: searching the threads' messages (q) is for reviewers and admins", id.name)
 	}
 	limit, err := intParam(q, "limit", 50, 1, 200)
 	if err != nil {
 		return err
 	}
+	var keepErr error
 	ths, next, err := scan(int(limit), f.After, func(limit int, after string) ([]*checkpoint.Thread, string, error) {
 		f.Limit, f.After = limit, after
 		return s.store.ListThreads(r.Context(), f)
-	}, func(th *checkpoint.Thread) bool { return id.sees(th.ID) })
+	}, func(th *checkpoint.Thread) bool {
+		if !id.sees(th.ID) || keepErr != nil {
+			return false
+		}
+		if keep == nil {
+			return true
+		}
+		ok, err := keep(s, r.Context(), th)
+		keepErr = err
+		return ok
+	})
+	if err == nil {
+		err = keepErr
+	}
 	if err != nil {
 		return err
 	}
 	out := threadList{Threads: make([]threadJSON, 0, len(ths)), NextCursor: next}
-	for _, th := range ths {
-		out.Threads = append(out.Threads, s.threadView(th))
+	states := s.host.States(r.Context(), ths)
+	for i, th := range ths {
+		out.Threads = append(out.Threads, threadView(th, states[i]))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -269,6 +420,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, id *identit
 	}
 	if !id.sees(threadID) {
 		return forbidden("token %q may not use thread %q", id.name, threadID)
+	}
+	if hooks.IsThread(threadID) {
+		// Its runs relay a coding agent's calls, which only the agent's
+		// hooks make.
+		return newError(http.StatusConflict, codeConflict, "thread %q is a coding agent's session: it takes calls from the agent's hooks, not messages", threadID)
 	}
 	var req struct {
 		Text string `json:"text"`

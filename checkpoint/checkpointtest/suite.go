@@ -44,7 +44,7 @@ func Run(t *testing.T, newStore NewStore) {
 		return s
 	}
 	t.Run("Threads", func(t *testing.T) { testThreads(t, setup) })
-	t.Run("ThreadList", func(t *testing.T) { testListThreads(t, setup) })
+	t.Run("ThreadList", func(t *testing.T) { testListThreads(t, setup); testListThreadsFiltered(t, setup) })
 	t.Run("ToolCalls", func(t *testing.T) { testToolCalls(t, setup) })
 	t.Run("Questions", func(t *testing.T) { testQuestions(t, setup) })
 	t.Run("Queue", func(t *testing.T) { testQueue(t, setup) })

@@ -2,6 +2,7 @@ package checkpointtest
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -233,10 +234,16 @@ func testListThreads(t *testing.T, setup setupFunc) {
 			t.Fatalf("ListQuestions(1) = cursor %q, %v", questionCursor, err)
 		}
 		b, _ := base64.RawURLEncoding.DecodeString(good)
+		padded := base64.URLEncoding.EncodeToString(b)
+		if padded == good {
+			// A cursor of a length that needs no padding (the thread IDs'
+			// numbers differ with the tests run): give it one.
+			padded += "=="
+		}
 		for what, bad := range map[string]string{
 			"a cursor of ListQuestions": questionCursor,
 			"a truncated cursor":        good[:len(good)-1],
-			"a cursor with padding":     base64.URLEncoding.EncodeToString(b),
+			"a cursor with padding":     padded,
 			"a cursor and more":         good + "A",
 			"garbage":                   "not a cursor!",
 			"a number":                  "5",
@@ -248,6 +255,73 @@ func testListThreads(t *testing.T, setup setupFunc) {
 		}
 		if ts, _, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{After: good}); err != nil || len(ts) != 2 {
 			t.Errorf("ListThreads(good cursor) after the refusals = %d threads, %v; want 2", len(ts), err)
+		}
+	})
+}
+
+func testListThreadsFiltered(t *testing.T, setup setupFunc) {
+	// Questions keeps the threads with a question in a status; Search the
+	// threads whose ID, messages or questions' tools hold a text, ASCII
+	// letters in either case, % and _ as themselves. Every filter here
+	// has base in it, so threads of other tests in a shared database do
+	// not count.
+	t.Run("ListFiltered", func(t *testing.T) {
+		s := setup(t)
+		base := id("filtered")
+		mk := func(suffix string, i int, status checkpoint.ThreadStatus, msgs ...string) string {
+			th := &checkpoint.Thread{ID: base + "/" + suffix, Status: status, RunID: "run-1",
+				Messages: json.RawMessage("[" + strings.Join(msgs, ",") + "]"), CreatedAt: t0.Add(time.Duration(i) * time.Second)}
+			mustCreateThread(t, s, th)
+			return th.ID
+		}
+		a := mk("a", 1, checkpoint.ThreadRunning, `{"role":"user","text":"please RM -rf build-`+base+`"}`)
+		b := mk("b", 2, checkpoint.ThreadRunning, `{"role":"assistant","tool_calls":[{"id":"c1","name":"mcp__fs__write_file","arguments":{}}]}`)
+		c := mk("c", 3, checkpoint.ThreadIdle, `{"role":"user","text":"héllo wörld `+base+`"}`)
+		d := mk("dé", 4, checkpoint.ThreadIdle)
+		e := mk("50%_x", 5, checkpoint.ThreadIdle)
+		mustCreateQuestion(t, s, newQuestion(a, "q1"))
+		qb := newQuestion(b, "q2")
+		qb.Tool, qb.Deadline = "mcp__fs__write_file", t0
+		mustCreateQuestion(t, s, qb)
+		if _, err := s.Commit(ctx(t), resolve(b, "q2", checkpoint.Resolution{Status: checkpoint.QuestionTimedOut, By: "timeout", At: t0.Add(time.Second)})); err != nil {
+			t.Fatal(err)
+		}
+		mine := func(ts []*checkpoint.Thread) []string {
+			var out []string
+			for _, th := range ts {
+				if strings.HasPrefix(th.ID, base+"/") {
+					out = append(out, th.ID)
+				}
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			f    checkpoint.ThreadFilter
+			want []string
+		}{
+			{checkpoint.ThreadFilter{Search: base}, []string{e, d, c, b, a}},
+			{checkpoint.ThreadFilter{Search: base, Limit: 2}, []string{e, d, c, b, a}},
+			{checkpoint.ThreadFilter{Search: strings.ToUpper(base)}, []string{e, d, c, b, a}},
+			{checkpoint.ThreadFilter{Search: "rm -RF BUILD-" + strings.ToUpper(base)}, []string{a}},
+			{checkpoint.ThreadFilter{Search: "héllo wörld " + base}, []string{c}},
+			{checkpoint.ThreadFilter{Search: base + "/dé"}, []string{d}},
+			{checkpoint.ThreadFilter{Search: base + "/50%_"}, []string{e}},
+			{checkpoint.ThreadFilter{Search: base + "/%"}, nil},
+			{checkpoint.ThreadFilter{Search: base + "/_"}, nil},
+			{checkpoint.ThreadFilter{Search: base, Status: checkpoint.ThreadIdle}, []string{e, d, c}},
+			{checkpoint.ThreadFilter{Search: base, Questions: checkpoint.QuestionPending}, []string{a}},
+			{checkpoint.ThreadFilter{Search: base, Questions: checkpoint.QuestionTimedOut}, []string{b}},
+			{checkpoint.ThreadFilter{Search: base, Questions: checkpoint.QuestionAnswered}, nil},
+			{checkpoint.ThreadFilter{Search: base, Questions: checkpoint.QuestionPending, Status: checkpoint.ThreadIdle}, nil},
+		} {
+			if got := mine(listThreads(t, s, tc.f, nil)); !slices.Equal(got, tc.want) {
+				t.Errorf("ListThreads(%+v) = %q, want %q", tc.f, got, tc.want)
+			}
+		}
+		// A tool's name finds its threads; the others do not match.
+		got := mine(listThreads(t, s, checkpoint.ThreadFilter{Search: "FS__WRITE_FILE"}, nil))
+		if !slices.Equal(got, []string{b}) {
+			t.Errorf("ListThreads(Search: FS__WRITE_FILE) = %q, want %q", got, []string{b})
 		}
 	})
 }

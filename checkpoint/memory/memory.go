@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -238,7 +239,9 @@ func (s *Store) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*
 	defer s.mu.Unlock()
 	var ts []*checkpoint.Thread
 	for _, t := range s.threads {
-		if (f.Status == "" || t.Status == f.Status) && (after == nil || cursor.CompareThreads(*after, pos(t)) < 0) {
+		if (f.Status == "" || t.Status == f.Status) && (after == nil || cursor.CompareThreads(*after, pos(t)) < 0) &&
+			(f.Questions == "" || s.hasQuestion(t.ID, func(q *checkpoint.Question) bool { return q.Status == f.Questions })) &&
+			(f.Search == "" || s.mentions(t.ID, f.Search)) {
 			ts = append(ts, t)
 		}
 	}
@@ -251,6 +254,38 @@ func (s *Store) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*
 		}
 	}
 	return page.Items, page.Next(), nil
+}
+
+// hasQuestion reports whether one of the thread's questions is ok.
+func (s *Store) hasQuestion(thread string, ok func(*checkpoint.Question) bool) bool {
+	for k, q := range s.questions {
+		if k.thread == thread && ok(q) {
+			return true
+		}
+	}
+	return false
+}
+
+// mentions reports whether the thread's ID, one of its messages or the
+// tool of one of its questions contains text, ASCII letters in either
+// case (ThreadFilter.Search).
+func (s *Store) mentions(thread, text string) bool {
+	text = asciiLower(text)
+	in := func(s string) bool { return strings.Contains(asciiLower(s), text) }
+	if in(thread) || s.hasQuestion(thread, func(q *checkpoint.Question) bool { return in(q.Tool) }) {
+		return true
+	}
+	return slices.ContainsFunc(s.msgs[thread], func(m json.RawMessage) bool { return in(string(m)) })
+}
+
+// asciiLower lowers ASCII letters only, as SQLite's lower() does.
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
 }
 
 func runKey(thread, run string) string { return thread + "\x00" + run }

@@ -121,6 +121,8 @@ const (
 	// server die between COMMIT and this statement, its listeners lose
 	// their connections and re-list: a Resync.)
 	notifyQuestion = `SELECT pg_notify($1, current_setting($2))`
+	// notifyNotice sends a TxHook's notification, the same way.
+	notifyNotice = `SELECT pg_notify($1, $2)`
 )
 
 // checked is the SELECT of cols, and one more column (NULL), from the
@@ -498,7 +500,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		c, err = s.send(ctx, &batch, steps)
 	}
 	if err != nil || c != nil {
-		return c, err
+		return c, unavailable(err)
 	}
 	for _, f := range onCommit {
 		f()

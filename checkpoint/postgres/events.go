@@ -162,7 +162,7 @@ func (s *Store) ListEvents(ctx context.Context, threadID string, after int64, li
 		return withheld, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list events: %w", err)
+		return nil, unavailable(fmt.Errorf("postgres: list events: %w", err))
 	}
 	return evs, nil
 }

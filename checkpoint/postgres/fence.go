@@ -61,6 +61,18 @@ type TxHook struct {
 	// Commit: it must be cheap.
 	Wants func(b *checkpoint.Batch) bool
 	InTx  func(ctx context.Context, tx pgx.Tx, b *checkpoint.Batch, c *checkpoint.Committed) error
+	// AfterCommit, when set, is called once the transaction InTx ran in
+	// committed, and returns notifications to send then, with the
+	// store's own: after the COMMIT, in a transaction of their own, so
+	// that they hold no lock across the commit's WAL flush (a
+	// transaction that notifies does), and a listener hears of nothing
+	// that did not commit.
+	AfterCommit func(b *checkpoint.Batch, c *checkpoint.Committed) []Notice
+}
+
+// Notice is a notification (pg_notify) a [TxHook] sends after a commit.
+type Notice struct {
+	Channel, Payload string
 }
 
 // SetTxHook installs h (nil removes it). Commits already under way keep
@@ -133,6 +145,11 @@ func (s *Store) sendTx(ctx context.Context, batch *pgx.Batch, steps []step, note
 	finished = true
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("postgres: commit: %w", err)
+	}
+	if hook.AfterCommit != nil {
+		for _, n := range hook.AfterCommit(b, out) {
+			notes.Queue(notifyNotice, n.Channel, n.Payload)
+		}
 	}
 	if notes.Len() > 0 {
 		if err := conn.SendBatch(ctx, notes).Close(); err != nil {

@@ -35,8 +35,9 @@ var (
 	// ErrUnavailable: the server could not be reached: nothing listens
 	// at the address, its host name does not resolve, or it was not
 	// ready before [Options].ConnectTimeout. The error also wraps the
-	// last failure.
-	ErrUnavailable = errors.New("postgres: database unavailable")
+	// last failure. It is [checkpoint.ErrUnavailable], which the store's
+	// other methods return when a connection is lost.
+	ErrUnavailable = fmt.Errorf("postgres: database unavailable: %w", checkpoint.ErrUnavailable)
 	// ErrNoStore: [Options].MustExist was set and the database has no
 	// tollgate schema. It wraps [fs.ErrNotExist].
 	ErrNoStore error = noStore{}
@@ -242,6 +243,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	cfg.ShouldPing = shouldPing
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -263,6 +265,19 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	s.hub = newHub(s, o.PollInterval)
 	return s, nil
 }
+
+// pingIdle: a pooled connection idle this long is pinged before it is
+// handed out. pgx's default, a second, pinged before nearly every
+// statement of a replica nobody uses (a job poll every two seconds, the
+// connection idle since the last): a ping is a transaction of the
+// server's, and they were a third of such a replica's. The pool hands
+// out the connection used last first, so one in steady use is never
+// pinged; one idle longer is, as before. A connection that died since
+// its last use fails its statement, which the pool then drops (writes of
+// a run are retried, see checkpoint.ErrUnavailable).
+const pingIdle = 10 * time.Second
+
+func shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > pingIdle }
 
 // waitReady pings the server until it answers. Only a server that is
 // there but not ready is waited for (see [Options].ConnectTimeout): with

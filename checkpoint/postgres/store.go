@@ -97,7 +97,7 @@ WHERE t.id = $1 ORDER BY m.position`
 func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, error) {
 	rows, err := s.pool.Query(ctx, loadThread, id)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: load thread %q: %w", id, err)
+		return nil, unavailable(fmt.Errorf("postgres: load thread %q: %w", id, err))
 	}
 	defer rows.Close()
 	var t *checkpoint.Thread
@@ -109,7 +109,7 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 		var body pgtype.DriverBytes // the connection's buffer: copied at once
 		th := &checkpoint.Thread{ID: id}
 		if err := rows.Scan(&th.Version, &status, &th.RunID, &created, &updated, &count, &size, &body); err != nil {
-			return nil, fmt.Errorf("postgres: load thread %q: %w", id, err)
+			return nil, unavailable(fmt.Errorf("postgres: load thread %q: %w", id, err))
 		}
 		if t == nil {
 			t = th
@@ -122,7 +122,7 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 		j.Add(body)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: load thread %q: %w", id, err)
+		return nil, unavailable(fmt.Errorf("postgres: load thread %q: %w", id, err))
 	}
 	if t == nil {
 		return nil, fmt.Errorf("thread %q: %w", id, checkpoint.ErrNotFound)
@@ -164,7 +164,7 @@ func (s *Store) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*
 		return page.Add(t), nil
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("postgres: list threads: %w", err)
+		return nil, "", unavailable(fmt.Errorf("postgres: list threads: %w", err))
 	}
 	return page.Items, page.Next(), nil
 }
@@ -205,7 +205,7 @@ WHERE thread_id = $1 AND run_id = $2 ORDER BY call_id`, threadID, runID)
 WHERE thread_id = $1 AND run_id = $2 AND call_id = ANY($3) ORDER BY call_id`, threadID, runID, callIDs)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list tool calls: %w", err)
+		return nil, unavailable(fmt.Errorf("postgres: list tool calls: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*checkpoint.ToolCall, error) {
 		tc := &checkpoint.ToolCall{ThreadID: threadID, RunID: runID}
@@ -219,7 +219,7 @@ WHERE thread_id = $1 AND run_id = $2 AND call_id = ANY($3) ORDER BY call_id`, th
 		return tc, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list tool calls: %w", err)
+		return nil, unavailable(fmt.Errorf("postgres: list tool calls: %w", err))
 	}
 	return out, nil
 }
@@ -258,7 +258,7 @@ func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoi
 		return nil, fmt.Errorf("question %q of thread %q: %w", id, threadID, checkpoint.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get question %q: %w", id, err)
+		return nil, unavailable(fmt.Errorf("postgres: get question %q: %w", id, err))
 	}
 	return q, nil
 }
@@ -269,6 +269,7 @@ var dialect = listsql.Dialect{
 	Time:  encTime,
 	// The indexes on thread IDs are COLLATE "C" too.
 	Bytewise: func(col string) string { return col + ` COLLATE "C"` },
+	Contains: func(col, p string) string { return "strpos(lower(" + col + "::text), lower(" + p + ")) > 0" },
 }
 
 // ListQuestions runs the page as one statement (a union for the deadline
@@ -323,7 +324,7 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 		}
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("postgres: list questions: %w", err)
+		return nil, "", unavailable(fmt.Errorf("postgres: list questions: %w", err))
 	}
 	return page.Items, page.Next(), nil
 }
@@ -332,7 +333,7 @@ func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter)
 	st := listsql.CountQuestions(dialect, f)
 	var n int64
 	if err := s.pool.QueryRow(ctx, st.SQL, st.Args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: count questions: %w", err)
+		return 0, unavailable(fmt.Errorf("postgres: count questions: %w", err))
 	}
 	return n, nil
 }

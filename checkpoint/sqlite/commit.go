@@ -27,6 +27,9 @@ type op struct {
 	// events, the last of which records it: the statement just before
 	// its own, as schema 9's triggers want.
 	rule func(t *wtx) error
+	// outbox, when set, writes the notifications' outbox (outbox.go)
+	// after the batch, in its transaction.
+	outbox func(t *wtx) error
 
 	// Prepared by the caller.
 	now      time.Time
@@ -88,7 +91,7 @@ func (s *Store) commit(ctx context.Context, o *op) (*op, error) {
 		return nil, fmt.Errorf("%w: opened with ReadOnly", ErrReadOnly)
 	}
 	b := o.b
-	if b.Empty() {
+	if b.Empty() && o.outbox == nil {
 		return o, nil
 	}
 	if err := s.prepareOp(o); err != nil {
@@ -301,7 +304,13 @@ func (s *Store) apply(t *wtx, o *op) error {
 		}
 	}
 	if o.rule != nil {
-		return o.rule(t)
+		// First: the rule's row follows its event (the trigger's check).
+		if err := o.rule(t); err != nil {
+			return err
+		}
+	}
+	if o.outbox != nil {
+		return o.outbox(t)
 	}
 	return nil
 }

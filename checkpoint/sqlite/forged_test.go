@@ -37,7 +37,8 @@ func TestForgedResolutionRefused(t *testing.T) {
 	}
 	// As a database of schema 6 with these rows: the migration runs on it.
 	execSQL(t, path, `DROP TRIGGER questions_resolution_audited; DROP TRIGGER questions_resolution_final; DROP TRIGGER questions_created_pending;
-DROP TABLE learned_rules; DELETE FROM schema_version WHERE version >= 7;`)
+DROP TABLE learned_rules; DROP TABLE notify_deliveries; DROP TABLE notify_cursor;
+DELETE FROM schema_version WHERE version >= 7;`)
 	s, err = sqlite.Open(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -305,6 +305,7 @@ var dialect = listsql.Dialect{
 	Param:    func(int) string { return "?" },
 	Time:     encTime,
 	Bytewise: func(col string) string { return col }, // BINARY, the default collation
+	Contains: func(col, p string) string { return "instr(lower(" + col + "), lower(" + p + ")) > 0" },
 }
 
 // ListQuestions reads the statements of the page in turn, as far as the

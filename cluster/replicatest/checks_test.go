@@ -72,13 +72,9 @@ func (fx *fixture) check(killedAt time.Time) *report {
 
 func (rep *report) violations() map[string]int {
 	v := map[string]int{}
-	for name, list := range map[string][]string{
-		"unfinished": rep.unfinished, "lost": rep.lost, "twice": rep.twice, "unapproved": rep.unapproved,
-		"deadlines": rep.deadlines, "dupForbidden": rep.dupForbidden, "notRun": rep.notRun, "badResult": rep.badResult,
-		"failedRuns": rep.failedRuns,
-	} {
-		if len(list) > 0 {
-			v[name] = len(list)
+	for _, k := range rep.kinds(true) {
+		if len(k.list) > 0 {
+			v[k.key] = len(k.list)
 		}
 	}
 	return v

@@ -41,8 +41,25 @@
 //	go test ./cluster/replicatest/ -v
 //	TOLLGATE_REPLICA_THREADS=300 go test ./cluster/replicatest/ -run TestReplicas -v -timeout 30m
 //
+// The tests of disruption_test.go each disrupt three replicas one way
+// (issue 22): TestDeadlinesWithTheLeaderKilled SIGKILLs River's leader
+// before deadlines nobody answers (and holds its leadership) and checks
+// every deadline fires once; TestOutage cuts the database away for a
+// second (a proxy in the test process) while approved commands run and
+// checks no command that ran is reported "outcome unknown" and no run
+// stops with an error; TestReplicasWithTwoPolicies gives two replicas
+// different policy files and checks /readyz says so, decisions name their
+// policy, and --require-same-policy refuses to start. Each prints what it
+// measured (deadline lateness, unknown outcomes).
+//
 // Environment: TOLLGATE_REPLICA_THREADS (threads per replica, default 20),
 // TOLLGATE_REPLICAS (replicas, default 3; 1 checks the harness against the
 // single-process host), TOLLGATE_REPLICA_SEED (the random plan, printed by
-// every run).
+// every run), TOLLGATE_DEADLINE_THREADS (TestDeadlinesWithTheLeaderKilled,
+// default 12), TOLLGATE_OUTAGE_THREADS (TestOutage, per replica, default
+// 20), TOLLGATE_DEADLINE_HOLD=0 (TestDeadlinesWithTheLeaderKilled lets
+// the killed leader's leadership expire, as it does, instead of holding
+// it: to measure what a real kill costs), TOLLGATE_REPLICA_BIN (a
+// tollgate binary to run instead of building this checkout's: an older
+// one, to compare).
 package replicatest

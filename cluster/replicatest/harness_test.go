@@ -29,35 +29,60 @@ import (
 // flag: how long a dead replica's runs stay held.
 const lease = 5 * time.Second
 
-// buildTollgate builds the command from this checkout into a directory of
-// the test's. (Built per test: a directory shared by the tests would
-// outlive them, since pgtest.Main exits; with the build cache warm a
-// build is a link.)
+// The tollgate command the tests run, built once from this checkout (a
+// link of a large binary: tens of seconds on a busy machine) into a
+// directory TestMain removes.
+var (
+	binDir   string
+	binOnce  sync.Once
+	bin      string
+	binErr   error
+	binBuilt time.Duration
+)
+
+// buildTollgate returns the command built from this checkout.
 func buildTollgate(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
+	binOnce.Do(func() {
+		if b := os.Getenv("TOLLGATE_REPLICA_BIN"); b != "" {
+			bin = b // another build's (an older one, to compare)
+			return
 		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			t.Fatalf("no go.mod above %s", wd)
+		wd, err := os.Getwd()
+		if err != nil {
+			binErr = err
+			return
 		}
-		root = parent
+		root := wd
+		for {
+			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+				break
+			}
+			parent := filepath.Dir(root)
+			if parent == root {
+				binErr = fmt.Errorf("no go.mod above %s", wd)
+				return
+			}
+			root = parent
+		}
+		start := time.Now()
+		out := filepath.Join(binDir, "tollgate")
+		build := exec.Command("go", "build", "-o", out, "./cmd/tollgate")
+		build.Dir = root
+		if msg, err := build.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/tollgate: %v\n%s", err, msg)
+			return
+		}
+		bin, binBuilt = out, time.Since(start)
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	bin := filepath.Join(t.TempDir(), "tollgate")
-	start := time.Now()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/tollgate")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/tollgate: %v\n%s", err, out)
+	if binBuilt > 0 {
+		t.Logf("tollgate built from this checkout in %v, for every test", binBuilt.Round(time.Millisecond))
+	} else {
+		t.Logf("tollgate: %s (TOLLGATE_REPLICA_BIN)", bin)
 	}
-	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
 	return bin
 }
 
@@ -113,6 +138,12 @@ rules:
     action: ask
     timeout: 20s
     impact: appends a line to tools.log; nobody answers
+  - name: job-deadline
+    tool: bash
+    command: [date]
+    action: ask
+    timeout: 8s
+    impact: appends a line to tools.log; nobody answers, and a replica is killed meanwhile
 tests:
   - cmd: echo job-3 $EPOCHREALTIME >> tools.log && sleep 0.5
     want: ask
@@ -120,6 +151,9 @@ tests:
   - cmd: printf 'job-4 %s\n' $EPOCHREALTIME >> tools.log
     want: ask
     rule: job-left
+  - cmd: date +job-5-%s >> tools.log
+    want: ask
+    rule: job-deadline
   - cmd: rm tools.log
     want: block
 `
@@ -141,7 +175,8 @@ func jobCommand(n int, left bool) string {
 type fleet struct {
 	t        *testing.T
 	bin      string
-	store    string
+	store    string // what the replicas are given (it may go through a proxy)
+	direct   string // the database itself
 	policy   string
 	work     string // the bash tool's directory, the same for every replica
 	logs     string
@@ -153,6 +188,7 @@ type fleet struct {
 func newFleet(t *testing.T, n int, model *fakeModel) *fleet {
 	t.Helper()
 	f := &fleet{t: t, bin: buildTollgate(t), store: newDatabase(t), model: model}
+	f.direct = f.store
 	dir := t.TempDir()
 	f.policy = filepath.Join(dir, "policy.yaml")
 	f.work = filepath.Join(dir, "work")
@@ -232,6 +268,11 @@ type replica struct {
 	n    int // 1-based
 	addr string
 
+	// policy, when set, is this replica's --policy instead of the
+	// fleet's; args are more flags of its serve.
+	policy string
+	args   []string
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	done   chan struct{} // closed when cmd has exited
@@ -259,11 +300,16 @@ func (r *replica) running() bool {
 // start starts the process and waits until it is ready.
 func (r *replica) start() error {
 	r.mu.Lock()
+	policy := r.f.policy
+	if r.policy != "" {
+		policy = r.policy
+	}
 	args := []string{"serve", "--store", r.f.store, "--addr", r.addr, "--dev", "--model", "openai:fake",
-		"--policy", r.f.policy, "--dir", r.f.work}
+		"--policy", policy, "--dir", r.f.work}
 	if r.f.hasLease {
 		args = append(args, "--lease", lease.String())
 	}
+	args = append(args, r.args...)
 	cmd := exec.Command(r.f.bin, args...)
 	var env []string
 	for _, kv := range os.Environ() {
@@ -526,6 +572,20 @@ func (f *fleet) allQuestions(ctx context.Context) ([]apiQuestion, error) {
 		}
 		cursor = page.NextCursor
 	}
+}
+
+// questionsByThread is every question of the store by its thread (the
+// tests ask one a thread).
+func (f *fleet) questionsByThread(ctx context.Context) (map[string]apiQuestion, error) {
+	qs, err := f.allQuestions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]apiQuestion{}
+	for _, q := range qs {
+		found[q.ThreadID] = q
+	}
+	return found, nil
 }
 
 // runningThreads lists the threads whose status is running.

@@ -22,7 +22,15 @@ import (
 	"github.com/tollgate-ai/tollgate/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "replicatest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	pgtest.Main(m, func() { os.RemoveAll(dir) })
+}
 
 // What the test does to each job's question.
 type plan int
@@ -165,13 +173,9 @@ func TestReplicas(t *testing.T) {
 	deadline := time.Now().Add(60*time.Second + time.Duration(len(jobs))*50*time.Millisecond)
 	var lastDeadline time.Time
 	for {
-		qs, err := f.allQuestions(ctx)
+		found, err := f.questionsByThread(ctx)
 		if err != nil {
 			t.Fatal(err)
-		}
-		found := map[string]apiQuestion{}
-		for _, q := range qs {
-			found[q.ThreadID] = q
 		}
 		var missing []string
 		for _, j := range jobs {
@@ -353,8 +357,12 @@ func answer(ctx context.Context, f *fleet, j *job, pick func(int) int) error {
 				return nil
 			}
 			return fmt.Errorf("%s: %v: %d %s", j.thread, r, code, resp)
-		case code == http.StatusServiceUnavailable:
-			// shutting down: another replica
+		case code >= 500:
+			// Shutting down (503), or its store out of reach (503; 500
+			// before tollgate said so): another replica. With the store
+			// away the answer may have been recorded, its reply lost: a
+			// 409 with this answer is then ours.
+			lost = true
 		default:
 			return fmt.Errorf("%s: answer %s on %v: %d %s", j.thread, body["decision"], r, code, resp)
 		}
@@ -737,25 +745,48 @@ func (rep *report) print(t *testing.T, f *fleet, jobs []*job, began, lastAnswer,
 	for _, s := range rep.cutOff {
 		t.Logf("  cut off: %s", s)
 	}
-	for _, c := range []struct {
-		what string
-		list []string
-	}{
-		{"runs not finished (or not exactly once)", rep.unfinished},
-		{"questions lost (missing, unresolved, resolved not exactly once or not as answered)", rep.lost},
-		{"tools run twice (or with several results)", rep.twice},
-		{"tools run without approval", rep.unapproved},
-		{"deadlines not fired exactly once", rep.deadlines},
-		{"turns whose model call was made twice", rep.dupForbidden},
-		{"approved tools neither run nor reported cut off", rep.notRun},
-		{"results that misreport the decision", rep.badResult},
-		{"runs that stopped on an error", rep.failedRuns},
-		{"requests the fake model could not place", rep.unexpectedCall},
-	} {
-		t.Logf("%s: %d", c.what, len(c.list))
-		if len(c.list) > 0 {
-			slices.Sort(c.list)
-			t.Errorf("%d %s:\n  %s", len(c.list), c.what, strings.Join(c.list[:min(len(c.list), 15)], "\n  "))
+	rep.fail(t, rep.kinds(true), true)
+}
+
+// violation is a kind of thing the checks found wrong (key, its short
+// name), and where.
+type violation struct {
+	key, what string
+	list      []string
+}
+
+// kinds are the kinds of what the checks find wrong; with modelOnce, a
+// turn's model call made twice is one (a model's answer whose write an
+// outage cut off is asked for again, rightly).
+func (rep *report) kinds(modelOnce bool) []violation {
+	vs := []violation{
+		{"unfinished", "runs not finished (or not exactly once)", rep.unfinished},
+		{"lost", "questions lost (missing, unresolved, resolved not exactly once or not as answered)", rep.lost},
+		{"twice", "tools run twice (or with several results)", rep.twice},
+		{"unapproved", "tools run without approval", rep.unapproved},
+		{"deadlines", "deadlines not fired exactly once", rep.deadlines},
+		{"notRun", "approved tools neither run nor reported cut off", rep.notRun},
+		{"badResult", "results that misreport the decision", rep.badResult},
+		{"failedRuns", "runs that stopped on an error", rep.failedRuns},
+		{"unexpectedCall", "requests the fake model could not place", rep.unexpectedCall},
+	}
+	if modelOnce {
+		vs = append(vs, violation{"dupForbidden", "turns whose model call was made twice", rep.dupForbidden})
+	}
+	return vs
+}
+
+// fail fails the test with each kind of violation found (and logs every
+// kind's count, with counts).
+func (rep *report) fail(t *testing.T, vs []violation, counts bool) {
+	t.Helper()
+	for _, v := range vs {
+		if counts {
+			t.Logf("%s: %d", v.what, len(v.list))
+		}
+		if len(v.list) > 0 {
+			slices.Sort(v.list)
+			t.Errorf("%d %s:\n  %s", len(v.list), v.what, strings.Join(v.list[:min(len(v.list), 15)], "\n  "))
 		}
 	}
 }

@@ -97,15 +97,20 @@ func auditCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		cells := []string{strconv.FormatInt(e.Seq, 10), when(e.At), display.Line(e.ThreadID), display.Line(e.Type),
 			r.who, r.decision, r.rule, shortDigest(r.digest), r.latency, r.tool, r.note}
-		for i, c := range cells {
-			if c == "" {
-				cells[i] = "-"
-			}
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		fmt.Fprintln(tw, row(cells))
 	}
 	tw.Flush()
 	return 0
+}
+
+// row is a table's line: the cells separated by tabs, "-" for an empty one.
+func row(cells []string) string {
+	for i, c := range cells {
+		if c == "" {
+			cells[i] = "-"
+		}
+	}
+	return strings.Join(cells, "\t")
 }
 
 // sortEvents puts events in the log's order.

@@ -75,6 +75,9 @@ type threadInfo struct {
 	// Pending are the thread's pending questions (thread only, not
 	// threads).
 	Pending []*checkpoint.Question
+	// Open are the calls of the turn in progress, each with its result
+	// once it has one (thread only).
+	Open []agent.CallProgress
 }
 
 // refusal is why an answer was not recorded, in the terms of the API's
@@ -478,6 +481,16 @@ type wireThread struct {
 	wireThreadHead
 	Messages         wireJSON       `json:"messages,omitempty"`
 	PendingQuestions []wireQuestion `json:"pending_questions,omitempty"`
+	OpenCalls        []wireOpenCall `json:"open_calls,omitempty"`
+}
+
+// wireOpenCall is a call of the turn in progress (API.md "Thread").
+type wireOpenCall struct {
+	CallID    string            `json:"call_id"`
+	Tool      string            `json:"tool"`
+	State     string            `json:"state"`
+	StartedAt apiTime           `json:"started_at"`
+	Result    *agent.ToolResult `json:"result,omitempty"`
 }
 
 // wireThreadHead is a thread as the API lists it, without its messages.
@@ -503,6 +516,10 @@ func (w *wireThread) info() *threadInfo {
 	for i := range w.PendingQuestions {
 		ti.Pending = append(ti.Pending, w.PendingQuestions[i].question())
 	}
+	for _, c := range w.OpenCalls {
+		ti.Open = append(ti.Open, agent.CallProgress{Call: agent.ToolCall{ID: c.CallID, Name: c.Tool}, State: c.State,
+			StartedAt: time.Time(c.StartedAt), Result: c.Result})
+	}
 	return ti
 }
 
@@ -510,6 +527,9 @@ func wireOfThread(ti *threadInfo) wireThread {
 	w := wireThread{wireThreadHead: headOfThread(ti), Messages: wireJSON(ti.Messages)}
 	for _, q := range ti.Pending {
 		w.PendingQuestions = append(w.PendingQuestions, wireOfQuestion(q))
+	}
+	for _, c := range ti.Open {
+		w.OpenCalls = append(w.OpenCalls, wireOpenCall{CallID: c.Call.ID, Tool: c.Call.Name, State: c.State, StartedAt: apiTime(c.StartedAt), Result: c.Result})
 	}
 	return w
 }
@@ -685,7 +705,10 @@ type storeSource struct {
 	// policyFile vets edits (--policy; "" is the built-in sandbox
 	// policy), as the serving process does.
 	policyFile string
-	log        *slog.Logger
+	// hookPolicyFile vets edits of coding agents' calls (--hook-policy;
+	// "" is the built-in coding-agent policy).
+	hookPolicyFile string
+	log            *slog.Logger
 	// clusters made to answer or abort on a store replicas serve.
 	clusters []*cluster.Cluster
 }
@@ -745,7 +768,11 @@ func (s *storeSource) host(ctx context.Context) (*host.Host, error) {
 		return nil, err
 	}
 	tmpl := bashAgent(s.store, scripted.Demo{}, agent.Model{ID: "demo", Provider: "scripted"}, &bash.Options{Dir: "."}, lp.approval, s.log)
-	return s.newHost(ctx, host.Config{Store: s.store, Agent: tmpl, Logger: s.log})
+	hooksSvc, _, err := hookService(ctx, s.store, s.hookPolicyFile, s.log, policyWatch{})
+	if err != nil {
+		return nil, err
+	}
+	return s.newHost(ctx, host.Config{Store: s.store, Agent: tmpl, Logger: s.log, Kinds: []host.Kind{hooksSvc.Kind()}})
 }
 
 // newHost is host.New, in a cluster's when replicas serve the store: an
@@ -870,7 +897,11 @@ func (s *storeSource) thread(ctx context.Context, id string) (*threadInfo, error
 	if err != nil {
 		return nil, err
 	}
-	return &threadInfo{Thread: th, RunState: runState(th, len(pending)), Pending: pending}, nil
+	open, err := agent.TurnProgress(ctx, s.store, th)
+	if err != nil {
+		return nil, err
+	}
+	return &threadInfo{Thread: th, RunState: runState(th, len(pending)), Pending: pending, Open: open}, nil
 }
 
 func (s *storeSource) abort(ctx context.Context, id, reason string) error {

@@ -338,7 +338,7 @@ func gatewayPolicyOf(ctx context.Context, file string, log *slog.Logger, w polic
 		}
 		return p.HITL(), func(string, map[string]any) bool { return false }, "built in: every call asks", nil
 	}
-	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded; clients see the tools it hides at their next tools/list", w, nil)
+	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded; clients see the tools it hides at their next tools/list", w)
 	if err != nil {
 		return nil, nil, "", err
 	}

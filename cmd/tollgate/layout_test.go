@@ -159,7 +159,7 @@ func TestPolicyReloadThatAllowsMoreWarns(t *testing.T) {
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := watchedPolicy(ctx, file, slog.New(slog.NewTextHandler(&logs, nil)), "reloaded", policyWatch{}, nil); err != nil {
+	if _, err := watchedPolicy(ctx, file, slog.New(slog.NewTextHandler(&logs, nil)), "reloaded", policyWatch{}); err != nil {
 		t.Fatal(err)
 	}
 	write("default: allow\nrules: []\n")
@@ -196,11 +196,11 @@ func TestPolicyReloadManual(t *testing.T) {
 	defer cancel()
 	board := &noticeBoard{fixed: []server.Notice{{Code: "unconfined", Message: "x"}}}
 	log := slog.New(slog.DiscardHandler)
-	manual, err := watchedPolicy(ctx, manualFile, log, "reloaded", policyWatch{manual: true, loosened: board.policyLoosened}, nil)
+	manual, err := watchedPolicy(ctx, manualFile, log, "reloaded", policyWatch{manual: true, loosened: board.policyLoosened})
 	if err != nil {
 		t.Fatal(err)
 	}
-	auto, err := watchedPolicy(ctx, autoFile, log, "reloaded", policyWatch{}, nil)
+	auto, err := watchedPolicy(ctx, autoFile, log, "reloaded", policyWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}

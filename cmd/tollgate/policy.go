@@ -64,7 +64,7 @@ func policyTest(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	return status
 }
 
-const policyExplainHelp = `usage: tollgate policy explain FILE --tool NAME [--args JSON] [--thread ID] [--json]
+const policyExplainHelp = `usage: tollgate policy explain FILE --tool NAME [--args JSON] [--thread ID] [--dir DIR] [--json]
 
 Prints the decision FILE reaches on a call (allow, ask or block), the
 commands a shell call would run, and every rule that matched. The policy
@@ -75,6 +75,7 @@ examples:
   tollgate policy explain policy.yaml --tool bash --args '{"cmd": "ls; rm -rf ~"}'
   tollgate policy explain policy.yaml --tool bash --args '{"cmd": "git push"}' --thread team-a-42
   tollgate policy explain policy.yaml --tool http_get --args '{"url": "https://example.com"}' --json
+  tollgate policy explain examples/policies/coding-agent.yaml --tool Write --args '{"file_path": "/home/me/p/a.go", "content": ""}' --dir /home/me/p
 `
 
 func policyExplain(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -83,6 +84,7 @@ func policyExplain(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	tool := fs.String("tool", "", "the `name` of the tool called")
 	argsJSON := fs.String("args", "{}", "the call's arguments, a JSON `object`")
 	thread := fs.String("thread", "", "the thread `id`, for rules that match threads")
+	dir := fs.String("dir", "", "the `directory` the call works in (a coding agent's project), for rules that read dir")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
@@ -112,7 +114,7 @@ func policyExplain(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	e := p.Explain(ctx, policy.Call{Tool: *tool, Args: callArgs, ThreadID: *thread})
+	e := p.Explain(ctx, policy.Call{Tool: *tool, Args: callArgs, ThreadID: *thread, Dir: *dir})
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -310,9 +309,13 @@ func when(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-// field prints one "name: value" line of a detail view.
+// field prints one "name: value" line of a detail view; an empty name
+// continues the field above.
 func field(w io.Writer, name, value string) {
-	fmt.Fprintf(w, "%-10s %s\n", name+":", value)
+	if name != "" {
+		name += ":"
+	}
+	fmt.Fprintf(w, "%-10s %s\n", name, value)
 }
 
 // showQuestion prints everything a reviewer needs to answer q.
@@ -330,19 +333,13 @@ func showQuestion(w io.Writer, q *checkpoint.Question, now time.Time) {
 		p := req.Payload
 		field(w, "tool", display.Line(p.ToolName))
 		showArgs(w, p.Args)
-		details := maps.Clone(p.Details)
-		if r, ok := details["matched_rule"]; ok {
-			field(w, "rule", detailText(r))
-			delete(details, "matched_rule")
-		}
-		if r, ok := details["impact"]; ok {
-			field(w, "impact", detailText(r))
-			delete(details, "impact")
-		}
-		if len(details) > 0 {
-			fmt.Fprintln(w, "details:")
-			for _, l := range display.Args(details) {
-				fmt.Fprintln(w, "  "+l)
+		for _, f := range display.Details(p.Details) {
+			for i, l := range f.Lines {
+				if i == 0 {
+					field(w, f.Label, l)
+				} else {
+					field(w, "", l)
+				}
 			}
 		}
 	case q.Kind == interrupt.KindToolInterrupt:
@@ -411,14 +408,6 @@ func showArgs(w io.Writer, args map[string]any) {
 	for _, l := range display.Args(args) {
 		fmt.Fprintln(w, "  "+l)
 	}
-}
-
-// detailText shows a detail value: a string as its text, else JSON.
-func detailText(v any) string {
-	if s, ok := v.(string); ok {
-		return display.Line(s)
-	}
-	return display.JSON(v)
 }
 
 func indentLines(s, prefix string) string {
@@ -502,6 +491,7 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 	by := fs.String("by", "", "store only: the `name` of who answers, recorded with the answer (default: $TOLLGATE_USER, else your login name)")
 	digest := fs.String("digest", "", "answer only if the call's `digest` is this one (as questions show prints it)")
 	policyFile := fs.String("policy", envDefault("TOLLGATE_POLICY", ""), "store only: the policy `file` an edit is checked against, and a learned rule made for (default: the built-in sandbox policy) [TOLLGATE_POLICY]")
+	hookPolicy := fs.String("hook-policy", envDefault("TOLLGATE_HOOK_POLICY", ""), "store only: the policy `file` an edit of a coding agent's call is checked against (default: the built-in coding-agent policy), e.g. --hook-policy agents.yaml [TOLLGATE_HOOK_POLICY]")
 	var lo learnOptions
 	lo.register(fs)
 	if code, done := parseFlags(fs, args, stdout); done {
@@ -543,7 +533,7 @@ func questionsAnswer(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	defer src.close()
 	if s, ok := src.(*storeSource); ok {
-		s.policyFile = *policyFile
+		s.policyFile, s.hookPolicyFile = *policyFile, *hookPolicy
 	}
 	q, err := findQuestion(ctx, src, thread, id)
 	if err != nil {

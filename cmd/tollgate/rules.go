@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/examples/policies"
+	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/internal/display"
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/policy/learn"
@@ -134,7 +135,23 @@ func (s *storeSource) learning() (*learn.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &learn.Service{Store: s.store, Policy: func(string) *policy.Policy { return p }, Now: cliNow, Answer: s.answer}, nil
+	hp, err := hookPolicyInForce(s.hookPolicyFile)
+	if err != nil {
+		return nil, fmt.Errorf("the coding agents' policy: %w", err)
+	}
+	return &learn.Service{Store: s.store, Policy: policyOfThread(func() *policy.Policy { return p }, func() *policy.Policy { return hp }),
+		Now: cliNow, Answer: s.answer}, nil
+}
+
+// policyOfThread is the policy that decides a thread's calls: a coding
+// agent's session's is the hooks' policy, every other's the agent's.
+func policyOfThread(agentPolicy, hookPolicy func() *policy.Policy) func(threadID string) *policy.Policy {
+	return func(threadID string) *policy.Policy {
+		if hooks.IsThread(threadID) {
+			return hookPolicy()
+		}
+		return agentPolicy()
+	}
 }
 
 // policyInForce is the policy file of --policy, or the built-in one.

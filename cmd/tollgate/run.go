@@ -158,18 +158,23 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return exitUsage
 		}
 	}
+	// Without --policy every call is asked, and said as a policy says it:
+	// why, and what a bash command would do.
+	askAll, err := policy.Parse("run's ask-every-call policy", []byte("version: 1\ndefault: ask\nshell: {bash: cmd}\nrules: []\n"), policyOptions())
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return exitFailed
+	}
+	asked := askAll.HITL()
 	var approval hitl.Policy = func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
 		if *allowAll {
 			return hitl.Approve()
 		}
-		impact := "runs on this machine"
-		if server, ok := c.Annotations["mcp_server"].(string); ok {
-			impact = "a tool of the MCP server " + server
-		}
-		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: map[string]any{"matched_rule": "default: ask", "impact": impact}})
+		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: asked(ctx, c).Details()})
 	}
 	var decide func(context.Context, json.RawMessage) (string, error)
 	var current func() *policy.Policy
+	var policyDigest func() string
 	if *policyFile != "" {
 		// A broken edit of the file keeps the policy in force and says why.
 		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -178,7 +183,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintln(stderr, "tollgate:", err)
 			return exitFailed
 		}
-		approval, decide, current = lp.approval, lp.decide, lp.current
+		approval, decide, current, policyDigest = lp.approval, lp.decide, lp.current, lp.digest
 	}
 	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout, Masked: statePaths(*storeURL, *policyFile)}, decide)
 	if err != nil {
@@ -213,6 +218,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitUsage
 	}
+	cfg.PolicyDigest = policyDigest
 	// The same host as the service: a run that waits parks, and resumes
 	// when its question is answered here, from another process, or by the
 	// deadline.

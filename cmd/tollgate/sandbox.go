@@ -5,16 +5,91 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
+	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
 func init() {
-	register("sandbox", "report what the kernel enforces on the bash tool's commands", nil,
-		subcommand{name: "check", summary: "report the Landlock ABI, the namespaces and each profile's enforcement", run: sandboxCheck})
+	register("sandbox", "report what the kernel enforces on the bash tool's commands, or run one confined", nil,
+		subcommand{name: "check", summary: "report the Landlock ABI, the namespaces and each profile's enforcement", run: sandboxCheck},
+		subcommand{name: "exec", summary: "run a shell command under a sandbox profile, as the bash tool would", run: sandboxExec})
+}
+
+const sandboxExecHelp = `usage: tollgate sandbox exec [--profile read-only|workspace-write] [--timeout D] [--env NAMES] -- COMMAND [ARGS...]
+
+Runs a shell command (one argument: a command string for bash -c; more:
+a command and its arguments) in the current directory under a sandbox
+profile, confined by the kernel exactly as the bash tool confines what a
+policy allows: under read-only it reads the working directory and the
+system's directories, writes nothing but a private TMPDIR, reaches no
+network and sees only PATH, HOME, LANG and TERM of the environment. Its
+output goes to this command's, and its exit status is this command's.
+Where the kernel cannot enforce the profile (tollgate sandbox check),
+nothing runs and the exit status is 126.
+
+tollgate hook claude-code --confine answers an allowed Bash call with its
+command under this.
+
+examples:
+  tollgate sandbox exec -- 'ls -la | head'
+  tollgate sandbox exec --profile workspace-write --timeout 10m -- make test
+  tollgate sandbox exec --env GOPATH,GOFLAGS -- go vet ./...
+`
+
+func sandboxExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("sandbox exec", sandboxExecHelp, stderr)
+	profile := fs.String("profile", string(bash.ReadOnly), "the sandbox `profile`: read-only or workspace-write")
+	timeout := fs.Duration("timeout", 10*time.Minute, "the command's time limit: it is killed, all it started too, when it passes")
+	env := fs.String("env", "", "comma-separated environment `variables` the command keeps besides PATH, HOME, LANG and TERM")
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
+	}
+	p, err := bash.ParseProfile(*profile)
+	if err != nil || p == bash.Unconfined {
+		return fs.usageError("--profile %q: want read-only or workspace-write", *profile)
+	}
+	words := fs.Args()
+	if len(words) == 0 {
+		return fs.usageError("no command: give it after --")
+	}
+	cmdline := words[0]
+	if len(words) > 1 {
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = hooks.ShellQuote(w)
+		}
+		cmdline = strings.Join(quoted, " ")
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return fail(stderr, "sandbox exec", err)
+	}
+	opts := &bash.Options{Dir: dir, Profile: p, Timeout: *timeout, Stdout: stdout, Stderr: stderr,
+		Masked: statePaths(defaultStore(), configFile("hook.token"), configFile("tokens.yaml"))}
+	for _, name := range strings.Split(*env, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			opts.Env = append(opts.Env, name)
+		}
+	}
+	if err := bash.Check().Enforceable(p); err != nil {
+		fmt.Fprintf(stderr, "tollgate sandbox exec: not run: %v\n", err)
+		return 126
+	}
+	res, err := bash.Run(ctx, opts, cmdline)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate sandbox exec: %v\n", err)
+		if res.ExitCode > 0 {
+			return res.ExitCode
+		}
+		return 126
+	}
+	return res.ExitCode
 }
 
 const sandboxCheckHelp = `usage: tollgate sandbox check [--json]

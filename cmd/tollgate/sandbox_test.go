@@ -113,3 +113,27 @@ func TestRunApprovedRunsUnderToolProfile(t *testing.T) {
 		}
 	}
 }
+
+// sandbox exec runs a command in this directory under a profile, its
+// output and exit status passed through: under read-only it writes
+// nothing; several words are one command and its arguments, quoted.
+func TestSandboxExec(t *testing.T) {
+	needSandbox(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("inside\n"), 0o644)
+	code, out, errOut := runCLI(t, "", "sandbox", "exec", "--", "cat in.txt; echo x > out.txt; exit 7")
+	if code != 7 || !strings.Contains(out, "inside") || !strings.Contains(errOut, "Read-only file system") {
+		t.Fatalf("read-only: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.txt")); err == nil {
+		t.Fatal("a read-only command wrote a file")
+	}
+	code, out, _ = runCLI(t, "", "sandbox", "exec", "--profile", "workspace-write", "--", "sh", "-c", "echo 'it''s' > out.txt; cat out.txt")
+	if code != 0 || strings.TrimSpace(out) != "its" {
+		t.Fatalf("workspace-write with arguments: exit %d %q", code, out)
+	}
+	if code, _, errOut := runCLI(t, "", "sandbox", "exec", "--profile", "unconfined", "--", "ls"); code != 2 || !strings.Contains(errOut, "read-only or workspace-write") {
+		t.Fatalf("unconfined: %d %s", code, errOut)
+	}
+}

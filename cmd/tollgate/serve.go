@@ -18,7 +18,7 @@ import (
 	"github.com/tollgate-ai/tollgate/cluster"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
-	"github.com/tollgate-ai/tollgate/policy"
+	"github.com/tollgate-ai/tollgate/notify"
 	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/server/web"
 )
@@ -59,8 +59,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	af.register(fs, true)
 	var mcpf mcpFlags
 	mcpf.register(fs.FlagSet)
+	hookPolicy := hookPolicyFlag(fs)
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGTERM, how long runs in progress get to finish or park before they are cut off (left resumable)")
 	maxStreams := fs.Int("max-streams-per-token", server.DefaultMaxStreamsPerToken, "the most event streams one token (with the page sessions it signed in) keeps open at once; more are refused with 429 too_many_streams (0: no limit), e.g. --max-streams-per-token 64")
+	notifyConfig := fs.String("notify-config", envDefault("TOLLGATE_NOTIFY_CONFIG", ""), "notifications `file` (YAML: webhooks, Slack, mail, the groups policy rules name in notify: and escalate:; secrets from the environment or files, see the README's \"Notifications\"), e.g. --notify-config /etc/tollgate/notify.yaml [TOLLGATE_NOTIFY_CONFIG]")
+	samePolicy := fs.Bool("require-same-policy", envDefault("TOLLGATE_REQUIRE_SAME_POLICY", "") == "1", "with a postgres:// store: refuse to start when another live replica decides by another policy (its file's digest differs); without it, replicas that differ are warned about in the log, on /readyz and in tollgate_cluster_policy_mismatch, e.g. --require-same-policy [TOLLGATE_REQUIRE_SAME_POLICY=1]")
 	lease := fs.Duration("lease", 15*time.Second, "with a postgres:// store, serve is a replica of a cluster (run as many as you like on one database, see the README's \"Several replicas\"): how long the runs of a replica that stops answering stay held before another takes them over, e.g. --lease 30s")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
@@ -124,7 +127,23 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve: "+storePasswordRefusal)
 		return 2
 	}
-	state := statePaths(*storeURL, af.policyFile, *tokensFile)
+	var notifyCfg *notify.Config
+	var notifyFiles []string
+	if *notifyConfig != "" {
+		if notifyCfg, err = notify.Load(*notifyConfig, os.Getenv); err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return 2
+		}
+		if err := checkNotifyGroups(notifyCfg, af.policyFile); err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return 2
+		}
+		// The file names the webhooks and whose presses answer; its
+		// secret files sign the answers: a command that could rewrite
+		// them could answer its own calls.
+		notifyFiles = append([]string{*notifyConfig}, notifyCfg.SecretFiles()...)
+	}
+	state := statePaths(*storeURL, append([]string{af.policyFile, *tokensFile, *hookPolicy}, notifyFiles...)...)
 	if p := stateInside(af.dir, state); p != "" {
 		if !*stateInDir {
 			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
@@ -169,14 +188,31 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	} else {
 		log.Info("tollgate: " + line)
 	}
-	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log}
+	// Coding agents' hooks: their sessions are threads of this host.
+	// Its policy is reloaded as serve's own is (--policy-reload), and a
+	// reload that loosens it is a notice too.
+	manual, _ := parsePolicyReload(af.reload) // checked with serve's own policy
+	hookSvc, hookLP, err := hookService(ctx, store, *hookPolicy, log, policyWatch{manual: manual, loosened: af.loosened})
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 2
+	}
+	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log, Kinds: []host.Kind{hookSvc.Kind()}}
+	var notifier *notify.Notifier
+	if notifyCfg != nil {
+		if notifier, err = notify.New(notify.Options{Config: notifyCfg, Store: store, Logger: log}); err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return 1
+		}
+	}
 	// On PostgreSQL every replica is one of a cluster, be it the only one:
 	// runs, answers and deadlines go through River's jobs and leases, so
 	// that more replicas can join at any time.
 	var coord *cluster.Cluster
 	var poll time.Duration
 	if pg, ok := store.(*postgres.Store); ok {
-		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log})
+		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log, Notifier: notifier,
+			PolicyDigest: tmpl.PolicyDigest, RequireSamePolicy: *samePolicy})
 		if err != nil {
 			fmt.Fprintln(stderr, "tollgate serve:", err)
 			return 1
@@ -186,7 +222,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// Events other replicas write reach this one's streams by the
 		// log's poll (questions by notification, at once).
 		poll = 300 * time.Millisecond
-		log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String())
+		log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String(), "policy_digest", tmpl.PolicyDigest())
 	}
 	h, err := host.New(hcfg)
 	if err != nil {
@@ -197,6 +233,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
 	}
+	if err := hookSvc.Start(h); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
+	notifications, stopNotify := startNotifications(ctx, notifier, h, coord, notices, log)
+	defer stopNotify()
 	modelLabel := af.model
 	if modelLabel == "demo" || modelLabel == "" {
 		modelLabel = "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
@@ -211,9 +253,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Page:               web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
 		PollInterval:       poll,
 		Collectors:         collectorsOf(coord),
+		Warnings:           warningsOf(coord),
 		MaxStreamsPerToken: *maxStreams,
 		Notices:            notices.list,
-		Learning:           func(string) *policy.Policy { return lp.current() },
+		Learning:           policyOfThread(lp.current, hookLP.current),
+		Hooks:              hookSvc,
+		Notifications:      notifications,
 	})
 	if err != nil {
 		h.Shutdown(context.WithoutCancel(ctx))
@@ -224,6 +269,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	shownStore := storeurl.Redacted(*storeURL)
 	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", lp.name, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
+	log.Info("tollgate: coding agents' hooks at http://"+ln.Addr().String()+"/v1/hooks/claude-code and /v1/hooks/codex (tollgate hook install)", "hook_policy", hookLP.name)
 	if servers != nil {
 		fmt.Fprintln(stdout, "tollgate:", mcpSummary(servers))
 	}
@@ -237,8 +283,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case <-ctx.Done():
 		log.Info("tollgate: shutting down", "grace", grace.String())
 	}
-	// Streams end first (they never finish on their own), then requests in
-	// flight, then the runs: each gets the grace period to finish or park.
+	// Hooks waiting for a person are answered first (tollgate's command
+	// hook sends its call again to the next server; an agent's http hook
+	// is denied), streams end (they never finish on their own), then
+	// requests in flight, then the runs: each gets the grace period to
+	// finish or park.
+	hookSvc.Shutdown()
 	srv.Close()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
 	defer cancel()
@@ -261,6 +311,15 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
 	fmt.Fprintf(stdout, "tollgate: stopped: %s parked waiting for answers, %s cut off mid-way (they resume at the next start)\n", plural(stats.Parked, "run"), plural(stats.Active, "run"))
 	return 0
+}
+
+// warningsOf is what /readyz says is wrong with the cluster, when there is
+// one: replicas that decide by different policies.
+func warningsOf(c *cluster.Cluster) func() []string {
+	if c == nil {
+		return nil
+	}
+	return c.PolicyMismatch
 }
 
 // collectorsOf is the cluster's metrics, when there is one.

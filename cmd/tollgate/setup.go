@@ -109,7 +109,9 @@ func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *
 	if err != nil {
 		return agent.Config{}, nil, err
 	}
-	return bashAgent(store, provider, model, bashOpts, lp.approval, log), lp, nil
+	cfg := bashAgent(store, provider, model, bashOpts, lp.approval, log)
+	cfg.PolicyDigest = lp.digest
+	return cfg, lp, nil
 }
 
 // learningOptions are the policy options of a process that runs calls on
@@ -130,17 +132,6 @@ func learningOptions(store checkpoint.Store, dir string, log *slog.Logger) *poli
 	return o
 }
 
-// loadedPolicy is a policy file in force.
-type loadedPolicy struct {
-	approval hitl.Policy
-	// decide is the bash tool's Decide (sandbox profiles).
-	decide func(context.Context, json.RawMessage) (string, error)
-	name   string
-	// current is the policy in force (reloads included): what rules
-	// learned from answers answer for.
-	current func() *policy.Policy
-}
-
 // bashAgent is the run template of serve and run: the model, the bash tool
 // and the approval middleware on the store's every-thread channel.
 func bashAgent(store checkpoint.Store, provider agent.Provider, model agent.Model, bashOpts *bash.Options, approval hitl.Policy, log *slog.Logger) agent.Config {
@@ -158,6 +149,20 @@ func bashAgent(store checkpoint.Store, provider agent.Provider, model agent.Mode
 // is expected (run asks every call without --policy).
 const builtinPolicy = "builtin"
 
+// loadedPolicy is a policy file (or the built-in policy) as the agent
+// uses it: the approval policy, the bash tool's Decide, its name, and its
+// digest (of the file in force: recorded with each decision, compared
+// between replicas).
+type loadedPolicy struct {
+	approval hitl.Policy
+	decide   func(context.Context, json.RawMessage) (string, error)
+	name     string
+	digest   func() string
+	// current is the policy in force (reloads included): what rules
+	// learned from answers answer for.
+	current func() *policy.Policy
+}
+
 // loadPolicy loads the policy file (reloaded as w says) or the built-in
 // sandbox policy, with opts (nil: policyOptions()).
 func loadPolicy(ctx context.Context, file string, log *slog.Logger, w policyWatch, opts *policy.Options) (*loadedPolicy, error) {
@@ -170,22 +175,25 @@ func loadPolicy(ctx context.Context, file string, log *slog.Logger, w policyWatc
 			return nil, err
 		}
 		return &loadedPolicy{approval: p.HITL(), decide: p.SandboxFor("bash"), name: policies.SandboxName,
-			current: func() *policy.Policy { return p }}, nil
+			current: func() *policy.Policy { return p }, digest: p.Digest}, nil
 	}
-	rp, err := watchedPolicy(ctx, file, log, "tollgate: policy reloaded", w, opts)
+	rp, err := watchedPolicyWith(ctx, file, opts, log, "tollgate: policy reloaded", w)
 	if err != nil {
 		return nil, err
 	}
-	return &loadedPolicy{approval: rp.HITL(), decide: rp.SandboxFor("bash"), name: file, current: rp.Policy}, nil
+	return &loadedPolicy{approval: rp.HITL(), decide: rp.SandboxFor("bash"), name: file, current: rp.Policy, digest: rp.Digest}, nil
 }
 
-// watchedPolicy loads a policy file and reloads it until ctx ends: when
-// it changes, or with w.manual on SIGHUP only. A reload that fails keeps
-// the previous policy and says why.
-func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string, w policyWatch, opts *policy.Options) (*policy.Reloadable, error) {
-	if opts == nil {
-		opts = policyOptions()
-	}
+// watchedPolicy loads a policy file as the tools that run here need it
+// (policyOptions) and reloads it until ctx ends: when it changes, or with
+// w.manual on SIGHUP only. A reload that fails keeps the previous policy
+// and says why.
+func watchedPolicy(ctx context.Context, file string, log *slog.Logger, reloaded string, w policyWatch) (*policy.Reloadable, error) {
+	return watchedPolicyWith(ctx, file, policyOptions(), log, reloaded, w)
+}
+
+// watchedPolicyWith is watchedPolicy with the policy's options.
+func watchedPolicyWith(ctx context.Context, file string, opts *policy.Options, log *slog.Logger, reloaded string, w policyWatch) (*policy.Reloadable, error) {
 	rp, err := policy.NewReloadable(file, opts)
 	if err != nil {
 		return nil, err
@@ -237,6 +245,8 @@ type noticeBoard struct {
 	mu       sync.Mutex
 	fixed    []server.Notice
 	loosened []server.Notice
+	// more, when set, adds notices of the moment (dead notifications).
+	more func() []server.Notice
 }
 
 // keptLoosened is how many loosening reloads the page shows, the latest.
@@ -260,8 +270,13 @@ func (b *noticeBoard) policyLoosened(file string, looser []string) {
 
 func (b *noticeBoard) list() []server.Notice {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append(slices.Clone(b.fixed), b.loosened...)
+	out := append(slices.Clone(b.fixed), b.loosened...)
+	more := b.more
+	b.mu.Unlock()
+	if more != nil {
+		out = append(out, more()...)
+	}
+	return out
 }
 
 // mcpFlags are the --mcp and --mcp-config flags of run and serve: MCP

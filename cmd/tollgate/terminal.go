@@ -695,7 +695,7 @@ func (t *terminal) show(q *checkpoint.Question, req *hitl.Request) {
 			t.println("   " + l)
 		}
 		hidden = display.HiddenJSON(p.Args)
-		for _, l := range detailLines(p.Details) {
+		for _, l := range display.FactLines(display.Details(p.Details)) {
 			t.println("   " + l)
 		}
 	case hitl.KindAsk:
@@ -727,30 +727,6 @@ func (t *terminal) promptText() string {
 		return fmt.Sprintf("(%s left) %s", left(t.cur.q.Deadline), t.cur.label)
 	}
 	return t.cur.label
-}
-
-// detailLines are the policy's details of a question, rule and impact
-// first, then every other one: what the policy found is part of what the
-// reviewer must see.
-func detailLines(details map[string]any) []string {
-	var lines []string
-	for _, k := range []string{"matched_rule", "impact"} {
-		if v, ok := details[k]; ok {
-			name := map[string]string{"matched_rule": "rule"}[k]
-			lines = append(lines, cmp.Or(name, k)+": "+detailText(v))
-		}
-	}
-	keys := make([]string, 0, len(details))
-	for k := range details {
-		if k != "matched_rule" && k != "impact" {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		lines = append(lines, display.Line(k)+": "+detailText(details[k]))
-	}
-	return lines
 }
 
 // redraw draws the prompt line: the label, the time left, what is typed.

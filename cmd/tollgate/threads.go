@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/internal/display"
 )
 
@@ -160,7 +162,24 @@ func threadsShow(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	if err := json.Unmarshal(th.Messages, &msgs); err != nil && len(th.Messages) > 0 {
 		return fail(stderr, name, fmt.Errorf("the messages of thread %s are not readable: %v", display.Line(th.ID), err))
 	}
-	showThread(stdout, th, msgs, byCall)
+	// What a coding agent reported of the calls it ran (its PostToolUse
+	// hook), recorded in the thread's audit log.
+	var outputs map[string][]map[string]any
+	if hooks.IsThread(th.ID) {
+		evs, err := src.events(ctx, th.ID, 0, 0)
+		if err != nil && !forbidden(err) {
+			return fail(stderr, name, err)
+		}
+		outputs = map[string][]map[string]any{}
+		for _, e := range evs {
+			var d map[string]any
+			if e.Type == hooks.OutputEvent && json.Unmarshal(e.Data, &d) == nil {
+				id, _ := d["call_id"].(string)
+				outputs[id] = append(outputs[id], d)
+			}
+		}
+	}
+	showThread(stdout, th, msgs, byCall, outputs)
 	return 0
 }
 
@@ -191,7 +210,7 @@ func findThread(ctx context.Context, src source, id string) (*threadInfo, error)
 
 // showThread prints the conversation. byCall holds the thread's
 // questions by call id; nil when they could not be read.
-func showThread(w io.Writer, th *threadInfo, msgs []agent.Message, byCall map[string]*checkpoint.Question) {
+func showThread(w io.Writer, th *threadInfo, msgs []agent.Message, byCall map[string]*checkpoint.Question, outputs map[string][]map[string]any) {
 	state := string(th.Status)
 	if th.Status == checkpoint.ThreadRunning {
 		state += ", " + th.RunState
@@ -209,6 +228,9 @@ func showThread(w io.Writer, th *threadInfo, msgs []agent.Message, byCall map[st
 		case agent.RoleTool:
 			if m.Result != nil {
 				showResult(w, m, calls[m.Result.CallID], byCall[m.Result.CallID], byCall != nil)
+				for _, o := range outputs[m.Result.CallID] {
+					showOutput(w, o)
+				}
 			}
 			continue
 		case agent.RoleAssistant:
@@ -221,13 +243,38 @@ func showThread(w io.Writer, th *threadInfo, msgs []agent.Message, byCall map[st
 		default:
 			fmt.Fprintf(w, "%s  %s\n", when(m.CreatedAt), display.Line(string(m.Role)))
 		}
-		if m.Text != "" {
-			fmt.Fprintln(w, indentLines(display.Text(strings.TrimSuffix(m.Text, "\n")), "  "))
+		text := m.Text
+		if m.Role == agent.RoleUser && hooks.IsThread(th.ID) {
+			// A coding agent's call, as JSON for the relay: the call and
+			// where it comes from are said above it and below.
+			if i := strings.LastIndex(text, "\n"+hooks.EnvelopeMark); i >= 0 {
+				text = text[:i]
+			}
+		}
+		if text != "" {
+			fmt.Fprintln(w, indentLines(display.Text(strings.TrimSuffix(text, "\n")), "  "))
 		}
 		for _, c := range m.ToolCalls {
 			calls[c.ID] = c
 			fmt.Fprintf(w, "  → %s (call %s)\n", display.Line(c.Name), display.Line(c.ID))
 			showCallArgs(w, c.Arguments, "      ")
+		}
+	}
+	for _, c := range th.Open {
+		fmt.Fprintln(w)
+		switch c.State {
+		case agent.CallDone:
+			// Its result is recorded; the turn's end adds it to the
+			// conversation.
+			showResult(w, agent.Message{Role: agent.RoleTool, Result: c.Result, CreatedAt: c.Result.EndedAt}, calls[c.Call.ID], byCall[c.Call.ID], byCall != nil)
+		case agent.CallRunning:
+			fmt.Fprintf(w, "%s  … %s (call %s): running since %s\n", when(c.StartedAt), display.Line(c.Call.Name), display.Line(c.Call.ID), when(c.StartedAt))
+		default:
+			what := "not run yet"
+			if q := byCall[c.Call.ID]; q != nil && q.Status == checkpoint.QuestionPending {
+				what = "waiting for an answer"
+			}
+			fmt.Fprintf(w, "%s  … %s (call %s): %s\n", strings.Repeat(" ", len("2006-01-02 15:04:05")), display.Line(c.Call.Name), display.Line(c.Call.ID), what)
 		}
 	}
 	if len(th.Pending) > 0 {
@@ -279,6 +326,35 @@ func showResult(w io.Writer, m agent.Message, call agent.ToolCall, q *checkpoint
 	}
 	fmt.Fprintf(w, "%s  ← %s (call %s): %s\n", when(m.CreatedAt), display.Line(tool), display.Line(r.CallID), outcome)
 	fmt.Fprintln(w, indentLines(display.Result(r), "      "))
+	if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
+		// Each call's own times: the calls of a turn start and end apart.
+		fmt.Fprintf(w, "      ran from %s to %s (%s)\n", when(r.StartedAt), when(r.EndedAt)[11:], r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond))
+	}
+}
+
+// showOutput prints what a coding agent reported of a call it ran.
+func showOutput(w io.Writer, o map[string]any) {
+	agentName, _ := o["agent"].(string)
+	if a, err := hooks.ParseAgent(agentName); err == nil {
+		agentName = a.Title()
+	}
+	head := agentName + " ran it"
+	if why, _ := o["not_allowed"].(string); why != "" {
+		// Forged, or run without tollgate's leave.
+		head = "! " + agentName + " reports it ran it, which tollgate did not allow (" + display.Line(why) + ")"
+	}
+	if isErr, _ := o["is_error"].(bool); isErr {
+		head += ", and it failed"
+	}
+	if ms, ok := o["duration_ms"].(float64); ok {
+		head += fmt.Sprintf(" (%s)", (time.Duration(ms) * time.Millisecond).String())
+	}
+	out, _ := o["output"].(string)
+	if strings.TrimSpace(out) == "" {
+		fmt.Fprintf(w, "      %s: no output\n", head)
+		return
+	}
+	fmt.Fprintf(w, "      %s:\n%s\n", head, indentLines(display.Text(strings.TrimSuffix(out, "\n")), "        "))
 }
 
 const threadsAbortHelp = `usage: tollgate threads abort [--reason "why"] THREAD

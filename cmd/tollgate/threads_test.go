@@ -64,6 +64,19 @@ func TestThreadsSameOnStoreAndServer(t *testing.T) {
 	}
 	f.same("threads show", "--json", "t1")
 
+	// A call's result shows as soon as it has one, with its own times,
+	// while another call of its turn waits for an answer.
+	f.prompt("t4", "$ echo live\n$ printf x >> log.txt", 1)
+	out = f.same("threads show", "t4")
+	for _, want := range []string{
+		"← bash (call call_1_1): allowed by the policy\n      exit 0\n      stdout:\n        live\n      ran from ",
+		"… bash (call call_1_2): waiting for an answer",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("threads show of a turn in progress lacks %q:\n%s", want, out)
+		}
+	}
+
 	// A client token sees threads but not questions: no counts.
 	code, out, errOut := f.server(clientSecret, "threads list")
 	if code != 0 || !strings.Contains(out, "t1      running  parked  -") {
@@ -107,5 +120,21 @@ func TestThreadsAbort(t *testing.T) {
 	}
 	if code, _, errOut := f.server(rootSecret, "threads abort", "nope"); code != 1 || !strings.Contains(errOut, "no thread nope in the server at") {
 		t.Errorf("abort of an unknown thread: %d %s", code, errOut)
+	}
+}
+
+// What a coding agent reports of a call tollgate did not let through
+// (package hooks' not_allowed) is not shown as a call's output like any
+// other.
+func TestShowOutputNotAllowed(t *testing.T) {
+	var b strings.Builder
+	showOutput(&b, map[string]any{"agent": "claude-code", "output": "removed\n", "not_allowed": "tollgate did not let the call through"})
+	if want := "      ! Claude Code reports it ran it, which tollgate did not allow (tollgate did not let the call through):\n        removed\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	showOutput(&b, map[string]any{"agent": "claude-code", "output": "ok"})
+	if want := "      Claude Code ran it:\n        ok\n"; b.String() != want {
+		t.Errorf("an allowed call's output: %q, want %q", b.String(), want)
 	}
 }

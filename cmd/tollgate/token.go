@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -15,11 +16,12 @@ func init() {
 		subcommand{name: "new", summary: "make a token: its secret, and the entry of a tokens file", run: tokenNew})
 }
 
-const tokenNewHelp = `usage: tollgate token new --name NAME --role client|reviewer|admin [--threads 'GLOB,...']
+const tokenNewHelp = `usage: tollgate token new --name NAME --role client|reviewer|admin [--threads 'GLOB,...'] [--secret-file FILE]
 
 Prints a new token's secret on stderr (give it to its holder: it is shown
-once) and, on stdout, the entry for a tokens file, which keeps only the
-secret's SHA-256. Roles: client (starts and drives runs: threads,
+once), or writes it to --secret-file (made 0600; an existing file is not
+overwritten), and, on stdout, the entry for a tokens file, which keeps
+only the secret's SHA-256. Roles: client (starts and drives runs: threads,
 messages, aborts), reviewer (answers questions), admin (everything).
 
 examples:
@@ -27,6 +29,7 @@ examples:
   tollgate token new --name alice --role reviewer >> tokens.yaml
   tollgate token new --name team-a --role reviewer --threads 'team-a-*,shared' >> tokens.yaml
   tollgate token new --name ci --role client >> tokens.yaml
+  tollgate token new --name claude --role client --secret-file ~/.config/tollgate/hook.token >> tokens.yaml
   tollgate serve --tokens tokens.yaml
 `
 
@@ -35,6 +38,7 @@ func tokenNew(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	name := fs.String("name", "", "who holds the token; recorded with every answer given with it")
 	role := fs.String("role", "", "client (threads and messages), reviewer (questions and answers) or admin")
 	threads := fs.String("threads", "", "reviewer only: comma-separated thread id `patterns` it may see (default: all)")
+	secretFile := fs.String("secret-file", "", "write the secret to this `file` (made 0600, never overwritten) instead of stderr: for a program that reads it, such as a coding agent's hook")
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
 	}
@@ -71,6 +75,30 @@ func tokenNew(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		fmt.Fprintln(stderr, "tollgate token new:", msg)
 		return 2
+	}
+	if *secretFile != "" {
+		path, err := expandHome(*secretFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "tollgate token new:", err)
+			return 1
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "tollgate token new: --secret-file: %v (an existing file is not overwritten: a token in use would stop working)\n", err)
+			return 1
+		}
+		_, err = fmt.Fprintln(f, secret)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+			fmt.Fprintln(stderr, "tollgate token new: --secret-file:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "token for %s (%s) written to %s\n", tok.Name, tok.Role, path)
+		fmt.Fprint(stdout, entry)
+		return 0
 	}
 	// The secret alone on the last line, for a script to take:
 	// tollgate token new ... 2>&1 >>tokens.yaml | tail -1

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -29,5 +31,21 @@ func TestTokenNew(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, "", "token", "new", "--name", "x", "--role", "root"); code != 2 || !strings.Contains(errOut, `--role "root": want client, reviewer or admin`) {
 		t.Fatalf("bad role: %d %s", code, errOut)
+	}
+}
+
+func TestTokenSecretFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hook.token")
+	code, out, errOut := runCLI(t, "", "token", "new", "--name", "claude", "--role", "client", "--secret-file", file)
+	if code != 0 || !strings.Contains(errOut, "written to "+file) || strings.Contains(errOut, "tg_") {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	raw, _ := os.ReadFile(file)
+	secret := strings.TrimSpace(string(raw))
+	if st, _ := os.Stat(file); st.Mode().Perm() != 0o600 || !strings.Contains(out, server.HashToken(secret)) {
+		t.Errorf("the file (%v) does not hold the entry's secret:\n%s", st.Mode(), out)
+	}
+	if code, _, errOut := runCLI(t, "", "token", "new", "--name", "x", "--role", "client", "--secret-file", file); code != 1 || !strings.Contains(errOut, "not overwritten") {
+		t.Errorf("an existing file: %d %s", code, errOut)
 	}
 }

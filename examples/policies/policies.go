@@ -13,3 +13,14 @@ var Sandbox []byte
 
 // SandboxName is the name errors and explanations give the built-in copy.
 const SandboxName = "sandbox.yaml (built in)"
+
+// CodingAgent is coding-agent.yaml: the policy for coding agents' hooks
+// (Claude Code, Codex): reads and edits inside the project run, the shell
+// through the analysis, secrets, .git and the network asked or blocked.
+//
+//go:embed coding-agent.yaml
+var CodingAgent []byte
+
+// CodingAgentName is the name errors and explanations give the built-in
+// copy.
+const CodingAgentName = "coding-agent.yaml (built in)"

@@ -68,14 +68,18 @@ type server struct {
 }
 
 // Main runs the package's tests (m.Run) and then stops the cluster or drops
-// the database that [Start] set up, and exits. Call it from TestMain.
-func Main(m *testing.M) {
+// the database that [Start] set up, runs cleanups (the package's own:
+// files its tests share), and exits. Call it from TestMain.
+func Main(m *testing.M, cleanups ...func()) {
 	mainCalled.Store(true)
 	code := m.Run()
 	if srv != nil {
 		for _, f := range slices.Backward(srv.cleanups) {
 			f()
 		}
+	}
+	for _, f := range cleanups {
+		f()
 	}
 	os.Exit(code)
 }

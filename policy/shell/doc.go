@@ -49,6 +49,15 @@
 // not reasons for review: a policy decides whether reading outside the
 // working directory needs a person.
 //
+// [Analysis.Effects] says what the string would do, in words a reviewer
+// reads before approving it: each file it deletes or writes, the hosts it
+// connects to, code it downloads and runs (curl URL | sh, bash -c
+// "$(curl URL)", npm install), what it reads outside the working
+// directory or that may hold credentials, what it does to git history,
+// and which programs it runs whose effects it does not know; [RiskOf]
+// rates them low, medium or high. Effects decide nothing: the policy
+// does.
+//
 // The analysis is static and errs on the side of review. It reads bash by
 // default; see [Parser] for other dialects and limits.
 package shell

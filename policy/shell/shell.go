@@ -140,6 +140,11 @@ type Command struct {
 	// capitals that is not known to be harmless), and the environment as
 	// a whole (jq env, awk ENVIRON).
 	Secrets []string `json:"secrets"`
+
+	// stdin holds the commands whose output this one reads on its
+	// standard input (the left side of a pipe), subst those of its own
+	// substitutions: what Effects needs to see curl URL | sh.
+	stdin, subst span
 }
 
 // Redirect is one redirection.

@@ -35,6 +35,12 @@ type walker struct {
 	// whose standard input is the list of paths a find inside the
 	// working directory prints.
 	findFed *syntax.Stmt
+	// pipeFed is the statement, the first of a pipeline's right side,
+	// whose standard input is the output of the commands pipeFrom (their
+	// indexes in the analysis): the left side's. Effects reads it (curl
+	// URL | sh runs what was downloaded).
+	pipeFed  *syntax.Stmt
+	pipeFrom span
 	// ck is reused for each command's check (command does not recurse
 	// until it is done with it), and opts and operands are scratch space
 	// for parsing options where the results are not kept.
@@ -214,6 +220,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		}
 		w.vars = saved
 	}()
+	first := len(w.a.Commands) // the commands of its substitutions come next
 	redirs := inherited
 	var own []Redirect
 	if len(s.Redirs) > 0 {
@@ -241,11 +248,17 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	switch c := s.Cmd.(type) {
 	case nil:
 	case *syntax.CallExpr:
-		w.call(c, redirs, s)
+		w.call(c, redirs, s, first)
 	case *syntax.BinaryCmd:
+		start := len(w.a.Commands)
 		w.stmt(c.X, redirs)
-		if c.Op == syntax.Pipe && w.printsPathsInside(lastOfPipe(c.X)) {
-			w.findFed = firstOfPipe(c.Y)
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			if c.Op == syntax.Pipe && w.printsPathsInside(lastOfPipe(c.X)) {
+				w.findFed = firstOfPipe(c.Y)
+			}
+			savedFed, savedFrom := w.pipeFed, w.pipeFrom
+			w.pipeFed, w.pipeFrom = firstOfPipe(c.Y), span{start, len(w.a.Commands)}
+			defer func() { w.pipeFed, w.pipeFrom = savedFed, savedFrom }()
 		}
 		w.stmt(c.Y, redirs)
 	case *syntax.Block:
@@ -435,7 +448,8 @@ func setsVar(list []*syntax.Stmt, name string) bool {
 }
 
 // call handles a simple command: assignments, words, and what it runs.
-func (w *walker) call(c *syntax.CallExpr, redirs []Redirect, s *syntax.Stmt) {
+// The commands from first on are those of the statement's substitutions.
+func (w *walker) call(c *syntax.CallExpr, redirs []Redirect, s *syntax.Stmt, first int) {
 	// IFS for read changes only how read splits the line.
 	isRead := len(c.Args) > 0 && c.Args[0].Lit() == "read"
 	env, envReview := w.assigns(c.Assigns, len(c.Args) > 0, isRead)
@@ -443,7 +457,11 @@ func (w *walker) call(c *syntax.CallExpr, redirs []Redirect, s *syntax.Stmt) {
 		return
 	}
 	words := w.words(c.Args)
-	w.command(words, env, envReview, redirs, w.via, launchMode{fromFind: s == w.findFed}, stdinOf(s))
+	mode := launchMode{fromFind: s == w.findFed, subst: span{first, len(w.a.Commands)}}
+	if s == w.pipeFed {
+		mode.stdin = w.pipeFrom
+	}
+	w.command(words, env, envReview, redirs, w.via, mode, stdinOf(s))
 }
 
 // launchMode says how a command receives arguments and input beyond its
@@ -452,7 +470,12 @@ type launchMode struct {
 	extra       bool // xargs adds arguments at run time
 	extraInside bool // ...which are paths inside the working directory
 	fromFind    bool // its standard input is find's paths inside the working directory
+	stdin       span // the commands whose output is its standard input (a pipe)
+	subst       span // the commands of its substitutions ($(...), <(...))
 }
+
+// span is a range of commands of an analysis, by index: [from, to).
+type span struct{ from, to int }
 
 // stdinOf returns the redirection that feeds the statement's standard input.
 func stdinOf(s *syntax.Stmt) *syntax.Redirect {
@@ -485,6 +508,8 @@ func (w *walker) command(words []word, env, envReview []string, redirs []Redirec
 		Writes:      anyWrites(redirs),
 		Review:      envReview,
 		Secrets:     w.takeSecrets(),
+		stdin:       mode.stdin,
+		subst:       mode.subst,
 	}
 	switch {
 	case !name.static || name.glob:
@@ -540,7 +565,9 @@ func (w *walker) command(words []word, env, envReview []string, redirs []Redirec
 			w.fds = saved
 			continue
 		}
-		w.command(l.words, append(slices.Clip(env), l.env...), l.envReview, redirs, inner, launchMode{extra: l.extra, extraInside: l.extraInside}, nil)
+		// What a wrapper runs reads the wrapper's input and arguments.
+		w.command(l.words, append(slices.Clip(env), l.env...), l.envReview, redirs, inner,
+			launchMode{extra: l.extra, extraInside: l.extraInside, stdin: mode.stdin, subst: mode.subst}, nil)
 	}
 }
 

@@ -30,8 +30,28 @@
 //   - Nothing typed is lost to an error: a conflict, a timeout, a network
 //     failure or an expired session is explained in the reviewer's terms
 //     and what was typed stays on the page.
+//   - Each question says why it was asked and what the call will do, in
+//     the policy's words (its details: the rule that asked, each effect
+//     with its object and risk, the risk, where it runs; an MCP tool's
+//     server, title, description and hints, marked as the server's word).
+//   - Similar questions are answered together: picked in the queue (a
+//     checkbox, Space, Shift+click, or "all N like this in this thread"),
+//     approved or denied in one action, each by its own compare-and-set
+//     with its own digest; one answered elsewhere meanwhile is refused
+//     alone and listed with why. A question with hidden characters is
+//     never approved in bulk.
+//   - The history lists threads (waiting, running, failed, finished,
+//     timed out; search by id, tool or text) and answered questions (who,
+//     when, the decision, how long it took), paged from the store; a
+//     thread's page has its audit log; the address (#h=STATE&s=TEXT&t=ID,
+//     #q=THREAD/ID) survives a reload.
+//   - A call's result shows as soon as it has one, with its own start
+//     time and duration, while the rest of its turn waits.
+//   - Controls a role cannot use are not shown: a reviewer starts no
+//     thread, a client answers no question.
 //   - In the conversation each tool result says what happened to the
-//     call in the words of the command line (internal/display.Outcome):
+//     call in the words of the command line (internal/display.Outcome,
+//     which the server sends with the thread):
 //     "blocked by the policy (rule NAME: reason)", never "denied", apart
 //     from "denied by NAME (reason)", "timed out", "aborted (reason)",
 //     "edited by NAME; ran: ..." and "approved by NAME". A bash result
@@ -43,8 +63,9 @@
 //     denied flagged), the rule as policy YAML; saving approves the call
 //     with its digest and learns the rule. "Rules" lists the learned rules
 //     to approve as a second reviewer or revoke.
-//   - The page works with the keyboard (j/k, a, d, e, Esc, ?), on a phone
-//     (one column, large targets) and in light or dark mode.
+//   - The page works with the keyboard (j/k, a, d, e, Space, Esc, ?), on
+//     a phone (one column, large targets, no horizontal scrolling whatever
+//     the model's name) and in light or dark mode.
 //
 // Security: every response carries a strict Content-Security-Policy
 // ([ContentSecurityPolicy]: scripts and styles only from the page's own

@@ -49,10 +49,12 @@ package bash
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -121,9 +123,17 @@ type Options struct {
 	// (without them no confined command may). Read-only commands get
 	// none.
 	Sockets []string
+	// Stdout and Stderr, if set, get the command's output as it comes
+	// (tollgate sandbox exec passes its own), instead of the Result
+	// keeping it: the Result's Stdout and Stderr are then empty.
+	Stdout, Stderr io.Writer
 }
 
-// New returns the bash tool.
+// New returns the bash tool. Its annotations say where its commands run,
+// for the policy and the reviewer: "working_directory" (Dir, absolute)
+// and "sandbox" (Profile; "unconfined" when zero). A policy's Decide may
+// make one call's profile stricter; what a person approves runs under
+// Profile.
 func New(opts *Options) *agent.Tool {
 	o := withDefaults(opts)
 	return agent.NewTool(o.Name, "Run a shell command and return its exit code, stdout and stderr.",
@@ -133,7 +143,17 @@ func New(opts *Options) *agent.Tool {
 				return Result{ExitCode: -1}, err
 			}
 			return run(ctx, o, p, a.Cmd)
-		}, nil)
+		}, &agent.ToolOptions{Annotations: o.annotations()})
+}
+
+// annotations say where the tool's commands run (the keys are
+// policy.AnnotationDir and policy.AnnotationSandbox).
+func (o *Options) annotations() map[string]any {
+	dir := o.Dir
+	if abs, err := filepath.Abs(cmp.Or(dir, ".")); err == nil {
+		dir = abs
+	}
+	return map[string]any{"working_directory": dir, "sandbox": string(cmp.Or(o.Profile, Unconfined))}
 }
 
 func withDefaults(opts *Options) Options {
@@ -263,6 +283,12 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 	}
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if o.Stdout != nil {
+		cmd.Stdout = o.Stdout
+	}
+	if o.Stderr != nil {
+		cmd.Stderr = o.Stderr
+	}
 	err := cmd.Start()
 	if c.after != nil {
 		if aerr := c.after(err); aerr != nil {

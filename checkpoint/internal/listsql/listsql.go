@@ -23,6 +23,10 @@ type Dialect struct {
 	// Bytewise is col compared byte by byte, as Go compares strings (the
 	// order of thread IDs must not depend on a database's collation).
 	Bytewise func(col string) string
+	// Contains is the condition that the text of col (a JSON column's
+	// text as stored) contains the argument p, ASCII letters in either
+	// case.
+	Contains func(col, p string) string
 }
 
 type query struct {
@@ -152,6 +156,14 @@ func Threads(d Dialect, cols string, f checkpoint.ThreadFilter, after *cursor.Th
 	var w []string
 	if f.Status != "" {
 		w = append(w, "status = "+q.arg(string(f.Status)))
+	}
+	if f.Questions != "" {
+		w = append(w, "EXISTS (SELECT 1 FROM questions q WHERE q.thread_id = threads.id AND q.status = "+q.arg(string(f.Questions))+")")
+	}
+	if f.Search != "" {
+		w = append(w, "("+d.Contains("threads.id", q.arg(f.Search))+
+			" OR EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = threads.id AND "+d.Contains("m.body", q.arg(f.Search))+")"+
+			" OR EXISTS (SELECT 1 FROM questions q WHERE q.thread_id = threads.id AND "+d.Contains("q.tool", q.arg(f.Search))+"))")
 	}
 	id := d.Bytewise("id")
 	if after != nil {

@@ -6,7 +6,6 @@ const D = document;
 const B = D.body;
 const $ = (id) => D.getElementById(id);
 
-// ---------- JSON that keeps numbers exact ----------
 const hasRaw = typeof JSON.rawJSON === 'function';
 const isRaw = (v) => hasRaw && JSON.isRawJSON(v);
 // lossy: a number literal a double cannot hold digit for digit.
@@ -22,91 +21,16 @@ function parseAPI(text) {
 	});
 }
 
-// parseJSON is a strict JSON parser for the editor: it says where the
-// text is wrong (err.pos) in words, and keeps big numbers exact.
+// parseJSON: the editor's JSON, numbers exact; err.pos is where it is wrong.
 function parseJSON(src) {
-	let i = 0;
-	const n = src.length;
-	const fail = (msg, at) => {
-		const e = new SyntaxError(msg);
-		e.pos = at === undefined ? i : at;
-		throw e;
-	};
-	const ws = () => {
-		while (i < n && ' \t\n\r'.includes(src[i])) i++;
-	};
-	const eat = (ch) => (ws(), src[i] === ch && ++i > 0);
-	const what = () => (i >= n ? 'the end of the text' : "'" + src[i] + "'");
-	const NUM = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-	const ESC = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
-	function str() {
-		const open = i++;
-		let out = '';
-		let start = i;
-		for (;;) {
-			if (i >= n) fail('a string is not closed: a " is missing', open);
-			const c = src.charCodeAt(i);
-			if (c === 34) { out += src.slice(start, i++); return out; }
-			if (c === 92) {
-				out += src.slice(start, i++);
-				const e = src[i];
-				if (Object.hasOwn(ESC, e)) {
-					out += ESC[e];
-					i++;
-				} else if (e === 'u' && /^[0-9a-fA-F]{4}$/.test(src.slice(i + 1, i + 5))) {
-					out += String.fromCharCode(parseInt(src.slice(i + 1, i + 5), 16));
-					i += 5;
-				} else fail(e === 'u' ? '\\u needs four hex digits' : 'unknown escape \\' + (e || ''), i - 1);
-				start = i;
-				continue;
-			}
-			if (c < 32) fail(c === 10 ? 'a line break inside a string: write it as \\n' : 'a control character inside a string: escape it');
-			i++;
-		}
+	try {
+		return parseAPI(src);
+	} catch (e) {
+		const m = /at position (\d+)/.exec(e.message);
+		throw Object.assign(new SyntaxError(e.message.replace(/ in JSON at position.*|,? "[^]*" is not valid JSON$/, '')), { pos: m ? +m[1] : src.length });
 	}
-	function value() {
-		ws();
-		const c = src[i];
-		if (c === '{' || c === '[') {
-			const obj = c === '{';
-			const close = obj ? '}' : ']';
-			const o = obj ? {} : [];
-			i++;
-			if (eat(close)) return o;
-			for (;;) {
-				if (eat(close)) fail('a comma before ' + close + ' is not allowed in JSON', i - 1);
-				if (obj) {
-					if (src[i] !== '"') fail(src[i] === "'" ? 'keys need "double quotes", not single quotes' : 'expected a key in "double quotes", found ' + what());
-					const at = i;
-					const k = str();
-					if (!eat(':')) fail("expected ':' after the key, found " + what());
-					if (Object.hasOwn(o, k)) fail('the key "' + k + '" appears twice', at);
-					Object.defineProperty(o, k, { value: value(), enumerable: true, writable: true, configurable: true });
-				} else o.push(value());
-				if (eat(',')) continue;
-				if (eat(close)) return o;
-				fail("expected ',' or '" + close + "' after a value, found " + what());
-			}
-		}
-		if (c === '"') return str();
-		NUM.lastIndex = i;
-		const m = NUM.exec(src);
-		if (m) return (i += m[0].length), exactNum(m[0], Number(m[0]));
-		for (const w of ['true', 'false', 'null']) if (src.startsWith(w, i)) return (i += w.length), JSON.parse(w);
-		if (c === "'") fail('strings need "double quotes", not single quotes');
-		fail('expected a value (a "string", a number, true, false, null, {…} or […]), found ' + what());
-	}
-	const v = value();
-	ws();
-	if (i < n) fail('unexpected ' + what() + ' after the end of the value');
-	return v;
 }
 
-function lineCol(src, pos) {
-	const before = src.slice(0, pos);
-	const line = before.split('\n').length;
-	return { line, col: pos - before.lastIndexOf('\n'), text: src.split('\n')[line - 1] || '' };
-}
 
 // Canonical text of a value (keys sorted), to compare two values.
 function canon(v) {
@@ -118,38 +42,17 @@ const pretty = (v) => JSON.stringify(v, null, 2);
 
 // ---------- characters that hide or reorder text ----------
 const SPECIAL = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDC7F\uDD00-\uDDEF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const NAMES = {
-	0xd: 'CARRIAGE RETURN', 0x1b: 'ESCAPE', 0x7f: 'DELETE', 0xad: 'SOFT HYPHEN',
-	0x34f: 'COMBINING GRAPHEME JOINER', 0x61c: 'ARABIC LETTER MARK', 0x180e: 'MONGOLIAN VOWEL SEPARATOR',
-	0x200b: 'ZERO WIDTH SPACE', 0x200c: 'ZERO WIDTH NON-JOINER', 0x200d: 'ZERO WIDTH JOINER',
-	0x200e: 'LEFT-TO-RIGHT MARK', 0x200f: 'RIGHT-TO-LEFT MARK', 0x2028: 'LINE SEPARATOR', 0x2029: 'PARAGRAPH SEPARATOR',
-	0x202a: 'LEFT-TO-RIGHT EMBEDDING', 0x202b: 'RIGHT-TO-LEFT EMBEDDING', 0x202c: 'POP DIRECTIONAL FORMATTING',
-	0x202d: 'LEFT-TO-RIGHT OVERRIDE', 0x202e: 'RIGHT-TO-LEFT OVERRIDE', 0x2060: 'WORD JOINER',
-	0x2066: 'LEFT-TO-RIGHT ISOLATE', 0x2067: 'RIGHT-TO-LEFT ISOLATE', 0x2068: 'FIRST STRONG ISOLATE',
-	0x2069: 'POP DIRECTIONAL ISOLATE', 0xfeff: 'ZERO WIDTH NO-BREAK SPACE (BOM)',
-};
-function charName(cp) {
-	if (NAMES[cp]) return NAMES[cp];
-	if (cp < 0x20) return 'control character';
-	if (cp >= 0x80 && cp <= 0x9f) return 'C1 control character';
-	if (cp >= 0xd800 && cp <= 0xdfff) return 'lone surrogate (broken text)';
-	if (cp >= 0xe0000 && cp <= 0xe007f) return 'TAG character (invisible)';
-	if (cp >= 0xe0100) return 'variation selector (invisible)';
-	return 'invisible formatting character';
-}
-const cpCode = (cp) => 'U+' + cp.toString(16).toUpperCase().padStart(4, '0');
 function badge(ch) {
 	const cp = ch.codePointAt(0);
-	const code = cpCode(cp);
-	return el('span', { class: 'cc', title: charName(cp) + ' ' + code }, '⟨' + code + '⟩');
+	const code = 'U+' + cp.toString(16).toUpperCase().padStart(4, '0');
+	return el('span', { class: 'cc', title: 'a hidden character: ' + code }, '⟨' + code + '⟩');
 }
 // PAD: padding (over 3 blank lines, 16 blanks), counted as display.Text.
 const BK = '[\\t \\xA0\\u1680\\u2000-\\u200A\\u202F\\u205F\\u3000]';
 const PAD = '(?:^|(?<=\\n))(?:' + BK + '*\\r?\\n){4,}|' + BK + '{17,}';
 const pad = (m, n = m.split('\n').length - 1) =>
 	el('span', { class: 'cc', title: 'padding' }, '⟨' + (n || m.length) + (n ? ' blank lines' + (m.includes('\r') ? ', CRLF' : '') : /^ +$/.test(m) ? ' spaces' : /^\t+$/.test(m) ? ' tabs' : ' blanks') + '⟩');
-// txt: s as text nodes, with every special character (of re) as a
-// visible badge. count.n counts them. LINE: newlines and tabs too.
+// txt: s as text, each special character (of re) a badge counted in count.n.
 const TEXT = new RegExp(PAD + '|' + SPECIAL.source, 'g');
 const LINE = new RegExp(PAD + '|[\\t\\n]|' + SPECIAL.source, 'g');
 function txt(s, count, re = TEXT) {
@@ -178,8 +81,7 @@ function countSpecial(v) {
 	}
 	return 0;
 }
-// escapeSpecial: JSON text with special characters as \u escapes, so a
-// textarea shows them instead of obeying them.
+// escapeSpecial: special characters as \u escapes, shown in a textarea.
 const escapeSpecial = (json) =>
 	json.replace(SPECIAL, (m) => Array.from(m, (_, j) => '\\u' + m.charCodeAt(j).toString(16).padStart(4, '0')).join(''));
 
@@ -191,7 +93,6 @@ function el(tag, props, ...kids) {
 			const v = props[k];
 			if (v == null || v === false) continue;
 			if (k === 'class') e.className = v;
-			else if (k === 'text') e.textContent = v;
 			else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
 			else if (k === 'value') e.value = v;
 			else e.setAttribute(k, v === true ? '' : v);
@@ -205,8 +106,7 @@ const clear = (node) => node.replaceChildren();
 const onCtrlEnter = (ta, f) => ta.addEventListener('keydown', (e) => e.key === 'Enter' && (e.ctrlKey || e.metaKey) && f());
 const focus = (id) => $(id) && $(id).focus();
 const alertP = (text, cls = '') => el('p', { class: 'error-text ' + cls, role: 'alert' }, text);
-// holdFocus empties node; what it returns gives the focus (and a field's
-// selection) back to the element of the same id, once node is rebuilt.
+// holdFocus empties node; its result refocuses the same id once rebuilt.
 function holdFocus(node) {
 	const a = D.activeElement;
 	const id = a && node.contains(a) ? a.id : '';
@@ -220,19 +120,16 @@ function holdFocus(node) {
 	};
 }
 
-const FOLD_CHARS = 2000;
-const FOLD_LINES = 40;
 const lines = (s) => s.split('\n').length;
 const fmtN = (n) => n.toLocaleString('en-US');
 
-// block: a long text shown whole, behind a fold when it is long (padding
-// counted); count gathers the special characters.
+// block: a text shown whole, a long one behind a fold.
 function block(s, cls, count) {
 	s = String(s);
 	const pre = (t) => el('pre', { class: 'text ' + (cls || '') }, txt(t, count));
 	const v = s.replace(TEXT, (m) => (m.length > 2 ? '⟨⟩' : m));
 	const nl = lines(v);
-	if (v.length <= FOLD_CHARS && nl <= FOLD_LINES) return pre(s);
+	if (v.length <= 2000 && nl <= 40) return pre(s);
 	const cut = s.slice(0, 1200).split('\n').slice(0, 20).join('\n');
 	const preview = el('pre', { class: 'text preview ' + (cls || '') }, txt(cut));
 	const hidden = s.length - cut.length;
@@ -318,7 +215,6 @@ const expired = (q) => Number.isFinite(ms(q.deadline)) && ms(q.deadline) <= now(
 
 // ---------- API ----------
 const S = { csrf: '', me: null, started: false }; // the CSRF token lives in memory only
-class NetError extends Error {}
 async function api(method, path, body, headers) {
 	const h = Object.assign({ Accept: 'application/json' }, headers);
 	if (body !== undefined) h['Content-Type'] = 'application/json';
@@ -329,7 +225,7 @@ async function api(method, path, body, headers) {
 		res = await fetch(path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', cache: 'no-store' });
 		text = await res.text();
 	} catch (e) {
-		throw new NetError('the server cannot be reached');
+		throw new Error('the server cannot be reached');
 	}
 	clockFrom(res);
 	let data = null;
@@ -444,15 +340,18 @@ function start(me) {
 	$('signin').hidden = true;
 	if (S.me.dev_mode) $('devbanner').hidden = false;
 	showNotices(S.me.notices);
-	if (S.me.model && !B.dataset.model) {
-		$('model').textContent = 'model: ' + S.me.model;
-		$('model').hidden = false;
-	}
+	if (S.me.model && !B.dataset.model) Object.assign($('model'), { textContent: 'model: ' + S.me.model, title: 'model: ' + S.me.model, hidden: false });
 	const who = $('who');
 	who.hidden = false;
 	who.textContent = (S.me.name || '?') + (S.me.role ? ' · ' + S.me.role : '');
 	$('signout').hidden = !!S.me.dev_mode;
-	$('new-thread-top').hidden = false;
+	const nb = $('notify-btn');
+	nb.hidden = !(self.Notification && Notification.permission === 'default' && can('reviewer'));
+	nb.onclick = () => Notification.requestPermission().then((p) => ((nb.hidden = p !== 'default'), toast(p === 'granted' ? 'You will be told of new questions while this page is in the background.' : 'Desktop notifications are off.')));
+	// No control a role cannot use: a reviewer starts no runs.
+	$('new-thread-top').hidden = !can('client');
+	$('history-search').hidden = !can('reviewer'); // a client's token may not search
+	$('views').hidden = false;
 	if (S.started) {
 		resync();
 		if (!es) connectStream();
@@ -460,16 +359,51 @@ function start(me) {
 	}
 	S.started = true;
 	$('app').hidden = false;
-	loadQueue().then(() => {
-		const m = /^#q=([^/]*)\/(.*)$/.exec(location.hash);
-		if (m) select(key(decodeURIComponent(m[1]), decodeURIComponent(m[2])));
-		if (!sel && order.length) select(order[0]);
-	});
+	if (!can('reviewer')) {
+		$('queue-role').hidden = false;
+		$('queue-role').textContent = 'The role “' + S.me.role + '” answers no questions: see the History.';
+		if (!location.hash) history.replaceState(null, '', '#h=all');
+		return route();
+	}
+	loadQueue().then(route);
 	connectStream();
 	setInterval(tick, 1000);
 	setInterval(resync, 30000);
 	setInterval(() => call('GET', '/v1/session').then((r) => r && r.ok && showNotices(r.data.notices)), 15000);
 }
+const can = (role) => !!S.me && (S.me.dev_mode || S.me.role === 'admin' || S.me.role === role);
+
+// ---------- where the page is ----------
+// The address says what is shown (q=THREAD/ID, t=THREAD, h=STATE&s=TEXT):
+// a reload or a link shows it again.
+const hashParams = () => new URLSearchParams(location.hash.slice(1));
+function setHash(o) {
+	const p = hashParams();
+	p.delete('q');
+	p.delete('t');
+	for (const k in o) if (o[k]) p.set(k, o[k]);
+	history.replaceState(null, '', '#' + p);
+}
+function route() {
+	const p = hashParams();
+	const h = p.get('h');
+	$('history').hidden = !h;
+	$('queue').hidden = !!h;
+	$('view-queue').setAttribute('aria-current', String(!h));
+	$('view-history').setAttribute('aria-current', String(!!h));
+	const q = /^([^/]*)\/(.*)$/.exec(p.get('q') || '');
+	$('question').hidden = !!h && !q;
+	$('app').classList.toggle('hist', !!h && !q);
+	if (h) loadHistory(h, p.get('s') || '');
+	if (q) select(key(q[1], q[2]));
+	else if (p.get('t')) {
+		showThread(p.get('t'));
+		if (phone()) $('thread').scrollIntoView();
+	}
+	else if (!h && !sel && order.length) select(order[0]);
+	if (h) renderHistory();
+}
+window.addEventListener('hashchange', route);
 
 // ---------- the queue ----------
 const key = (t, id) => JSON.stringify([t, id]);
@@ -488,30 +422,20 @@ function draft(k) {
 function sortQueue() {
 	// Deadlines to the second, so the calls of one turn keep their order.
 	const dl = (q) => (Number.isFinite(ms(q.deadline)) ? Math.round(ms(q.deadline) / 1000) : Infinity);
-	order = [...queue.keys()].sort((a, b) => dl(queue.get(a)) - dl(queue.get(b)) || (a < b ? -1 : 1));
+	order = [...queue.keys()].sort((a, b) => dl(queue.get(a)) - dl(queue.get(b)) || numeric(a, b));
 }
+
+// numeric orders the calls of a turn as numbers: item-2 before item-10.
+const numeric = (a, b) => a.localeCompare(b, 'en', { numeric: true });
 
 let syncing = null;
 async function loadQueue() {
-	const fresh = new Map();
-	let cursor = '';
-	let total = 0;
-	try {
-		for (let page = 0; page < 5; page++) {
-			const r = await api('GET', '/v1/questions?status=pending&order=deadline&limit=200' + (cursor ? '&cursor=' + enc(cursor) : ''));
-			if (!r.ok) {
-				if (r.status !== 401) banner('queue', 'error', 'The queue could not be loaded: ' + explain(r));
-				return;
-			}
-			for (const q of r.data.questions || []) fresh.set(qKey(q), q);
-			total = r.data.total || fresh.size;
-			cursor = r.data.next_cursor || '';
-			if (!cursor) break;
-		}
-	} catch (e) {
-		offline('the queue could not be loaded', loadQueue);
-		return;
-	}
+	// The 200 soonest deadlines: the rest wait their turn.
+	const r = await call('GET', '/v1/questions?status=pending&order=deadline&limit=200');
+	if (!r) return offline('the queue could not be loaded', loadQueue);
+	if (!r.ok) return void (r.status !== 401 && banner('queue', 'error', 'The queue could not be loaded: ' + explain(r)));
+	const fresh = new Map((r.data.questions || []).map((q) => [qKey(q), q]));
+	const total = r.data.total || fresh.size;
 	dropBanner('queue');
 	for (const k of [...queue.keys()]) if (!fresh.has(k)) removeQ(k, null);
 	for (const [k, q] of fresh) if (!gone.has(k)) queue.set(k, q);
@@ -530,11 +454,14 @@ function addQ(q, isNew) {
 	const had = queue.has(k);
 	queue.set(k, q);
 	renderQueue();
-	if (isNew && !had) announce('New question: ' + summary(q) + '. ' + queue.size + ' waiting.');
+	if (isNew && !had) {
+		announce('New question: ' + summary(q) + '. ' + queue.size + ' waiting.');
+		// Told on the desktop, once the reviewer allowed it, when the page is not in view.
+		if (D.hidden && self.Notification && Notification.permission === 'granted') new Notification('tollgate asks', { body: summary(q).slice(0, 200), tag: k }).onclick = () => (focus(), pick(k));
+	}
 	if (!sel) select(k);
 }
-// removeQ: the question is no longer pending. info says how it ended,
-// when known ({by, status, decision, reason, at}).
+// removeQ: the question is no longer pending; info says how it ended.
 function removeQ(k, info) {
 	gone.add(k);
 	const was = queue.delete(k);
@@ -555,6 +482,9 @@ function gist(q) {
 }
 const summary = (q) => (q.kind === 'ask' || q.kind === 'confirm' ? q.kind : q.tool || (q.payload || {}).tool_name || q.kind) + ': ' + gist(q);
 
+// row: an item of the queue or the history: what, its state, a line, where.
+const row = (tag, props, what, state, line, meta) => el(tag, Object.assign({ class: 'qitem' }, props), el('span', { class: 'qtop' }, what, el('span', { class: 'grow' }), state),
+	line == null ? null : el('span', { class: 'qsum' }, txt(line.split('\n')[0])), el('span', { class: 'qmeta' }, meta));
 function renderQueue() {
 	sortQueue();
 	const list = $('queue-list');
@@ -563,31 +493,97 @@ function renderQueue() {
 	for (const k of order) {
 		const q = queue.get(k);
 		const p = q.payload || {};
-		const warn = countSpecial(p.args || p.arguments || p.question || p.message || '') > 0;
-		const line = gist(q).split('\n')[0];
-		const b = el('button', { type: 'button', class: 'qitem', 'data-key': k, 'aria-current': k === sel ? 'true' : null, onclick: () => pick(k) },
-			el('span', { class: 'qtop' }, el('span', { class: 'kind k-' + q.kind }, gated(q.kind) ? q.tool || p.tool_name || 'tool' : q.kind),
-				warn ? el('span', { class: 'warn-dot', title: 'contains invisible or direction-changing characters' }, '⚠') : null,
-				el('span', { class: 'grow' }), countdown(q)),
-			el('span', { class: 'qsum' }, txt(line)),
-			el('span', { class: 'qmeta' }, 'thread ', txt(q.thread_id), ' · ', when(q.created_at)));
-		list.append(el('li', null, b));
+		const b = row('button', { type: 'button', 'data-key': k, 'aria-current': k === sel ? 'true' : null, onclick: (e) => (e.shiftKey ? togglePick(k, true) : pick(k)) },
+			[el('span', { class: 'kind k-' + q.kind }, q.kind === 'approve' || q.kind === 'tool_interrupt' ? q.tool || p.tool_name || 'tool' : q.kind),
+				hiddenChars(q) ? el('span', { class: 'warn-dot', title: 'contains invisible or direction-changing characters' }, '⚠') : null],
+			countdown(q), gist(q), ['thread ', txt(q.thread_id), ' · ', when(q.created_at)]);
+		const box = el('input', { type: 'checkbox', class: 'qpick', checked: picked.has(k), 'aria-label': 'select ' + summary(q).slice(0, 80), onchange: () => togglePick(k) });
+		list.append(el('li', { class: picked.has(k) ? 'picked' : null }, box, b));
 	}
+	renderBulk();
 	const n = queue.size;
 	$('count').textContent = n ? '(' + n + ')' : '';
 	$('queue-empty').hidden = n > 0;
 	D.title = (n ? '(' + n + ') ' : '') + 'tollgate';
+	// The tab's icon carries the count too.
+	const icon = D.querySelector('link[rel=icon]');
+	icon.dataset.h ||= icon.href;
+	icon.href = n ? 'data:image/svg+xml,' + encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f5fbf"/><circle cx="21" cy="11" r="11" fill="#c62828"/><text x="21" y="16" font-size="' + (n > 9 ? 11 : 15) + '" font-family="sans-serif" font-weight="bold" text-anchor="middle" fill="#fff">' + (n > 99 ? '99+' : n) + '</text></svg>') : icon.dataset.h;
 	if (focused) {
 		const f = list.querySelector('[data-key="' + CSS.escape(focused) + '"]');
 		if (f) f.focus();
 	}
 }
 
-// pick: a queue item was chosen; on a phone, the question (above) comes
-// into view.
+// ---------- answering several at once ----------
+// Picked questions are answered in one action, each by its own
+// compare-and-set and digest: one answered elsewhere is refused alone.
+const picked = new Set();
+const bulk = { results: [], busy: false };
+let lastPicked = null;
+function togglePick(k, range) {
+	const i = order.indexOf(lastPicked);
+	const j = order.indexOf(k);
+	if (range && i >= 0) for (const x of order.slice(Math.min(i, j), Math.max(i, j) + 1)) picked.add(x);
+	else if (!picked.delete(k)) picked.add(k);
+	lastPicked = k;
+	renderQueue();
+}
+const hiddenChars = (q, p = q.payload || {}) => countSpecial(p.args || p.arguments || p.question || p.message || '') > 0;
+// likeKey: calls alike have the same tool, programs, effects and risks
+// (a shell's command is args.cmd, or a coding agent's args.command; each
+// effect names its own command after a cd or in a pipeline).
+const word1 = (s) => (typeof s === 'string' ? s.trim().split(/\s/)[0] : '');
+const likeKey = (q, p = q.payload || {}, a = p.args || {}, c = word1(a.cmd) || word1(a.command)) => q.kind + q.tool + c + JSON.stringify(((p.details || {}).effects || []).map((e) => e.kind + e.risk + (word1(e.command) || c)));
+function renderBulk() {
+	for (const k of picked) if (!queue.has(k)) picked.delete(k);
+	const n = picked.size;
+	$('bulk').hidden = !n && !bulk.results.length;
+	$('bulk-n').textContent = n ? n + ' selected' : 'Answered together:';
+	$('bulk-approve').textContent = 'Approve ' + n;
+	$('bulk-deny').textContent = 'Deny ' + n + '…';
+	for (const id of ['bulk-approve', 'bulk-deny', 'bulk-send-deny']) $(id).disabled = !n || bulk.busy;
+	$('bulk-approve').parentNode.hidden = !n;
+	const ul = $('bulk-results');
+	const bad = bulk.results.filter((r) => r.why);
+	clear(ul);
+	if (bulk.results.length) ul.append(el('li', null, (bulk.results.length - bad.length) + ' of ' + bulk.results.length + ' ' + bulk.done + (bad.length ? '; not these:' : '.')));
+	for (const r of bad) ul.append(el('li', { class: 'error-text' }, '✗ ', el('code', null, txt(r.id)), ': ', txt(r.why)));
+}
+async function sendBulk(decision) {
+	const reason = $('bulk-reason').value.trim() || DEFAULT_REASON;
+	const keys = order.filter((k) => picked.has(k));
+	Object.assign(bulk, { busy: true, results: [], done: past(decision) });
+	shown.mine = picked.has(sel); // answered here, not elsewhere
+	for (const k of keys) {
+		const q = queue.get(k);
+		let why = q.kind !== 'approve' && q.kind !== 'tool_interrupt' ? 'a question of kind ' + q.kind + ' is answered alone' : decision === 'approve' && hiddenChars(q) ? 'not approved: it has hidden characters, so approve it alone' : '';
+		const r = why ? null : await call('POST', qPath(q) + '/answer', answerBody(q, decision, reason));
+		if (!why) why = !r ? 'not sent: the server cannot be reached' : r.ok ? '' : explain(r);
+		if (r && (r.ok || ['already_answered', 'expired', 'aborted'].includes(r.err.code))) {
+			removeQ(k, null);
+			drafts.delete(k);
+		}
+		bulk.results.push({ id: q.id, why });
+		picked.delete(k);
+		renderBulk();
+	}
+	bulk.busy = false;
+	$('bulk-deny-form').hidden = true;
+	announce($('bulk-results').textContent);
+	renderQueue();
+	if (!queue.has(sel)) next();
+}
+$('bulk-approve').addEventListener('click', () => sendBulk('approve'));
+$('bulk-deny').addEventListener('click', () => ($('bulk-deny-form').hidden = false, $('bulk-reason').focus()));
+$('bulk-send-deny').addEventListener('click', () => sendBulk('deny'));
+$('bulk-clear').addEventListener('click', () => (picked.clear(), (bulk.results = []), renderQueue()));
+
+// pick: a queue item chosen; on a phone the question comes into view.
+const phone = () => matchMedia('(max-width: 860px)').matches;
 function pick(k) {
 	select(k);
-	if (matchMedia('(max-width: 860px)').matches) $('question').scrollIntoView({ block: 'start' });
+	if (phone()) $('question').scrollIntoView({ block: 'start' });
 }
 function select(k) {
 	const q = queue.get(k);
@@ -601,25 +597,24 @@ function select(k) {
 		setTimeout(() => shown.at === at && (D.body.dataset.keysReady = '1'), 700);
 	}
 	sel = k;
-	Object.assign(shown, { q, note: null, mine: false, expiredShown: false });
-	history.replaceState(null, '', '#q=' + enc(q.thread_id) + '/' + enc(q.id));
+	shown.q = q;
+	shown.note = null;
+	shown.mine = false;
+	shown.expiredShown = false;
+	setHash({ q: q.thread_id + '/' + q.id });
 	renderQueue();
 	renderDetail();
 	showThread(q.thread_id);
 }
 async function fetchAndShow(k) {
 	const [t, id] = JSON.parse(k);
-	try {
-		const r = await api('GET', qPath({ thread_id: t, id }));
-		if (!r.ok) return;
-		if (r.data.status === 'pending') return addQ(r.data, false), select(k);
-		sel = k;
-		Object.assign(shown, { q: r.data, note: resolution(r.data) });
-		renderDetail();
-		showThread(t);
-	} catch (e) {
-		/* the queue shows what there is */
-	}
+	const r = await call('GET', qPath({ thread_id: t, id }));
+	if (!r || !r.ok) return;
+	if (r.data.status === 'pending') return addQ(r.data, false), select(k);
+	Object.assign(shown, { q: r.data, note: resolution(r.data) });
+	sel = k;
+	renderDetail();
+	showThread(t);
 }
 function move(d) {
 	if (!order.length) return;
@@ -634,7 +629,7 @@ function next() {
 	if (order.length) select(order[0]);
 	else {
 		shown.q = null;
-		history.replaceState(null, '', location.pathname);
+		setHash({});
 		renderDetail();
 	}
 }
@@ -642,12 +637,11 @@ function next() {
 // ---------- live events ----------
 let es = null;
 let streamRetry = 1000;
-const EVENT_TYPES = ['question_asked', 'question_resolved', 'run_started', 'tool_result', 'run_parked', 'run_finished', 'aborted'];
 function connectStream() {
 	if (es) es.close();
 	es = new EventSource('/v1/stream');
 	let down = false;
-	for (const t of EVENT_TYPES) es.addEventListener(t, onEvent);
+	for (const t of ['question_asked', 'question_resolved', 'run_started', 'tool_result', 'run_parked', 'run_finished', 'aborted']) es.addEventListener(t, onEvent);
 	es.onopen = () => {
 		streamRetry = 1000;
 		dropBanner('stream');
@@ -659,8 +653,7 @@ function connectStream() {
 		down = true;
 		liveState(false);
 		if (es.readyState === EventSource.CLOSED) {
-			// The server refused the stream (signed out, restarted...): try
-			// again later, checking the session first.
+			// Refused (signed out, restarted): check the session, try later.
 			es = null;
 			setTimeout(async () => {
 				try {
@@ -707,27 +700,26 @@ function resolution(q) {
 	if (!q) return null;
 	let decision = '';
 	if (q.answer && typeof q.answer === 'object') decision = q.answer.decision || q.answer.action || '';
-	return { by: q.answered_by, status: q.status, decision, reason: q.reason, at: q.resolved_at };
+	return { by: q.answered_by, status: q.status, decision, reason: q.reason || (q.answer || {}).reason, at: q.resolved_at };
 }
 const PAST = { approve: 'approved', deny: 'denied', reject: 'denied', edit: 'edited' };
 const past = (d) => (Object.hasOwn(PAST, d) ? PAST[d] : d);
-const gated = (kind) => kind === 'approve' || kind === 'tool_interrupt';
 function describeResolution(n) {
 	const by = n.by ? ' by ' + n.by : '';
 	const at = n.at ? ' at ' + when(n.at) : '';
 	if (n.status === 'timed_out') return 'This question timed out' + at + ': nobody answered in time, and the model was told so.';
 	if (n.status === 'aborted') return 'This question was aborted' + at + (n.reason ? ': ' + n.reason : '') + '. Its run was stopped.';
 	const dec = n.decision ? ' (' + past(n.decision) + ')' : '';
-	return 'Already answered' + by + at + dec + (n.reason ? ': “' + n.reason + '”' : '') + '.';
+	return 'This question was answered' + by + at + dec + (n.reason ? ': “' + n.reason + '”' : '') + '.';
 }
 const WHY = {
-	expired: 'Too late: this question timed out, and the model was told nobody answered in time.',
-	aborted: 'This question was aborted: its run was stopped, so the answer is not needed any more.',
+	expired: 'Too late: this question timed out; the model was told nobody answered.',
+	aborted: 'This question was aborted: its run was stopped.',
 	digest_mismatch: 'The call changed since it was shown here: look at it again before you answer.',
 	csrf: 'Your session has expired: sign in again.',
 	run_active: "This thread's run is still going: answer its questions or abort it.",
 	too_large: 'That is too large for the server (over 1 MiB).',
-	unavailable: 'The server is not taking requests right now (shutting down or its store is unreachable). Try again in a moment.',
+	unavailable: 'The server is not taking requests (shutting down, or its store is unreachable): try again soon.',
 };
 function explain(r) {
 	const e = r.err || {};
@@ -754,39 +746,32 @@ function renderDetail() {
 	const tool = q.tool || p.tool_name || '';
 	const open = q.status === 'pending' && !shown.note && !expired(q);
 
+	const st = (shown.note && shown.note.status) || q.status;
 	const head = el('div', { class: 'qhead' },
-		el('h2', { class: 'qtitle' }, gated(kind) ? ['Run ', el('code', null, txt(tool || '?')), '?'] : kind === 'confirm' ? 'Confirm' : 'Question for you'),
-		countdown(q));
+		el('h2', { class: 'qtitle' }, kind === 'approve' || kind === 'tool_interrupt' ? ['Run ', el('code', null, txt(tool || '?')), '?'] : kind === 'confirm' ? 'Confirm' : 'Question for you'),
+		// An answered question's clock has stopped.
+		st === 'pending' ? countdown(q) : el('span', { class: 'countdown none' }, st.replace('_', ' ')));
 	const meta = el('p', { class: 'qmeta' }, kind, ' · thread ', el('code', null, txt(q.thread_id)), ' · ', el('code', null, txt(q.id)), ' · asked ', when(q.created_at));
 	const content = el('div', { class: 'qbody' });
 	const warnSlot = el('div');
 	pane.append(head, meta, warnSlot);
 	if (shown.note) pane.append(el('p', { class: 'notice', role: 'status' }, describeResolution(shown.note), ' ', btn('Next question', 'small', next)));
-	else if (q.status === 'pending' && expired(q)) pane.append(el('p', { class: 'notice expired-note', role: 'status' }, 'Timed out: the deadline passed, so the call was refused and the model is told nobody answered in time.'));
+	else if (q.status === 'pending' && expired(q)) pane.append(el('p', { class: 'notice expired-note', role: 'status' }, 'Timed out: the call was refused, and the model is told nobody answered in time.'));
 	pane.append(content);
 
-	if (gated(kind)) {
+	if (kind === 'approve' || kind === 'tool_interrupt') {
 		const args = kind === 'approve' ? p.args : p.arguments;
-		content.append(argsView(args || {}, tool, count));
-		const details = Object.assign({}, p.details || {});
-		const facts = el('dl', { class: 'facts' });
-		for (const [label, name] of [['rule', 'matched_rule'], ['impact', 'impact'], ['policy error', 'policy_error']]) {
-			if (details[name] == null) continue;
-			facts.append(el('dt', null, label), el('dd', { class: name === 'policy_error' ? 'error-text' : '' }, typeof details[name] === 'string' ? txt(details[name], count) : valueView(details[name], false, count)));
-			delete details[name];
-		}
-		for (const name of Object.keys(details)) {
-			const v = details[name];
-			const short = typeof v === 'string' ? v : JSON.stringify(v);
-			facts.append(el('dt', null, txt(name)), el('dd', null, short.length <= 120 && !short.includes('\n') ? (typeof v === 'string' ? txt(v, count) : el('code', null, txt(short, count))) : valueView(v, false, count)));
-		}
-		if (facts.childNodes.length) content.prepend(facts);
+		content.append(argsView(args || {}, tool, count), factsView(p.details || {}, count));
+		const like = open ? order.filter((x) => queue.get(x).thread_id === q.thread_id && likeKey(queue.get(x)) === likeKey(q)) : [];
+		if (like.length > 1) content.append(btn('Select all ' + like.length + ' like this in this thread', 'small', () => (like.forEach((x) => picked.add(x)), renderQueue(), focus('bulk-approve')), { id: 'select-like' }));
 		content.append(approveActions(q, dr, args || {}, open, kind));
-	} else if (kind === 'confirm') content.append(block(p.message || '', 'prose', count), confirmActions(q, dr, open));
+	} else if (kind === 'confirm') content.append(block(p.message || '', 'prose', count), yesNo(q, open));
 	else if (kind === 'ask') content.append(block(p.question || '', 'prose', count), askActions(q, dr, open));
 	else {
-		content.append(el('p', { class: 'muted' }, 'A question of kind “', txt(kind || '?'), '”. Its payload:'), valueView(p, false, count), rawActions(q, dr, open));
+		content.append(el('p', { class: 'muted' }, 'A question of kind “', txt(kind || '?'), '”. Its payload:'), valueView(p, false, count), yesNo(q, open, true));
 	}
+	// A question read from the history has nothing to answer.
+	if (q.status !== 'pending') for (const a of content.querySelectorAll('.answer')) a.remove();
 	if (count.n) {
 		warnSlot.append(el('p', { class: 'warning', role: 'alert' }, '⚠ This call contains invisible or direction-changing characters (' + count.n + ', shown as ⟨U+…⟩). What you see may not be what runs: read it carefully.'));
 	}
@@ -795,8 +780,45 @@ function renderDetail() {
 	refocus();
 }
 
-// send: post an answer and handle every outcome. On failure the
-// draft (what was typed) stays as it is.
+// factsView: what the policy says of the call: why, risk, effects, where
+// it runs, and what an MCP server says of its tool (its word).
+function factsView(d, count) {
+	d = Object.assign({}, d);
+	const runs = !!d.runs;
+	const dl = el('dl', { class: 'facts' });
+	const t = (v) => txt(typeof v === 'string' ? v : JSON.stringify(v), count);
+	const list = (l, f) => el('ul', { class: 'flist' }, [].concat(l).map((x) => el('li', null, f(x))));
+	const add = (label, name, f = t) => {
+		if (d[name] != null) dl.append(el('dt', null, label), el('dd', { class: 'f-' + name }, f(d[name])));
+		delete d[name];
+	};
+	if (d.why) delete d.matched_rule;
+	if ([].concat(d.review || []).every((r) => (d.why || '').includes(r))) delete d.review;
+	add('why', 'why');
+	add('rule', 'matched_rule');
+	add('risk', 'risk', (r) => el('span', { class: 'risk r-' + r }, t(r)));
+	add('it will', 'effects', (l) => list(l, (e) => (e && e.text ? [el('span', { class: 'risk r-' + e.risk, title: e.risk + ' risk' }, e.risk), ' ', txt(e.text, count)] : t(e))));
+	add('runs', 'runs');
+	add('impact', 'impact');
+	add('review', 'review', (l) => list(l, t));
+	add('policy error', 'policy_error');
+	const a = Object.assign({}, d.annotations);
+	const said = ['read_only', 'destructive', 'idempotent', 'open_world'].filter((k) => a[k] === true).map((k) => k.replace('_', '-'));
+	if (d.mcp_server || a.mcp_server) d.mcp = ['tool ', el('code', null, t(d.mcp_tool || a.mcp_tool || '?')), ' of the MCP server ', el('code', null, t(d.mcp_server || a.mcp_server)), d.mcp_client ? [' for the client ', t(d.mcp_client)] : ''];
+	if (a.title || a.description) d.described = [a.title ? el('strong', null, t(a.title)) : '', a.title && a.description ? ' — ' : '', a.description ? t(a.description) : ''];
+	if (said.length) d.says = said.join(', ') + ' (its word, not checked)';
+	for (const k of ['mcp_server', 'mcp_tool', 'mcp_client', 'annotations']) delete d[k];
+	for (const k of ['title', 'description', 'mcp_server', 'mcp_tool', 'read_only', 'destructive', 'idempotent', 'open_world', ...(runs ? ['working_directory', 'sandbox'] : [])]) delete a[k];
+	const same = (x) => x;
+	add('MCP', 'mcp', same);
+	add('the tool', 'described', same);
+	add('the server says', 'says');
+	Object.assign(d, a);
+	for (const k in d) add(txt(k), k, (v) => (JSON.stringify(v).length < 120 ? t(v) : valueView(v, false, count)));
+	return dl;
+}
+
+// send: post an answer; on failure what was typed stays.
 async function send(q, body, doneText, onProblems) {
 	const k = qKey(q);
 	const dr = draft(k);
@@ -849,12 +871,15 @@ function actionBar(open, ...buttons) {
 }
 
 const DEFAULT_REASON = 'The reviewer denied this call and gave no reason.';
+// answerBody: an answer as the question's kind takes it: hitl's, bound
+// to the digest of the call shown, or interrupt's.
+const answerBody = (q, decision, x) => (q.kind === 'approve'
+	? { decision, digest: q.digest || undefined, reason: decision === 'deny' ? x : undefined, edited_args: decision === 'edit' ? x : undefined }
+	: { action: decision === 'deny' ? 'reject' : decision, digest: q.digest || undefined, message: decision === 'deny' ? x : undefined, arguments: decision === 'edit' ? x : undefined });
 
 function approveActions(q, dr, args, open, kind) {
 	const k = qKey(q);
 	const wrap = el('div', { class: 'answer' });
-	// An answer in the kind's shape, with the digest of the call shown.
-	const ans = (a, b) => Object.assign(kind === 'approve' ? a : b, { digest: q.digest || undefined });
 	const doApprove = () => {
 		if (shown.warn && !dr.armed) {
 			dr.armed = true;
@@ -862,7 +887,7 @@ function approveActions(q, dr, args, open, kind) {
 			$('act-approve').focus();
 			return;
 		}
-		send(q, ans({ decision: 'approve' }, { action: 'approve' }), 'Approved.');
+		send(q, answerBody(q, 'approve'), 'Approved.');
 	};
 	const mode = dr.mode;
 	const approveBtn = btn(dr.armed ? 'Approve despite the hidden characters' : 'Approve', 'primary' + (dr.armed ? ' danger' : ''), doApprove, { id: 'act-approve', 'data-act': 'approve', 'aria-keyshortcuts': 'a' });
@@ -872,19 +897,18 @@ function approveActions(q, dr, args, open, kind) {
 	wrap.append(actionBar(open && mode === 'view', approveBtn, denyBtn, editBtn));
 
 	if (mode === 'deny') {
-		const ta = el('textarea', { id: 'deny-reason', rows: '3', class: 'reason', placeholder: 'Why not, or what to do instead. For example: “Do not delete anything; list the files first.”', value: dr.reason,
+		const ta = el('textarea', { id: 'deny-reason', rows: '3', class: 'reason', placeholder: 'Why not, or what to do instead: “list the files first”', value: dr.reason,
 			oninput: (e) => (dr.reason = e.target.value) });
 		onCtrlEnter(ta, () => sendDeny());
 		const sendDeny = () => {
-			const reason = dr.reason.trim() || DEFAULT_REASON;
-			send(q, ans({ decision: 'deny', reason }, { action: 'reject', message: reason }), 'Denied; the model is told why.');
+			send(q, answerBody(q, 'deny', dr.reason.trim() || DEFAULT_REASON), 'Denied; the model is told why.');
 		};
 		wrap.append(el('div', { class: 'subform' },
 			el('label', { for: 'deny-reason' }, 'Reason — the model will read this'), ta,
 			el('p', { class: 'hint' }, 'Left empty, the model reads: “' + DEFAULT_REASON + '” Ctrl+Enter sends.'),
 			actionBar(open, btn('Deny and tell the model', 'deny', sendDeny, { 'data-act': 'send-deny', id: 'send-deny' }), btn('Cancel', '', () => setMode(k, 'view'), { id: 'cancel-deny' }))));
 	}
-	if (mode === 'edit' || mode === 'diff') wrap.append(editForm(q, dr, args, open, kind, ans));
+	if (mode === 'edit' || mode === 'diff') wrap.append(editForm(q, dr, args, open, kind));
 	return wrap;
 }
 
@@ -896,10 +920,9 @@ function setMode(k, mode) {
 	focus({ deny: 'deny-reason', edit: 'edit-json', diff: 'send-edit', view: 'act-approve' }[mode]);
 }
 
-function editForm(q, dr, args, open, kind, ans) {
+function editForm(q, dr, args, open, kind) {
 	const k = qKey(q);
-	const orig = escapeSpecial(pretty(args));
-	if (dr.edit == null) dr.edit = orig;
+	if (dr.edit == null) dr.edit = escapeSpecial(pretty(args));
 	const box = el('div', { class: 'subform editor' });
 	let edited;
 	try {
@@ -909,7 +932,7 @@ function editForm(q, dr, args, open, kind, ans) {
 	}
 	if (dr.mode === 'diff') {
 		const sendEdit = () =>
-			send(q, ans({ decision: 'edit', edited_args: edited }, { action: 'edit', arguments: edited }), 'Sent with your edits.', (problems, message) => {
+			send(q, answerBody(q, 'edit', edited), 'Sent with your edits.', (problems, message) => {
 				dr.mode = 'edit';
 				dr.problems = { list: problems, message };
 				renderDetail();
@@ -931,10 +954,8 @@ function editForm(q, dr, args, open, kind, ans) {
 			status.append('Valid JSON.');
 			return v;
 		} catch (e) {
-			const lc = lineCol(dr.edit, e.pos || 0);
 			status.className = 'edit-status bad';
-			status.append(el('strong', null, 'Invalid JSON'), ' at line ' + lc.line + ', column ' + lc.col + ': ' + e.message,
-				el('pre', { class: 'caret' }, txt(lc.text.slice(Math.max(0, lc.col - 60), lc.col + 40)), '\n', ' '.repeat(Math.min(lc.col - 1, 60)) + '^'));
+			status.append(jsonError(dr.edit, e));
 			return undefined;
 		}
 	};
@@ -954,11 +975,11 @@ function editForm(q, dr, args, open, kind, ans) {
 	box.append(el('label', { for: 'edit-json' }, 'Arguments as JSON — edit, then review the changes before sending'), ta, status, probs,
 		el('p', { class: 'hint' }, kind === 'tool_interrupt' ? 'Keys you give replace the call’s own; a key you delete keeps its old value.' : 'Invisible characters are written as \\u escapes. Ctrl+Enter reviews.'),
 		actionBar(open, btn('Review changes', 'primary', review, { 'data-act': 'review', id: 'review-edit' }), btn('Reset', '', () => {
-			dr.edit = orig;
+			dr.edit = escapeSpecial(pretty(args));
 			dr.problems = null;
 			renderDetail();
 		}), btn('Cancel', '', () => setMode(k, 'view'), { id: 'cancel-edit' })));
-	if (dr.edit !== orig || dr.problems) setTimeout(check, 0);
+	if (dr.edit !== escapeSpecial(pretty(args)) || dr.problems) setTimeout(check, 0);
 	return box;
 }
 
@@ -983,6 +1004,7 @@ function diffView(a, b, merge) {
 	if (same.length) out.append(el('p', { class: 'muted' }, 'unchanged: ', same.map((s, i) => [i ? ', ' : '', el('code', null, txt(s))])));
 	return out;
 }
+// lineDiff: shared lines at both ends, those between removed and added.
 function lineDiff(x, y) {
 	const A = x == null ? [] : x.split('\n');
 	const Bl = y == null ? [] : y.split('\n');
@@ -990,37 +1012,17 @@ function lineDiff(x, y) {
 	while (s < A.length && s < Bl.length && A[s] === Bl[s]) s++;
 	let e = 0;
 	while (e < A.length - s && e < Bl.length - s && A[A.length - 1 - e] === Bl[Bl.length - 1 - e]) e++;
-	const a = A.slice(s, A.length - e);
-	const b = Bl.slice(s, Bl.length - e);
-	const out = A.slice(Math.max(0, s - 2), s).map((l) => [' ', l]);
-	if (a.length * b.length > 4e6) {
-		for (const l of a) out.push(['-', l]);
-		for (const l of b) out.push(['+', l]);
-	} else {
-		// longest common subsequence, then walk it
-		const w = b.length + 1;
-		const t = new Uint32Array((a.length + 1) * w);
-		for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) t[i * w + j] = a[i] === b[j] ? t[(i + 1) * w + j + 1] + 1 : Math.max(t[(i + 1) * w + j], t[i * w + j + 1]);
-		let i = 0;
-		let j = 0;
-		while (i < a.length || j < b.length) {
-			if (i < a.length && j < b.length && a[i] === b[j]) out.push([' ', a[i++]]), j++;
-			else if (i < a.length && (j >= b.length || t[(i + 1) * w + j] >= t[i * w + j + 1])) out.push(['-', a[i++]]);
-			else out.push(['+', b[j++]]);
-		}
-	}
-	for (const l of A.slice(A.length - e, Math.min(A.length, A.length - e + 2))) out.push([' ', l]);
-	return out;
+	const ctx = (l) => l.map((t) => [' ', t]);
+	return [...ctx(A.slice(Math.max(0, s - 2), s)), ...A.slice(s, A.length - e).map((t) => ['-', t]), ...Bl.slice(s, Bl.length - e).map((t) => ['+', t]), ...ctx(A.slice(A.length - e, A.length - e + 2))];
 }
 
-function confirmActions(q, dr, open) {
-	return el('div', { class: 'answer' }, actionBar(open,
-		btn('Yes', 'primary', () => send(q, { yes: true }, 'Answered yes.'), { id: 'act-approve', 'data-act': 'approve', 'aria-keyshortcuts': 'a' }),
-		btn('No', 'deny', () => send(q, { yes: false }, 'Answered no.'), { id: 'act-deny', 'data-act': 'deny', 'aria-keyshortcuts': 'd' })));
-}
+// yesNo: a confirm question's yes and no (raw: true and false).
+const yesNo = (q, open, raw) => el('div', { class: 'answer' }, actionBar(open,
+	btn(raw ? 'Answer yes (true)' : 'Yes', 'primary', () => send(q, raw || { yes: true }, 'Answered yes.'), { id: 'act-approve', 'data-act': 'approve', 'aria-keyshortcuts': raw ? null : 'a' }),
+	btn(raw ? 'Answer no (false)' : 'No', 'deny', () => send(q, raw ? false : { yes: false }, 'Answered no.'), { id: 'act-deny', 'data-act': 'deny', 'aria-keyshortcuts': raw ? null : 'd' })));
 
-// askActions: choices as buttons; a form for a flat schema; JSON for
-// another schema; else free text.
+// askActions: choices as buttons; else an answer in words, or as JSON for
+// a form's schema (the server checks it, and says what is wrong).
 function askActions(q, dr, open) {
 	const p = q.payload || {};
 	const onProblems = (list, message) => {
@@ -1032,61 +1034,19 @@ function askActions(q, dr, open) {
 			actionBar(open, p.choices.map((c, i) => btn(txt(c), i ? '' : 'primary', () => send(q, c, 'Answered.'), { 'data-act': 'choice', id: i ? null : 'act-approve' }))));
 	}
 	const schema = p.schema && typeof p.schema === 'object' ? p.schema : null;
-	const props = schema && schema.type === 'object' && schema.properties && typeof schema.properties === 'object' ? schema.properties : null;
-	const flat = props && Object.values(props).every((s) => s && (['string', 'number', 'integer', 'boolean'].includes(s.type) || Array.isArray(s.enum)));
-	const f = dr.form || (dr.form = {});
-	const form = el('form', { class: 'subform', novalidate: true });
-	let collect;
-	if (flat) {
-		const req = new Set(Array.isArray(schema.required) ? schema.required : []);
-		Object.keys(props).forEach((name, n) => {
-			const s = props[name];
-			const id = 'f-' + n;
-			let input;
-			if (Array.isArray(s.enum)) input = el('select', { id }, el('option', { value: '' }, '—'), s.enum.map((v) => el('option', { value: JSON.stringify(v) }, txt(typeof v === 'string' ? v : JSON.stringify(v)))));
-			else if (s.type === 'boolean') input = el('input', { id, type: 'checkbox' });
-			else input = el(s.type === 'string' ? 'textarea' : 'input', { id, rows: '2', inputmode: s.type === 'string' ? null : 'decimal' });
-			const box = input.type === 'checkbox';
-			if (f[name] !== undefined) box ? (input.checked = f[name]) : (input.value = f[name]);
-			const keep = () => (f[name] = box ? input.checked : input.value);
-			input.addEventListener('input', keep);
-			input.addEventListener('change', keep);
-			const label = el('label', { for: id }, txt(s.title || name), req.has(name) ? ' (required)' : '');
-			form.append(el('div', { class: 'field' }, box ? [input, ' ', label] : [label, input], s.description ? el('p', { class: 'hint' }, txt(s.description)) : null));
-		});
-		collect = () => {
-			const out = {};
-			const bad = [];
-			for (const name of Object.keys(props)) {
-				const s = props[name];
-				const v = f[name];
-				if (s.type === 'boolean') out[name] = !!v;
-				else if (v !== undefined && v !== '') out[name] = s.enum ? JSON.parse(v) : s.type === 'string' ? v : Number(v);
-				if (req.has(name) && out[name] === undefined) bad.push({ path: '/' + name, message: 'needs a value' });
-				else if (!s.enum && s.type !== 'string' && s.type !== 'boolean' && out[name] !== undefined && !Number.isFinite(out[name])) bad.push({ path: '/' + name, message: 'must be a number' });
-			}
-			return bad.length ? onProblems(bad, 'Some fields need a value') : out;
-		};
-	} else {
-		const id = schema ? 'answer-json' : 'answer-text';
-		const k = schema ? 'json' : 'text';
-		if (f[k] === undefined) f[k] = schema ? '{\n  \n}' : '';
-		form.append(el('label', { for: id }, schema ? 'Your answer as JSON' : 'Your answer'),
-			schema ? el('details', null, el('summary', null, 'the form’s schema'), block(pretty(schema), 'code json')) : null,
-			el('textarea', { id, rows: schema ? '8' : '4', class: schema ? 'code-edit' : null, spellcheck: schema ? 'false' : null, value: f[k], oninput: (e) => (f[k] = e.target.value) }));
-		collect = () => {
-			if (!schema) return f.text.trim() ? f.text : onProblems([], 'Write an answer first');
-			try {
-				return parseJSON(f.json);
-			} catch (err) {
-				onProblems([], jsonError(f.json, err));
-			}
-		};
-	}
+	const id = schema ? 'answer-json' : 'answer-text';
+	if (dr.text === undefined) dr.text = schema ? '{\n  \n}' : '';
+	const form = el('form', { class: 'subform', novalidate: true }, el('label', { for: id }, schema ? 'Your answer as JSON' : 'Your answer'),
+		schema ? el('details', null, el('summary', null, 'the form’s schema'), block(pretty(schema), 'code json')) : null,
+		el('textarea', { id, rows: schema ? '8' : '4', class: schema ? 'code-edit' : null, spellcheck: schema ? 'false' : null, value: dr.text, oninput: (e) => (dr.text = e.target.value) }));
 	form.addEventListener('submit', (e) => {
 		e.preventDefault();
-		const v = collect();
-		if (v !== undefined) send(q, v, 'Answered.', onProblems);
+		if (!schema) return dr.text.trim() ? send(q, dr.text, 'Answered.', onProblems) : onProblems([], 'Write an answer first');
+		try {
+			send(q, parseJSON(dr.text), 'Answered.', onProblems);
+		} catch (err) {
+			onProblems([], jsonError(dr.text, err));
+		}
 	});
 	if (dr.problems) form.append(problemsView(dr.problems, '(the answer)'));
 	form.append(actionBar(open, el('button', { type: 'submit', class: 'btn primary', 'data-act': 'send-answer', id: 'act-approve' }, 'Send answer')));
@@ -1098,26 +1058,21 @@ function problemsView(pr, whole) {
 	for (const x of pr.list) ul.append(el('li', null, el('code', null, txt(x.path || whole)), ' ', txt(x.message || '')));
 	return el('div', { id: 'edit-problems', class: 'problems', role: 'alert' }, el('p', null, txt(pr.message || 'The server refused this answer')), pr.list.length ? ul : null);
 }
-const jsonError = (src, e) => {
-	const lc = lineCol(src, e.pos || 0);
-	return 'Invalid JSON at line ' + lc.line + ', column ' + lc.col + ': ' + e.message;
-};
-
-function rawActions(q, dr, open) {
-	return el('div', { class: 'answer' }, actionBar(open, btn('Answer yes (true)', 'primary', () => send(q, true, 'Answered.'), { 'data-act': 'approve', id: 'act-approve' }),
-		btn('Answer no (false)', 'deny', () => send(q, false, 'Answered.'), { 'data-act': 'deny', id: 'act-deny' })));
+function jsonError(src, e) {
+	const before = src.slice(0, e.pos || 0);
+	return 'Invalid JSON at line ' + before.split('\n').length + ', column ' + (before.length - before.lastIndexOf('\n')) + ': ' + e.message;
 }
 
 // ---------- the conversation ----------
-const thread = { id: '', events: [], after: 0, compose: '', abort: '', mode: 'view', newId: '', newText: '' };
+const thread = { id: '', events: [], after: 0, mode: 'view' };
 const composed = new Map(); // thread id -> message being written
 function showThread(id) {
-	// Someone writing a new thread keeps the form: a question that comes in
-	// meanwhile is shown when they start the thread or cancel.
+	// A new thread being written keeps the form; the question waits.
 	if (thread.mode === 'new') return void (thread.nextId = id);
 	if (thread.id === id) return;
-	if (thread.id) composed.set(thread.id, thread.compose);
-	Object.assign(thread, { id, data: null, events: [], after: 0, mode: 'view', error: null, composeError: null, compose: composed.get(id) || '' });
+	if (thread.id) composed.set(thread.id, $('compose').value);
+	$('compose').value = composed.get(id) || '';
+	Object.assign(thread, { id, data: null, events: [], after: 0, mode: 'view', error: null, composeError: null });
 	renderThread();
 	refreshThread();
 }
@@ -1160,46 +1115,52 @@ async function refreshThread() {
 	}
 }
 
-// outcome: what happened to a call, as internal/display's Outcome says
-// it, from its result's trace and (q) its question's resolution. A policy
-// block is never "denied"; a call cut off while it ran says so first.
-function outcome(r, q) {
-	const d = r.details || {};
-	const s = decided(d, q);
-	return d.outcome === 'unknown' ? 'outcome unknown: the run was interrupted while it ran' + (s ? ' (' + s + ')' : '') : s || (d.validation ? 'refused: the arguments are invalid' : d.error === 'unknown_tool' ? 'refused: unknown tool' : '');
-}
-function decided(d, q) {
-	const it = !d.hitl && d.interrupt;
-	const h = d.hitl || it;
-	const p = (s) => (s ? ' (' + s + ')' : '');
-	if (h) {
-		const why = (it ? h.message : h.reason) || '';
-		const by = 'by ' + (h.by || (q && q.by) || 'the reviewer');
-		const rule = h.matched_rule || h.rule;
-		const a = Object.assign({}, it && h.original_args, h.edited_args);
-		const t = h.timeout_seconds;
-		switch (h.decision) {
-			case 'policy_deny':
-				if (h.digest_mismatch === true) return 'blocked: the answer ' + by + " was given for other arguments than the call's";
-				if ('edited_args' in h) return 'blocked: the edit ' + by + ' was refused' + p(why);
-				return 'blocked by the policy' + p(rule ? 'rule ' + rule + (why ? ': ' + why : '') : why);
-			case 'human_deny':
-			case 'deny':
-				return 'denied ' + by + p(why);
-			case 'invalid_edit':
-				return 'denied: the edit ' + by + ' is invalid' + p(why);
-			case 'timed_out': // after Go's 1h0m5s
-				return 'timed out' + (t > 0 ? ' after ' + (t < 3600 ? '' : ((t / 3600) | 0) + 'h') + (t < 60 ? '' : (((t % 3600) / 60) | 0) + 'm') + (t % 60) + 's' : '');
-			case 'aborted':
-				return 'aborted' + p(why);
-			case 'edit':
-				return 'edited ' + by + '; ran: ' + (Object.keys(a) + '' === 'cmd' && typeof a.cmd === 'string' ? a.cmd : JSON.stringify(a));
-		}
+const STATES = { parked: 'waiting for answers', active: 'running', failed: 'failed', idle: 'finished', running: 'running' };
+
+// ---------- the history ----------
+const hist = { state: '', s: '', next: '', items: [] };
+async function loadHistory(state, s, more) {
+	$('history-q').value = s;
+	if (!more) {
+		if (hist.state === state && hist.s === s && !hist.error) return renderHistory();
+		Object.assign(hist, { state, s, next: '', items: [], error: null });
 	}
-	return q && q.status === 'answered' ? (q.decision === 'approve' ? 'approved' : 'answered') + ' by ' + (q.by || 'the reviewer') : '';
+	const answered = state === 'answered';
+	const path = answered ? '/v1/questions?status=answered&order=newest' + (s ? '&thread=' + enc(s) : '') : '/v1/threads?' + (state !== 'all' ? 'state=' + enc(state) : '') + (s ? '&q=' + enc(s) : '');
+	const r = await call('GET', path + '&limit=50' + (hist.next ? '&cursor=' + enc(hist.next) : ''));
+	if (hist.state !== state || hist.s !== s) return;
+	hist.error = !r ? 'The server cannot be reached.' : r.ok ? null : explain(r);
+	if (r && r.ok) {
+		hist.items.push(...(answered ? r.data.questions : r.data.threads));
+		hist.next = r.data.next_cursor || '';
+	}
+	renderHistory();
 }
-// shellView: a bash result ({exit_code, stdout, stderr, ...}) as its exit
-// code, then stdout and stderr when not empty; null for other content.
+const histHash = (o, h = hist.state, s = hist.s) => '#' + new URLSearchParams(Object.assign({ h }, s ? { s } : {}, o));
+function renderHistory() {
+	const list = $('history-list');
+	clear(list);
+	for (const a of $('history').querySelectorAll('[data-state]')) a.setAttribute('aria-selected', String(a.dataset.state === hist.state));
+	for (const x of hist.items) {
+		const n = resolution(x);
+		list.append(el('li', null, x.run_state
+			? row('a', { href: histHash({ t: x.id }), 'aria-current': x.id === thread.id ? 'true' : null }, el('code', { class: 'kind' }, txt(x.id)),
+				el('span', { class: 'chip st-' + x.run_state }, STATES[x.run_state] || x.run_state), null, ['updated ', when(x.updated_at)])
+			: row('a', { href: histHash({ q: x.thread_id + '/' + x.id }) }, el('span', { class: 'kind' }, txt(x.tool || x.kind)),
+				el('span', { class: 'tag ' + (n.decision === 'approve' ? 'ok' : 'stop') }, past(n.decision) || x.status), gist(x),
+				[txt(x.thread_id), ' · ', txt(n.by || '?'), ' after ', dur(ms(n.at) - ms(x.created_at)), ' · ', when(n.at)])));
+	}
+	$('history-empty').hidden = hist.items.length > 0 || !!hist.error;
+	$('history-more').hidden = !hist.next;
+	if (hist.error) list.append(alertP(hist.error));
+}
+$('history-more').addEventListener('click', () => loadHistory(hist.state, hist.s, true));
+$('history-search').addEventListener('submit', (e) => {
+	e.preventDefault();
+	location.hash = histHash({}, hist.state || 'all', $('history-q').value.trim());
+});
+
+// shellView: a bash result as exit code, stdout, stderr; null otherwise.
 function shellView(c) {
 	let o;
 	try {
@@ -1227,44 +1188,65 @@ function messageView(m) {
 	}
 	if (m.role === 'tool' && m.result) {
 		const r = m.result;
-		const said = outcome(r, byCall.get(r.call_id));
+		// What happened to the call, as the server (internal/display.Outcome)
+		// and the command line say it: a policy block is never "denied".
+		const said = (thread.data.outcomes || {})[r.call_id] || '';
 		const kind = /^outcome/.test(said) ? 'error' : /^(blocked|denied|timed|aborted|refused)/.test(said) ? 'stop' : /^edited/.test(said) ? 'edit' : 'ok';
 		return entry('tool' + (r.is_error ? ' error' : ''), 'result of ' + (r.tool_name || 'tool'), m.created_at,
-			el('div', { class: 'rmeta' }, said ? el('span', { class: 'tag ' + kind }, txt(said, null, LINE)) : r.is_error ? el('span', { class: 'tag error' }, 'error') : null, el('span', { class: 'muted' }, txt(r.call_id || ''))),
+			el('div', { class: 'rmeta' }, said ? el('span', { class: 'tag ' + kind }, txt(said, null, LINE)) : r.is_error ? el('span', { class: 'tag error' }, 'error') : null, el('span', { class: 'muted' }, txt(r.call_id || '')),
+				// Each call's own times: a turn's calls start and end apart.
+				r.started_at ? el('span', { class: 'rtime' }, 'started ', when(r.started_at), ', took ', dur(ms(r.ended_at) - ms(r.started_at))) : null),
 			(!r.is_error && shellView(r.content)) || block(r.content || '', 'code out'));
 	}
 	return entry('other', m.role || '?', m.created_at, valueView(m, false));
 }
+// dur: a duration in words.
+function dur(d) {
+	if (!(d >= 0)) return '?';
+	if (d < 60000) return d < 1000 ? Math.round(d) + ' ms' : (d / 1000).toFixed(1) + ' s';
+	const m = Math.round(d / 60000);
+	return m < 60 ? m + ' min' : Math.floor(m / 60) + ' h ' + (m % 60) + ' min';
+}
+// openCallView: a call of the turn in progress: its result, or running.
+function openCallView(c) {
+	if (c.state === 'done' && c.result) return messageView({ role: 'tool', result: c.result, created_at: c.result.ended_at });
+	if (c.state === 'running') return el('li', { class: 'msg event running' }, el('span', null, '… ', txt(c.tool), ' ', txt(c.call_id), ' running since ', when(c.started_at)));
+	return null;
+}
+// evWords: a log entry in words (the audit log, and the conversation).
+// ranWords: what an agent reported running; a call tollgate did not let
+// through (a forged report, or a call run without its leave) says so.
+const ranWords = (d) => (d.not_allowed ? '⚠ ' : '') + (d.agent || 'the agent') + (d.not_allowed ? ' reports it ran ' + d.tool + ', which tollgate did not allow: ' + d.not_allowed : ' ran ' + d.tool);
+function evWords(ev) {
+	const d = ev.data || {};
+	const dec = past(d.decision);
+	const q = d.question_id || 'question';
+	const w = {
+		question_resolved: () => (d.status === 'timed_out' ? '⏱ ' + q + ' timed out: nobody answered' : d.status === 'aborted' ? '⏹ ' + q + ' aborted' : (dec === 'denied' ? '✗ ' : '✓ ') + (d.by || 'someone') + ' ' + (dec || 'answered') + ' ' + q) +
+			(d.latency_ms != null ? ' after ' + dur(d.latency_ms) : '') + (d.reason ? ': “' + d.reason + '”' : ''),
+		aborted: () => '⏹ run aborted' + (d.reason ? ': ' + d.reason : ''),
+		run_finished: () => (d.error ? '⚠ run stopped with an error: ' + d.error : 'run finished'),
+		tool_output: () => ranWords(d) + ' ' + (d.call_id || ''),
+		tool_result: () => d.tool + ' ' + d.call_id + (d.is_error ? ': error' : ': ran') + (d.hitl && d.hitl.decision ? ' (' + d.hitl.decision + ')' : ''),
+	}[ev.type];
+	return w ? w() : JSON.stringify(d).slice(0, 200);
+}
+const auditLine = (ev) => el('li', null, el('time', null, when(ev.at)), ' ', el('code', null, txt(ev.type)), ' ', txt(evWords(ev)), ev.data && ev.data.digest ? el('span', { class: 'muted', title: ev.data.digest }, ' · digest ' + String(ev.data.digest).slice(0, 15) + '…') : '');
 function eventView(ev) {
 	const d = ev.data || {};
-	let text;
-	if (ev.type === 'question_resolved') {
-		const dec = past(d.decision);
-		if (d.status === 'timed_out') text = '⏱ ' + (d.question_id || 'question') + ' timed out: nobody answered';
-		else if (d.status === 'aborted') text = '⏹ ' + (d.question_id || 'question') + ' aborted';
-		else text = (dec === 'denied' ? '✗ ' : '✓ ') + (d.by || 'someone') + ' ' + (dec || 'answered') + ' ' + (d.question_id || '');
-		if (d.reason) text += ': “' + d.reason + '”';
-	} else if (ev.type === 'aborted') text = '⏹ run aborted' + (d.reason ? ': ' + d.reason : '');
-	else if (ev.type === 'run_finished' && d.error) text = '⚠ run stopped with an error: ' + d.error;
-	else return null;
-	return el('li', { class: 'msg event' + (ev.type === 'question_resolved' && d.status === 'answered' ? '' : ' ev-stop') }, el('span', null, txt(text)), el('time', null, when(ev.at)));
+	if (ev.type === 'tool_output') return entry('output' + (d.not_allowed ? ' ev-stop' : ''), ranWords(d), ev.at, block(d.output, 'code'));
+	if (ev.type !== 'question_resolved' && ev.type !== 'aborted' && !(ev.type === 'run_finished' && d.error)) return null;
+	return el('li', { class: 'msg event' + (ev.type === 'question_resolved' && d.status === 'answered' ? '' : ' ev-stop') }, el('span', null, txt(evWords(ev))), el('time', null, when(ev.at)));
 }
-// resolutions: one per question; the host's entry (with decision) wins.
-let byCall = new Map(); // call id -> how its question was resolved
 function timeline() {
 	const res = new Map();
 	const other = [];
 	for (const ev of thread.events) {
-		if (ev.type === 'question_resolved') {
-			const d = ev.data || {};
-			const id = d.question_id || ev.seq;
-			const prev = res.get(id);
-			if (!prev) res.set(id, ev);
-			else if (!(prev.data || {}).decision && d.decision) res.set(id, Object.assign({}, ev, { data: Object.assign({}, prev.data, d) }));
-			else if (prev.data) prev.data = Object.assign({}, d, prev.data);
-		} else if (ev.type === 'aborted' || ev.type === 'run_finished') other.push(ev);
+		// One entry a question, with what every entry of it says.
+		const id = ev.type === 'question_resolved' && ((ev.data || {}).question_id || ev.seq);
+		if (id) res.set(id, Object.assign({}, res.get(id) || ev, { data: Object.assign({}, (res.get(id) || {}).data, ev.data) }));
+		else if (ev.type === 'aborted' || ev.type === 'run_finished' || ev.type === 'tool_output') other.push(ev);
 	}
-	byCall = new Map([...res.values()].map((ev) => [(ev.data || {}).call_id, ev.data]));
 	const items = (thread.data.messages || []).map((m, i) => ({ t: ms(m.created_at) || 0, i, node: () => messageView(m) }));
 	let i = items.length;
 	for (const ev of [...res.values(), ...other]) items.push({ t: ms(ev.at) || 0, i: i++, node: () => eventView(ev) });
@@ -1276,16 +1258,22 @@ function renderThread() {
 	const list0 = body.querySelector('.msgs');
 	const atEnd = !list0 || list0.scrollTop + list0.clientHeight >= list0.scrollHeight - 40;
 	const refocus = holdFocus(body);
-	$('thread-h').textContent = thread.mode === 'new' ? 'New thread' : 'Conversation';
-	if (thread.mode === 'new') return renderNewThread(body);
-	if (!thread.id) return body.append(el('p', { class: 'empty' }, 'Select a question to see its conversation, or start a new thread.'), btn('New thread', '', openNewThread));
+	const write = can('client');
 	const th = thread.data;
+	const running = th && th.status === 'running';
+	// The forms are the page's own, so what is typed in them stays.
+	$('thread-h').textContent = thread.mode === 'new' ? 'New thread' : 'Conversation';
+	$('new-form').hidden = thread.mode !== 'new';
+	$('compose-form').hidden = !write || thread.mode === 'new' || !thread.id;
+	$('abort-open').hidden = !running;
+	$('abort-form').hidden = thread.mode !== 'abort' || !running;
+	for (const [id, e] of [['compose-error', thread.composeError], ['new-error', thread.newError]]) ($(id).hidden = !e), ($(id).textContent = e || '');
+	if (thread.mode === 'new') return refocus();
+	if (!thread.id) return body.append(el('p', { class: 'empty' }, 'Select a question or a thread of the History to see its conversation.'), write ? btn('New thread', '', openNewThread) : null);
 	const state = th ? (th.run_state && th.run_state !== 'idle' ? th.run_state : th.status) : 'loading…';
-	const stateText = { parked: 'waiting for answers', active: 'running', failed: 'failed', idle: 'idle', running: 'running' }[state] || state;
-	body.append(el('div', { class: 'thead' }, el('code', null, txt(thread.id)), el('span', { class: 'chip st-' + state }, stateText), el('span', { class: 'grow' }),
-		btn('New thread', 'small', openNewThread)));
+	body.append(el('div', { class: 'thead' }, el('code', null, txt(thread.id)), el('span', { class: 'chip st-' + state }, STATES[state] || state)));
 	if (th && th.run_state === 'failed') {
-		body.append(el('p', { class: 'warning' }, 'The run stopped with an error: ', txt(th.run_error || 'unknown'), ' ', btn('Retry the run', 'small', () => threadPost('/resume', undefined, 'Retrying the run.'))));
+		body.append(el('p', { class: 'warning' }, 'The run stopped with an error: ', txt(th.run_error || 'unknown'), ' ', write ? btn('Retry the run', 'small', () => threadPost('/resume', undefined, 'Retrying the run.')) : null));
 	}
 	if (thread.error) body.append(alertP(thread.error));
 	if (th) {
@@ -1294,33 +1282,18 @@ function renderThread() {
 			const n = it.node();
 			if (n) list.append(n);
 		}
+		for (const c of th.open_calls || []) list.append(openCallView(c) || '');
 		if (!list.childNodes.length) list.append(el('li', { class: 'empty' }, 'No messages yet.'));
-		const pend = th.pending_questions || [];
-		if (pend.length) list.append(el('li', { class: 'msg event' }, el('span', null, 'waiting for ' + pend.length + ' answer' + (pend.length > 1 ? 's' : '') + ': ', pend.map((pq, j) => [j ? ', ' : '', btn(txt(pq.id), 'link', () => pick(qKey(pq)), { 'data-key': qKey(pq) })]))));
+		const pend = (th.pending_questions || []).sort((a, b) => numeric(a.id, b.id));
+		if (pend.length) list.append(el('li', { class: 'msg event' }, el('span', null, 'waiting for answers: ', pend.map((pq, j) => [j ? ', ' : '', btn(txt(pq.id), 'link', () => pick(qKey(pq)), { 'data-key': qKey(pq) })]))));
 		body.append(list);
 		if (atEnd) requestAnimationFrame(() => (list.scrollTop = list.scrollHeight));
-	}
-	// compose and abort
-	const running = th && th.status === 'running';
-	const ta = el('textarea', { id: 'compose', rows: '2', placeholder: 'Message to the agent. With the demo model, lines starting with "$ " become commands.', value: thread.compose, oninput: (e) => (thread.compose = e.target.value) });
-	onCtrlEnter(ta, sendMessage);
-	const form = el('form', { class: 'compose', novalidate: true, onsubmit: (e) => (e.preventDefault(), sendMessage()) }, el('label', { for: 'compose' }, 'Send a message to start a run'), ta,
-		thread.composeError ? alertP(thread.composeError) : null,
-		el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'btn primary', id: 'send-message' }, 'Send'),
-			running ? btn('Abort the run…', 'deny', () => {
-				thread.mode = thread.mode === 'abort' ? 'view' : 'abort';
-				renderThread();
-				focus('abort-reason');
-			}, { id: 'abort-open' }) : null));
-	body.append(form);
-	if (thread.mode === 'abort' && running) {
-		const ab = el('input', { id: 'abort-reason', type: 'text', value: thread.abort, placeholder: 'Why — the model and the audit log keep it', oninput: (e) => (thread.abort = e.target.value) });
-		body.append(el('div', { class: 'subform' }, el('label', { for: 'abort-reason' }, 'Abort: every waiting call is denied with this reason'), ab,
-			el('div', { class: 'actions' }, btn('Abort the run', 'deny', () => threadPost('/abort', { reason: thread.abort.trim() || 'aborted by the reviewer' }, 'Run aborted.'), { id: 'abort-send' }),
-				btn('Cancel', '', () => {
-					thread.mode = 'view';
-					renderThread();
-				}))));
+		const audit = el('details', { class: 'audit', open: thread.auditOpen, ontoggle: (e) => (thread.auditOpen = e.target.open) },
+			el('summary', null, 'Audit log: ' + thread.events.length + ' entries'), el('ol', null, thread.events.map(auditLine)));
+		body.append(audit);
+		// A running call: look again (its end is an event, not its progress).
+		clearTimeout(thread.poll);
+		if ((th.open_calls || []).some((c) => c.state === 'running')) thread.poll = setTimeout(refreshThreadSoon, 2000);
 	}
 	refocus();
 }
@@ -1330,7 +1303,7 @@ async function threadPost(suffix, body, doneText) {
 	if (!r) return offline('the request was not sent', () => threadPost(suffix, body, doneText));
 	if (r.ok) {
 		thread.mode = 'view';
-		thread.abort = '';
+		$('abort-reason').value = '';
 		thread.composeError = null;
 		toast(doneText);
 	} else thread.composeError = explain(r);
@@ -1340,15 +1313,14 @@ async function threadPost(suffix, body, doneText) {
 
 let composeKey = null;
 async function sendMessage() {
-	const text = thread.compose;
+	const text = $('compose').value;
 	if (!text.trim()) return;
-	// One key per message written: a retry after a network failure does
-	// not start a second run.
+	// One key per message: a retry does not start a second run.
 	if (!composeKey || composeKey.text !== text || composeKey.thread !== thread.id) composeKey = { text, thread: thread.id, key: randomKey() };
 	const r = await call('POST', '/v1/threads/' + enc(thread.id) + '/messages', { text }, { 'Idempotency-Key': composeKey.key });
 	if (!r) return offline('your message was not sent', sendMessage);
 	if (r.ok) {
-		thread.compose = '';
+		$('compose').value = '';
 		composeKey = null;
 		thread.composeError = null;
 		toast('Message sent; the run has started.');
@@ -1363,38 +1335,31 @@ function openNewThread() {
 	focus('new-text');
 	$('thread').scrollIntoView({ block: 'nearest' });
 }
-function renderNewThread(body) {
-	const idIn = el('input', { id: 'new-id', type: 'text', value: thread.newId, spellcheck: 'false', autocomplete: 'off', placeholder: 'leave empty for a new id', oninput: (e) => (thread.newId = e.target.value) });
-	const ta = el('textarea', { id: 'new-text', rows: '4', value: thread.newText, placeholder: 'What should the agent do? With the demo model: $ ls -la', oninput: (e) => (thread.newText = e.target.value) });
-	const form = el('form', { class: 'subform', novalidate: true }, el('label', { for: 'new-id' }, 'Thread id (optional)'), idIn, el('label', { for: 'new-text' }, 'First message'), ta,
-		thread.newError ? alertP(thread.newError) : null,
-		el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'btn primary', id: 'new-start' }, 'Start the thread'), btn('Cancel', '', () => {
-			const back = thread.nextId || thread.id;
-			Object.assign(thread, { mode: 'view', id: '', nextId: null });
-			if (back) showThread(back);
-			else renderThread();
-		})));
-	form.addEventListener('submit', async (e) => {
-		e.preventDefault();
-		if (!thread.newText.trim()) { thread.newError = 'Write the first message.'; return renderThread(); }
-		const r = await call('POST', '/v1/threads', thread.newId.trim() ? { id: thread.newId.trim() } : {});
-		if (!r) {
-			thread.newError = 'The server cannot be reached. Nothing was created; try again.';
-			return renderThread();
-		}
-		if (!r.ok) {
-			thread.newError = r.err && r.err.code === 'conflict' ? 'A thread with this id exists already: choose another id, or leave it empty.' : explain(r);
-			return renderThread();
-		}
-		const id = r.data.id;
-		const text = thread.newText;
-		Object.assign(thread, { newId: '', newText: '', newError: null, mode: 'view', id: '', nextId: null });
-		showThread(id);
-		thread.compose = text;
-		await sendMessage();
-	});
-	body.append(form);
-}
+$('new-form').addEventListener('submit', async (e) => {
+	e.preventDefault();
+	const text = $('new-text').value;
+	const id = $('new-id').value.trim();
+	if (!text.trim()) return (thread.newError = 'Write the first message.'), renderThread();
+	const r = await call('POST', '/v1/threads', id ? { id } : {});
+	thread.newError = !r ? 'The server cannot be reached. Nothing was created; try again.' : r.ok ? null : r.err && r.err.code === 'conflict' ? 'A thread with this id exists already: choose another id, or leave it empty.' : explain(r);
+	if (thread.newError) return renderThread();
+	$('new-id').value = $('new-text').value = '';
+	Object.assign(thread, { mode: 'view', id: '', nextId: null });
+	showThread(r.data.id);
+	$('compose').value = text;
+	await sendMessage();
+});
+$('new-cancel').addEventListener('click', () => {
+	const back = thread.nextId || thread.id;
+	Object.assign(thread, { mode: 'view', id: '', nextId: null });
+	if (back) showThread(back);
+	else renderThread();
+});
+$('compose-form').addEventListener('submit', (e) => (e.preventDefault(), sendMessage()));
+onCtrlEnter($('compose'), sendMessage);
+$('abort-open').addEventListener('click', () => ((thread.mode = thread.mode === 'abort' ? 'view' : 'abort'), renderThread(), focus('abort-reason')));
+$('abort-cancel').addEventListener('click', () => ((thread.mode = 'view'), renderThread()));
+$('abort-send').addEventListener('click', () => threadPost('/abort', { reason: $('abort-reason').value.trim() || 'aborted by the reviewer' }, 'Run aborted.'));
 $('new-thread-top').addEventListener('click', openNewThread);
 
 // ---------- keyboard ----------
@@ -1421,10 +1386,10 @@ D.addEventListener('keydown', (e) => {
 		return;
 	}
 	if (typing) return;
-	// An answer key clicks the shown question's enabled button that names
-	// it; not on a question just come into view (a held or doubled key),
-	// nor while another's item has the focus, nor to confirm an approval
-	// despite hidden characters (that takes a click).
+	if (e.key === ' ' && t.classList.contains('qitem') && t.dataset.key) return e.preventDefault(), togglePick(t.dataset.key, e.shiftKey);
+	// An answer key clicks the enabled button that names it; not on a
+	// question just shown (a held key), while another item has the focus,
+	// or to approve despite hidden characters (that takes a click).
 	const click = (id) => {
 		const b = $(id);
 		if (b && !b.disabled && b.getAttribute('aria-keyshortcuts') === e.key && !(e.key === 'a' && draft(k).armed)) b.click();
@@ -1437,7 +1402,7 @@ D.addEventListener('keydown', (e) => {
 
 // Typed text is kept on the page; warn before a reload throws it away.
 window.addEventListener('beforeunload', (e) => {
-	const typed = [...drafts.values()].some((d) => (d.reason && d.reason.trim()) || (d.mode === 'edit' && d.edit)) || thread.compose.trim();
+	const typed = [...drafts.values()].some((d) => (d.reason && d.reason.trim()) || (d.mode === 'edit' && d.edit)) || $('compose').value.trim();
 	if (typed) e.preventDefault();
 });
 
