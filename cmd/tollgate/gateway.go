@@ -158,6 +158,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return fail(2, err)
 	}
+	if manual {
+		holdHUP(ctx, log)
+	}
 	notices := &noticeBoard{}
 	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log, policyWatch{manual: manual, loosened: notices.policyLoosened})
 	if err != nil {

@@ -192,6 +192,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Its policy is reloaded as serve's own is (--policy-reload), and a
 	// reload that loosens it is a notice too.
 	manual, _ := parsePolicyReload(af.reload) // checked with serve's own policy
+	if manual {
+		holdHUP(ctx, log)
+	}
 	hookSvc, hookLP, err := hookService(ctx, store, *hookPolicy, log, policyWatch{manual: manual, loosened: af.loosened})
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)

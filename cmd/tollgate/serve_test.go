@@ -319,3 +319,20 @@ func TestServeNoticesAndManualReload(t *testing.T) {
 		t.Fatal("SIGHUP stopped serve")
 	}
 }
+
+// With --policy-reload manual and the built-in policies (no file watched)
+// a SIGHUP, sent to reload, does not end serve.
+func TestServeManualReloadBuiltinSurvivesHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a tollgate serve process")
+	}
+	dir := t.TempDir()
+	p := startServe(t, "--store", "sqlite:"+filepath.Join(dir, "t.db"), "--dir", t.TempDir(), "--policy-reload", "manual")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the SIGHUP logged", 20*time.Second, func() bool { return strings.Contains(p.logs.String(), "SIGHUP: each policy file is read again") })
+	if code, out := p.do(t, "GET", "/v1/session", ""); code != 200 {
+		t.Fatalf("serve after SIGHUP: %d %v\n%s", code, out, p.logs.String())
+	}
+}

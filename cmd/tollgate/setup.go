@@ -238,6 +238,27 @@ func watchedPolicyWith(ctx context.Context, file string, opts *policy.Options, l
 	return rp, nil
 }
 
+// holdHUP keeps SIGHUP from stopping a server told to reload its
+// policies on it (--policy-reload manual) until ctx ends: with the
+// built-in policies there is no file to watch, no handler of the
+// watchers' own, and the signal's default action would end the process
+// an operator only meant to reload.
+func holdHUP(ctx context.Context, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Info("tollgate: SIGHUP: each policy file is read again (a built-in policy has none)")
+			}
+		}
+	}()
+}
+
 // noticeBoard is what serve's page tells every reviewer of the server
 // itself (server.Config.Notices): how its tools are confined, and the
 // latest reloads that loosened its policy.
