@@ -217,24 +217,14 @@ func watchedPolicyWith(ctx context.Context, file string, opts *policy.Options, l
 		go rp.Watch(ctx, time.Second, report)
 		return rp, nil
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	log.Info("tollgate: the policy is reloaded on SIGHUP only (--policy-reload manual)", "file", file, "pid", os.Getpid())
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-			}
-			changed, err := rp.Reload()
-			if err == nil && !changed {
-				log.Info("tollgate: SIGHUP: the policy file is as it was", "file", file)
-			}
-			report(changed, err)
+	onHUP(ctx, func() {
+		changed, err := rp.Reload()
+		if err == nil && !changed {
+			log.Info("tollgate: SIGHUP: the policy file is as it was", "file", file)
 		}
-	}()
+		report(changed, err)
+	})
 	return rp, nil
 }
 
@@ -244,6 +234,11 @@ func watchedPolicyWith(ctx context.Context, file string, opts *policy.Options, l
 // watchers' own, and the signal's default action would end the process
 // an operator only meant to reload.
 func holdHUP(ctx context.Context, log *slog.Logger) {
+	onHUP(ctx, func() { log.Info("tollgate: SIGHUP: each policy file is read again (a built-in policy has none)") })
+}
+
+// onHUP calls do on each SIGHUP until ctx ends.
+func onHUP(ctx context.Context, do func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -253,7 +248,7 @@ func holdHUP(ctx context.Context, log *slog.Logger) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				log.Info("tollgate: SIGHUP: each policy file is read again (a built-in policy has none)")
+				do()
 			}
 		}
 	}()
