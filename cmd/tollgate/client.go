@@ -53,7 +53,7 @@ type source interface {
 	answer(ctx context.Context, thread, id string, answer json.RawMessage, by string) (*checkpoint.Question, error)
 	// threads returns the threads with the status ("": any), newest
 	// first, without their messages.
-	threads(ctx context.Context, status checkpoint.ThreadStatus) ([]*threadInfo, error)
+	threads(ctx context.Context, q threadQuery) ([]*threadInfo, error)
 	// thread returns one thread with its messages; an error wrapping
 	// checkpoint.ErrNotFound when there is none.
 	thread(ctx context.Context, id string) (*threadInfo, error)
@@ -614,10 +614,35 @@ func (c *apiClient) answer(ctx context.Context, thread, id string, answer json.R
 	return w.question(), nil
 }
 
-func (c *apiClient) threads(ctx context.Context, status checkpoint.ThreadStatus) ([]*threadInfo, error) {
+// threadQuery selects threads as GET /v1/threads does: status, state
+// (threadStates) and a text searched for.
+type threadQuery struct {
+	status checkpoint.ThreadStatus
+	state  string
+	search string
+}
+
+// threadStates are the states of GET /v1/threads?state= as a store
+// filters them; failed and running need what the driving process knows
+// (on a store: refused, and running read as no question waiting).
+var threadStates = map[string]checkpoint.ThreadFilter{
+	"waiting":   {Status: checkpoint.ThreadRunning, Questions: checkpoint.QuestionPending},
+	"running":   {Status: checkpoint.ThreadRunning},
+	"failed":    {Status: checkpoint.ThreadRunning},
+	"finished":  {Status: checkpoint.ThreadIdle},
+	"timed_out": {Questions: checkpoint.QuestionTimedOut},
+}
+
+func (c *apiClient) threads(ctx context.Context, tq threadQuery) ([]*threadInfo, error) {
 	q := url.Values{"limit": {"200"}}
-	if status != "" {
-		q.Set("status", string(status))
+	if tq.status != "" {
+		q.Set("status", string(tq.status))
+	}
+	if tq.state != "" {
+		q.Set("state", tq.state)
+	}
+	if tq.search != "" {
+		q.Set("q", tq.search)
 	}
 	ws, err := listAll[wireThread](ctx, c, "/v1/threads", "threads", q)
 	out := make([]*threadInfo, len(ws))
@@ -650,7 +675,7 @@ func (c *apiClient) events(ctx context.Context, thread string, after int64, limi
 	if thread != "" {
 		return c.threadEvents(ctx, thread, after, limit)
 	}
-	ths, err := c.threads(ctx, "")
+	ths, err := c.threads(ctx, threadQuery{})
 	if err != nil {
 		return nil, err
 	}
@@ -862,7 +887,10 @@ func runState(th *checkpoint.Thread, pending int) string {
 	return string(host.RunActive)
 }
 
-func (s *storeSource) threads(ctx context.Context, status checkpoint.ThreadStatus) ([]*threadInfo, error) {
+func (s *storeSource) threads(ctx context.Context, tq threadQuery) ([]*threadInfo, error) {
+	if tq.state == "failed" {
+		return nil, errors.New("a failed run is known to the server that drives it, not to its store: ask the server (--server URL)")
+	}
 	pending, err := s.questions(ctx, "", checkpoint.QuestionPending)
 	if err != nil {
 		return nil, err
@@ -871,7 +899,14 @@ func (s *storeSource) threads(ctx context.Context, status checkpoint.ThreadStatu
 	for _, q := range pending {
 		waiting[q.ThreadID]++
 	}
-	f := checkpoint.ThreadFilter{Status: status, Limit: 500}
+	f := threadStates[tq.state]
+	if tq.status != "" {
+		if f.Status != "" && f.Status != tq.status {
+			return nil, fmt.Errorf("--status %s and --state %s select nothing together", tq.status, tq.state)
+		}
+		f.Status = tq.status
+	}
+	f.Search, f.Limit = tq.search, 500
 	var out []*threadInfo
 	for {
 		ths, next, err := s.store.ListThreads(ctx, f)
@@ -879,6 +914,9 @@ func (s *storeSource) threads(ctx context.Context, status checkpoint.ThreadStatu
 			return nil, err
 		}
 		for _, th := range ths {
+			if tq.state == "running" && waiting[th.ID] > 0 {
+				continue // waiting for a person, not running
+			}
 			out = append(out, &threadInfo{Thread: th, RunState: runState(th, waiting[th.ID])})
 		}
 		if next == "" {

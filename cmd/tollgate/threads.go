@@ -24,7 +24,7 @@ func init() {
 		subcommand{name: "abort", summary: "close a thread's unfinished run", run: threadsAbort})
 }
 
-const threadsListHelp = `usage: tollgate threads list [--status running|idle] [--json]
+const threadsListHelp = `usage: tollgate threads list [--status running|idle] [--state STATE] [--search TEXT] [--json]
 
 Lists the threads, the latest first: the thread id, its status (running
 while a run is unfinished), the run's state (active, parked waiting for
@@ -32,10 +32,19 @@ answers, failed, idle), how many questions wait for an answer, and when
 it last changed. On a store, a running thread with no pending question is
 shown active: only the process that drives a run knows it failed.
 
+--state picks the threads a reviewer's history shows: waiting (a question
+waits for an answer), running (driven, waiting for nobody), failed (its
+run stopped with an error: known to a server, not on a store), finished,
+or timed_out (a question of it timed out). --search finds a text in the
+threads' ids, tools and messages (reviewers and admins: a client token may
+not search).
+
 examples:
   tollgate threads list
   tollgate threads list --status running   only threads whose run is unfinished
   tollgate threads list --status idle
+  tollgate threads list --state timed_out  threads where a question timed out
+  tollgate threads list --state finished --search notes.txt
   tollgate threads list --json             one JSON object a line, as the API's Thread
 ` + sourceFlagsHelp
 
@@ -51,6 +60,8 @@ func threadsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	const name = "threads list"
 	fs, sf := sourceCommand(name, threadsListHelp, stderr)
 	status := fs.String("status", "", "only threads with this `status`: running or idle")
+	state := fs.String("state", "", "only threads in this `state`: waiting, running, failed, finished or timed_out, e.g. --state waiting")
+	search := fs.String("search", "", "only threads whose id, tools or messages hold this `text`, e.g. --search notes.txt")
 	asJSON := fs.Bool("json", false, "print each thread as one line of JSON")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
@@ -60,12 +71,18 @@ func threadsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	default:
 		return fs.usageError("--status %q: want running or idle", *status)
 	}
+	if _, ok := threadStates[*state]; !ok && *state != "" {
+		return fs.usageError("--state %q: want waiting, running, failed, finished or timed_out", *state)
+	}
+	if len(strings.TrimSpace(*search)) > 200 {
+		return fs.usageError("--search: the text is longer than 200 bytes")
+	}
 	src, code := sf.openFor(ctx, fs, name, stderr, 0)
 	if src == nil {
 		return code
 	}
 	defer src.close()
-	ths, err := src.threads(ctx, checkpoint.ThreadStatus(*status))
+	ths, err := src.threads(ctx, threadQuery{status: checkpoint.ThreadStatus(*status), state: *state, search: strings.TrimSpace(*search)})
 	if err != nil {
 		return fail(stderr, name, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,26 @@ func TestThreadsSameOnStoreAndServer(t *testing.T) {
 	}
 	if out := f.same("threads list", "--status", "running"); strings.Contains(out, "t2") || !strings.Contains(out, "t1") {
 		t.Errorf("threads list --status running:\n%s", out)
+	}
+	// The history's states and search, as the page's.
+	for args, want := range map[[2]string][]string{
+		{"--state", "waiting"}:    {"t1"},
+		{"--state", "finished"}:   {"t2", "t3"},
+		{"--state", "timed_out"}:  {"t3"},
+		{"--search", "forbidden"}: {"t2"},
+	} {
+		out := f.same("threads list", args[0], args[1])
+		for _, id := range []string{"t1", "t2", "t3"} {
+			if got := strings.Contains(out, "\n"+id+" "); got != slices.Contains(want, id) {
+				t.Errorf("threads list %s %s: %s listed %v, want %v:\n%s", args[0], args[1], id, got, !got, out)
+			}
+		}
+	}
+	if code, _, errOut := f.store("threads list", "--state", "failed"); code != 1 || !strings.Contains(errOut, "known to the server that drives it") {
+		t.Errorf("threads list --state failed on a store: %d %s", code, errOut)
+	}
+	if code, _, errOut := f.store("threads list", "--state", "stuck"); code != 2 || !strings.Contains(errOut, "want waiting, running, failed, finished or timed_out") {
+		t.Errorf("threads list --state stuck: %d %s", code, errOut)
 	}
 	out = f.same("threads list", "--json")
 	if !strings.Contains(out, `"id":"t1","status":"running"`) || !strings.Contains(out, `"run_state":"parked"`) || !strings.Contains(out, `"pending_questions":2`) {
