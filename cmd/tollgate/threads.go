@@ -409,6 +409,12 @@ func threadsAbort(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		fmt.Fprintf(stdout, "thread %s has no unfinished run: nothing to abort\n", id)
 		return 0
 	}
+	if _, onStore := src.(*storeSource); onStore && *reason == "" {
+		// Said here, not left to the store's abort: a server parked on
+		// the thread may take the aborted questions' answers and close
+		// the run itself, without the final message that carries it.
+		*reason = "aborted by " + currentUser()
+	}
 	if err := src.abort(ctx, before.ID, *reason); err != nil {
 		return fail(stderr, name, err)
 	}
