@@ -76,8 +76,14 @@ type Gateway struct {
 	server *mcp.Server
 	clock  clock.Clock
 
-	mu      sync.Mutex
-	live    map[string]*liveCall // by thread: calls whose client waits
+	mu   sync.Mutex
+	live map[string]*liveCall // by thread: calls whose client waits
+	// lives counts the entries of live, handlers the tools/call handlers
+	// under way: Shutdown waits for each to come to none.
+	lives, handlers inflight
+	// watched is closed when the goroutine that follows the host's
+	// events (watch) has returned.
+	watched chan struct{}
 	closing bool
 	exposed map[string]exposedTool // by the name the client sees
 	hidden  map[string]exposedTool // tools the policy blocks whatever their arguments
@@ -149,6 +155,8 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 			case "tools/list":
 				g.syncTools()
 			case "tools/call":
+				g.handlers.enter()
+				defer g.handlers.leave()
 				// A hidden tool called anyway (a client that cached an
 				// older list) goes through the policy like any call, so
 				// that its refusal says why and is in the audit log.

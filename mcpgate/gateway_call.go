@@ -93,6 +93,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 		return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment")
 	}
 	g.live[thread] = lc
+	g.lives.enter()
 	g.mu.Unlock()
 	// The envelope is signed: a message posted to a thread through the API
 	// cannot pass for a client's call.
@@ -111,6 +112,7 @@ func (g *Gateway) forget(lc *liveCall) {
 	g.mu.Lock()
 	if g.live[lc.thread] == lc {
 		delete(g.live, lc.thread)
+		g.lives.leave()
 	}
 	g.mu.Unlock()
 	lc.endRound()
@@ -139,10 +141,17 @@ func (g *Gateway) await(ctx context.Context, req *mcp.CallToolRequest, lc *liveC
 	// as a cancel does.
 	gone := make(chan struct{})
 	roundCtx, endRound := context.WithCancel(ctx)
-	defer endRound()
+	pinged := make(chan struct{})
+	defer func() {
+		endRound()
+		<-pinged // the round's pinger has returned
+	}()
 	lc.progress.start(roundCtx, req.Session, req.Params.GetProgressToken())
 	defer lc.progress.stop()
-	go g.pingClient(roundCtx, req.Session, lc.probe, gone)
+	go func() {
+		defer close(pinged)
+		g.pingClient(roundCtx, req.Session, lc.probe, gone)
+	}()
 	for {
 		tick, stop := g.clock.After(g.cfg.Progress)
 		select {

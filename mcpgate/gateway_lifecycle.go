@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"sync"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -23,7 +23,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	g.unsub = unsub
 	evCtx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
-	go g.watch(evCtx, events)
+	g.watched = make(chan struct{})
+	go func() {
+		defer close(g.watched)
+		g.watch(evCtx, events)
+	}()
 	return g.abortOrphans(ctx)
 }
 
@@ -92,16 +96,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	// Calls running upstream finish within ctx, and every client's
 	// answer goes out before its session closes (an HTTP client's event
 	// stream would otherwise hold the listener's shutdown for its whole
-	// grace).
-	for ctx.Err() == nil {
-		g.mu.Lock()
-		n := len(g.live)
-		g.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// grace): each call leaves live when its handler has its answer, and
+	// the handler's return hands the answer to the SDK, which writes it
+	// before a session's Close returns (Close waits for the requests in
+	// flight).
+	g.lives.wait(ctx)
 	// Past the grace, what still runs is cut (host.Shutdown leaves it
 	// resumable; the next start aborts it, as no client waits).
 	g.mu.Lock()
@@ -110,7 +109,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	if left > 0 {
 		g.log.Warn("tollgate: calls still running upstream at the end of the shutdown grace are cut; their outcome is unknown", "calls", left)
 	}
-	time.Sleep(50 * time.Millisecond) // the last responses leave their handlers
+	g.handlers.wait(ctx)
 	// A session whose client is gone can take its Close with it (the SDK
 	// waits for a handler stuck asking that client): the closes are
 	// bounded by ctx.
@@ -130,8 +129,52 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	if g.unsub != nil {
 		g.unsub()
 		g.cancel()
+		<-g.watched
 	}
 	return err
+}
+
+// inflight counts what is under way and says when none is, without
+// polling: idle is closed while the count is zero and made anew when it
+// leaves zero. The zero value counts none.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{}
+}
+
+func (f *inflight) enter() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inflight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		close(f.idle)
+	}
+}
+
+// wait returns true once none is under way, false if ctx ends first.
+func (f *inflight) wait(ctx context.Context) bool {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (g *Gateway) isLive(thread string) bool {
