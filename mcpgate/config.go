@@ -90,7 +90,7 @@ var serverName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]{0,30}[A-Za-z0-9]
 // Check reports what is wrong with the config, in the user's terms.
 func (c *ServerConfig) Check() error {
 	if !serverName.MatchString(c.Name) || strings.Contains(c.Name, "__") {
-		return fmt.Errorf("mcp: server name %q: use 1 to 32 letters, digits, '-' and '_', starting and ending with a letter or digit, without \"__\" (it becomes part of tool names: mcp__<server>__<tool>)", c.Name)
+		return fmt.Errorf("mcpgate: server name %q: use 1 to 32 letters, digits, '-' and '_', starting and ending with a letter or digit, without \"__\" (it becomes part of tool names: mcp__<server>__<tool>)", c.Name)
 	}
 	kind := c.Type
 	switch kind {
@@ -99,40 +99,40 @@ func (c *ServerConfig) Check() error {
 	case "streamable-http", "streamableHttp", "streamable_http":
 		kind = "http"
 	case "sse":
-		return fmt.Errorf("mcp: server %s: the SSE transport is not supported (it is deprecated in MCP); use the server's streamable HTTP endpoint", c.Name)
+		return fmt.Errorf("mcpgate: server %s: the SSE transport is not supported (it is deprecated in MCP); use the server's streamable HTTP endpoint", c.Name)
 	default:
-		return fmt.Errorf("mcp: server %s: type %q: use \"stdio\" or \"http\"", c.Name, c.Type)
+		return fmt.Errorf("mcpgate: server %s: type %q: use \"stdio\" or \"http\"", c.Name, c.Type)
 	}
 	switch {
 	case c.Command != "" && c.URL != "":
-		return fmt.Errorf("mcp: server %s: give a command or a url, not both", c.Name)
+		return fmt.Errorf("mcpgate: server %s: give a command or a url, not both", c.Name)
 	case c.Command == "" && c.URL == "":
-		return fmt.Errorf("mcp: server %s: give a command (a stdio server) or a url (a streamable HTTP server)", c.Name)
+		return fmt.Errorf("mcpgate: server %s: give a command (a stdio server) or a url (a streamable HTTP server)", c.Name)
 	case c.URL != "" && kind == "stdio", c.Command != "" && kind == "http":
-		return fmt.Errorf("mcp: server %s: type %q does not go with a %s", c.Name, c.Type, map[bool]string{true: "url", false: "command"}[c.URL != ""])
+		return fmt.Errorf("mcpgate: server %s: type %q does not go with a %s", c.Name, c.Type, map[bool]string{true: "url", false: "command"}[c.URL != ""])
 	}
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("mcp: server %s: url %q: not an http(s) URL", c.Name, c.URL)
+			return fmt.Errorf("mcpgate: server %s: url %q: not an http(s) URL", c.Name, c.URL)
 		}
 		if len(c.Env) > 0 || len(c.Args) > 0 || c.Dir != "" || c.InheritEnv {
-			return fmt.Errorf("mcp: server %s: env, args, cwd and inherit_env are for a command, not a url", c.Name)
+			return fmt.Errorf("mcpgate: server %s: env, args, cwd and inherit_env are for a command, not a url", c.Name)
 		}
 	} else if len(c.Headers) > 0 {
-		return fmt.Errorf("mcp: server %s: headers are for a url, not a command (give a command its secrets in env)", c.Name)
+		return fmt.Errorf("mcpgate: server %s: headers are for a url, not a command (give a command its secrets in env)", c.Name)
 	}
 	if c.Timeout < 0 {
-		return fmt.Errorf("mcp: server %s: timeout %s is negative", c.Name, time.Duration(c.Timeout))
+		return fmt.Errorf("mcpgate: server %s: timeout %s is negative", c.Name, time.Duration(c.Timeout))
 	}
 	for _, v := range c.Env {
 		if _, err := expand(v); err != nil {
-			return fmt.Errorf("mcp: server %s: env: %w", c.Name, err)
+			return fmt.Errorf("mcpgate: server %s: env: %w", c.Name, err)
 		}
 	}
 	for k, v := range c.Headers {
 		if _, err := expand(v); err != nil {
-			return fmt.Errorf("mcp: server %s: header %s: %w", c.Name, k, err)
+			return fmt.Errorf("mcpgate: server %s: header %s: %w", c.Name, k, err)
 		}
 	}
 	return nil
@@ -189,7 +189,7 @@ func expand(s string) (string, error) {
 func ParseFlag(s string) (ServerConfig, error) {
 	name, rest, ok := strings.Cut(s, "=")
 	if !ok || strings.TrimSpace(rest) == "" {
-		return ServerConfig{}, fmt.Errorf("mcp: %q: write NAME=COMMAND [ARGS...] or NAME=URL", s)
+		return ServerConfig{}, fmt.Errorf("mcpgate: %q: write NAME=COMMAND [ARGS...] or NAME=URL", s)
 	}
 	c := ServerConfig{Name: strings.TrimSpace(name)}
 	rest = strings.TrimSpace(rest)
@@ -199,14 +199,14 @@ func ParseFlag(s string) (ServerConfig, error) {
 		// Before the split: the splitter refuses $(...) with a message
 		// of its own, less clear than this one.
 		if strings.Contains(rest, "$") {
-			return ServerConfig{}, fmt.Errorf("mcp: %q: the command is not run by a shell, so $ would not expand; give variables in a config file's env", s)
+			return ServerConfig{}, fmt.Errorf("mcpgate: %q: the command is not run by a shell, so $ would not expand; give variables in a config file's env", s)
 		}
 		words, err := shell.Fields(rest, func(string) string { return "" })
 		if err != nil {
-			return ServerConfig{}, fmt.Errorf("mcp: %q: the command does not split into words: %v", s, err)
+			return ServerConfig{}, fmt.Errorf("mcpgate: %q: the command does not split into words: %v", s, err)
 		}
 		if len(words) == 0 {
-			return ServerConfig{}, fmt.Errorf("mcp: %q: no command", s)
+			return ServerConfig{}, fmt.Errorf("mcpgate: %q: no command", s)
 		}
 		c.Command, c.Args = words[0], words[1:]
 	}
@@ -229,7 +229,7 @@ func ParseFlag(s string) (ServerConfig, error) {
 func LoadConfig(path string) ([]ServerConfig, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: reading the config: %w", err)
+		return nil, fmt.Errorf("mcpgate: reading the config: %w", err)
 	}
 	return ParseConfig(path, b)
 }
@@ -238,32 +238,32 @@ func LoadConfig(path string) ([]ServerConfig, error) {
 func ParseConfig(name string, b []byte) ([]ServerConfig, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
-		return nil, fmt.Errorf("mcp: %s is not a JSON object: %w", name, jsonError(err))
+		return nil, fmt.Errorf("mcpgate: %s is not a JSON object: %w", name, jsonError(err))
 	}
 	raw, ok := top["mcpServers"]
 	if !ok {
 		raw, ok = top["servers"]
 	}
 	if !ok {
-		return nil, fmt.Errorf("mcp: %s has no \"mcpServers\" object", name)
+		return nil, fmt.Errorf("mcpgate: %s has no \"mcpServers\" object", name)
 	}
 	var servers map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &servers); err != nil {
-		return nil, fmt.Errorf("mcp: %s: \"mcpServers\" is not an object of servers: %w", name, jsonError(err))
+		return nil, fmt.Errorf("mcpgate: %s: \"mcpServers\" is not an object of servers: %w", name, jsonError(err))
 	}
 	var out []ServerConfig
 	var errs []error
 	for _, n := range slices.Sorted(maps.Keys(servers)) { // errors in name order too
 		r := servers[n]
 		if !bytes.HasPrefix(bytes.TrimSpace(r), []byte("{")) {
-			errs = append(errs, fmt.Errorf("mcp: %s: server %s is not a JSON object (write {\"command\": ...} or {\"url\": ...})", name, n))
+			errs = append(errs, fmt.Errorf("mcpgate: %s: server %s is not a JSON object (write {\"command\": ...} or {\"url\": ...})", name, n))
 			continue
 		}
 		var c ServerConfig
 		dec := json.NewDecoder(bytes.NewReader(r))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			errs = append(errs, fmt.Errorf("mcp: %s: server %s: %w", name, n, jsonError(err)))
+			errs = append(errs, fmt.Errorf("mcpgate: %s: server %s: %w", name, n, jsonError(err)))
 			continue
 		}
 		c.Name = n
@@ -319,7 +319,7 @@ func CheckNames(servers []ServerConfig) error {
 	seen := map[string]bool{}
 	for _, s := range servers {
 		if seen[s.Name] {
-			return fmt.Errorf("mcp: two servers are named %s", s.Name)
+			return fmt.Errorf("mcpgate: two servers are named %s", s.Name)
 		}
 		seen[s.Name] = true
 	}

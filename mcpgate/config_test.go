@@ -155,7 +155,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"negative timeout", `{"mcpServers": {"gh": {"command": "x", "timeout": "-1s"}}}`, []string{"server gh", "negative"}},
 		{"bad name", `{"mcpServers": {"my server": {"command": "x"}}}`, []string{`server name "my server"`}},
 		// Each is reported, in name order.
-		{"two bad servers", `{"mcpServers": {"b": {}, "a": {"type": "sse", "url": "https://x.example.com/sse"}}}`, []string{"server a: the SSE transport", "(in cfg.json)\nmcp: server b: give a command"}},
+		{"two bad servers", `{"mcpServers": {"b": {}, "a": {"type": "sse", "url": "https://x.example.com/sse"}}}`, []string{"server a: the SSE transport", "(in cfg.json)\nmcpgate: server b: give a command"}},
 	} {
 		_, err := mcpgate.ParseConfig("cfg.json", []byte(c.config))
 		if err == nil {

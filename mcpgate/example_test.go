@@ -34,7 +34,7 @@ func ExampleParseFlag() {
 	// Output:
 	// fs: mcp-server-filesystem ["--root" "/home/me/My Notes"]
 	// docs: https://docs.example.com/mcp
-	// mcp: "gh=github-mcp-server --token $GITHUB_TOKEN": the command is not run by a shell, so $ would not expand; give variables in a config file's env
+	// mcpgate: "gh=github-mcp-server --token $GITHUB_TOKEN": the command is not run by a shell, so $ would not expand; give variables in a config file's env
 }
 
 func ExampleUpstream_AgentTools() {

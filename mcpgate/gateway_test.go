@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -842,4 +843,24 @@ func TestGatewayToolWithoutHints(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, ch)
+}
+
+// Shutdown returns only once the goroutines the gateway started have
+// returned: the one that follows the host's events, and each call's
+// pinger.
+func TestGatewayShutdownLeavesNoGoroutine(t *testing.T) {
+	w := newGateway(t, gwOptions{})
+	if res := wait(t, w.callAsync(context.Background(), "structured", map[string]any{"n": 1})); res.IsError {
+		t.Fatalf("the allowed call: %q", text(res))
+	}
+	if err := w.g.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<22)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, f := range []string{"mcpgate.(*Gateway).watch", "mcpgate.(*Gateway).pingClient"} {
+		if strings.Contains(stacks, f) {
+			t.Errorf("%s still runs after Shutdown returned", f)
+		}
+	}
 }

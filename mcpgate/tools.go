@@ -108,7 +108,7 @@ func (u *Upstream) agentTool(t *mcp.Tool, wrap func(context.Context) context.Con
 	return agent.NewRawTool(AgentName(u.cfg.Name, t.Name), desc, func(ctx context.Context, args map[string]any) (agent.ToolResult, error) {
 		raw, err := json.Marshal(args)
 		if err != nil {
-			return agent.ToolResult{}, fmt.Errorf("mcp: encoding the arguments: %w", err)
+			return agent.ToolResult{}, fmt.Errorf("mcpgate: encoding the arguments: %w", err)
 		}
 		if wrap != nil {
 			ctx = wrap(ctx)

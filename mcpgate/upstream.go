@@ -241,12 +241,12 @@ func (u *Upstream) start(ctx context.Context, restart bool) error {
 	})
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		return u.explain(fmt.Errorf("mcp: starting server %s: %w", u.cfg.describe(), err))
+		return u.explain(fmt.Errorf("mcpgate: starting server %s: %w", u.cfg.describe(), err))
 	}
 	tools, problems, err := u.listTools(ctx, cs)
 	if err != nil {
 		_ = cs.Close()
-		return u.explain(fmt.Errorf("mcp: server %s: listing its tools: %w", u.cfg.describe(), err))
+		return u.explain(fmt.Errorf("mcpgate: server %s: listing its tools: %w", u.cfg.describe(), err))
 	}
 	if restart {
 		for _, p := range problems {
@@ -257,7 +257,7 @@ func (u *Upstream) start(ctx context.Context, restart bool) error {
 	if u.closed {
 		u.mu.Unlock()
 		_ = cs.Close()
-		return errors.New("mcp: closed")
+		return errors.New("mcpgate: closed")
 	}
 	u.gen++
 	gen := u.gen
@@ -350,7 +350,7 @@ func (u *Upstream) transport() (mcp.Transport, error) {
 		for k, v := range u.cfg.Headers {
 			x, err := expand(v)
 			if err != nil {
-				return nil, fmt.Errorf("mcp: server %s: header %s: %w", u.cfg.Name, k, err)
+				return nil, fmt.Errorf("mcpgate: server %s: header %s: %w", u.cfg.Name, k, err)
 			}
 			headers.Set(k, x)
 		}
@@ -397,7 +397,7 @@ func (u *Upstream) env() ([]string, error) {
 	for _, k := range keys {
 		v, err := expand(u.cfg.Env[k])
 		if err != nil {
-			return nil, fmt.Errorf("mcp: server %s: env %s: %w", u.cfg.Name, k, err)
+			return nil, fmt.Errorf("mcpgate: server %s: env %s: %w", u.cfg.Name, k, err)
 		}
 		env = append(env, k+"="+v)
 	}
@@ -612,7 +612,7 @@ func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage) 
 func (u *Upstream) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	cs, gen, ended, err := u.current(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: calling %s of server %s: %w", tool, u.cfg.Name, err)
+		return nil, fmt.Errorf("mcpgate: calling %s of server %s: %w", tool, u.cfg.Name, err)
 	}
 	timeout := u.cfg.callTimeout()
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -631,22 +631,22 @@ func (u *Upstream) call(ctx context.Context, tool string, args json.RawMessage) 
 		return res, nil
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("mcp: calling %s of server %s: %w (%w)", tool, u.cfg.Name, ctx.Err(), ErrOutcomeUnknown)
+		return nil, fmt.Errorf("mcpgate: calling %s of server %s: %w (%w)", tool, u.cfg.Name, ctx.Err(), ErrOutcomeUnknown)
 	}
 	select {
 	case <-ended:
-		return nil, fmt.Errorf("mcp: server %s stopped during the call of %s (%w); it is being restarted: %w", u.cfg.Name, tool, ErrOutcomeUnknown, u.sessionError())
+		return nil, fmt.Errorf("mcpgate: server %s stopped during the call of %s (%w); it is being restarted: %w", u.cfg.Name, tool, ErrOutcomeUnknown, u.sessionError())
 	case <-time.After(200 * time.Millisecond):
 	}
 	if callCtx.Err() != nil {
 		go u.checkAlive(gen, cs)
-		return nil, fmt.Errorf("mcp: server %s did not answer the call of %s within %s (%w)", u.cfg.Name, tool, timeout, ErrOutcomeUnknown)
+		return nil, fmt.Errorf("mcpgate: server %s did not answer the call of %s within %s (%w)", u.cfg.Name, tool, timeout, ErrOutcomeUnknown)
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
-		return nil, fmt.Errorf("mcp: server %s refused the call of %s: %w", u.cfg.Name, tool, err)
+		return nil, fmt.Errorf("mcpgate: server %s refused the call of %s: %w", u.cfg.Name, tool, err)
 	}
-	return nil, fmt.Errorf("mcp: calling %s of server %s: %w", tool, u.cfg.Name, err)
+	return nil, fmt.Errorf("mcpgate: calling %s of server %s: %w", tool, u.cfg.Name, err)
 }
 
 func (u *Upstream) sessionError() error {

@@ -61,6 +61,31 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 		}
 		return false
 	}
+	// commandsIn is commands_all_in (all: every command the shell would
+	// run, and at least one) or commands_any_in (any of them) named in the
+	// list; a command whose name is computed (dynamic) never is.
+	commandsIn := func(all bool) func(v, l ref.Val) ref.Val {
+		return func(v, l ref.Val) ref.Val {
+			a, errv := analyze(v)
+			if errv != nil {
+				return errv
+			}
+			list, errv := names(l)
+			if errv != nil {
+				return errv
+			}
+			if all && len(a.Commands) == 0 {
+				return types.False
+			}
+			for i := range a.Commands {
+				c := &a.Commands[i]
+				if in := !c.Dynamic && inList(c.Name, list); in != all {
+					return types.Bool(in)
+				}
+			}
+			return types.Bool(all)
+		}
+	}
 	strList := cel.ListType(cel.StringType)
 	common := []cel.EnvOption{
 		cel.Variable("tool", cel.StringType),
@@ -84,44 +109,10 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 				}))),
 		cel.Function("commands_all_in",
 			cel.Overload("commands_all_in_string_list", []*cel.Type{cel.StringType, strList}, cel.BoolType,
-				cel.BinaryBinding(func(v, l ref.Val) ref.Val {
-					a, errv := analyze(v)
-					if errv != nil {
-						return errv
-					}
-					list, errv := names(l)
-					if errv != nil {
-						return errv
-					}
-					if len(a.Commands) == 0 {
-						return types.False
-					}
-					for i := range a.Commands {
-						c := &a.Commands[i]
-						if c.Dynamic || !inList(c.Name, list) {
-							return types.False
-						}
-					}
-					return types.True
-				}))),
+				cel.BinaryBinding(commandsIn(true)))),
 		cel.Function("commands_any_in",
 			cel.Overload("commands_any_in_string_list", []*cel.Type{cel.StringType, strList}, cel.BoolType,
-				cel.BinaryBinding(func(v, l ref.Val) ref.Val {
-					a, errv := analyze(v)
-					if errv != nil {
-						return errv
-					}
-					list, errv := names(l)
-					if errv != nil {
-						return errv
-					}
-					for i := range a.Commands {
-						if c := &a.Commands[i]; !c.Dynamic && inList(c.Name, list) {
-							return types.True
-						}
-					}
-					return types.False
-				}))),
+				cel.BinaryBinding(commandsIn(false)))),
 		cel.Function("writes_files",
 			cel.Overload("writes_files_string", []*cel.Type{cel.StringType}, cel.BoolType,
 				cel.UnaryBinding(func(v ref.Val) ref.Val {

@@ -26,6 +26,7 @@ import (
 	msqlite "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/internal/migrate"
 	"github.com/tollgate-ai/tollgate/clock"
 )
 
@@ -154,11 +155,8 @@ type Store struct {
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+// migration is one of the embedded migrations (NNNN_description.sql).
+type migration = migrate.Migration
 
 // migrationSteps are the parts of migrations that SQL cannot do, run in
 // the same transaction right after the migration's SQL.
@@ -166,33 +164,9 @@ var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	6: splitMessagesMigration,
 }
 
-// migrations returns the embedded migrations in order. Each file is named
-// NNNN_description.sql; NNNN is its schema version.
+// migrations returns the embedded migrations in order.
 func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("sqlite: migration %q: name must start with a version number", e.Name())
-		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("sqlite: migration %q: want version %d", m.name, i+1)
-		}
-	}
-	return out, nil
+	return migrate.Load(migrationFS, "migrations", "sqlite")
 }
 
 // Open opens (creating if needed) the tollgate database at path, or a
@@ -639,17 +613,17 @@ func (s *Store) migrate(ctx context.Context, migs []migration, mustExist bool) e
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
 	for _, m := range migs[st.version:] {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
 		}
-		if step := migrationSteps[m.version]; step != nil {
+		if step := migrationSteps[m.Version]; step != nil {
 			if err := step(ctx, tx); err != nil {
-				return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
+				return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
-			m.version, m.name, s.clk.Now().UnixNano()); err != nil {
-			return fmt.Errorf("sqlite: migration %s: %w", m.name, err)
+			m.Version, m.Name, s.clk.Now().UnixNano()); err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -116,14 +116,14 @@ func TestMCPFlagErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--mcp", "nameless"}, 2, `tollgate: mcp: "nameless": write NAME=COMMAND [ARGS...] or NAME=URL`},
+		{[]string{"--mcp", "nameless"}, 2, `tollgate: mcpgate: "nameless": write NAME=COMMAND [ARGS...] or NAME=URL`},
 		{[]string{"--mcp", "a__b=" + bin}, 2, `server name "a__b"`},
 		{[]string{"--mcp", "t=" + bin + " $HOME"}, 2, "$ would not expand"},
 		{[]string{"--mcp-config", unknownKey}, 2, `server gh: unknown key "colour"`},
-		{[]string{"--mcp-config", filepath.Join(dir, "missing.json")}, 2, "mcp: reading the config"},
+		{[]string{"--mcp-config", filepath.Join(dir, "missing.json")}, 2, "mcpgate: reading the config"},
 		{[]string{"--mcp-config", dup, "--mcp", "t=" + bin}, 2, "two servers are named t"},
-		{[]string{"--mcp", "t=" + filepath.Join(dir, "no-such-server")}, 1, "tollgate: mcp: starting server t ("},
-		{[]string{"--mcp-config", mcpConfigFile(t, "t", map[string]string{mcptest.EnvExitAfterStart: "1"})}, 1, "tollgate: mcp: starting server t ("},
+		{[]string{"--mcp", "t=" + filepath.Join(dir, "no-such-server")}, 1, "tollgate: mcpgate: starting server t ("},
+		{[]string{"--mcp-config", mcpConfigFile(t, "t", map[string]string{mcptest.EnvExitAfterStart: "1"})}, 1, "tollgate: mcpgate: starting server t ("},
 	}
 	for _, c := range cases {
 		code, out, errOut := runCLI(t, "", append(append([]string{"run", "--dir", dir}, c.args...), "$ true")...)
@@ -133,11 +133,11 @@ func TestMCPFlagErrors(t *testing.T) {
 	}
 	// serve says the same, before it listens.
 	code, out, errOut := runCLI(t, "", "serve", "--addr", "127.0.0.1:0", "--store", "memory", "--mcp-config", unknownKey)
-	if code != 2 || !strings.Contains(errOut, `tollgate serve: mcp: `) || !strings.Contains(errOut, `unknown key "colour"`) || out != "" {
+	if code != 2 || !strings.Contains(errOut, `tollgate serve: mcpgate: `) || !strings.Contains(errOut, `unknown key "colour"`) || out != "" {
 		t.Errorf("serve with an unknown key: exit %d:\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCLI(t, "", "serve", "--addr", "127.0.0.1:0", "--store", "memory", "--mcp", "t="+filepath.Join(dir, "no-such-server"))
-	if code != 1 || !strings.Contains(errOut, "tollgate serve: mcp: starting server t (") || strings.Contains(out, "open http") {
+	if code != 1 || !strings.Contains(errOut, "tollgate serve: mcpgate: starting server t (") || strings.Contains(out, "open http") {
 		t.Errorf("serve with a server that does not start: exit %d:\n%s%s", code, out, errOut)
 	}
 }

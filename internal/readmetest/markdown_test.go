@@ -145,7 +145,7 @@ func checkLinks(t *testing.T, root, name string, doc []*section) {
 			if path == "" {
 				path = name
 			} else if _, err := os.Stat(filepath.Join(root, path)); err != nil {
-				t.Errorf("README:%d: link to %s: %v", l.line, target, err)
+				t.Errorf("%s:%d: link to %s: %v", name, l.line, target, err)
 				continue
 			}
 			if frag == "" {
@@ -155,14 +155,14 @@ func checkLinks(t *testing.T, root, name string, doc []*section) {
 			if !ok {
 				b, err := os.ReadFile(filepath.Join(root, path))
 				if err != nil {
-					t.Errorf("README:%d: link to %s: %v", l.line, target, err)
+					t.Errorf("%s:%d: link to %s: %v", name, l.line, target, err)
 					continue
 				}
 				hs = parseMarkdown(string(b))[0].headings
 				headingsOf[path] = hs
 			}
 			if !hs[frag] {
-				t.Errorf("README:%d: link to %s: %s has no heading #%s", l.line, target, path, frag)
+				t.Errorf("%s:%d: link to %s: %s has no heading #%s", name, l.line, target, path, frag)
 			}
 		}
 	}

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/tollgate-ai/tollgate/internal/providererr"
 )
 
 // Kinds of failure, for errors.Is. An [*Error] wraps one of the first three
@@ -48,42 +48,18 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("anthropic: ")
-	switch {
-	case e.StatusCode == http.StatusForbidden:
-		b.WriteString("permission denied")
-	case e.kind != nil:
-		b.WriteString(e.kind.Error())
-	default:
-		b.WriteString("request failed")
-	}
-	var detail []string
-	if e.StatusCode == http.StatusOK {
-		b.WriteString(" mid-stream")
-	} else {
-		detail = append(detail, fmt.Sprintf("HTTP %d", e.StatusCode))
-	}
-	if e.Type != "" {
-		detail = append(detail, e.Type)
-	}
-	fmt.Fprintf(&b, " (%s", strings.Join(detail, " "))
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
-	}
-	b.WriteString(")")
+	p := providererr.Parts{Provider: "anthropic", StatusCode: e.StatusCode, Kind: e.kind, Details: []string{e.Type},
+		Message: e.Message, Retries: e.Retries}
 	if e.RequestID != "" {
-		b.WriteString(" request-id " + e.RequestID)
+		p.Source = " request-id " + e.RequestID
 	}
 	switch e.kind {
 	case ErrAuth:
-		b.WriteString("; check ANTHROPIC_API_KEY (or Options.APIKey)")
+		p.Hint = "; check ANTHROPIC_API_KEY (or Options.APIKey)"
 	case ErrRateLimited, ErrServer:
-		if e.StatusCode != http.StatusOK && e.Retries > 0 {
-			fmt.Fprintf(&b, "; gave up after %d %s", e.Retries, plural(e.Retries, "retry", "retries"))
-		}
+		p.Retried = true
 	}
-	return b.String()
+	return p.String()
 }
 
 // Unwrap returns the kind, if any, and the SDK's error.
@@ -130,11 +106,4 @@ func kind(status int, typ string) error {
 		return ErrServer
 	}
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

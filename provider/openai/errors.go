@@ -14,6 +14,7 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/tollgate-ai/tollgate/internal/providererr"
 )
 
 // Kinds of failure, for errors.Is. An [*Error] wraps one of the first three
@@ -56,45 +57,19 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("openai: ")
-	switch {
-	case e.StatusCode == http.StatusForbidden:
-		b.WriteString("permission denied")
-	case e.kind != nil:
-		b.WriteString(e.kind.Error())
-	default:
-		b.WriteString("request failed")
-	}
-	var detail []string
-	if e.StatusCode == http.StatusOK {
-		b.WriteString(" mid-stream")
-	} else {
-		detail = append(detail, fmt.Sprintf("HTTP %d", e.StatusCode))
-	}
-	for _, s := range []string{e.Type, e.Code} {
-		if s != "" && !strings.Contains(strings.Join(detail, " "), s) {
-			detail = append(detail, s)
-		}
-	}
-	fmt.Fprintf(&b, " (%s", strings.Join(detail, " "))
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
-	}
-	b.WriteString(") from " + e.BaseURL)
+	p := providererr.Parts{Provider: "openai", StatusCode: e.StatusCode, Kind: e.kind, Details: []string{e.Type, e.Code},
+		Message: e.Message, Source: " from " + e.BaseURL, Retries: e.Retries}
 	switch e.kind {
 	case ErrAuth:
 		if e.keyed {
-			b.WriteString("; check OPENAI_API_KEY (or Options.APIKey)")
+			p.Hint = "; check OPENAI_API_KEY (or Options.APIKey)"
 		} else {
-			b.WriteString("; no API key is set: set OPENAI_API_KEY (or Options.APIKey)")
+			p.Hint = "; no API key is set: set OPENAI_API_KEY (or Options.APIKey)"
 		}
 	case ErrRateLimited, ErrServer:
-		if e.StatusCode != http.StatusOK && e.Retries > 0 {
-			fmt.Fprintf(&b, "; gave up after %d %s", e.Retries, plural(e.Retries, "retry", "retries"))
-		}
+		p.Retried = true
 	}
-	return b.String()
+	return p.String()
 }
 
 // Unwrap returns the kind, if any, and the SDK's error.
@@ -103,13 +78,6 @@ func (e *Error) Unwrap() []error {
 		return []error{e.err}
 	}
 	return []error{e.kind, e.err}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // fail turns an error from the SDK into the one Complete returns. A

@@ -1,6 +1,6 @@
 package postgres_test
 
-// Review tests (issue 14): the fence and the hook path under concurrency.
+// The fence and the hook path under concurrency (issue 14).
 
 import (
 	"context"

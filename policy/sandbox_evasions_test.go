@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// review2 are the classes of commands the second adversarial review of
+// evasions are the classes of commands the second adversarial review of
 // the sandbox policy found allowed (issue 12), each harm checked in a
 // scratch directory with GNU sed 4.9, mawk, jq 1.6 and bash 5.2. The
 // sandbox policy must ask about every one.
-var review2 = map[string][]string{
+var evasions = map[string][]string{
 	// 1. A / inside a bracket expression does not end a GNU sed regex:
 	// the analysis read s/[/ ]x/ and took the rest for harmless commands.
 	"sed [/]": {
@@ -114,9 +114,9 @@ var review2 = map[string][]string{
 	},
 }
 
-// review2Harmless are everyday commands that stay allowed, among them
+// everydayCommands stay allowed, among them
 // those asked before issue 12.
-var review2Harmless = []string{
+var everydayCommands = []string{
 	"command -v go", "command -V ls", "git stash list", "git stash show", "git tag -l", "git tag", "git tag -l 'v*'",
 	"git tag -n5", "git rev-list --count HEAD", "git worktree list", "git diff --text", "git log -L 1,2:main.go",
 	"git cat-file --batch-check", "date", "date +%s", "date -u +%Y-%m-%d", "date -Iseconds", "uniq -c x", "uniq x",
@@ -129,17 +129,17 @@ var review2Harmless = []string{
 	"cut --complement -f1 x", "wc --total=never x", "grep -5 x f", "sed -nE 's/a+/b/p' f", "sed -n --posix p f", "sed --debug -n p f", "grep -Hn --color=always x f", "echo `date`", "echo \"`git rev-parse HEAD`\"", "diff <(sort a) <(sort b)", "sort f | uniq -c",
 }
 
-func TestSandboxReview2(t *testing.T) {
+func TestSandboxAsksAboutEvasions(t *testing.T) {
 	t.Parallel()
 	p := loadSandbox(t)
-	for class, cmds := range review2 {
+	for class, cmds := range evasions {
 		for _, cmd := range cmds {
 			if d := p.Evaluate(context.Background(), bash(cmd)); d.Action != Ask {
 				t.Errorf("%s: the sandbox decides %q %s by %s, want ask: %s", class, cmd, d.Action, d.Rule, d.Reason)
 			}
 		}
 	}
-	for _, cmd := range review2Harmless {
+	for _, cmd := range everydayCommands {
 		if d := p.Evaluate(context.Background(), bash(cmd)); d.Action != Allow {
 			t.Errorf("the sandbox does not allow %q: %s by %s: %s", cmd, d.Action, d.Rule, d.Reason)
 		}

@@ -1,0 +1,218 @@
+package mcpgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/host"
+)
+
+// Start starts the host and closes what a previous process left: a call
+// a client waited for when the gateway stopped no longer exists (the
+// client was told, or lost its connection), so its pending questions are
+// aborted and an answer given later is refused, not applied.
+func (g *Gateway) Start(ctx context.Context) error {
+	if err := g.host.Start(ctx); err != nil {
+		return err
+	}
+	events, unsub := g.host.Subscribe(4096)
+	g.unsub = unsub
+	evCtx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	g.watched = make(chan struct{})
+	go func() {
+		defer close(g.watched)
+		g.watch(evCtx, events)
+	}()
+	return g.abortOrphans(ctx)
+}
+
+func (g *Gateway) abortOrphans(ctx context.Context) error {
+	seen := map[string]bool{}
+	after := ""
+	for {
+		qs, next, err := g.cfg.Store.ListQuestions(ctx, checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, After: after})
+		if err != nil {
+			return fmt.Errorf("mcpgate: listing the questions a previous gateway left: %w", err)
+		}
+		for _, q := range qs {
+			if seen[q.ThreadID] || g.isLive(q.ThreadID) {
+				continue
+			}
+			seen[q.ThreadID] = true
+			if err := g.host.Abort(ctx, q.ThreadID, "the MCP gateway restarted: the client's call no longer exists"); err != nil {
+				g.log.Warn("tollgate: closing a call a previous gateway left", "thread", q.ThreadID, "err", err)
+			}
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if len(seen) > 0 {
+		g.log.Info("tollgate: closed the calls a previous gateway left waiting for approval; their clients were told to retry or lost their connection", "calls", len(seen))
+	}
+	return nil
+}
+
+// Shutdown stops taking calls; every call still waiting for a person is
+// answered with a retryable error (its question is aborted, so no answer
+// is applied to it later); calls already running finish within ctx.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.closing = true
+	waiting := make([]string, 0, len(g.live))
+	for id := range g.live {
+		waiting = append(waiting, id)
+	}
+	g.mu.Unlock()
+	for _, id := range waiting {
+		if lc := g.liveCall(id); lc != nil {
+			lc.mu.Lock()
+			awaiting := lc.awaiting
+			lc.mu.Unlock()
+			if awaiting {
+				// Between rounds no handler holds the call: the client's
+				// next round finds it gone and is told to retry.
+				g.forget(lc)
+			}
+		}
+		// A call running upstream is left to finish within ctx; one that
+		// waits for a person is answered now.
+		if qs, _, err := g.cfg.Store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: id, Status: checkpoint.QuestionPending, Limit: 1}); err == nil && len(qs) == 0 {
+			continue
+		}
+		if err := g.host.Abort(ctx, id, "the MCP gateway is shutting down"); err != nil && !errors.Is(err, host.ErrClosed) {
+			g.log.Warn("tollgate: aborting a waiting call at shutdown", "thread", id, "err", err)
+		}
+		if lc := g.liveCall(id); lc != nil {
+			g.settle(ctx, lc)
+		}
+	}
+	// Calls running upstream finish within ctx, and every client's
+	// answer goes out before its session closes (an HTTP client's event
+	// stream would otherwise hold the listener's shutdown for its whole
+	// grace): each call leaves live when its handler has its answer, and
+	// the handler's return hands the answer to the SDK, which writes it
+	// before a session's Close returns (Close waits for the requests in
+	// flight).
+	g.lives.wait(ctx)
+	// Past the grace, what still runs is cut (host.Shutdown leaves it
+	// resumable; the next start aborts it, as no client waits).
+	g.mu.Lock()
+	left := len(g.live)
+	g.mu.Unlock()
+	if left > 0 {
+		g.log.Warn("tollgate: calls still running upstream at the end of the shutdown grace are cut; their outcome is unknown", "calls", left)
+	}
+	g.handlers.wait(ctx)
+	// A session whose client is gone can take its Close with it (the SDK
+	// waits for a handler stuck asking that client): the closes are
+	// bounded by ctx.
+	closed := make(chan struct{})
+	go func() {
+		for ss := range g.server.Sessions() {
+			_ = ss.Close()
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		g.log.Warn("tollgate: MCP sessions still closing at the end of the shutdown grace; leaving them")
+	}
+	_, err := g.host.Shutdown(ctx)
+	if g.unsub != nil {
+		g.unsub()
+		g.cancel()
+		<-g.watched
+	}
+	return err
+}
+
+// inflight counts what is under way and says when none is, without
+// polling: idle is closed while the count is zero and made anew when it
+// leaves zero. The zero value counts none.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{}
+}
+
+func (f *inflight) enter() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inflight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		close(f.idle)
+	}
+}
+
+// wait returns true once none is under way, false if ctx ends first.
+func (f *inflight) wait(ctx context.Context) bool {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (g *Gateway) isLive(thread string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.live[thread]
+	return ok
+}
+
+// watch follows the host's events: a run that stopped on an error is
+// reported to its client, and an approval question for a call whose rule
+// asks the client's own user goes to that user by elicitation.
+func (g *Gateway) watch(ctx context.Context, events <-chan agent.Event) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+
+			switch ev := ev.(type) {
+			case *agent.RunFinishedEvent, *agent.AgentAbortedEvent:
+				if lc := g.liveCall(ev.Meta().ThreadID); lc != nil {
+					g.settle(ctx, lc)
+				}
+			case *agent.HitlRequestEvent:
+				if lc := g.liveCall(ev.Meta().ThreadID); lc != nil && ev.Question != nil && ev.Question.Status == checkpoint.QuestionPending {
+					lc.mu.Lock()
+					ss := lc.session // a later round's, after an input request
+					lc.mu.Unlock()
+					if wantsElicit(ev.Question) && supportsElicitation(ss) {
+						q := ev.Question
+						lc.elicit.Do(func() { lc.elicitNow <- q })
+					}
+				}
+			}
+		}
+	}
+}
