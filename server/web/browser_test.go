@@ -60,7 +60,9 @@ type bashArgs struct {
 }
 
 // policy: "ls" runs, "dd" is refused by the rule "no-dd", a command with
-// "quick" is asked with a 3 s deadline, everything else with 5 minutes.
+// "quick" is asked with an 8 s deadline, everything else with 5 minutes:
+// 8 s gives a loaded machine time to show the red countdown before the
+// deadline passes (3 s did not, once in a full test run).
 var bashPolicy = hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, a bashArgs) hitl.ApprovalDecision {
 	switch {
 	case strings.HasPrefix(a.Cmd, "ls"):
@@ -68,7 +70,7 @@ var bashPolicy = hitl.Typed(func(ctx context.Context, c *hitl.PolicyContext, a b
 	case strings.HasPrefix(a.Cmd, "dd"):
 		return hitl.DenyWith("destructive I/O", map[string]any{"matched_rule": "no-dd"})
 	case strings.Contains(a.Cmd, "quick"):
-		return hitl.AskUser(hitl.AskOptions{Timeout: 3 * time.Second, Details: map[string]any{"matched_rule": "quick", "impact": "a short deadline"}})
+		return hitl.AskUser(hitl.AskOptions{Timeout: 8 * time.Second, Details: map[string]any{"matched_rule": "quick", "impact": "a short deadline"}})
 	}
 	return hitl.AskUser(hitl.AskOptions{Timeout: 5 * time.Minute,
 		Details: map[string]any{"matched_rule": "ask-by-default", "impact": "runs a shell command"}})

@@ -120,7 +120,7 @@ func noOverflow(t *testing.T, tb *tab, width int) {
 func TestBrowserHistory(t *testing.T) {
 	b := newBrowser(t)
 	e := newEnv(t, false)
-	qs := e.prompt("hist-late", "$ sleep quick", 1) // times out in 3 s
+	qs := e.prompt("hist-late", "$ sleep quick", 1) // times out in 8 s
 	done := e.prompt("hist-done", "$ touch done.txt", 1)
 	if code, body := e.api("POST", "/v1/questions/hist-done/"+done[0]["id"].(string)+"/answer", otherSecret, map[string]any{"decision": "approve", "digest": done[0]["digest"]}); code != http.StatusOK {
 		t.Fatalf("answering: %d %v", code, body)
