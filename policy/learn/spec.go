@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/policy/shell"
@@ -80,7 +81,10 @@ const (
 	// --name=value, any value; for a field, any value or none.
 	Any Match = "any"
 	// Inside: a path inside the working directory: relative, not
-	// climbing out with "..", not starting with "-" or "~"; for a field,
+	// climbing out with "..", not the directory itself, not starting
+	// with "-", "~" or "+", without ':', '=', the shell's special
+	// characters, spaces or control characters (a remote, a URL, a
+	// refspec, an assignment, a command line); for a field,
 	// a path in the field's Dir whose name is not a secret's (.env, a
 	// key, .git/...).
 	Inside Match = "inside"
@@ -133,15 +137,32 @@ func (s Slot) fits(word string) bool {
 }
 
 // insidePath reports whether p names a file inside the working directory
-// whatever it holds: relative, not climbing out, not an option, not a
-// home directory, no NUL.
+// whatever it holds: relative, not climbing out, not the directory
+// itself (which holds its secrets), not an option, not a home directory.
+// Nor a word a program may read as something else than a file: a
+// remote, a URL or a refspec (host:path, https://..., main:x, :main,
+// +main: git push, scp, rsync), an assignment (dd's of=/dev/sda), words
+// with the shell's special characters, spaces or control characters (a
+// command line, for ssh host).
 func insidePath(p string) bool {
-	if p == "" || p[0] == '/' || p[0] == '-' || p[0] == '~' || strings.ContainsRune(p, 0) {
+	if p == "" || p[0] == '/' || p[0] == '-' || p[0] == '~' || p[0] == '+' || strings.ContainsFunc(p, notInPath) {
 		return false
 	}
 	c := path.Clean(p)
-	return c != ".." && !strings.HasPrefix(c, "../")
+	return c != "." && c != ".." && !strings.HasPrefix(c, "../")
 }
+
+// notInPath are the characters of a word that is not only a file's name
+// (insidePath): ':' and '=', the shell's special characters (a program
+// that hands its operand to a shell, as ssh does, runs them), spaces,
+// control and format characters.
+func notInPath(r rune) bool {
+	return strings.ContainsRune(notInPathChars, r) || unicode.In(r, unicode.C, unicode.Z)
+}
+
+// notInPathChars are the characters notInPath refuses besides spaces,
+// control and format characters.
+const notInPathChars = ":=;&|<>()$`\\\"'*?[]{}!#"
 
 // Field is one argument of a call, other than a shell's command string.
 type Field struct {

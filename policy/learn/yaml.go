@@ -343,8 +343,8 @@ func commandCond(c CommandShape) string {
 				pre = arg + ".startsWith(" + celString(a.Prefix) + ") && "
 				w = fmt.Sprintf("%s.substring(%d)", arg, utf8.RuneCountInString(a.Prefix))
 			}
-			conds = append(conds, pre+fmt.Sprintf(`cel.bind(w, %s, w != "" && !w.startsWith("/") && !w.startsWith("-") && !w.startsWith("~") && `+
-				`!w.matches("[*?\\[]") && !(w == ".." || w.startsWith("../") || w.endsWith("/..") || w.contains("/../")))`, w))
+			conds = append(conds, pre+fmt.Sprintf(`cel.bind(w, %s, w != "" && !w.matches("^[-/~+]") && !w.matches(%s) && `+
+				`!w.matches("^\\.(/+\\.)*/*$") && !(w == ".." || w.startsWith("../") || w.endsWith("/..") || w.contains("/../")))`, w, celString(notInPathClass)))
 		}
 	}
 	for i, r := range c.Redirects {
@@ -353,6 +353,18 @@ func commandCond(c CommandShape) string {
 	}
 	return strings.Join(conds[:8], " && ") + " &&\n " + strings.Join(conds[8:], " &&\n ")
 }
+
+// notInPathClass is the regular expression of a character notInPath
+// refuses.
+var notInPathClass = func() string {
+	var b strings.Builder
+	b.WriteString("[")
+	for _, r := range notInPathChars {
+		b.WriteString("\\" + string(r))
+	}
+	b.WriteString(`\pC\pZ]`)
+	return b.String()
+}()
 
 func celList(ss []string) string {
 	q := make([]string, len(ss))
