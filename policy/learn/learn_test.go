@@ -443,6 +443,11 @@ func TestExport(t *testing.T) {
 	check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 101.0, "to": "acme", "path": "/srv/app/x"}}, policy.Ask)
 	check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 9.0, "to": "evil", "path": "/srv/app/x"}}, policy.Ask)
 	check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 9.0, "to": "acme", "path": "/srv/app/../x"}}, policy.Ask)
+	// The learned rule keeps the directory's secrets out; so does its
+	// export.
+	for _, secret := range []string{"/srv/app/.env", "/srv/app/.git/config", "/srv/app/deploy/id_rsa"} {
+		check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 9.0, "to": "acme", "path": secret}}, policy.Ask)
+	}
 	check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 9.0, "to": "acme", "path": "/srv/app/x", "more": 1}}, policy.Ask)
 	if !strings.Contains(string(yaml), "# learned by alice") || !strings.Contains(string(yaml), "expires 1970-01-01T01:00:00Z (this rule does not)") {
 		t.Errorf("the export does not say where its rules come from:\n%s", yaml)

@@ -396,7 +396,8 @@ func callFields(s *Spec) string {
 			conds = append(conds, fmt.Sprintf("%s && %s >= %v && %s <= %v", has, arg, celNumber(*f.Min), arg, celNumber(*f.Max)))
 		case Inside:
 			d := path.Clean(f.Dir)
-			conds = append(conds, fmt.Sprintf(`%s && cel.bind(p, %s, p == %s || p.startsWith(%s) && !p.contains("/../") && !p.endsWith("/.."))`,
+			conds = append(conds, fmt.Sprintf(`%s && cel.bind(p, %s, (p == %s || p.startsWith(%s) && !p.contains("/../") && !p.endsWith("/..")) && `+
+				`!path_secret(p) && !path_in_git(p))`,
 				has, arg, celString(d), celString(strings.TrimSuffix(d, "/")+"/")))
 		}
 	}
