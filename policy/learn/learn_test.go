@@ -254,6 +254,62 @@ func TestSourceLife(t *testing.T) {
 	}
 }
 
+// handWritten is a store whose learned rules' rows were written by hand
+// (a store without schema 10's triggers, a file edited): edit changes
+// each rule read.
+type handWritten struct {
+	checkpoint.Store
+	edit func(*checkpoint.LearnedRule)
+}
+
+func (h handWritten) ListRules(ctx context.Context, f checkpoint.RuleFilter) ([]*checkpoint.LearnedRule, error) {
+	rules, err := h.Store.(checkpoint.RuleStore).ListRules(ctx, f)
+	for _, r := range rules {
+		h.edit(r)
+	}
+	return rules, err
+}
+
+func (h handWritten) CreateRule(ctx context.Context, r *checkpoint.LearnedRule) error {
+	return h.Store.(checkpoint.RuleStore).CreateRule(ctx, r)
+}
+
+func (h handWritten) GetRule(ctx context.Context, id string) (*checkpoint.LearnedRule, error) {
+	r, err := h.Store.(checkpoint.RuleStore).GetRule(ctx, id)
+	if err == nil {
+		h.edit(r)
+	}
+	return r, err
+}
+
+func (h handWritten) ChangeRule(ctx context.Context, id string, c checkpoint.RuleChange) (*checkpoint.LearnedRule, error) {
+	return h.Store.(checkpoint.RuleStore).ChangeRule(ctx, id, c)
+}
+
+// Under second_reviewer, a rule is approved by a second reviewer only
+// with the approval's time and by someone else than its author: a row
+// that names an approver and no time, or its author as the approver,
+// allows nothing (each was an active rule, its approval in no event).
+func TestSecondReviewerNamedOnly(t *testing.T) {
+	t.Parallel()
+	for name, edit := range map[string]func(*checkpoint.LearnedRule){
+		"an approver and no time": func(r *checkpoint.LearnedRule) { r.ApprovedBy = "mallory" },
+		"approved by its author":  func(r *checkpoint.LearnedRule) { r.ApprovedBy, r.ApprovedAt = r.CreatedBy, r.CreatedAt },
+	} {
+		store := handWritten{Store: storetest.New(t), edit: edit}
+		second := policyWith(t, store, "learn:\n  second_reviewer: true\n", nil)
+		r := learnRule(t, store, "npm test", learn.Scope{Kind: checkpoint.ScopeEveryone}, time.Time{})
+		if d := decide(second, "t1", "", "npm test"); d.Action != policy.Ask {
+			t.Errorf("%s: the rule allows under second_reviewer: %+v", name, d)
+		}
+		svc := &learn.Service{Store: store, Policy: func(string) *policy.Policy { return second }}
+		got, err := svc.Rule(context.Background(), r.ID)
+		if err != nil || svc.StatusOf(got) != learn.StatusWaiting {
+			t.Errorf("%s: the rule's status: %v, want waiting", name, err)
+		}
+	}
+}
+
 // answerer answers as the host would: the store's checkpointed channel,
 // with the digest required.
 func answerer(s checkpoint.Store) func(ctx context.Context, thread, id string, answer json.RawMessage, by string) (*checkpoint.Question, error) {
