@@ -255,8 +255,8 @@ func TestSourceLife(t *testing.T) {
 }
 
 // handWritten is a store whose learned rules' rows were written by hand
-// (a store without schema 10's triggers, a file edited): edit changes
-// each rule read.
+// (a store without the triggers of SQLite schema 10 and PostgreSQL schema
+// 11, a file edited): edit changes each rule read.
 type handWritten struct {
 	checkpoint.Store
 	edit func(*checkpoint.LearnedRule)
