@@ -544,3 +544,48 @@ func TestFieldInsideKeepsSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A path is never offered as any value, whatever it looks like: a name
+// with no directory or dot (Makefile), one in the home directory, a file
+// URL, a list of paths, or any value of an argument whose name says it
+// holds one — "any" allowed every file, keys included (read_file
+// {path: README} widened to any read ~/.ssh/id_rsa).
+func TestPathFieldsNeverAny(t *testing.T) {
+	for _, tc := range []struct {
+		args   map[string]any
+		field  string
+		inside bool
+	}{
+		{map[string]any{"path": "Makefile"}, "path", true},
+		{map[string]any{"file_path": "README"}, "file_path", true},
+		{map[string]any{"path": "~/notes.txt"}, "path", false},
+		{map[string]any{"uri": "file:///srv/app/a.md"}, "uri", false},
+		{map[string]any{"paths": []any{"/srv/app/a.md", "/srv/app/b.md"}}, "paths", false},
+		{map[string]any{"edits": []any{map[string]any{"file": "a", "text": "x"}}}, "edits", false},
+		{map[string]any{"targetDir": "out"}, "targetDir", true},
+		{map[string]any{"destination": "b"}, "destination", true},
+		{map[string]any{"sources": []any{"x"}}, "sources", false},
+	} {
+		p, err := learn.Propose(policy.Call{Tool: "fs", Args: tc.args, ThreadID: "t1", Dir: "/srv/app"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		matches, dirs := p.FieldChoices(tc.field)
+		if slices.Contains(matches, learn.Any) {
+			t.Errorf("%v: %s may match any: %v", tc.args, tc.field, matches)
+		}
+		if got := slices.Contains(matches, learn.Inside) && len(dirs) > 0; got != tc.inside {
+			t.Errorf("%v: %s may be inside a directory: %v (%v %v), want %v", tc.args, tc.field, got, matches, dirs, tc.inside)
+		}
+	}
+	// Other values may still be any.
+	p, err := learn.Propose(policy.Call{Tool: "pay", Args: map[string]any{"to": "acme", "memo": "May", "tags": []any{"a"}, "profile": "x"}, ThreadID: "t1", Dir: "/srv/app"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"to", "memo", "tags", "profile"} {
+		if m, _ := p.FieldChoices(f); !slices.Contains(m, learn.Any) {
+			t.Errorf("%s may not match any: %v", f, m)
+		}
+	}
+}
