@@ -418,6 +418,7 @@ func TestExport(t *testing.T) {
 		{"cat <<'EOF' > notes.txt\nhello\nEOF", nil, learn.Scope{Kind: checkpoint.ScopeEveryone}},
 		{"head -n 5 a.txt", map[[2]int]learn.Match{{0, 1}: learn.Any}, learn.Scope{Kind: checkpoint.ScopeEveryone}},
 		{"NO_COLOR=1 grep --color=always -r foo src", nil, learn.Scope{Kind: checkpoint.ScopeEveryone}},
+		{"npm install ./vendor/a.tgz", map[[2]int]learn.Match{{0, 1}: learn.Inside}, learn.Scope{Kind: checkpoint.ScopeEveryone}},
 	}
 	var rules []*checkpoint.LearnedRule
 	specs := map[string]*learn.Spec{}
@@ -480,6 +481,9 @@ func TestExport(t *testing.T) {
 		"head -n -9 a.txt":                     policy.Ask,
 		"cat <<'EOF' > notes.txt\nbye\nEOF":    policy.Ask,
 		"grep --color=never -r foo src":        policy.Ask,
+		"npm install ./vendor/b.tgz":           policy.Allow,
+		"npm install evil":                     policy.Ask,
+		"npm install evil/repo":                policy.Ask,
 	} {
 		check(policy.Call{Tool: "bash", Args: map[string]any{"cmd": cmd}, ThreadID: "t1", Dir: "/srv/app"}, want)
 		for _, s := range specs {

@@ -128,14 +128,14 @@ func shapeOf(src string) (*Shape, error) {
 // are; an option's value is any, unless it is a file; files are inside
 // the working directory when they are; the first operand of a command
 // with subcommands stays; other operands stay exact. Of a command the
-// analysis does not know, every operand may be a file: exact, to be
-// widened to inside.
+// analysis does not know, every other operand may be a file or a name
+// (RoleOperand): exact, to be widened to inside when written ./so.
 func slotsOf(name string, args, files []string) []Slot {
 	known := shell.KnowsFiles(name)
 	isFile := func(w string) bool { return !known || slices.Contains(files, w) }
 	file := func(prefix, w string) Slot {
 		s := Slot{Role: RoleFile, Prefix: prefix, Word: w, Match: Exact}
-		if insidePath(w) && (known || prefix != "") {
+		if insidePath(w) {
 			s.Match = Inside
 		}
 		return s
@@ -162,6 +162,8 @@ func slotsOf(name string, args, files []string) []Slot {
 			switch {
 			case operands == 1 && (!known || name == "git"):
 				out = append(out, Slot{Role: RoleSubcommand, Word: w, Match: Exact})
+			case !known:
+				out = append(out, Slot{Role: RoleOperand, Word: w, Match: Exact})
 			case isFile(w):
 				out = append(out, file("", w))
 			default:

@@ -64,8 +64,15 @@ const (
 	RoleValue Role = "value"
 	// RoleFile: a file the command names (an operand, or the value of
 	// --name=FILE): inside the working directory, or exact. A command the
-	// analysis does not know may take any operand for a file.
+	// analysis does not know may take the value of any --name=value for
+	// a file.
 	RoleFile Role = "file"
+	// RoleOperand: an operand of a command the analysis does not know,
+	// which may be a file or the name of anything else (a package, a
+	// script, a host, a remote command: npm install lodash, ssh host
+	// ls): exact, or, when written as a path in the working directory
+	// (./vendor/a.tgz), inside, taking only words written so.
+	RoleOperand Role = "operand"
 	// RoleWord: any other operand (a pattern, a count, a name): exact
 	// (the default) or any.
 	RoleWord Role = "word"
@@ -109,8 +116,8 @@ func (s Slot) Choices() []Match {
 	switch s.Role {
 	case RoleValue:
 		return []Match{Exact, Any}
-	case RoleFile:
-		if insidePath(s.Word) {
+	case RoleFile, RoleOperand:
+		if s.insideFits(s.Word) {
 			return []Match{Exact, Inside}
 		}
 	case RoleWord:
@@ -131,9 +138,16 @@ func (s Slot) fits(word string) bool {
 	case Any:
 		return s.Prefix != "" || rest != "" && rest[0] != '-'
 	case Inside:
-		return insidePath(rest)
+		return s.insideFits(rest)
 	}
 	return false
+}
+
+// insideFits reports whether a word is a path inside the working
+// directory as the slot takes it: for an operand of a command the
+// analysis does not know, written ./so.
+func (s Slot) insideFits(w string) bool {
+	return insidePath(w) && (s.Role != RoleOperand || strings.HasPrefix(w, "./"))
 }
 
 // insidePath reports whether p names a file inside the working directory

@@ -338,13 +338,16 @@ func commandCond(c CommandShape) string {
 			conds = append(conds, fmt.Sprintf("cel.bind(w, %s, w != \"\" && !w.startsWith(\"-\") && !w.matches(\"[*?\\\\[]\"))", arg))
 		case Inside:
 			w := arg
-			pre := ""
+			pre, operand := "", ""
+			if a.Role == RoleOperand {
+				operand = ` && w.startsWith("./")`
+			}
 			if a.Prefix != "" {
 				pre = arg + ".startsWith(" + celString(a.Prefix) + ") && "
 				w = fmt.Sprintf("%s.substring(%d)", arg, utf8.RuneCountInString(a.Prefix))
 			}
 			conds = append(conds, pre+fmt.Sprintf(`cel.bind(w, %s, w != "" && !w.matches("^[-/~+]") && !w.matches(%s) && `+
-				`!w.matches("^\\.(/+\\.)*/*$") && !(w == ".." || w.startsWith("../") || w.endsWith("/..") || w.contains("/../")))`, w, celString(notInPathClass)))
+				`!w.matches("^\\.(/+\\.)*/*$") && !(w == ".." || w.startsWith("../") || w.endsWith("/..") || w.contains("/../"))%s)`, w, celString(notInPathClass), operand))
 		}
 	}
 	for i, r := range c.Redirects {
