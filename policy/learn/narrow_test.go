@@ -1,10 +1,12 @@
 package learn_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/tollgate-ai/tollgate/internal/storetest"
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/policy/learn"
 )
@@ -289,6 +291,24 @@ func TestCheck(t *testing.T) {
 		change(&s)
 		if err := p.Check(s); err == nil {
 			t.Errorf("%s: Check accepted %s", name, s.String())
+		}
+	}
+}
+
+// The blast radius shows calls a widened operand of a command the
+// analysis does not know lets through: words written ./so.
+func TestRadiusOfOperand(t *testing.T) {
+	p := proposal(t, "npm install ./vendor/a.tgz", map[[2]int]learn.Match{{0, 1}: learn.Inside})
+	r, err := learn.Measure(context.Background(), storetest.New(t), &p.Spec, p.Scopes[0], learn.RadiusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Unseen) == 0 {
+		t.Errorf("no unseen call shown for %s", p.Spec.String())
+	}
+	for _, u := range r.Unseen {
+		if !strings.HasPrefix(u, "npm install ./") {
+			t.Errorf("unseen call %q", u)
 		}
 	}
 }

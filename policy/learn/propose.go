@@ -247,7 +247,7 @@ func (p *Proposal) FieldChoices(name string) (matches []Match, dirs []string) {
 				matches = append(matches, Inside)
 			}
 			if name == "description" && p.Spec.Shell != nil {
-				matches = []Match{Exact, Any, Inside}
+				matches = slices.Insert(matches, 1, Any)
 			}
 		}
 	} else if named || holdsPath(v, p.Call.Dir) {
