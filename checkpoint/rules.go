@@ -73,6 +73,14 @@ func (r *LearnedRule) Live(now time.Time) bool {
 	return r.RevokedAt.IsZero() && (r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt))
 }
 
+// SecondApproved reports whether a second reviewer approved r: an
+// approval with its time, by someone else than its author. A row that
+// names an approver without the time, or its author, was not approved
+// through [RuleStore.ChangeRule] and counts as no approval.
+func (r *LearnedRule) SecondApproved() bool {
+	return r.ApprovedBy != "" && !r.ApprovedAt.IsZero() && r.ApprovedBy != r.CreatedBy
+}
+
 // ScopeRef is one (scope, key) a [RuleFilter] selects.
 type ScopeRef struct {
 	Scope RuleScope

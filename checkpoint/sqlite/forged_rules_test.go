@@ -15,7 +15,8 @@ import (
 // revoked one back, without it showing in the audit log: schema 9's
 // triggers refuse a rule inserted, approved or revoked without its event
 // just before, any change of what a rule allows or of a revocation, and
-// a deletion. One that writes the event just before has put it in the log.
+// a deletion; schema 10's, an approver or a revoker named without the
+// time, and an approval by the rule's author. One that writes the event just before has put it in the log.
 func TestForgedRuleRefused(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tollgate.db")
@@ -66,6 +67,13 @@ VALUES ('lr_forged', 'bash', '{}', 'everyone', '', 't', 'q', 'v2:sha256:00', 'al
 	refused("with another author's event", event("rule_learned", "lr_forged", "bob"), insert)
 	refused("revoked without its event", `UPDATE learned_rules SET revoked_by = 'mallory', revoked_at = 1 WHERE id = 'lr_live'`)
 	refused("approved without its event", `UPDATE learned_rules SET approved_by = 'mallory', approved_at = 1 WHERE id = 'lr_live'`)
+	refused("approved by a name without its time", `UPDATE learned_rules SET approved_by = 'mallory' WHERE id = 'lr_live'`)
+	refused("approved by its author", event("rule_approved", "lr_live", "alice"),
+		`UPDATE learned_rules SET approved_by = 'alice', approved_at = 1 WHERE id = 'lr_live'`)
+	refused("inserted with an approver's name", event("rule_learned", "lr_forged", "alice"),
+		`INSERT INTO learned_rules (id, tool, spec, scope, scope_key, thread_id, question_id, digest, created_by, created_at, approved_by)
+VALUES ('lr_forged', 'bash', '{}', 'everyone', '', 't', 'q', 'v2:sha256:00', 'alice', 0, 'bob')`)
+	refused("revoked by a name without its time", `UPDATE learned_rules SET revoked_by = 'mallory', revoke_reason = 'x' WHERE id = 'lr_live'`)
 	refused("a revoked rule brought back", `UPDATE learned_rules SET revoked_at = NULL, revoked_by = '' WHERE id = 'lr_gone'`)
 	refused("what a rule allows changed", `UPDATE learned_rules SET spec = '{"any":true}' WHERE id = 'lr_live'`)
 	refused("its scope changed", `UPDATE learned_rules SET scope = 'dir', scope_key = '/' WHERE id = 'lr_live'`)

@@ -328,7 +328,7 @@ func rulesList(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tSTATUS\tSCOPE\tBY\tTOOL\tALLOWS")
 	for _, r := range rules {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, display.Line(clip(r.ScopeText, 40)), display.Line(r.CreatedBy),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", display.Line(r.ID), display.Line(r.Status), display.Line(clip(r.ScopeText, 40)), display.Line(r.CreatedBy),
 			display.Line(r.Tool), display.Line(clip(r.Summary, 80)))
 	}
 	tw.Flush()
@@ -378,7 +378,7 @@ func rulesShow(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 // showRule prints a rule for a person.
 func showRule(w io.Writer, r *wireRule) {
-	fmt.Fprintf(w, "rule %s: %s\n", r.ID, r.Status)
+	fmt.Fprintf(w, "rule %s: %s\n", display.Line(r.ID), display.Line(r.Status))
 	field(w, "allows", display.Line(r.Tool)+": "+display.Line(r.Summary))
 	field(w, "scope", display.Line(r.ScopeText))
 	field(w, "learned", fmt.Sprintf("by %s at %s, from question %s of thread %s", display.Line(r.CreatedBy), when(time.Time(r.CreatedAt)),
@@ -469,9 +469,9 @@ func rulesChange(ctx context.Context, args []string, stdout, stderr io.Writer, a
 		return fail(stderr, name, err)
 	}
 	if approve {
-		fmt.Fprintf(stdout, "rule %s approved by %s: %s\n", r.ID, display.Line(r.ApprovedBy), r.Status)
+		fmt.Fprintf(stdout, "rule %s approved by %s: %s\n", display.Line(r.ID), display.Line(r.ApprovedBy), display.Line(r.Status))
 	} else {
-		fmt.Fprintf(stdout, "rule %s revoked by %s\n", r.ID, display.Line(r.RevokedBy))
+		fmt.Fprintf(stdout, "rule %s revoked by %s\n", display.Line(r.ID), display.Line(r.RevokedBy))
 	}
 	return 0
 }
@@ -661,9 +661,9 @@ func learnAnswer(ctx context.Context, src source, q *checkpoint.Question, o *lea
 		return fail(stderr, name, err)
 	}
 	fmt.Fprintf(stdout, "question %s in thread %s: approved by %s, and rule %s learned (%s)\n", display.Line(q.ID), display.Line(q.ThreadID),
-		display.Line(r.CreatedBy), r.ID, r.Status)
+		display.Line(r.CreatedBy), display.Line(r.ID), display.Line(r.Status))
 	if r.Status == learn.StatusWaiting {
-		fmt.Fprintf(stdout, "it allows nothing until another reviewer approves it: tollgate rules approve %s\n", r.ID)
+		fmt.Fprintf(stdout, "it allows nothing until another reviewer approves it: tollgate rules approve %s\n", display.Line(r.ID))
 	}
 	return 0
 }

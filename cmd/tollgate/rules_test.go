@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,5 +223,35 @@ func TestLearnedForCodingAgent(t *testing.T) {
 	}
 	if code, out := apiCall(t, reviewerSecret, "GET", p.base+"/v1/rules", ""); code != 200 || len(out["rules"].([]any)) != 1 {
 		t.Errorf("rules: %d %v", code, out)
+	}
+}
+
+// What a server says of its rules reaches the terminal as text: a rule's
+// id and status with escape sequences in them are shown as ⟨U+001B⟩, as
+// every other field is.
+func TestRulesServerTextShownSafely(t *testing.T) {
+	t.Setenv("TOLLGATE_SERVER", "")
+	t.Setenv("TOLLGATE_TOKEN", "")
+	rule := map[string]any{"id": "lr_1\x1b]0;owned\x07", "status": "active\x1b[2J", "tool": "bash", "summary": "npm test",
+		"scope_text": "everyone", "created_by": "alice", "approved_by": "bob", "revoked_by": "carol", "yaml": "rules: []\n"}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/v1/rules" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"rules": []any{rule}})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(rule)
+	}))
+	defer ts.Close()
+	for _, args := range [][]string{
+		{"rules", "list"}, {"rules", "show", "lr_1"}, {"rules", "approve", "lr_1"}, {"rules", "revoke", "lr_1", "--reason", "x"},
+	} {
+		code, out, errOut := runCLI(t, "", append(args, "--server", ts.URL, "--token", "t")...)
+		if code != 0 || !strings.Contains(out, "⟨U+001B⟩") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+		if strings.ContainsAny(out+errOut, "\x1b\x07") {
+			t.Errorf("%v: the server's escape sequences reach the terminal: %q", args, out+errOut)
+		}
 	}
 }

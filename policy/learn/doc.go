@@ -13,8 +13,11 @@
 // asks about, nothing that may read secrets. For another tool it is
 // equality on every argument. A reviewer widens or narrows it slot by
 // slot and field by field within [Slot.Choices] and
-// [Proposal.FieldChoices] (a file: exact or inside; a number: a range; a
-// path: inside a directory above it), sees it as a policy file's rule
+// [Proposal.FieldChoices] (a file: exact or inside — a file's name below
+// the working directory, never a remote, a URL, a refspec, an assignment
+// or a command line, and for a command the analysis does not know only
+// a word written ./so; a number: a range; a path: inside a directory
+// above it, never any value), sees it as a policy file's rule
 // ([RuleYAML]), and before it is saved sees its blast radius ([Measure]):
 // how many of the tool's latest questions it would have matched, which
 // of those people denied (each a flag: the rule would have allowed it)

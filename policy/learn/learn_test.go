@@ -254,6 +254,62 @@ func TestSourceLife(t *testing.T) {
 	}
 }
 
+// handWritten is a store whose learned rules' rows were written by hand
+// (a store without the triggers of SQLite schema 10 and PostgreSQL schema
+// 11, a file edited): edit changes each rule read.
+type handWritten struct {
+	checkpoint.Store
+	edit func(*checkpoint.LearnedRule)
+}
+
+func (h handWritten) ListRules(ctx context.Context, f checkpoint.RuleFilter) ([]*checkpoint.LearnedRule, error) {
+	rules, err := h.Store.(checkpoint.RuleStore).ListRules(ctx, f)
+	for _, r := range rules {
+		h.edit(r)
+	}
+	return rules, err
+}
+
+func (h handWritten) CreateRule(ctx context.Context, r *checkpoint.LearnedRule) error {
+	return h.Store.(checkpoint.RuleStore).CreateRule(ctx, r)
+}
+
+func (h handWritten) GetRule(ctx context.Context, id string) (*checkpoint.LearnedRule, error) {
+	r, err := h.Store.(checkpoint.RuleStore).GetRule(ctx, id)
+	if err == nil {
+		h.edit(r)
+	}
+	return r, err
+}
+
+func (h handWritten) ChangeRule(ctx context.Context, id string, c checkpoint.RuleChange) (*checkpoint.LearnedRule, error) {
+	return h.Store.(checkpoint.RuleStore).ChangeRule(ctx, id, c)
+}
+
+// Under second_reviewer, a rule is approved by a second reviewer only
+// with the approval's time and by someone else than its author: a row
+// that names an approver and no time, or its author as the approver,
+// allows nothing (each was an active rule, its approval in no event).
+func TestSecondReviewerNamedOnly(t *testing.T) {
+	t.Parallel()
+	for name, edit := range map[string]func(*checkpoint.LearnedRule){
+		"an approver and no time": func(r *checkpoint.LearnedRule) { r.ApprovedBy = "mallory" },
+		"approved by its author":  func(r *checkpoint.LearnedRule) { r.ApprovedBy, r.ApprovedAt = r.CreatedBy, r.CreatedAt },
+	} {
+		store := handWritten{Store: storetest.New(t), edit: edit}
+		second := policyWith(t, store, "learn:\n  second_reviewer: true\n", nil)
+		r := learnRule(t, store, "npm test", learn.Scope{Kind: checkpoint.ScopeEveryone}, time.Time{})
+		if d := decide(second, "t1", "", "npm test"); d.Action != policy.Ask {
+			t.Errorf("%s: the rule allows under second_reviewer: %+v", name, d)
+		}
+		svc := &learn.Service{Store: store, Policy: func(string) *policy.Policy { return second }}
+		got, err := svc.Rule(context.Background(), r.ID)
+		if err != nil || svc.StatusOf(got) != learn.StatusWaiting {
+			t.Errorf("%s: the rule's status: %v, want waiting", name, err)
+		}
+	}
+}
+
 // answerer answers as the host would: the store's checkpointed channel,
 // with the digest required.
 func answerer(s checkpoint.Store) func(ctx context.Context, thread, id string, answer json.RawMessage, by string) (*checkpoint.Question, error) {
@@ -362,6 +418,7 @@ func TestExport(t *testing.T) {
 		{"cat <<'EOF' > notes.txt\nhello\nEOF", nil, learn.Scope{Kind: checkpoint.ScopeEveryone}},
 		{"head -n 5 a.txt", map[[2]int]learn.Match{{0, 1}: learn.Any}, learn.Scope{Kind: checkpoint.ScopeEveryone}},
 		{"NO_COLOR=1 grep --color=always -r foo src", nil, learn.Scope{Kind: checkpoint.ScopeEveryone}},
+		{"npm install ./vendor/a.tgz", map[[2]int]learn.Match{{0, 1}: learn.Inside}, learn.Scope{Kind: checkpoint.ScopeEveryone}},
 	}
 	var rules []*checkpoint.LearnedRule
 	specs := map[string]*learn.Spec{}
@@ -408,6 +465,14 @@ func TestExport(t *testing.T) {
 	for cmd, want := range map[string]policy.Action{
 		"git diff main -- lib/":                policy.Allow,
 		"git diff main -- /etc/x":              policy.Ask,
+		"git diff main -- evil.example:x":      policy.Ask,
+		"git diff main:x -- lib/":              policy.Ask,
+		"git diff main -- .":                   policy.Ask,
+		"git diff main -- x/..":                policy.Ask,
+		"git diff +main -- lib/":               policy.Ask,
+		"git diff main -- 'a b'":               policy.Ask,
+		"git diff main -- 'a;b'":               policy.Ask,
+		"git diff main -- of=x":                policy.Ask,
 		"git diff main -- lib/; id":            policy.Ask,
 		"git add a.go && git commit -m other":  policy.Allow,
 		"git add ../b.go && git commit -m wip": policy.Ask,
@@ -416,6 +481,9 @@ func TestExport(t *testing.T) {
 		"head -n -9 a.txt":                     policy.Ask,
 		"cat <<'EOF' > notes.txt\nbye\nEOF":    policy.Ask,
 		"grep --color=never -r foo src":        policy.Ask,
+		"npm install ./vendor/b.tgz":           policy.Allow,
+		"npm install evil":                     policy.Ask,
+		"npm install evil/repo":                policy.Ask,
 	} {
 		check(policy.Call{Tool: "bash", Args: map[string]any{"cmd": cmd}, ThreadID: "t1", Dir: "/srv/app"}, want)
 		for _, s := range specs {
@@ -435,6 +503,11 @@ func TestExport(t *testing.T) {
 	check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 101.0, "to": "acme", "path": "/srv/app/x"}}, policy.Ask)
 	check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 9.0, "to": "evil", "path": "/srv/app/x"}}, policy.Ask)
 	check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 9.0, "to": "acme", "path": "/srv/app/../x"}}, policy.Ask)
+	// The learned rule keeps the directory's secrets out; so does its
+	// export.
+	for _, secret := range []string{"/srv/app/.env", "/srv/app/.git/config", "/srv/app/deploy/id_rsa"} {
+		check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 9.0, "to": "acme", "path": secret}}, policy.Ask)
+	}
 	check(policy.Call{Tool: "pay", Args: map[string]any{"amount": 9.0, "to": "acme", "path": "/srv/app/x", "more": 1}}, policy.Ask)
 	if !strings.Contains(string(yaml), "# learned by alice") || !strings.Contains(string(yaml), "expires 1970-01-01T01:00:00Z (this rule does not)") {
 		t.Errorf("the export does not say where its rules come from:\n%s", yaml)
@@ -472,6 +545,51 @@ func TestFieldInsideKeepsSecrets(t *testing.T) {
 	} {
 		if got := prop.Spec.Allows(policy.Call{Tool: "read_file", Args: map[string]any{"path": p}, ThreadID: "t1"}); got != want {
 			t.Errorf("a rule for files inside /srv/app allows %s: %v, want %v", p, got, want)
+		}
+	}
+}
+
+// A path is never offered as any value, whatever it looks like: a name
+// with no directory or dot (Makefile), one in the home directory, a file
+// URL, a list of paths, or any value of an argument whose name says it
+// holds one — "any" allowed every file, keys included (read_file
+// {path: README} widened to any read ~/.ssh/id_rsa).
+func TestPathFieldsNeverAny(t *testing.T) {
+	for _, tc := range []struct {
+		args   map[string]any
+		field  string
+		inside bool
+	}{
+		{map[string]any{"path": "Makefile"}, "path", true},
+		{map[string]any{"file_path": "README"}, "file_path", true},
+		{map[string]any{"path": "~/notes.txt"}, "path", false},
+		{map[string]any{"uri": "file:///srv/app/a.md"}, "uri", false},
+		{map[string]any{"paths": []any{"/srv/app/a.md", "/srv/app/b.md"}}, "paths", false},
+		{map[string]any{"edits": []any{map[string]any{"file": "a", "text": "x"}}}, "edits", false},
+		{map[string]any{"targetDir": "out"}, "targetDir", true},
+		{map[string]any{"destination": "b"}, "destination", true},
+		{map[string]any{"sources": []any{"x"}}, "sources", false},
+	} {
+		p, err := learn.Propose(policy.Call{Tool: "fs", Args: tc.args, ThreadID: "t1", Dir: "/srv/app"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		matches, dirs := p.FieldChoices(tc.field)
+		if slices.Contains(matches, learn.Any) {
+			t.Errorf("%v: %s may match any: %v", tc.args, tc.field, matches)
+		}
+		if got := slices.Contains(matches, learn.Inside) && len(dirs) > 0; got != tc.inside {
+			t.Errorf("%v: %s may be inside a directory: %v (%v %v), want %v", tc.args, tc.field, got, matches, dirs, tc.inside)
+		}
+	}
+	// Other values may still be any.
+	p, err := learn.Propose(policy.Call{Tool: "pay", Args: map[string]any{"to": "acme", "memo": "May", "tags": []any{"a"}, "profile": "x"}, ThreadID: "t1", Dir: "/srv/app"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"to", "memo", "tags", "profile"} {
+		if m, _ := p.FieldChoices(f); !slices.Contains(m, learn.Any) {
+			t.Errorf("%s may not match any: %v", f, m)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/policy"
@@ -127,14 +128,14 @@ func shapeOf(src string) (*Shape, error) {
 // are; an option's value is any, unless it is a file; files are inside
 // the working directory when they are; the first operand of a command
 // with subcommands stays; other operands stay exact. Of a command the
-// analysis does not know, every operand may be a file: exact, to be
-// widened to inside.
+// analysis does not know, every other operand may be a file or a name
+// (RoleOperand): exact, to be widened to inside when written ./so.
 func slotsOf(name string, args, files []string) []Slot {
 	known := shell.KnowsFiles(name)
 	isFile := func(w string) bool { return !known || slices.Contains(files, w) }
 	file := func(prefix, w string) Slot {
 		s := Slot{Role: RoleFile, Prefix: prefix, Word: w, Match: Exact}
-		if insidePath(w) && (known || prefix != "") {
+		if insidePath(w) {
 			s.Match = Inside
 		}
 		return s
@@ -161,6 +162,8 @@ func slotsOf(name string, args, files []string) []Slot {
 			switch {
 			case operands == 1 && (!known || name == "git"):
 				out = append(out, Slot{Role: RoleSubcommand, Word: w, Match: Exact})
+			case !known:
+				out = append(out, Slot{Role: RoleOperand, Word: w, Match: Exact})
 			case isFile(w):
 				out = append(out, file("", w))
 			default:
@@ -233,30 +236,91 @@ func (p *Proposal) FieldChoices(name string) (matches []Match, dirs []string) {
 	if _, ok := number(v); ok {
 		matches = append(matches, Range)
 	}
+	named := pathName(name)
 	if s, ok := v.(string); ok {
-		dirs = dirsOf(s, p.Call.Dir)
-		if len(dirs) > 0 {
+		dirs = dirsOf(s, p.Call.Dir, named)
+		if len(dirs) > 0 || named || mayBePath(s) {
 			// A path: the named one, or one inside a directory above it,
 			// never any (a file a tool reads or writes may be a secret).
-			matches = []Match{Exact, Inside}
+			matches = []Match{Exact}
+			if len(dirs) > 0 {
+				matches = append(matches, Inside)
+			}
 			if name == "description" && p.Spec.Shell != nil {
-				matches = []Match{Exact, Any, Inside}
+				matches = slices.Insert(matches, 1, Any)
 			}
 		}
+	} else if named || holdsPath(v, p.Call.Dir) {
+		// Paths in a list or an object: as they are.
+		matches = []Match{Exact}
 	}
 	return matches, dirs
 }
 
+// pathWords are the words of an argument's name that say it holds paths.
+var pathWords = map[string]bool{"path": true, "paths": true, "file": true, "files": true, "filename": true, "filenames": true,
+	"filepath": true, "dir": true, "dirs": true, "directory": true, "directories": true, "folder": true, "folders": true,
+	"source": true, "sources": true, "destination": true, "src": true, "dst": true, "dest": true, "target": true, "cwd": true,
+	"root": true}
+
+// pathName reports whether an argument's name says it holds a path: one
+// of its words (file_path, targetDir, paths) is a path's.
+func pathName(name string) bool {
+	var word []rune
+	found := false
+	flush := func() {
+		found = found || pathWords[strings.ToLower(string(word))]
+		word = word[:0]
+	}
+	for i, r := range name {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+			continue
+		case unicode.IsUpper(r) && i > 0 && len(word) > 0 && !unicode.IsUpper(word[len(word)-1]):
+			flush()
+		}
+		word = append(word, r)
+	}
+	flush()
+	return found
+}
+
+// mayBePath reports whether a string names a file without being a path
+// dirsOf reads: in a home directory (~/x), or a file: URL.
+func mayBePath(s string) bool {
+	return strings.HasPrefix(s, "~") || strings.HasPrefix(strings.ToLower(s), "file:")
+}
+
+// holdsPath reports whether a list or an object holds a path, or a value
+// under a name that says it is one.
+func holdsPath(v any, base string) bool {
+	switch v := v.(type) {
+	case string:
+		return len(dirsOf(v, base, false)) > 0 || mayBePath(v)
+	case []any:
+		return slices.ContainsFunc(v, func(e any) bool { return holdsPath(e, base) })
+	case map[string]any:
+		for k, e := range v {
+			if pathName(k) || holdsPath(e, base) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // dirsOf are the directories a path may be said to be inside, deepest
 // first, for a call that works in base: its own, up to the root's
-// children. Not a path: none.
-func dirsOf(s, base string) []string {
-	if s == "" || strings.ContainsAny(s, "\x00\n") || strings.HasPrefix(s, "~") || strings.Contains(s, "://") {
+// children. Not a path: none. A relative string without a directory or a
+// dot is a path only when the argument's name says so (named).
+func dirsOf(s, base string, named bool) []string {
+	if s == "" || strings.ContainsAny(s, "\x00\n") || mayBePath(s) || strings.Contains(s, "://") {
 		return nil
 	}
 	p := s
 	if !path.IsAbs(p) {
-		if !path.IsAbs(base) || !strings.Contains(s, "/") && !strings.Contains(s, ".") {
+		if !path.IsAbs(base) || !named && !strings.Contains(s, "/") && !strings.Contains(s, ".") {
 			return nil
 		}
 		p = path.Join(base, p)

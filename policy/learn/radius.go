@@ -201,6 +201,9 @@ func variant(s *Spec, k int) (map[string]any, bool) {
 				switch {
 				case a.Match == Inside:
 					w, widened = sampleFiles[k%len(sampleFiles)], true
+					if a.Role == RoleOperand {
+						w = "./" + w
+					}
 				case a.Match == Any && a.Prefix != "":
 					w, widened = sampleValues[k%len(sampleValues)], true
 				case a.Match == Any:

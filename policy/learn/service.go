@@ -200,7 +200,7 @@ func Status(r *checkpoint.LearnedRule, second bool, now time.Time) string {
 		return StatusRevoked
 	case !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt):
 		return StatusExpired
-	case second && r.ApprovedBy == "":
+	case second && !r.SecondApproved():
 		return StatusWaiting
 	}
 	return StatusActive

@@ -48,7 +48,7 @@ func (s *Source) Allow(ctx context.Context, call policy.Call, second bool) (*pol
 	}
 	cache := &plainCache{}
 	for _, r := range rules {
-		if !r.Live(now) || second && r.ApprovedBy == "" {
+		if !r.Live(now) || second && !r.SecondApproved() {
 			continue
 		}
 		spec, err := ParseSpec(r.Spec)

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/policy/shell"
@@ -63,8 +64,15 @@ const (
 	RoleValue Role = "value"
 	// RoleFile: a file the command names (an operand, or the value of
 	// --name=FILE): inside the working directory, or exact. A command the
-	// analysis does not know may take any operand for a file.
+	// analysis does not know may take the value of any --name=value for
+	// a file.
 	RoleFile Role = "file"
+	// RoleOperand: an operand of a command the analysis does not know,
+	// which may be a file or the name of anything else (a package, a
+	// script, a host, a remote command: npm install lodash, ssh host
+	// ls): exact, or, when written as a path in the working directory
+	// (./vendor/a.tgz), inside, taking only words written so.
+	RoleOperand Role = "operand"
 	// RoleWord: any other operand (a pattern, a count, a name): exact
 	// (the default) or any.
 	RoleWord Role = "word"
@@ -80,7 +88,10 @@ const (
 	// --name=value, any value; for a field, any value or none.
 	Any Match = "any"
 	// Inside: a path inside the working directory: relative, not
-	// climbing out with "..", not starting with "-" or "~"; for a field,
+	// climbing out with "..", not the directory itself, not starting
+	// with "-", "~" or "+", without ':', '=', the shell's special
+	// characters, spaces or control characters (a remote, a URL, a
+	// refspec, an assignment, a command line); for a field,
 	// a path in the field's Dir whose name is not a secret's (.env, a
 	// key, .git/...).
 	Inside Match = "inside"
@@ -105,8 +116,8 @@ func (s Slot) Choices() []Match {
 	switch s.Role {
 	case RoleValue:
 		return []Match{Exact, Any}
-	case RoleFile:
-		if insidePath(s.Word) {
+	case RoleFile, RoleOperand:
+		if s.insideFits(s.Word) {
 			return []Match{Exact, Inside}
 		}
 	case RoleWord:
@@ -127,21 +138,45 @@ func (s Slot) fits(word string) bool {
 	case Any:
 		return s.Prefix != "" || rest != "" && rest[0] != '-'
 	case Inside:
-		return insidePath(rest)
+		return s.insideFits(rest)
 	}
 	return false
 }
 
+// insideFits reports whether a word is a path inside the working
+// directory as the slot takes it: for an operand of a command the
+// analysis does not know, written ./so.
+func (s Slot) insideFits(w string) bool {
+	return insidePath(w) && (s.Role != RoleOperand || strings.HasPrefix(w, "./"))
+}
+
 // insidePath reports whether p names a file inside the working directory
-// whatever it holds: relative, not climbing out, not an option, not a
-// home directory, no NUL.
+// whatever it holds: relative, not climbing out, not the directory
+// itself (which holds its secrets), not an option, not a home directory.
+// Nor a word a program may read as something else than a file: a
+// remote, a URL or a refspec (host:path, https://..., main:x, :main,
+// +main: git push, scp, rsync), an assignment (dd's of=/dev/sda), words
+// with the shell's special characters, spaces or control characters (a
+// command line, for ssh host).
 func insidePath(p string) bool {
-	if p == "" || p[0] == '/' || p[0] == '-' || p[0] == '~' || strings.ContainsRune(p, 0) {
+	if p == "" || p[0] == '/' || p[0] == '-' || p[0] == '~' || p[0] == '+' || strings.ContainsFunc(p, notInPath) {
 		return false
 	}
 	c := path.Clean(p)
-	return c != ".." && !strings.HasPrefix(c, "../")
+	return c != "." && c != ".." && !strings.HasPrefix(c, "../")
 }
+
+// notInPath are the characters of a word that is not only a file's name
+// (insidePath): ':' and '=', the shell's special characters (a program
+// that hands its operand to a shell, as ssh does, runs them), spaces,
+// control and format characters.
+func notInPath(r rune) bool {
+	return strings.ContainsRune(notInPathChars, r) || unicode.In(r, unicode.C, unicode.Z)
+}
+
+// notInPathChars are the characters notInPath refuses besides spaces,
+// control and format characters.
+const notInPathChars = ":=;&|<>()$`\\\"'*?[]{}!#"
 
 // Field is one argument of a call, other than a shell's command string.
 type Field struct {

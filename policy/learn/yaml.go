@@ -338,13 +338,16 @@ func commandCond(c CommandShape) string {
 			conds = append(conds, fmt.Sprintf("cel.bind(w, %s, w != \"\" && !w.startsWith(\"-\") && !w.matches(\"[*?\\\\[]\"))", arg))
 		case Inside:
 			w := arg
-			pre := ""
+			pre, operand := "", ""
+			if a.Role == RoleOperand {
+				operand = ` && w.startsWith("./")`
+			}
 			if a.Prefix != "" {
 				pre = arg + ".startsWith(" + celString(a.Prefix) + ") && "
 				w = fmt.Sprintf("%s.substring(%d)", arg, utf8.RuneCountInString(a.Prefix))
 			}
-			conds = append(conds, pre+fmt.Sprintf(`cel.bind(w, %s, w != "" && !w.startsWith("/") && !w.startsWith("-") && !w.startsWith("~") && `+
-				`!w.matches("[*?\\[]") && !(w == ".." || w.startsWith("../") || w.endsWith("/..") || w.contains("/../")))`, w))
+			conds = append(conds, pre+fmt.Sprintf(`cel.bind(w, %s, w != "" && !w.matches("^[-/~+]") && !w.matches(%s) && `+
+				`!w.matches("^\\.(/+\\.)*/*$") && !(w == ".." || w.startsWith("../") || w.endsWith("/..") || w.contains("/../"))%s)`, w, celString(notInPathClass), operand))
 		}
 	}
 	for i, r := range c.Redirects {
@@ -353,6 +356,18 @@ func commandCond(c CommandShape) string {
 	}
 	return strings.Join(conds[:8], " && ") + " &&\n " + strings.Join(conds[8:], " &&\n ")
 }
+
+// notInPathClass is the regular expression of a character notInPath
+// refuses.
+var notInPathClass = func() string {
+	var b strings.Builder
+	b.WriteString("[")
+	for _, r := range notInPathChars {
+		b.WriteString("\\" + string(r))
+	}
+	b.WriteString(`\pC\pZ]`)
+	return b.String()
+}()
 
 func celList(ss []string) string {
 	q := make([]string, len(ss))
@@ -384,7 +399,8 @@ func callFields(s *Spec) string {
 			conds = append(conds, fmt.Sprintf("%s && %s >= %v && %s <= %v", has, arg, celNumber(*f.Min), arg, celNumber(*f.Max)))
 		case Inside:
 			d := path.Clean(f.Dir)
-			conds = append(conds, fmt.Sprintf(`%s && cel.bind(p, %s, p == %s || p.startsWith(%s) && !p.contains("/../") && !p.endsWith("/.."))`,
+			conds = append(conds, fmt.Sprintf(`%s && cel.bind(p, %s, (p == %s || p.startsWith(%s) && !p.contains("/../") && !p.endsWith("/..")) && `+
+				`!path_secret(p) && !path_in_git(p))`,
 				has, arg, celString(d), celString(strings.TrimSuffix(d, "/")+"/")))
 		}
 	}
