@@ -344,6 +344,21 @@ func (a *Agent) PromptWith(ctx context.Context, text string, opts *PromptOptions
 // found by their ids rather than asked again. ErrNoRun when there is
 // nothing to resume.
 func (a *Agent) Resume(ctx context.Context) (*Message, error) {
+	return a.ResumeWith(ctx, nil)
+}
+
+// ResumeOptions tune [Agent.ResumeWith].
+type ResumeOptions struct {
+	// Resolved are questions of the agent's thread the caller has just
+	// resolved (the Question a Commit with a Resolve returned) or read
+	// resolved. The run uses them instead of reading them again: a
+	// resolution is never changed. Pending questions, and questions of
+	// other threads, are ignored.
+	Resolved []*checkpoint.Question
+}
+
+// ResumeWith is [Agent.Resume] with options.
+func (a *Agent) ResumeWith(ctx context.Context, opts *ResumeOptions) (*Message, error) {
 	if !a.runMu.TryLock() {
 		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
 	}
@@ -365,8 +380,16 @@ func (a *Agent) Resume(ctx context.Context) (*Message, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("agent: thread %s is running run %s but has no messages", th.ID, th.RunID)
 	}
+	rs := &runState{a: a, th: th}
+	if opts != nil {
+		for _, q := range opts.Resolved {
+			if q != nil && q.ThreadID == a.threadID && q.Status != checkpoint.QuestionPending {
+				rs.noteRead(q)
+			}
+		}
+	}
 	a.emit(&RunStartedEvent{meta: a.meta(th.RunID), Resumed: true})
-	return a.drive(ctx, &runState{a: a, th: th}, msgs)
+	return a.drive(ctx, rs, msgs)
 }
 
 // drive works the run until the model ends its turn, registering a cancel

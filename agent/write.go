@@ -47,13 +47,28 @@ func (rs *runState) noteRead(q *checkpoint.Question) {
 	rs.read[q.ID] = q
 }
 
-// takeRead returns (and forgets) the question noted by noteRead.
+// takeRead returns the question noted by noteRead, and forgets it if it
+// is pending (it may change; a resolved one never does, and a tool's own
+// check of its approval reads it again).
 func (rs *runState) takeRead(id string) *checkpoint.Question {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	q := rs.read[id]
-	delete(rs.read, id)
+	if q != nil && q.Status == checkpoint.QuestionPending {
+		delete(rs.read, id)
+	}
 	return q
+}
+
+// resolvedRead returns the question noted by noteRead (or handed to the
+// resumed run) if it is resolved: what a read would return again.
+func (rs *runState) resolvedRead(id string) *checkpoint.Question {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if q := rs.read[id]; q != nil && q.Status != checkpoint.QuestionPending {
+		return q
+	}
+	return nil
 }
 
 // turnFresh reports whether the turn's message is not committed yet: then

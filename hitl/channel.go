@@ -328,6 +328,7 @@ func (c *CheckpointedChannel) AnswerWith(ctx context.Context, threadID, question
 	})
 	switch {
 	case err == nil:
+		agent.Resolved(c.store, committed.Resolved) // a run of this process waiting for it need not read it
 		return committed.Resolved, nil
 	case errors.Is(err, checkpoint.ErrExpired):
 		return nil, fmt.Errorf("%w: %w", ErrExpired, err)
