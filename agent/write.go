@@ -35,6 +35,9 @@ type runState struct {
 	// read holds questions a middleware just read (ToolCallContext's
 	// Question), so that Ask, which follows, need not read them again.
 	read map[string]*checkpoint.Question
+	// callIDs: the thread's call ids, for the model turns of the run
+	// (one goroutine: the run's loop).
+	callIDs callIDs
 }
 
 // noteRead keeps a question a middleware read for the Ask that follows.
