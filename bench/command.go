@@ -34,6 +34,7 @@ type cycleOptions struct {
 	threadTurns int
 	resultBytes int
 	parked      int
+	stored      int
 	argBytes    int
 	pgConns     int
 	wrap        bool
@@ -73,6 +74,7 @@ func cycleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&o.threadTurns, "thread-turns", 0, "also run one thread of this many tool-call turns and report per-step time and bytes")
 	fs.IntVar(&o.resultBytes, "result-bytes", 4096, "size of each -thread-turns tool result")
 	fs.IntVar(&o.parked, "parked", 0, "also park this many runs on one host and report memory and goroutines")
+	fs.IntVar(&o.stored, "stored", 0, "pending questions stored (on threads of their own, a third with a deadline a day away) before each cycle round: what a host's deadline loop reads past")
 	fs.IntVar(&o.argBytes, "arg-bytes", 1024, "size of the cycle's tool call arguments")
 	fs.IntVar(&o.pgConns, "pg-conns", 0, "PostgreSQL pool size of the store and of the raw transactions (0: the number of loops, at least 4)")
 	fs.BoolVar(&o.wrap, "count-calls", true, "count store calls through a wrapping Store (writes and reads per cycle, by method)")
@@ -158,7 +160,7 @@ func cycleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	rep := &report{Machine: machine(), Options: reportOptions{
 		N: o.n, Duration: o.d.String(), Rounds: o.rounds, RawTime: o.rawTime.String(), ArgBytes: o.argBytes,
-		ThreadTurns: o.threadTurns, ResultBytes: o.resultBytes, Parked: o.parked, CountCalls: o.wrap,
+		ThreadTurns: o.threadTurns, ResultBytes: o.resultBytes, Parked: o.parked, Stored: o.stored, CountCalls: o.wrap,
 	}}
 	profiles := len(o.stores)*len(o.loops) > 1
 	for _, spec := range o.stores {
@@ -234,7 +236,7 @@ func measureLoops(ctx context.Context, b *backend, loops int, o cycleOptions, pr
 	if warm <= 0 {
 		warm = max(2*loops, o.n/10)
 	}
-	rc := roundConfig{loops: loops, n: o.n, warmup: warm, d: o.d, conns: pgConns(loops, o.pgConns), wrap: o.wrap, prompt: cyclePrompt(o.argBytes)}
+	rc := roundConfig{loops: loops, n: o.n, warmup: warm, d: o.d, conns: pgConns(loops, o.pgConns), wrap: o.wrap, prompt: cyclePrompt(o.argBytes), stored: o.stored}
 	res := &loopResult{Store: b.label, Kind: b.kind, Loops: loops, Conns: rc.conns}
 	if b.kind != "postgres" {
 		res.Conns = 0
@@ -475,6 +477,7 @@ type reportOptions struct {
 	ThreadTurns int    `json:"thread_turns"`
 	ResultBytes int    `json:"result_bytes"`
 	Parked      int    `json:"parked"`
+	Stored      int    `json:"stored,omitempty"`
 	CountCalls  bool   `json:"count_calls"`
 }
 
@@ -525,6 +528,9 @@ func (r *report) print(w io.Writer) {
 		"Each figure is the median of %d rounds (%s each after a warm-up), each round beside raw single-row insert\n"+
 		"transactions of %s on the same database (sequential and at the same number of loops), taking turns at going first.\n",
 		r.Options.ArgBytes, r.Options.Rounds, what, r.Options.RawTime)
+	if r.Options.Stored > 0 {
+		fmt.Fprintf(w, "Before each round, %d pending questions were stored (a third with a deadline a day away).\n", r.Options.Stored)
+	}
 	var last string
 	for _, l := range r.Results {
 		if l.Store != last {

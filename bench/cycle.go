@@ -317,6 +317,7 @@ type roundConfig struct {
 	prompt           string
 	cpuProfile       string
 	memProfile       string
+	stored           int
 }
 
 func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound, error) {
@@ -349,6 +350,9 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 	}
 	defer closeAll()
 	tag := "cyc-" + randomHex(4)
+	if err := storeQuestions(ctx, raw, tag, rc.stored); err != nil {
+		return nil, err
+	}
 	if _, err := ch.loops(ctx, rc.loops, rc.warmup, 0, tag+"w", rc.prompt); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
@@ -469,4 +473,22 @@ func cyclePrompt(argBytes int) string {
 		sb.WriteString("abcdefghijklmnopqrstuvwxyz0123456789")
 	}
 	return "$ " + sb.String()[:n]
+}
+
+// storeQuestions stores n pending questions, each on a thread of its own
+// that no run drives, a third with a deadline a day away: what the
+// deadline loop of a host lists past on every new question.
+func storeQuestions(ctx context.Context, store checkpoint.Store, tag string, n int) error {
+	now := time.Now()
+	for i := range n {
+		q := &checkpoint.Question{ThreadID: fmt.Sprintf("%s-stored-%d", tag, i), ID: "q", Kind: hitl.KindApprove, Tool: "bash",
+			Payload: json.RawMessage(`{}`), CreatedAt: now}
+		if i%3 == 0 {
+			q.Deadline = now.Add(24*time.Hour + time.Duration(i)*time.Millisecond)
+		}
+		if _, _, err := store.CreateQuestion(ctx, q); err != nil {
+			return fmt.Errorf("storing question %d of %d: %w", i+1, n, err)
+		}
+	}
+	return nil
 }
