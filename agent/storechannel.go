@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/resolution"
 )
 
 // StoreChannel waits for questions by watching a store's notifications. All
@@ -73,13 +74,15 @@ func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*
 	}
 }
 
-// Resolved tells the waits on store in this process ([StoreChannel.Wait])
+func init() { resolution.Handle(resolved) }
+
+// resolved tells the waits on store in this process ([StoreChannel.Wait])
 // for q that it is resolved, as q says: they return q instead of reading
-// it. Whoever resolves a question in the process (an answer's or a
-// timeout's Commit) calls it with the Question the Commit returned, after
-// the commit: a resolution is never changed, so q is what a read would
-// return. A pending q is ignored.
-func Resolved(store checkpoint.Store, q *checkpoint.Question) {
+// it. Whoever resolves a question in the process calls it (through
+// internal/resolution) with the Question its Commit returned, after the
+// commit: a resolution is never changed, so q is what a read would return.
+// A pending q is ignored.
+func resolved(store checkpoint.Store, q *checkpoint.Question) {
 	if q == nil || q.Status == checkpoint.QuestionPending {
 		return
 	}
@@ -112,7 +115,7 @@ type watcher struct {
 
 	mu      sync.Mutex
 	waiters map[waitKey]map[chan struct{}]struct{}
-	// handed: questions resolved in this process ([Resolved]) that have
+	// handed: questions resolved in this process (resolved) that have
 	// waiters, kept while they do.
 	handed map[waitKey]*checkpoint.Question
 	count  int
@@ -132,7 +135,7 @@ var (
 
 // watch registers a waiter for one question: wake receives (coalesced)
 // when the question may have changed, once subscribed is closed; handed
-// returns the question if it was resolved in this process ([Resolved]).
+// returns the question if it was resolved in this process (resolved).
 // leave unregisters it.
 func watch(store checkpoint.Store, poll time.Duration, thread, question string) (wake, subscribed <-chan struct{}, handed func() *checkpoint.Question, leave func()) {
 	ch := make(chan struct{}, 1)

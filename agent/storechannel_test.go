@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+	"github.com/tollgate-ai/tollgate/internal/resolution"
 )
 
 // slowSubscribe is a store whose Subscribe takes long (PostgreSQL's waits
@@ -64,7 +65,7 @@ func TestStoreChannelSlowSubscribe(t *testing.T) {
 }
 
 // readCounting counts GetQuestion and tells each read's status. It
-// sends no notifications: nothing but agent.Resolved wakes a waiter.
+// sends no notifications: nothing but resolution.Tell wakes a waiter.
 type readCounting struct {
 	*memory.Store
 	reads chan checkpoint.QuestionStatus
@@ -82,7 +83,7 @@ func (s *readCounting) GetQuestion(ctx context.Context, thread, id string) (*che
 	return q, err
 }
 
-// A question resolved in the process (agent.Resolved after its commit) is
+// A question resolved in the process (resolution.Tell after its commit) is
 // handed to the run waiting for it, which need not read it again.
 func TestStoreChannelResolvedHanded(t *testing.T) {
 	t.Parallel()
@@ -111,7 +112,7 @@ func TestStoreChannelResolvedHanded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent.Resolved(s, c.Resolved)
+	resolution.Tell(s, c.Resolved)
 	r := <-done
 	if r.err != nil || r.q.Status != checkpoint.QuestionAnswered || r.q.AnsweredBy != "ann" {
 		t.Fatalf("Wait = %+v, %v", r.q, r.err)
