@@ -322,6 +322,11 @@ type loopResult struct {
 	XIDsPerCyc    float64 `json:"xids_per_cycle,omitempty"`
 	WALSyncPerCyc float64 `json:"wal_syncs_per_cycle,omitempty"`
 	WALBytesCyc   float64 `json:"wal_bytes_per_cycle,omitempty"`
+	// PostgreSQL, per cycle, measured phase: statements the store sent and
+	// round trips (a statement alone, a batch, a prepare), from its pgx
+	// tracer.
+	StmtsPerCyc float64 `json:"statements_per_cycle,omitempty"`
+	TripsPerCyc float64 `json:"round_trips_per_cycle,omitempty"`
 	CommitsPerWAL float64 `json:"commits_per_wal_sync,omitempty"`
 	RawPerWAL     float64 `json:"raw_commits_per_wal_sync,omitempty"`
 
@@ -348,7 +353,7 @@ type loopResult struct {
 }
 
 func (l *loopResult) summarize() {
-	var rate, writes, reads, commits, xact, xids, walSync, walBytes, perWAL, ratio, wratio, perTx, cpu, user, sys, srv, allocs []float64
+	var rate, writes, reads, commits, xact, xids, walSync, walBytes, perWAL, stmts, trips, ratio, wratio, perTx, cpu, user, sys, srv, allocs []float64
 	var a50, a99, c50, c99 []float64
 	methods := map[string][]float64{}
 	for i, r := range l.Rounds {
@@ -389,6 +394,8 @@ func (l *loopResult) summarize() {
 			ratio = append(ratio, r.PerSecond*c/l.RawConc[i].PerSecond)
 			wratio = append(wratio, r.PerSecond*float64(r.Writes)/n/l.RawConc[i].PerSecond)
 		}
+		stmts = append(stmts, float64(r.Statements)/n)
+		trips = append(trips, float64(r.RoundTrips)/n)
 		cpu = append(cpu, float64(r.CPU)/n)
 		user = append(user, float64(r.UserCPU)/n)
 		sys = append(sys, float64(r.SysCPU)/n)
@@ -409,6 +416,7 @@ func (l *loopResult) summarize() {
 	l.CyclesPerSMin, l.CyclesPerSMax = minMax(rate)
 	l.WritesPerCyc, l.ReadsPerCyc, l.CommitsPerCyc = median(writes), median(reads), median(commits)
 	l.XactPerCyc, l.XIDsPerCyc, l.WALSyncPerCyc, l.WALBytesCyc, l.CommitsPerWAL = median(xact), median(xids), median(walSync), median(walBytes), median(perWAL)
+	l.StmtsPerCyc, l.TripsPerCyc = median(stmts), median(trips)
 	var rs, rc, rawPerWAL []float64
 	for i := range l.RawSeq {
 		rs = append(rs, l.RawSeq[i].PerSecond)
@@ -566,8 +574,9 @@ func (r *report) print(w io.Writer) {
 		if !printedPG {
 			printedPG = true
 			fmt.Fprintf(w, "\nPostgreSQL, per cycle, from the server (counted from the store's opening to its closing, warm-up included;\n"+
-				"xact_commit: every commit, read-only ones too; xids: transaction ids assigned, write transactions and their subtransactions)\n")
-			fmt.Fprintf(w, "%5s %5s %12s %12s %12s %14s %18s %16s\n", "loops", "conns", "xact_commit", "xids", "WAL flushes", "WAL bytes", "commits/WAL flush", "server CPU/cycle")
+				"xact_commit: every commit, read-only ones too; xids: transaction ids assigned, write transactions and their subtransactions;\n"+
+				"statements and round trips (a statement alone, a batch, a prepare): the store's, from its pgx tracer, measured cycles only)\n")
+			fmt.Fprintf(w, "%5s %5s %12s %12s %12s %14s %18s %16s %11s %11s\n", "loops", "conns", "xact_commit", "xids", "WAL flushes", "WAL bytes", "commits/WAL flush", "server CPU/cycle", "statements", "round trips")
 		}
 		raw := ""
 		if l.RawPerWAL > 0 {
@@ -581,8 +590,8 @@ func (r *report) print(w io.Writer) {
 		if l.WALSyncPerCyc > 0 {
 			flushes, perFlush = fmt.Sprintf("%.2f", l.WALSyncPerCyc), fmt.Sprintf("%.2f%s", l.CommitsPerWAL, raw)
 		}
-		fmt.Fprintf(w, "%5d %5d %12.2f %12.2f %12s %14s %18s %16s\n", l.Loops, l.Conns, l.XactPerCyc, l.XIDsPerCyc, flushes,
-			sizeStr(l.WALBytesCyc), perFlush, srv)
+		fmt.Fprintf(w, "%5d %5d %12.2f %12.2f %12s %14s %18s %16s %11.2f %11.2f\n", l.Loops, l.Conns, l.XactPerCyc, l.XIDsPerCyc, flushes,
+			sizeStr(l.WALBytesCyc), perFlush, srv, l.StmtsPerCyc, l.TripsPerCyc)
 	}
 	header := false
 	for _, l := range r.Results {

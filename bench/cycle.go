@@ -287,6 +287,9 @@ type cycleRound struct {
 	WriteTx      int64 `json:"write_tx,omitempty"`
 	WALSyncs     int64 `json:"wal_syncs,omitempty"`
 	WALBytes     int64 `json:"wal_bytes,omitempty"`
+	// PostgreSQL, measured phase, as the store's pgx tracer saw them.
+	Statements int64 `json:"statements,omitempty"`
+	RoundTrips int64 `json:"round_trips,omitempty"`
 	// Process CPU and heap objects, measured phase.
 	CPU       time.Duration `json:"cpu_ns"`
 	UserCPU   time.Duration `json:"user_cpu_ns"`
@@ -365,6 +368,10 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 	}
 	txBefore, batchesBefore, hasWS := writeStats(raw)
 	runsBefore := ch.runs.Load()
+	var stmts0, trips0 int64
+	if b.trace != nil {
+		stmts0, trips0 = b.trace.counts()
+	}
 	srvBefore := b.serverCPU(ctx)
 	runtime.GC()
 	if rc.memProfile != "" {
@@ -393,6 +400,10 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 	}
 	user1, sys1 := cpuTime()
 	m1 := mallocs()
+	var stmts1, trips1 int64
+	if b.trace != nil {
+		stmts1, trips1 = b.trace.counts()
+	}
 	if rc.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -405,7 +416,8 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 		}
 	}
 	r := &cycleRound{Cycles: len(samples), Warmup: rc.warmup, Seconds: el.Seconds(), PerSecond: float64(len(samples)) / el.Seconds(),
-		CPU: user1 - user0 + sys1 - sys0, UserCPU: user1 - user0, SysCPU: sys1 - sys0, Mallocs: m1 - m0, ToolRuns: ch.runs.Load() - runsBefore, Dropped: ch.h.Dropped()}
+		CPU: user1 - user0 + sys1 - sys0, UserCPU: user1 - user0, SysCPU: sys1 - sys0, Mallocs: m1 - m0, ToolRuns: ch.runs.Load() - runsBefore, Dropped: ch.h.Dropped(),
+		Statements: stmts1 - stmts0, RoundTrips: trips1 - trips0}
 	if d, ok := cpuDelta(srvBefore, b.serverCPU(ctx)); ok {
 		r.ServerCPU, r.HasSrvCPU = d, true
 	}
