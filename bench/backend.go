@@ -50,7 +50,7 @@ type backend struct {
 	schema, rawSchema string
 	monitor           *pgx.Conn
 	hasWALStats       bool
-	trace             *pgTrace // the store's statements
+	trace             *pgTrace   // the store's statements
 	mu                sync.Mutex // the monitor connection
 
 	cleanups []func()
@@ -507,7 +507,9 @@ func (t *pgTrace) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceB
 	return ctx
 }
 
-func (t *pgTrace) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) { t.statements.Add(1) }
+func (t *pgTrace) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	t.statements.Add(1)
+}
 
 func (t *pgTrace) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 

@@ -325,8 +325,8 @@ type loopResult struct {
 	// PostgreSQL, per cycle, measured phase: statements the store sent and
 	// round trips (a statement alone, a batch, a prepare), from its pgx
 	// tracer.
-	StmtsPerCyc float64 `json:"statements_per_cycle,omitempty"`
-	TripsPerCyc float64 `json:"round_trips_per_cycle,omitempty"`
+	StmtsPerCyc   float64 `json:"statements_per_cycle,omitempty"`
+	TripsPerCyc   float64 `json:"round_trips_per_cycle,omitempty"`
 	CommitsPerWAL float64 `json:"commits_per_wal_sync,omitempty"`
 	RawPerWAL     float64 `json:"raw_commits_per_wal_sync,omitempty"`
 
