@@ -344,6 +344,21 @@ func (a *Agent) PromptWith(ctx context.Context, text string, opts *PromptOptions
 // found by their ids rather than asked again. ErrNoRun when there is
 // nothing to resume.
 func (a *Agent) Resume(ctx context.Context) (*Message, error) {
+	return a.ResumeWith(ctx, nil)
+}
+
+// ResumeOptions tune [Agent.ResumeWith].
+type ResumeOptions struct {
+	// Resolved are questions of the agent's thread the caller has just
+	// resolved (the Question a Commit with a Resolve returned) or read
+	// resolved. The run uses them instead of reading them again: a
+	// resolution is never changed. Pending questions, and questions of
+	// other threads, are ignored.
+	Resolved []*checkpoint.Question
+}
+
+// ResumeWith is [Agent.Resume] with options.
+func (a *Agent) ResumeWith(ctx context.Context, opts *ResumeOptions) (*Message, error) {
 	if !a.runMu.TryLock() {
 		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
 	}
@@ -365,8 +380,16 @@ func (a *Agent) Resume(ctx context.Context) (*Message, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("agent: thread %s is running run %s but has no messages", th.ID, th.RunID)
 	}
+	rs := &runState{a: a, th: th}
+	if opts != nil {
+		for _, q := range opts.Resolved {
+			if q != nil && q.ThreadID == a.threadID && q.Status != checkpoint.QuestionPending {
+				rs.noteRead(q)
+			}
+		}
+	}
 	a.emit(&RunStartedEvent{meta: a.meta(th.RunID), Resumed: true})
-	return a.drive(ctx, &runState{a: a, th: th}, msgs)
+	return a.drive(ctx, rs, msgs)
 }
 
 // drive works the run until the model ends its turn, registering a cancel
@@ -460,7 +483,7 @@ func (a *Agent) loop(ctx context.Context, rs *runState, msgs []Message) (final *
 					Text: fmt.Sprintf("The run was stopped after %d model turns (the limit).", a.maxTurns)}
 				return end(&final, []Message{final}, ErrMaxTurns)
 			}
-			msg, err := a.callModel(ctx, runID, msgs)
+			msg, err := a.callModel(ctx, rs, msgs)
 			if err != nil {
 				return nil, false, err
 			}
@@ -481,7 +504,8 @@ func (a *Agent) loop(ctx context.Context, rs *runState, msgs []Message) (final *
 	}
 }
 
-func (a *Agent) callModel(ctx context.Context, runID string, msgs []Message) (*Message, error) {
+func (a *Agent) callModel(ctx context.Context, rs *runState, msgs []Message) (*Message, error) {
+	runID := rs.th.RunID
 	req := &Request{Model: a.model, System: a.system, Messages: slices.Clone(msgs)}
 	for _, t := range a.tools {
 		req.Tools = append(req.Tools, t.Spec())
@@ -529,8 +553,33 @@ func (a *Agent) callModel(ctx context.Context, runID string, msgs []Message) (*M
 			msg.ToolCalls[i].Arguments = quoted
 		}
 	}
-	uniqueCallIDs(msg, msgs, runID)
+	rs.callIDs.unique(msg, msgs, runID)
 	return msg, nil
+}
+
+// callIDs are the call ids of a run's thread, gathered once a run: a
+// model turn adds the ids of the messages since the last one, so its cost
+// is what it adds, not the thread's length.
+type callIDs struct {
+	used map[string]bool
+	seen int // history[:seen] is in used
+}
+
+// unique is [uniqueCallIDs] with the ids gathered so far.
+func (c *callIDs) unique(msg *Message, history []Message, runID string) {
+	if len(msg.ToolCalls) == 0 {
+		return
+	}
+	if c.used == nil || c.seen > len(history) {
+		c.used, c.seen = map[string]bool{}, 0
+	}
+	for _, m := range history[c.seen:] {
+		for _, tc := range m.ToolCalls {
+			c.used[tc.ID] = true
+		}
+	}
+	c.seen = len(history)
+	uniqueCallIDs(msg, c.used, len(history), runID)
 }
 
 // uniqueCallIDs makes every call id of msg unique in the whole thread.
@@ -539,17 +588,13 @@ func (a *Agent) callModel(ctx context.Context, runID string, msgs []Message) (*M
 // call's approval or result. A renamed id keeps the provider's id as its
 // prefix; the message is persisted before any tool runs, so the new id is
 // stable from then on.
-func uniqueCallIDs(msg *Message, history []Message, runID string) {
-	used := map[string]bool{}
-	for _, m := range history {
-		for _, c := range m.ToolCalls {
-			used[c.ID] = true
-		}
-	}
+// used holds the ids of the thread's earlier calls (of its first n
+// messages); msg's ids are added to it.
+func uniqueCallIDs(msg *Message, used map[string]bool, n int, runID string) {
 	for i := range msg.ToolCalls {
 		id := msg.ToolCalls[i].ID
 		if id == "" {
-			id = fmt.Sprintf("call_%s_%d_%d", strings.TrimPrefix(runID, "run_")[:8], len(history), i)
+			id = fmt.Sprintf("call_%s_%d_%d", strings.TrimPrefix(runID, "run_")[:8], n, i)
 		}
 		for n, base := 2, id; used[id]; n++ {
 			id = fmt.Sprintf("%s_%d", base, n)

@@ -179,18 +179,36 @@ func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoi
 // Question returns the stored question with that id in the call's thread,
 // or an error wrapping checkpoint.ErrNotFound. Middleware use it to let an
 // answer already given decide, before they consult anything that may have
-// changed since (a reloaded policy, say).
+// changed since (a reloaded policy, say). A resolved question the run has
+// already read, or was handed when it resumed ([ResumeOptions]), is
+// returned as it was read: a resolution is never changed.
 func (c *ToolCallContext) Question(ctx context.Context, id string) (*checkpoint.Question, error) {
 	if c.agent == nil {
 		// A context built by hand (a unit test of a hook) has no store,
 		// so no question is stored for it.
 		return nil, fmt.Errorf("agent: question %q outside a run: %w", id, checkpoint.ErrNotFound)
 	}
+	if c.run != nil {
+		if q := c.run.resolvedRead(id); q != nil {
+			return q, nil
+		}
+	}
 	q, err := c.agent.store.GetQuestion(ctx, c.ThreadID, id)
 	if err == nil && c.run != nil {
 		c.run.noteRead(q)
 	}
 	return q, err
+}
+
+// Fresh reports whether the call's turn is not in the store yet: the
+// model's message is written with the turn's first question, claim or
+// result, and call ids are unique in a thread, so nothing keyed by the
+// call's id (a question about it, its record) can be stored. A middleware
+// that looks for a question about the call ([ToolCallContext.Question]
+// with an id made from Call.ID) need not read it then. False outside a
+// run.
+func (c *ToolCallContext) Fresh() bool {
+	return c.run != nil && c.run.turnFresh()
 }
 
 // Store is the checkpointer of the agent running the call.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/resolution"
 )
 
 // StoreChannel waits for questions by watching a store's notifications. All
@@ -29,7 +30,7 @@ func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*
 	if poll <= 0 {
 		poll = 2 * time.Second
 	}
-	wake, subscribed, leave := watch(c.Store, poll, threadID, questionID)
+	wake, subscribed, handed, leave := watch(c.Store, poll, threadID, questionID)
 	defer leave()
 	// Subscribed (or failed to) before the first read, so that no
 	// resolution after that read goes unheard.
@@ -66,7 +67,40 @@ func (c *StoreChannel) Wait(ctx context.Context, threadID, questionID string) (*
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-wake:
+			if q := handed(); q != nil {
+				return q, nil
+			}
 		}
+	}
+}
+
+func init() { resolution.Handle(resolved) }
+
+// resolved tells the waits on store in this process ([StoreChannel.Wait])
+// for q that it is resolved, as q says: they return q instead of reading
+// it. Whoever resolves a question in the process calls it (through
+// internal/resolution) with the Question its Commit returned, after the
+// commit: a resolution is never changed, so q is what a read would return.
+// A pending q is ignored.
+func resolved(store checkpoint.Store, q *checkpoint.Question) {
+	if q == nil || q.Status == checkpoint.QuestionPending {
+		return
+	}
+	k := waitKey{q.ThreadID, q.ID}
+	watchersMu.Lock()
+	defer watchersMu.Unlock()
+	for wk, w := range watchers {
+		if wk.store != store {
+			continue
+		}
+		w.mu.Lock()
+		if len(w.waiters[k]) > 0 {
+			w.handed[k] = q
+			for ch := range w.waiters[k] {
+				signal(ch)
+			}
+		}
+		w.mu.Unlock()
 	}
 }
 
@@ -81,7 +115,10 @@ type watcher struct {
 
 	mu      sync.Mutex
 	waiters map[waitKey]map[chan struct{}]struct{}
-	count   int
+	// handed: questions resolved in this process (resolved) that have
+	// waiters, kept while they do.
+	handed map[waitKey]*checkpoint.Question
+	count  int
 }
 
 type waitKey struct{ thread, question string }
@@ -97,9 +134,10 @@ var (
 )
 
 // watch registers a waiter for one question: wake receives (coalesced)
-// when the question may have changed, once subscribed is closed. leave
-// unregisters it.
-func watch(store checkpoint.Store, poll time.Duration, thread, question string) (wake, subscribed <-chan struct{}, leave func()) {
+// when the question may have changed, once subscribed is closed; handed
+// returns the question if it was resolved in this process (resolved).
+// leave unregisters it.
+func watch(store checkpoint.Store, poll time.Duration, thread, question string) (wake, subscribed <-chan struct{}, handed func() *checkpoint.Question, leave func()) {
 	ch := make(chan struct{}, 1)
 	k := waitKey{thread, question}
 	watchersMu.Lock()
@@ -107,7 +145,7 @@ func watch(store checkpoint.Store, poll time.Duration, thread, question string) 
 	if w == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		w = &watcher{store: store, poll: poll, stop: cancel, subscribed: make(chan struct{}),
-			waiters: map[waitKey]map[chan struct{}]struct{}{}}
+			waiters: map[waitKey]map[chan struct{}]struct{}{}, handed: map[waitKey]*checkpoint.Question{}}
 		watchers[watcherKey{store, poll}] = w
 		// Subscribing may take a while (a database far away): not under
 		// the lock every waiter of every store takes.
@@ -121,13 +159,19 @@ func watch(store checkpoint.Store, poll time.Duration, thread, question string) 
 	w.count++
 	w.mu.Unlock()
 	watchersMu.Unlock()
-	return ch, w.subscribed, func() {
+	handed = func() *checkpoint.Question {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.handed[k]
+	}
+	return ch, w.subscribed, handed, func() {
 		watchersMu.Lock()
 		defer watchersMu.Unlock()
 		w.mu.Lock()
 		delete(w.waiters[k], ch)
 		if len(w.waiters[k]) == 0 {
 			delete(w.waiters, k)
+			delete(w.handed, k)
 		}
 		w.count--
 		last := w.count == 0
@@ -167,6 +211,12 @@ func (w *watcher) run(ctx context.Context) {
 			}
 			if n.QuestionID == "" {
 				w.wakeAll() // a resync: anything may have changed
+				continue
+			}
+			if n.Kind == checkpoint.QuestionCreated {
+				// A waiter waits for a resolution; the creation of its
+				// question (heard after the waiter's first read, as the
+				// asking run's own often is) changes nothing it waits for.
 				continue
 			}
 			w.wake(waitKey{n.ThreadID, n.QuestionID})

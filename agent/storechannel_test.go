@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+	"github.com/tollgate-ai/tollgate/internal/resolution"
 )
 
 // slowSubscribe is a store whose Subscribe takes long (PostgreSQL's waits
@@ -60,5 +61,63 @@ func TestStoreChannelSlowSubscribe(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a wait whose ctx ended is still waiting for the store to subscribe")
+	}
+}
+
+// readCounting counts GetQuestion and tells each read's status. It
+// sends no notifications: nothing but resolution.Tell wakes a waiter.
+type readCounting struct {
+	*memory.Store
+	reads chan checkpoint.QuestionStatus
+}
+
+func (s *readCounting) Subscribe(ctx context.Context) (<-chan checkpoint.Notification, error) {
+	return make(chan checkpoint.Notification), nil
+}
+
+func (s *readCounting) GetQuestion(ctx context.Context, thread, id string) (*checkpoint.Question, error) {
+	q, err := s.Store.GetQuestion(ctx, thread, id)
+	if err == nil {
+		s.reads <- q.Status
+	}
+	return q, err
+}
+
+// A question resolved in the process (resolution.Tell after its commit) is
+// handed to the run waiting for it, which need not read it again.
+func TestStoreChannelResolvedHanded(t *testing.T) {
+	t.Parallel()
+	s := &readCounting{Store: memory.New(), reads: make(chan checkpoint.QuestionStatus, 16)}
+	ctx := t.Context()
+	if _, _, err := s.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "t", ID: "q", Kind: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		q   *checkpoint.Question
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		q, err := (&agent.StoreChannel{Store: s, PollInterval: time.Hour}).Wait(ctx, "t", "q")
+		done <- result{q, err}
+	}()
+	if st := <-s.reads; st != checkpoint.QuestionPending { // the wait's first read
+		t.Fatalf("first read: %s", st)
+	}
+	res := checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"approve"}`), By: "ann", At: time.Now()}
+	c, err := s.Commit(ctx, &checkpoint.Batch{
+		Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "q", Resolution: res},
+		Events:  []*checkpoint.Event{agent.ResolutionEvent(&checkpoint.Question{ThreadID: "t", ID: "q", Kind: "approve"}, res)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolution.Tell(s, c.Resolved)
+	r := <-done
+	if r.err != nil || r.q.Status != checkpoint.QuestionAnswered || r.q.AnsweredBy != "ann" {
+		t.Fatalf("Wait = %+v, %v", r.q, r.err)
+	}
+	if n := len(s.reads); n != 0 {
+		t.Errorf("the wait read the question %d more times after it was handed the resolution", n)
 	}
 }

@@ -35,6 +35,9 @@ type runState struct {
 	// read holds questions a middleware just read (ToolCallContext's
 	// Question), so that Ask, which follows, need not read them again.
 	read map[string]*checkpoint.Question
+	// callIDs: the thread's call ids, for the model turns of the run
+	// (one goroutine: the run's loop).
+	callIDs callIDs
 }
 
 // noteRead keeps a question a middleware read for the Ask that follows.
@@ -47,13 +50,28 @@ func (rs *runState) noteRead(q *checkpoint.Question) {
 	rs.read[q.ID] = q
 }
 
-// takeRead returns (and forgets) the question noted by noteRead.
+// takeRead returns the question noted by noteRead, and forgets it if it
+// is pending (it may change; a resolved one never does, and a tool's own
+// check of its approval reads it again).
 func (rs *runState) takeRead(id string) *checkpoint.Question {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	q := rs.read[id]
-	delete(rs.read, id)
+	if q != nil && q.Status == checkpoint.QuestionPending {
+		delete(rs.read, id)
+	}
 	return q
+}
+
+// resolvedRead returns the question noted by noteRead (or handed to the
+// resumed run) if it is resolved: what a read would return again.
+func (rs *runState) resolvedRead(id string) *checkpoint.Question {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if q := rs.read[id]; q != nil && q.Status != checkpoint.QuestionPending {
+		return q
+	}
+	return nil
 }
 
 // turnFresh reports whether the turn's message is not committed yet: then

@@ -50,6 +50,7 @@ type backend struct {
 	schema, rawSchema string
 	monitor           *pgx.Conn
 	hasWALStats       bool
+	trace             *pgTrace   // the store's statements
 	mu                sync.Mutex // the monitor connection
 
 	cleanups []func()
@@ -220,7 +221,10 @@ func (b *backend) openStore(ctx context.Context, conns int) (checkpoint.Store, e
 	case "sqlite":
 		return sqlite.Open(ctx, b.path, nil)
 	case "postgres":
-		return postgres.Open(ctx, withParam(b.dsn, "application_name", appName), &postgres.Options{Schema: b.schema, MaxConns: int32(conns)})
+		if b.trace == nil {
+			b.trace = &pgTrace{}
+		}
+		return postgres.Open(ctx, withParam(b.dsn, "application_name", appName), &postgres.Options{Schema: b.schema, MaxConns: int32(conns), Tracer: b.trace})
 	}
 	return nil, fmt.Errorf("unknown store kind %q", b.kind)
 }
@@ -479,3 +483,39 @@ func (b *backend) raw(ctx context.Context, loops int, d time.Duration) (rawResul
 	}
 	return res, nil
 }
+
+// pgTrace counts what the store's connections send: statements, and
+// round trips (a statement on its own, a batch of them, a prepare).
+type pgTrace struct {
+	statements, roundTrips atomic.Int64
+}
+
+func (t *pgTrace) counts() (statements, roundTrips int64) {
+	return t.statements.Load(), t.roundTrips.Load()
+}
+
+func (t *pgTrace) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	t.statements.Add(1)
+	t.roundTrips.Add(1)
+	return ctx
+}
+
+func (t *pgTrace) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (t *pgTrace) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	t.roundTrips.Add(1)
+	return ctx
+}
+
+func (t *pgTrace) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	t.statements.Add(1)
+}
+
+func (t *pgTrace) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (t *pgTrace) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	t.roundTrips.Add(1)
+	return ctx
+}
+
+func (t *pgTrace) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}

@@ -34,6 +34,7 @@ type cycleOptions struct {
 	threadTurns int
 	resultBytes int
 	parked      int
+	stored      int
 	argBytes    int
 	pgConns     int
 	wrap        bool
@@ -73,6 +74,7 @@ func cycleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&o.threadTurns, "thread-turns", 0, "also run one thread of this many tool-call turns and report per-step time and bytes")
 	fs.IntVar(&o.resultBytes, "result-bytes", 4096, "size of each -thread-turns tool result")
 	fs.IntVar(&o.parked, "parked", 0, "also park this many runs on one host and report memory and goroutines")
+	fs.IntVar(&o.stored, "stored", 0, "pending questions stored (on threads of their own, a third with a deadline a day away) before each cycle round: what a host's deadline loop reads past")
 	fs.IntVar(&o.argBytes, "arg-bytes", 1024, "size of the cycle's tool call arguments")
 	fs.IntVar(&o.pgConns, "pg-conns", 0, "PostgreSQL pool size of the store and of the raw transactions (0: the number of loops, at least 4)")
 	fs.BoolVar(&o.wrap, "count-calls", true, "count store calls through a wrapping Store (writes and reads per cycle, by method)")
@@ -158,7 +160,7 @@ func cycleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	rep := &report{Machine: machine(), Options: reportOptions{
 		N: o.n, Duration: o.d.String(), Rounds: o.rounds, RawTime: o.rawTime.String(), ArgBytes: o.argBytes,
-		ThreadTurns: o.threadTurns, ResultBytes: o.resultBytes, Parked: o.parked, CountCalls: o.wrap,
+		ThreadTurns: o.threadTurns, ResultBytes: o.resultBytes, Parked: o.parked, Stored: o.stored, CountCalls: o.wrap,
 	}}
 	profiles := len(o.stores)*len(o.loops) > 1
 	for _, spec := range o.stores {
@@ -234,7 +236,7 @@ func measureLoops(ctx context.Context, b *backend, loops int, o cycleOptions, pr
 	if warm <= 0 {
 		warm = max(2*loops, o.n/10)
 	}
-	rc := roundConfig{loops: loops, n: o.n, warmup: warm, d: o.d, conns: pgConns(loops, o.pgConns), wrap: o.wrap, prompt: cyclePrompt(o.argBytes)}
+	rc := roundConfig{loops: loops, n: o.n, warmup: warm, d: o.d, conns: pgConns(loops, o.pgConns), wrap: o.wrap, prompt: cyclePrompt(o.argBytes), stored: o.stored}
 	res := &loopResult{Store: b.label, Kind: b.kind, Loops: loops, Conns: rc.conns}
 	if b.kind != "postgres" {
 		res.Conns = 0
@@ -320,6 +322,11 @@ type loopResult struct {
 	XIDsPerCyc    float64 `json:"xids_per_cycle,omitempty"`
 	WALSyncPerCyc float64 `json:"wal_syncs_per_cycle,omitempty"`
 	WALBytesCyc   float64 `json:"wal_bytes_per_cycle,omitempty"`
+	// PostgreSQL, per cycle, measured phase: statements the store sent and
+	// round trips (a statement alone, a batch, a prepare), from its pgx
+	// tracer.
+	StmtsPerCyc   float64 `json:"statements_per_cycle,omitempty"`
+	TripsPerCyc   float64 `json:"round_trips_per_cycle,omitempty"`
 	CommitsPerWAL float64 `json:"commits_per_wal_sync,omitempty"`
 	RawPerWAL     float64 `json:"raw_commits_per_wal_sync,omitempty"`
 
@@ -346,7 +353,7 @@ type loopResult struct {
 }
 
 func (l *loopResult) summarize() {
-	var rate, writes, reads, commits, xact, xids, walSync, walBytes, perWAL, ratio, wratio, perTx, cpu, user, sys, srv, allocs []float64
+	var rate, writes, reads, commits, xact, xids, walSync, walBytes, perWAL, stmts, trips, ratio, wratio, perTx, cpu, user, sys, srv, allocs []float64
 	var a50, a99, c50, c99 []float64
 	methods := map[string][]float64{}
 	for i, r := range l.Rounds {
@@ -387,6 +394,8 @@ func (l *loopResult) summarize() {
 			ratio = append(ratio, r.PerSecond*c/l.RawConc[i].PerSecond)
 			wratio = append(wratio, r.PerSecond*float64(r.Writes)/n/l.RawConc[i].PerSecond)
 		}
+		stmts = append(stmts, float64(r.Statements)/n)
+		trips = append(trips, float64(r.RoundTrips)/n)
 		cpu = append(cpu, float64(r.CPU)/n)
 		user = append(user, float64(r.UserCPU)/n)
 		sys = append(sys, float64(r.SysCPU)/n)
@@ -407,6 +416,7 @@ func (l *loopResult) summarize() {
 	l.CyclesPerSMin, l.CyclesPerSMax = minMax(rate)
 	l.WritesPerCyc, l.ReadsPerCyc, l.CommitsPerCyc = median(writes), median(reads), median(commits)
 	l.XactPerCyc, l.XIDsPerCyc, l.WALSyncPerCyc, l.WALBytesCyc, l.CommitsPerWAL = median(xact), median(xids), median(walSync), median(walBytes), median(perWAL)
+	l.StmtsPerCyc, l.TripsPerCyc = median(stmts), median(trips)
 	var rs, rc, rawPerWAL []float64
 	for i := range l.RawSeq {
 		rs = append(rs, l.RawSeq[i].PerSecond)
@@ -475,6 +485,7 @@ type reportOptions struct {
 	ThreadTurns int    `json:"thread_turns"`
 	ResultBytes int    `json:"result_bytes"`
 	Parked      int    `json:"parked"`
+	Stored      int    `json:"stored,omitempty"`
 	CountCalls  bool   `json:"count_calls"`
 }
 
@@ -525,6 +536,9 @@ func (r *report) print(w io.Writer) {
 		"Each figure is the median of %d rounds (%s each after a warm-up), each round beside raw single-row insert\n"+
 		"transactions of %s on the same database (sequential and at the same number of loops), taking turns at going first.\n",
 		r.Options.ArgBytes, r.Options.Rounds, what, r.Options.RawTime)
+	if r.Options.Stored > 0 {
+		fmt.Fprintf(w, "Before each round, %d pending questions were stored (a third with a deadline a day away).\n", r.Options.Stored)
+	}
 	var last string
 	for _, l := range r.Results {
 		if l.Store != last {
@@ -560,8 +574,9 @@ func (r *report) print(w io.Writer) {
 		if !printedPG {
 			printedPG = true
 			fmt.Fprintf(w, "\nPostgreSQL, per cycle, from the server (counted from the store's opening to its closing, warm-up included;\n"+
-				"xact_commit: every commit, read-only ones too; xids: transaction ids assigned, write transactions and their subtransactions)\n")
-			fmt.Fprintf(w, "%5s %5s %12s %12s %12s %14s %18s %16s\n", "loops", "conns", "xact_commit", "xids", "WAL flushes", "WAL bytes", "commits/WAL flush", "server CPU/cycle")
+				"xact_commit: every commit, read-only ones too; xids: transaction ids assigned, write transactions and their subtransactions;\n"+
+				"statements and round trips (a statement alone, a batch, a prepare): the store's, from its pgx tracer, measured cycles only)\n")
+			fmt.Fprintf(w, "%5s %5s %12s %12s %12s %14s %18s %16s %11s %11s\n", "loops", "conns", "xact_commit", "xids", "WAL flushes", "WAL bytes", "commits/WAL flush", "server CPU/cycle", "statements", "round trips")
 		}
 		raw := ""
 		if l.RawPerWAL > 0 {
@@ -575,8 +590,8 @@ func (r *report) print(w io.Writer) {
 		if l.WALSyncPerCyc > 0 {
 			flushes, perFlush = fmt.Sprintf("%.2f", l.WALSyncPerCyc), fmt.Sprintf("%.2f%s", l.CommitsPerWAL, raw)
 		}
-		fmt.Fprintf(w, "%5d %5d %12.2f %12.2f %12s %14s %18s %16s\n", l.Loops, l.Conns, l.XactPerCyc, l.XIDsPerCyc, flushes,
-			sizeStr(l.WALBytesCyc), perFlush, srv)
+		fmt.Fprintf(w, "%5d %5d %12.2f %12.2f %12s %14s %18s %16s %11.2f %11.2f\n", l.Loops, l.Conns, l.XactPerCyc, l.XIDsPerCyc, flushes,
+			sizeStr(l.WALBytesCyc), perFlush, srv, l.StmtsPerCyc, l.TripsPerCyc)
 	}
 	header := false
 	for _, l := range r.Results {

@@ -287,6 +287,9 @@ type cycleRound struct {
 	WriteTx      int64 `json:"write_tx,omitempty"`
 	WALSyncs     int64 `json:"wal_syncs,omitempty"`
 	WALBytes     int64 `json:"wal_bytes,omitempty"`
+	// PostgreSQL, measured phase, as the store's pgx tracer saw them.
+	Statements int64 `json:"statements,omitempty"`
+	RoundTrips int64 `json:"round_trips,omitempty"`
 	// Process CPU and heap objects, measured phase.
 	CPU       time.Duration `json:"cpu_ns"`
 	UserCPU   time.Duration `json:"user_cpu_ns"`
@@ -317,6 +320,7 @@ type roundConfig struct {
 	prompt           string
 	cpuProfile       string
 	memProfile       string
+	stored           int
 }
 
 func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound, error) {
@@ -349,6 +353,9 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 	}
 	defer closeAll()
 	tag := "cyc-" + randomHex(4)
+	if err := storeQuestions(ctx, raw, tag, rc.stored); err != nil {
+		return nil, err
+	}
 	if _, err := ch.loops(ctx, rc.loops, rc.warmup, 0, tag+"w", rc.prompt); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
@@ -361,6 +368,10 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 	}
 	txBefore, batchesBefore, hasWS := writeStats(raw)
 	runsBefore := ch.runs.Load()
+	var stmts0, trips0 int64
+	if b.trace != nil {
+		stmts0, trips0 = b.trace.counts()
+	}
 	srvBefore := b.serverCPU(ctx)
 	runtime.GC()
 	if rc.memProfile != "" {
@@ -389,6 +400,10 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 	}
 	user1, sys1 := cpuTime()
 	m1 := mallocs()
+	var stmts1, trips1 int64
+	if b.trace != nil {
+		stmts1, trips1 = b.trace.counts()
+	}
 	if rc.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -401,7 +416,8 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 		}
 	}
 	r := &cycleRound{Cycles: len(samples), Warmup: rc.warmup, Seconds: el.Seconds(), PerSecond: float64(len(samples)) / el.Seconds(),
-		CPU: user1 - user0 + sys1 - sys0, UserCPU: user1 - user0, SysCPU: sys1 - sys0, Mallocs: m1 - m0, ToolRuns: ch.runs.Load() - runsBefore, Dropped: ch.h.Dropped()}
+		CPU: user1 - user0 + sys1 - sys0, UserCPU: user1 - user0, SysCPU: sys1 - sys0, Mallocs: m1 - m0, ToolRuns: ch.runs.Load() - runsBefore, Dropped: ch.h.Dropped(),
+		Statements: stmts1 - stmts0, RoundTrips: trips1 - trips0}
 	if d, ok := cpuDelta(srvBefore, b.serverCPU(ctx)); ok {
 		r.ServerCPU, r.HasSrvCPU = d, true
 	}
@@ -469,4 +485,22 @@ func cyclePrompt(argBytes int) string {
 		sb.WriteString("abcdefghijklmnopqrstuvwxyz0123456789")
 	}
 	return "$ " + sb.String()[:n]
+}
+
+// storeQuestions stores n pending questions, each on a thread of its own
+// that no run drives, a third with a deadline a day away: what the
+// deadline loop of a host lists past on every new question.
+func storeQuestions(ctx context.Context, store checkpoint.Store, tag string, n int) error {
+	now := time.Now()
+	for i := range n {
+		q := &checkpoint.Question{ThreadID: fmt.Sprintf("%s-stored-%d", tag, i), ID: "q", Kind: hitl.KindApprove, Tool: "bash",
+			Payload: json.RawMessage(`{}`), CreatedAt: now}
+		if i%3 == 0 {
+			q.Deadline = now.Add(24*time.Hour + time.Duration(i)*time.Millisecond)
+		}
+		if _, _, err := store.CreateQuestion(ctx, q); err != nil {
+			return fmt.Errorf("storing question %d of %d: %w", i+1, n, err)
+		}
+	}
+	return nil
 }

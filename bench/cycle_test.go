@@ -107,6 +107,11 @@ func checkReport(t *testing.T, kind string, rep *report) {
 		if kind == "postgres" && (l.XactPerCyc < l.CommitsPerCyc || l.WALBytesCyc <= 0) {
 			t.Errorf("%d loops: %.2f xact_commit and %.0f WAL bytes per cycle for %.2f write transactions", l.Loops, l.XactPerCyc, l.WALBytesCyc, l.CommitsPerCyc)
 		}
+		// A commit is at least one round trip, and a round trip carries a
+		// statement at least (a prepare carries none).
+		if kind == "postgres" && (l.TripsPerCyc < l.CommitsPerCyc || l.StmtsPerCyc < l.CommitsPerCyc) {
+			t.Errorf("%d loops: %.2f statements and %.2f round trips per cycle for %.2f write transactions", l.Loops, l.StmtsPerCyc, l.TripsPerCyc, l.CommitsPerCyc)
+		}
 	}
 	if len(rep.Turns) != 1 {
 		t.Fatalf("%d thread-turns results, want 1", len(rep.Turns))

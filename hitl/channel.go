@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
+	"github.com/tollgate-ai/tollgate/internal/resolution"
 	"github.com/tollgate-ai/tollgate/interrupt"
 )
 
@@ -328,6 +329,7 @@ func (c *CheckpointedChannel) AnswerWith(ctx context.Context, threadID, question
 	})
 	switch {
 	case err == nil:
+		resolution.Tell(c.store, committed.Resolved) // a run of this process waiting for it need not read it
 		return committed.Resolved, nil
 	case errors.Is(err, checkpoint.ErrExpired):
 		return nil, fmt.Errorf("%w: %w", ErrExpired, err)

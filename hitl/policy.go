@@ -269,12 +269,16 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		return agent.Block(d.reason, denyTrace(d, map[string]any{"reason": d.reason})), nil
 	}
 	qid := QuestionID(call.Call.ID)
-	existing, err := call.Question(ctx, qid)
-	switch {
-	case errors.Is(err, checkpoint.ErrNotFound):
-		existing = nil
-	case err != nil:
-		return agent.Decision{}, fmt.Errorf("%w %q: %w", agent.ErrQuestion, qid, err)
+	var existing *checkpoint.Question
+	if !call.Fresh() { // else no question about the call can be stored yet
+		var err error
+		existing, err = call.Question(ctx, qid)
+		switch {
+		case errors.Is(err, checkpoint.ErrNotFound):
+			existing = nil
+		case err != nil:
+			return agent.Decision{}, fmt.Errorf("%w %q: %w", agent.ErrQuestion, qid, err)
+		}
 	}
 	if existing == nil && d.kind == approve {
 		if len(d.details) > 0 {

@@ -159,9 +159,12 @@ type Host struct {
 
 // run is a thread being driven by this host.
 type run struct {
-	agent  *agent.Agent
-	runID  string
-	again  bool // a question was resolved while it ran: resume once more
+	agent *agent.Agent
+	runID string
+	again bool // a question was resolved while it ran: resume once more
+	// handed: questions this host resolved for the run since it last
+	// resumed, handed to the next resume so that it need not read them.
+	handed []*checkpoint.Question
 	resume bool // counted in Host.resuming
 	// aborting: Abort is closing this run; the thread stays held (no
 	// other driver may start) until both the drive and the abort are done.
@@ -478,7 +481,11 @@ func (h *Host) consumeSelfResolved(threadID, questionID string) bool {
 // after the run in progress if there is one, else in the queue. With a
 // Coordinator only a run driven here is told (the coordinator resumes
 // the others, from whichever host).
-func (h *Host) kick(threadID string) {
+func (h *Host) kick(threadID string) { h.kickWith(threadID, nil) }
+
+// kickWith is kick with the question just resolved (nil if none), handed
+// to the run that resumes here.
+func (h *Host) kickWith(threadID string, resolved *checkpoint.Question) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.started || h.closing || threadID == "" {
@@ -486,6 +493,9 @@ func (h *Host) kick(threadID string) {
 	}
 	if r := h.runs[threadID]; r != nil {
 		r.again = true
+		if resolved != nil {
+			r.handed = append(r.handed, resolved)
+		}
 		return
 	}
 	if h.coord != nil {
@@ -499,7 +509,9 @@ func (h *Host) kick(threadID string) {
 		h.queue = append(h.queue, threadID)
 		return
 	}
-	h.startResumeLocked(threadID)
+	if r := h.startResumeLocked(threadID); r != nil && resolved != nil {
+		r.handed = append(r.handed, resolved)
+	}
 }
 
 func (h *Host) startResumeLocked(threadID string) *run {
@@ -518,8 +530,20 @@ func (h *Host) startResumeLocked(threadID string) *run {
 	delete(h.parked, threadID)
 	delete(h.failed, threadID)
 	h.runsDone.Add(1)
-	go h.drive(ctx, threadID, r, a.Resume)
+	go h.drive(ctx, threadID, r, h.resumeStep(r))
 	return r
+}
+
+// resumeStep resumes r's run, handing it the questions this host resolved
+// for it meanwhile.
+func (h *Host) resumeStep(r *run) func(context.Context) (*agent.Message, error) {
+	return func(ctx context.Context) (*agent.Message, error) {
+		h.mu.Lock()
+		qs := r.handed
+		r.handed = nil
+		h.mu.Unlock()
+		return r.agent.ResumeWith(ctx, &agent.ResumeOptions{Resolved: qs})
+	}
 }
 
 // Drive makes the thread's run go on here: the [Coordinator]'s call, for
@@ -611,7 +635,7 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		} else if h.waitForStore(ctx, threadID, r, &outage) {
 			// The store was out of reach, and the run may still write:
 			// it goes on from what the store holds, under the same lease.
-			step = r.agent.Resume
+			step = h.resumeStep(r)
 			continue
 		}
 		parked := errors.Is(err, agent.ErrParked)
@@ -633,7 +657,7 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		if r.again && !h.closing && ctx.Err() == nil && !r.aborting {
 			r.again = false
 			h.mu.Unlock()
-			step = r.agent.Resume
+			step = h.resumeStep(r)
 			continue
 		}
 		if r.lease != nil && !lost {
@@ -1316,7 +1340,7 @@ func (h *Host) AnswerWith(ctx context.Context, threadID, questionID string, answ
 // entry was committed with it) and resumes the run.
 func (h *Host) resolved(ctx context.Context, q *checkpoint.Question) {
 	h.events.publish(&ResolvedEvent{Question: q})
-	h.kick(q.ThreadID)
+	h.kickWith(q.ThreadID, q)
 }
 
 // ResolvedEvent is published by the host when it records an answer or a

@@ -697,3 +697,50 @@ func TestRunOutlastsTheStoreAway(t *testing.T) {
 		}
 	}
 }
+
+// questionReads counts GetQuestion.
+type questionReads struct {
+	checkpoint.Store
+	mu    sync.Mutex
+	reads int
+}
+
+func (s *questionReads) GetQuestion(ctx context.Context, thread, id string) (*checkpoint.Question, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.Store.GetQuestion(ctx, thread, id)
+}
+
+func (s *questionReads) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// An approval cycle reads its question once, where the answer is checked:
+// asking it on a turn the store does not hold yet reads nothing, and the
+// resumed run is handed the question the answer resolved.
+func TestCycleReadsTheQuestionOnce(t *testing.T) {
+	t.Parallel()
+	store := &questionReads{Store: storetest.New(t)}
+	f := newFixture(t, store, 0, nil)
+	h := f.start(t)
+	qs := f.promptParked(t, h, "t1", "$ echo hi", 1)
+	if n := store.count(); n != 0 {
+		t.Errorf("asking read the question %d times; nothing of the turn was stored", n)
+	}
+	var a hitl.ApproveAnswer
+	a.Decision, a.Digest = hitl.DecisionApprove, qs[0].Digest
+	raw, _ := json.Marshal(a)
+	if _, err := h.Answer(context.Background(), "t1", qs[0].ID, raw, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	if got := f.shell.runs(); len(got) != 1 || got[0] != "echo hi" {
+		t.Fatalf("ran %v", got)
+	}
+	if n := store.count(); n != 1 {
+		t.Errorf("the cycle read the question %d times, want 1 (the answer's check)", n)
+	}
+}

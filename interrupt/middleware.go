@@ -78,7 +78,7 @@ func (m *Middleware) BeforeTool(ctx context.Context, call *agent.ToolCallContext
 		// A question already stored for this call decides even if the
 		// rules no longer ask (they may have changed between a crash and
 		// the resume): a reviewer's deny stands.
-		if call.Call.ID == "" {
+		if call.Call.ID == "" || call.Fresh() { // Fresh: no question about the call can be stored yet
 			return agent.Continue(), nil
 		}
 		_, err := call.Question(ctx, ID(call.Call.ID))

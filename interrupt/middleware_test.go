@@ -498,3 +498,32 @@ func TestStoredDenyStandsWhenRulesChange(t *testing.T) {
 		t.Fatal("a reviewer's deny was ignored after the rules changed")
 	}
 }
+
+// countReads counts GetQuestion.
+type countReads struct {
+	checkpoint.Store
+	n atomic.Int64
+}
+
+func (s *countReads) GetQuestion(ctx context.Context, thread, id string) (*checkpoint.Question, error) {
+	s.n.Add(1)
+	return s.Store.GetQuestion(ctx, thread, id)
+}
+
+// A call no rule matches, on a turn the store does not hold yet, runs
+// without a read of the question no one can have asked about it.
+func TestUnmatchedCallReadsNothing(t *testing.T) {
+	store := &countReads{Store: storetest.New(t)}
+	f := newFixture(t, store,
+		scripted.Turn{ToolCalls: []agent.ToolCall{call("c1", "bash", bashArgs{"ls"})}},
+		scripted.Turn{Text: "done"})
+	if _, err := f.agent.Prompt(t.Context(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ranAll(); len(got) != 1 || got[0] != "ran ls" {
+		t.Fatalf("ran %v", got)
+	}
+	if n := store.n.Load(); n != 0 {
+		t.Errorf("the run read questions %d times", n)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/btree"
+
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/cursor"
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/messages"
@@ -25,6 +27,16 @@ var (
 
 type questionKey struct{ thread, id string }
 
+// pendingEntry is a pending question's place in the deadline order.
+type pendingEntry struct {
+	pos cursor.Question // Order: DeadlineFirst
+	key questionKey
+}
+
+func (s *Store) pendingEntry(k questionKey, q *checkpoint.Question) pendingEntry {
+	return pendingEntry{cursor.Question{Order: checkpoint.DeadlineFirst, Seq: s.qseq[k], Deadline: q.Deadline}, k}
+}
+
 // Store keeps every record in maps guarded by one mutex. Records are copied
 // in and out, so callers never share memory with the store.
 type Store struct {
@@ -34,11 +46,16 @@ type Store struct {
 	toolCalls map[string]map[string]*checkpoint.ToolCall // thread/run -> call id
 	questions map[questionKey]*checkpoint.Question
 	qorder    []questionKey // creation order: a question's sequence number is its index + 1
-	events    []*checkpoint.Event
-	rules     []*checkpoint.LearnedRule // creation order
-	subs      map[chan checkpoint.Notification]struct{}
-	now       func() time.Time
-	closed    bool
+	qseq      map[questionKey]int64
+	// pending holds the pending questions in deadline order: the earliest
+	// deadlines (what a host's deadline loop reads on every new question)
+	// are found in O(log n), not by sorting every question.
+	pending *btree.BTreeG[pendingEntry]
+	events  []*checkpoint.Event
+	rules   []*checkpoint.LearnedRule // creation order
+	subs    map[chan checkpoint.Notification]struct{}
+	now     func() time.Time
+	closed  bool
 }
 
 // New returns an empty store.
@@ -48,8 +65,12 @@ func New() *Store {
 		msgs:      map[string][]json.RawMessage{},
 		toolCalls: map[string]map[string]*checkpoint.ToolCall{},
 		questions: map[questionKey]*checkpoint.Question{},
-		subs:      map[chan checkpoint.Notification]struct{}{},
-		now:       time.Now,
+		qseq:      map[questionKey]int64{},
+		pending: btree.NewG(16, func(a, b pendingEntry) bool {
+			return cursor.Compare(a.pos, b.pos) < 0
+		}),
+		subs: map[chan checkpoint.Notification]struct{}{},
+		now:  time.Now,
 	}
 }
 
@@ -217,6 +238,7 @@ func (s *Store) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Co
 		out.Question, out.Created = s.createQuestionLocked(q, now), true
 	}
 	if q := resolving; q != nil {
+		s.pending.Delete(s.pendingEntry(questionKey{q.ThreadID, q.ID}, q))
 		q.Status, q.Answer, q.AnsweredBy, q.Reason, q.ResolvedAt = res.Status, slices.Clone(res.Answer), res.By, res.Reason, res.At
 		s.notifyLocked(checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: q.ThreadID, QuestionID: q.ID})
 		out.Resolved = copyQuestion(q)
@@ -343,6 +365,8 @@ func (s *Store) createQuestionLocked(q *checkpoint.Question, now time.Time) *che
 	}
 	s.questions[k] = c
 	s.qorder = append(s.qorder, k)
+	s.qseq[k] = int64(len(s.qorder))
+	s.pending.ReplaceOrInsert(s.pendingEntry(k, c))
 	s.notifyLocked(checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: q.ThreadID, QuestionID: q.ID})
 	return copyQuestion(c)
 }
@@ -363,7 +387,9 @@ func matches(f checkpoint.QuestionFilter, q *checkpoint.Question) bool {
 }
 
 // ListQuestions sorts the questions that match on every call: the memory
-// store is for tests and examples, not for a queue of thousands.
+// store is for tests and examples, not for a queue of thousands. The
+// pending questions in deadline order (a host's read of the earliest
+// deadlines) are the exception: they are kept in that order.
 func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
 	page, after, err := cursor.StartQuestions(f)
 	if err != nil {
@@ -371,6 +397,26 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f.Status == checkpoint.QuestionPending && f.Order == checkpoint.DeadlineFirst && f.ThreadID == "" && f.Tool == "" && f.Kind == "" {
+		add := func(e pendingEntry) bool {
+			if after != nil && cursor.Compare(*after, e.pos) >= 0 {
+				return true
+			}
+			q := s.questions[e.key]
+			if len(page.Items) < page.Limit { // else q only says the list goes on
+				q = copyQuestion(q)
+			}
+			return !page.Add(q, e.pos.Seq)
+		}
+		if after == nil {
+			s.pending.Ascend(add)
+		} else {
+			pivot := *after
+			pivot.Order = checkpoint.DeadlineFirst
+			s.pending.AscendGreaterOrEqual(pendingEntry{pos: pivot}, add)
+		}
+		return page.Items, page.Next(), nil
+	}
 	type row struct {
 		pos cursor.Question
 		q   *checkpoint.Question

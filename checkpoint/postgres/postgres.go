@@ -120,6 +120,12 @@ type Options struct {
 	// Logger receives background errors (a lost listener connection);
 	// nil means [slog.Default].
 	Logger *slog.Logger
+	// Tracer, if set, is told of every statement the store's connections
+	// send (pgx's tracelog, an OpenTelemetry tracer, a counter); one that
+	// also implements pgx.BatchTracer or pgx.PrepareTracer is told of
+	// batches (one round trip for all their statements) and prepares.
+	// Zero: the DSN's (none).
+	Tracer pgx.QueryTracer
 }
 
 // Store is a [checkpoint.Store] in a PostgreSQL schema. Every write is one
@@ -202,6 +208,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	// Quoted, as in every statement: unquoted, PostgreSQL would fold a
 	// name with capital letters to lowercase, another schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
+	}
 	// The compare-and-sets are written for read committed: under a
 	// stricter default (set in the URL or the role) a lost one would be a
 	// serialization error, not a conflict.
