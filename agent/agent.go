@@ -353,7 +353,9 @@ type ResumeOptions struct {
 	// resolved (the Question a Commit with a Resolve returned) or read
 	// resolved. The run uses them instead of reading them again: a
 	// resolution is never changed. Pending questions, and questions of
-	// other threads, are ignored.
+	// other threads, are ignored. Pass only what the store returned: the
+	// run takes these answers as the store's (the call's digest is still
+	// checked), so a made-up resolution would be acted on unaudited.
 	Resolved []*checkpoint.Question
 }
 
