@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -743,6 +744,9 @@ type execution struct {
 	at time.Time
 }
 
+// wholeRecord is a ledger line as ledger.record writes it.
+var wholeRecord = regexp.MustCompile(`^[a-z]+ \S+ [0-9]+$`)
+
 // readLedger returns the executions by tool and idempotency key.
 func readLedger(t *testing.T, path string) map[string]map[string][]execution {
 	raw, err := os.ReadFile(path)
@@ -751,6 +755,22 @@ func readLedger(t *testing.T, path string) map[string]map[string][]execution {
 	}
 	out := map[string]map[string][]execution{}
 	for line := range strings.Lines(string(raw)) {
+		line = strings.TrimSuffix(line, "\n")
+		// A SIGKILL can cut a write(2) where the line crosses a page of
+		// the file (the kernel checks for a fatal signal between pages):
+		// a torn record, then the next record on the same line. Its side
+		// effect happened: counted, as an execution of the next record's
+		// call when it is the start of that record (the restarted child
+		// ran the call again), which the checks of at most once see.
+		torn := false
+		if !wholeRecord.MatchString(line) {
+			for i := 1; i < len(line); i++ {
+				if wholeRecord.MatchString(line[i:]) && strings.HasPrefix(line[i:], line[:i]) {
+					line, torn = line[i:], true
+					break
+				}
+			}
+		}
 		f := strings.Fields(line)
 		if len(f) != 3 {
 			t.Fatalf("ledger line %q", line)
@@ -758,6 +778,9 @@ func readLedger(t *testing.T, path string) map[string]map[string][]execution {
 		ns, _ := strconv.ParseInt(f[2], 10, 64)
 		if out[f[0]] == nil {
 			out[f[0]] = map[string][]execution{}
+		}
+		if torn {
+			out[f[0]][f[1]] = append(out[f[0]][f[1]], execution{time.Unix(0, ns)})
 		}
 		out[f[0]][f[1]] = append(out[f[0]][f[1]], execution{time.Unix(0, ns)})
 	}
@@ -996,4 +1019,21 @@ func checkQuestion(t *testing.T, q *checkpoint.Question, rv *review) bool {
 		fail("answered at %v, not before its deadline %v", q.ResolvedAt, q.Deadline)
 	}
 	return ok
+}
+
+// A record a SIGKILL tore (CI: "fetch r34-t3/run_f4d486" then the
+// restarted child's whole record on the same line) counts as an
+// execution of the call it starts, so a check of at most once sees it.
+func TestReadLedgerTornRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger")
+	if err := os.WriteFile(path, []byte("transfer t1/r/c1 1\nfetch r34-t3/run_f4d486fetch r34-t3/run_f4d486cc/c3 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := readLedger(t, path)
+	if n := len(l["fetch"]["r34-t3/run_f4d486cc/c3"]); n != 2 {
+		t.Errorf("fetch ran %d times by the ledger, want 2 (the torn record and the whole one)", n)
+	}
+	if n := len(l["transfer"]["t1/r/c1"]); n != 1 {
+		t.Errorf("transfer ran %d times by the ledger, want 1", n)
+	}
 }

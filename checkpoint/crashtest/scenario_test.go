@@ -115,7 +115,8 @@ type fetchArgs struct {
 }
 
 // ledger appends one line per execution; a single write(2) to an O_APPEND
-// file, which a SIGKILL cannot split.
+// file, which a SIGKILL can still cut where the line crosses a page of the
+// file (readLedger reads such a torn record).
 type ledger struct {
 	mu sync.Mutex
 	f  *os.File
