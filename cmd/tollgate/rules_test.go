@@ -259,12 +259,18 @@ func TestRulesServerTextShownSafely(t *testing.T) {
 	}
 }
 
-// TestLearnBadExpiry: an --expires that is no duration is refused before
-// anything is shown or answered, with --dry-run too (which took it).
+// TestLearnBadExpiry: --no-wait's hint offers learn; an --expires that
+// is no duration is refused before anything is shown or answered, with
+// --dry-run too (which took it).
 func TestLearnBadExpiry(t *testing.T) {
 	dir, db, pol := learnDir(t)
-	if code, out, errOut := cliProc(t, "run", "--store", db, "--policy", pol, "--dir", dir, "--thread", "t1", "--no-wait", "$ echo hello"); code != 3 {
+	code, out, errOut := cliProc(t, "run", "--store", db, "--policy", pol, "--dir", dir, "--thread", "t1", "--no-wait", "$ echo hello")
+	if code != 3 {
 		t.Fatalf("the call did not wait for an answer: exit %d\n%s%s", code, out, errOut)
+	}
+	// The hint offers learn, as the prompt offers [l]earn.
+	if !strings.Contains(out, `hitl_call_1_1 approve|deny "reason"|edit '{...}'|learn`) {
+		t.Errorf("--no-wait's hint does not offer learn:\n%s", out)
 	}
 	for _, dry := range [][]string{{"--dry-run"}, nil} {
 		args := append([]string{"questions", "answer", "--store", db, "--policy", pol, "t1", "hitl_call_1_1", "learn", "--expires", "30x"}, dry...)
