@@ -54,9 +54,12 @@ type fixture struct {
 	host  *host.Host
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with the policy's options (learned rules).
+func newFixtureWith(t *testing.T, opts *policy.Options) *fixture {
 	t.Helper()
-	f := startFixture(t, storetest.New(t))
+	f := startFixtureWith(t, storetest.New(t), opts, 0)
 	t.Cleanup(func() {
 		f.svc.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -68,14 +71,20 @@ func newFixture(t *testing.T) *fixture {
 
 func startFixture(t *testing.T, store checkpoint.Store, threadBytes ...int) *fixture {
 	t.Helper()
-	p, err := policy.Parse("hooks.yaml", []byte(testPolicy), nil)
+	tb := 0
+	if len(threadBytes) > 0 {
+		tb = threadBytes[0]
+	}
+	return startFixtureWith(t, store, nil, tb)
+}
+
+func startFixtureWith(t *testing.T, store checkpoint.Store, opts *policy.Options, threadBytes int) *fixture {
+	t.Helper()
+	p, err := policy.Parse("hooks.yaml", []byte(testPolicy), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout}
-	if len(threadBytes) > 0 {
-		cfg.ThreadBytes = threadBytes[0]
-	}
+	cfg := hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout, ThreadBytes: threadBytes}
 	svc, err := hooks.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -739,4 +748,23 @@ func TestPostToolUseNotAllowed(t *testing.T) {
 	post(f, "toolu_ok", "Write")
 	delete(want, "toolu_wait")
 	check(f, "after a restart", seen)
+}
+
+// learnedEcho is a learned rule of alice's that allows every Bash call
+// its policy asks about.
+type learnedEcho struct{}
+
+func (learnedEcho) Allow(context.Context, policy.Call, bool) (*policy.LearnedRule, error) {
+	return &policy.LearnedRule{ID: "lr_1", By: "alice", Scope: "everyone"}, nil
+}
+
+// TestLearnedRuleNamed: a call a learned rule allows is told which rule
+// and whose answer, as tollgate run says it — not "(rule (learned))".
+func TestLearnedRuleNamed(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, &policy.Options{Learned: learnedEcho{}})
+	got := f.handle(t, hooks.ClaudeCode, pre("s1", "toolu_1", "Bash", bash("make test")), nil)
+	if got.Decision != "allow" || got.Reason != "tollgate: allowed by rule lr_1, learned from alice's answer" {
+		t.Errorf("a call a learned rule allows: %+v", got)
+	}
 }

@@ -234,7 +234,13 @@ func (s *Service) handOn(ctx context.Context, _ map[string]any) (agent.ToolResul
 			var args map[string]any
 			_ = json.Unmarshal(input, &args)
 			d := s.cfg.Explain(ctx, policy.Call{Tool: tc.Call.Name, Args: args, ThreadID: tc.ThreadID, Dir: env.dir()})
-			if d.Rule != "" {
+			switch {
+			case d.Learned != nil:
+				// "(rule (learned))" would hide which rule and whose
+				// answer: the agent and the thread name them, as run does.
+				reason = "tollgate: " + d.Reason
+				hook["rule"] = d.Rule
+			case d.Rule != "":
 				reason += " (rule " + d.Rule + ")"
 				hook["rule"] = d.Rule
 			}

@@ -107,7 +107,7 @@ type sourceFlags struct {
 
 // sourceFlagsHelp is the examples block of the source flags, for every
 // command's help.
-const sourceFlagsHelp = `  --store sqlite:/var/lib/tollgate/tollgate.db   read the store (default $TOLLGATE_STORE, else sqlite:tollgate.db)
+const sourceFlagsHelp = `  --store sqlite:/var/lib/tollgate/tollgate.db   read the store (default $TOLLGATE_STORE, else serve's: sqlite:~/.local/state/tollgate/tollgate.db)
   --store postgres://tollgate@db/tollgate
   --server http://127.0.0.1:8080 --token "$SECRET"   ask a running tollgate serve (default $TOLLGATE_SERVER, $TOLLGATE_TOKEN)
 `

@@ -208,3 +208,29 @@ func TestInterspersedFlags(t *testing.T) {
 		t.Errorf("v %v, tool %q, args %q", *v, *tool, fs.Args())
 	}
 }
+
+// The examples of the source flags name the store a command reads when
+// neither --store nor TOLLGATE_STORE is given: serve's, as the --store
+// flag's own default says (they said sqlite:tollgate.db, a file in the
+// current directory that no command opens by itself).
+func TestSourceExamplesNameTheDefaultStore(t *testing.T) {
+	t.Setenv("TOLLGATE_STORE", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	const claim = "read the store (default $TOLLGATE_STORE, else "
+	seen := 0
+	for _, p := range helpPlaces() {
+		_, help, _ := runCLI(t, "", append(slices.Clone(p.args), "--help")...)
+		i := strings.Index(help, claim)
+		if i < 0 {
+			continue
+		}
+		seen++
+		line, _, _ := strings.Cut(help[i+len(claim):], "\n")
+		if !strings.Contains(line, defaultStore()+")") {
+			t.Errorf("tollgate %s --help: the store by default is %s, the examples say: %s", p, defaultStore(), line)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no help shows the source flags' examples")
+	}
+}

@@ -633,6 +633,11 @@ func learnAnswer(ctx context.Context, src source, q *checkpoint.Question, o *lea
 	if !ok {
 		return fail(stderr, name, errors.New("this source learns no rules"))
 	}
+	// Checked first: a --dry-run took any --expires, and a real answer
+	// refused it only after the whole preview.
+	if _, err := learn.ParseExpiry(o.expires); err != nil {
+		return answerError(stderr, name, fmt.Errorf("--expires %q%s", o.expires, strings.TrimPrefix(err.Error(), "learn: expiry "+strconv.Quote(o.expires))))
+	}
 	p, err := l.preview(ctx, q.ThreadID, q.ID, nil, nil, by)
 	if err != nil {
 		return fail(stderr, name, err)

@@ -44,17 +44,25 @@ rules:
   - {name: read, tool: bash, command: [ls], action: allow}
 `
 
+// learnDir is a temporary directory with a store's URL and
+// learnTestPolicy's file in it.
+func learnDir(t *testing.T) (dir, db, pol string) {
+	t.Helper()
+	dir = t.TempDir()
+	db = "sqlite:" + filepath.Join(dir, "t.db")
+	pol = filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte(learnTestPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, db, pol
+}
+
 // TestLearnedAcrossProcesses: a rule learned with questions answer in one
 // process lets tollgate run, in others, run calls like it without asking —
 // in its project only; revoked, or expired, it asks again. Each step is a
 // process of its own on one SQLite store.
 func TestLearnedAcrossProcesses(t *testing.T) {
-	dir := t.TempDir()
-	db := "sqlite:" + filepath.Join(dir, "t.db")
-	pol := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(pol, []byte(learnTestPolicy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, db, pol := learnDir(t)
 	proj, other := filepath.Join(dir, "proj"), filepath.Join(dir, "other")
 	for _, d := range []string{proj, other} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -126,12 +134,7 @@ func TestLearnedAcrossProcesses(t *testing.T) {
 // and its radius, saves it for the thread, and the thread's next run runs
 // a call like it without asking.
 func TestLearnAtTheTerminal(t *testing.T) {
-	dir := t.TempDir()
-	db := "sqlite:" + filepath.Join(dir, "t.db")
-	pol := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(pol, []byte(learnTestPolicy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, db, pol := learnDir(t)
 	code, out, errOut := runCLI(t, "l\n1=any\nt\n", "run", "--store", db, "--policy", pol, "--dir", dir, "--thread", "t1", "$ echo hello")
 	if code != 0 || !strings.Contains(out, "[l]earn") || !strings.Contains(out, "bash: echo <any>") ||
 		!strings.Contains(out, "learned for thread t1") || !strings.Contains(out, "`echo hello`: ran, exit 0") {
@@ -253,5 +256,30 @@ func TestRulesServerTextShownSafely(t *testing.T) {
 		if strings.ContainsAny(out+errOut, "\x1b\x07") {
 			t.Errorf("%v: the server's escape sequences reach the terminal: %q", args, out+errOut)
 		}
+	}
+}
+
+// TestLearnBadExpiry: --no-wait's hint offers learn; an --expires that
+// is no duration is refused before anything is shown or answered, with
+// --dry-run too (which took it).
+func TestLearnBadExpiry(t *testing.T) {
+	dir, db, pol := learnDir(t)
+	code, out, errOut := cliProc(t, "run", "--store", db, "--policy", pol, "--dir", dir, "--thread", "t1", "--no-wait", "$ echo hello")
+	if code != 3 {
+		t.Fatalf("the call did not wait for an answer: exit %d\n%s%s", code, out, errOut)
+	}
+	// The hint offers learn, as the prompt offers [l]earn.
+	if !strings.Contains(out, `hitl_call_1_1 approve|deny "reason"|edit '{...}'|learn`) {
+		t.Errorf("--no-wait's hint does not offer learn:\n%s", out)
+	}
+	for _, dry := range [][]string{{"--dry-run"}, nil} {
+		args := append([]string{"questions", "answer", "--store", db, "--policy", pol, "t1", "hitl_call_1_1", "learn", "--expires", "30x"}, dry...)
+		code, out, errOut := cliProc(t, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, `--expires "30x": want never, or a duration such as 30d, 12h or 90m`) {
+			t.Errorf("learn --expires 30x %v: exit %d\nstdout:\n%s\nstderr:\n%s", dry, code, out, errOut)
+		}
+	}
+	if code, out, _ := cliProc(t, "questions", "list", "--store", db); code != 0 || !strings.Contains(out, "hitl_call_1_1") {
+		t.Errorf("the question was answered: %d\n%s", code, out)
 	}
 }

@@ -458,7 +458,11 @@ func (t *terminal) listWaiting() {
 			t.println("nobody else can answer a question in a memory store: it stays open until its deadline (use --store sqlite:PATH)")
 			return
 		}
-		t.println(fmt.Sprintf("answer with: tollgate questions answer %s--thread %s %s approve|deny \"reason\"|edit '{...}'", t.storeArg(), shellWord(t.thread), shellWord(t.pending[0].ID)))
+		answers := `approve|deny "reason"|edit '{...}'`
+		if t.learning != nil {
+			answers += "|learn" // as the prompt offers [l]earn
+		}
+		t.println(fmt.Sprintf("answer with: tollgate questions answer %s--thread %s %s %s", t.storeArg(), shellWord(t.thread), shellWord(t.pending[0].ID), answers))
 	}
 }
 
