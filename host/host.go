@@ -53,6 +53,15 @@ type Config struct {
 	// and drives its runs — this host, another replica, a command line —
 	// must be given the same kinds.
 	Kinds []Kind
+	// Threads, when set, are the only threads this host drives: it
+	// resumes, parks and continues these alone, and leaves every other
+	// unfinished run of the store to whoever hosts it (it still records
+	// the deadlines that pass, as any host may). tollgate run drives its
+	// own thread this way: resuming every run of a store it shares with
+	// a server ran their approved calls in run's directory, under its
+	// policy, not where the reviewer was shown they would run. Nil: every
+	// thread (a service's host).
+	Threads func(threadID string) bool
 }
 
 // Kind is a template of runs for some threads: see [Config].Kinds.
@@ -134,6 +143,7 @@ type Host struct {
 	maxRes   int
 	poll     time.Duration
 	coord    Coordinator
+	only     func(threadID string) bool // Config.Threads
 
 	mu       sync.Mutex
 	started  bool
@@ -189,7 +199,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	h := &Host{
 		store: cfg.Store,
-		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll, coord: cfg.Coordinator,
+		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll, coord: cfg.Coordinator, only: cfg.Threads,
 		runs: map[string]*run{}, queued: map[string]bool{}, parked: map[string]struct{}{},
 		failed: map[string]error{}, selfResolved: map[string]time.Time{},
 		wakeDeadline: make(chan struct{}, 1),
@@ -337,6 +347,9 @@ func (h *Host) reconcile(ctx context.Context) error {
 		}
 		h.mu.Lock()
 		for _, th := range ths {
+			if h.only != nil && !h.only(th.ID) {
+				continue // another host's
+			}
 			if waiting[th.ID] {
 				h.parked[th.ID] = struct{}{}
 			} else {
@@ -486,6 +499,9 @@ func (h *Host) kick(threadID string) { h.kickWith(threadID, nil) }
 // kickWith is kick with the question just resolved (nil if none), handed
 // to the run that resumes here.
 func (h *Host) kickWith(threadID string, resolved *checkpoint.Question) {
+	if h.only != nil && !h.only(threadID) {
+		return // another host's (Config.Threads)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.started || h.closing || threadID == "" {

@@ -283,3 +283,41 @@ func TestLearnBadExpiry(t *testing.T) {
 		t.Errorf("the question was answered: %d\n%s", code, out)
 	}
 }
+
+// TestRunDrivesItsOwnThread: tollgate run drives its thread only. An
+// approved call of another thread on the same store waits for its own
+// host, and runs in the directory it was asked in — before, the next run
+// anywhere resumed it, in that run's directory (newcomer trial: touch
+// a-file, asked in A, ran in B).
+func TestRunDrivesItsOwnThread(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "t.db")
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte(learnTestPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errOut := cliProc(t, "run", "--store", db, "--policy", pol, "--dir", a, "--thread", "A", "--no-wait", "$ touch a-file"); code != 3 {
+		t.Fatalf("the call was not asked: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := cliProc(t, "questions", "answer", "--store", db, "--policy", pol, "A", "hitl_call_1_1", "approve"); code != 0 {
+		t.Fatalf("answer: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := cliProc(t, "run", "--store", db, "--policy", pol, "--dir", b, "--thread", "B", "$ ls"); code != 0 {
+		t.Fatalf("run B: %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(b, "a-file")); err == nil {
+		t.Fatal("thread A's approved call ran in thread B's directory")
+	}
+	if code, out, errOut := cliProc(t, "run", "--store", db, "--policy", pol, "--dir", a, "--thread", "A", "--resume"); code != 0 {
+		t.Fatalf("resume A: %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(a, "a-file")); err != nil {
+		t.Fatalf("thread A's approved call did not run where it was asked: %v", err)
+	}
+}

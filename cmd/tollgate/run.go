@@ -58,6 +58,9 @@ page, the API) or times out.
 Ctrl-C aborts the run: every pending call gets a deny and the thread ends
 with an "aborted" message (a second Ctrl-C exits at once). SIGTERM stops
 the run so that it can go on later with --resume (on a durable --store).
+run drives its own thread only: other unfinished runs of the store (a
+serve's, another run's) are left to their hosts, so an approved call runs
+in the directory and under the policy it was asked in.
 
 When stdin is not a terminal (a pipe, CI), answers are read from it one
 per line; once it ends, the pending questions are printed with their ids
@@ -222,7 +225,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// The same host as the service: a run that waits parks, and resumes
 	// when its question is answered here, from another process, or by the
 	// deadline.
-	h, err := host.New(host.Config{Store: store, Agent: cfg})
+	// It drives this thread only: the store's other unfinished runs are
+	// their hosts' (a serve's, another run's), with their directories and
+	// policies.
+	own := *thread
+	h, err := host.New(host.Config{Store: store, Agent: cfg, Threads: func(id string) bool { return id == own }})
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitFailed
