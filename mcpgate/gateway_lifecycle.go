@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -110,6 +111,15 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.log.Warn("tollgate: calls still running upstream at the end of the shutdown grace are cut; their outcome is unknown", "calls", left)
 	}
 	g.handlers.wait(ctx)
+	// The SDK writes a handler's response after the handler returns, and
+	// no event says when it has (go-sdk v1.8.0): a session closed at once
+	// cut the last answer (the client read EOF in a CI run under -race,
+	// TestGatewayShutdownLetsRunningCallsFinish). A short grace, bounded
+	// by ctx, as before the handlers were counted.
+	select {
+	case <-time.After(responseGrace):
+	case <-ctx.Done():
+	}
 	// A session whose client is gone can take its Close with it (the SDK
 	// waits for a handler stuck asking that client): the closes are
 	// bounded by ctx.
@@ -133,6 +143,10 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	return err
 }
+
+// responseGrace is how long Shutdown leaves the SDK to write the answers
+// of handlers that have returned before it closes their sessions.
+const responseGrace = 50 * time.Millisecond
 
 // inflight counts what is under way and says when none is, without
 // polling: idle is closed while the count is zero and made anew when it
