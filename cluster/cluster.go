@@ -459,7 +459,7 @@ func (c *Cluster) jobsCommitted(b *checkpoint.Batch, out *checkpoint.Committed) 
 	if out.Resolved == nil {
 		// A question asked, or a run that failed: its notifications'
 		// deliveries are jobs too, to be sent now, not at the next poll.
-		if c.notifier != nil && (out.Question != nil && out.Created || wantsNotify(b) && b.Question == nil && b.Resolve == nil) {
+		if c.notifier != nil && wantsNotify(b) {
 			return []postgres.Notice{c.insertNotice}
 		}
 		return nil

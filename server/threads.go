@@ -323,6 +323,16 @@ var threadStates = map[string]struct {
 	}},
 }
 
+// ThreadState is the store filter of a state of GET /v1/threads?state=
+// (waiting, running, failed, finished, timed_out), and whether it is one:
+// what a command line reading the store selects by. Running and failed
+// need what the driving host knows besides (failed: its run's error;
+// running: no question waiting).
+func ThreadState(state string) (checkpoint.ThreadFilter, bool) {
+	st, ok := threadStates[state]
+	return st.f, ok
+}
+
 // GET /v1/threads
 func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, id *identity) error {
 	q := r.URL.Query()

@@ -29,6 +29,7 @@ import (
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
+	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -615,22 +616,11 @@ func (c *apiClient) answer(ctx context.Context, thread, id string, answer json.R
 }
 
 // threadQuery selects threads as GET /v1/threads does: status, state
-// (threadStates) and a text searched for.
+// (server.ThreadState) and a text searched for.
 type threadQuery struct {
 	status checkpoint.ThreadStatus
 	state  string
 	search string
-}
-
-// threadStates are the states of GET /v1/threads?state= as a store
-// filters them; failed and running need what the driving process knows
-// (on a store: refused, and running read as no question waiting).
-var threadStates = map[string]checkpoint.ThreadFilter{
-	"waiting":   {Status: checkpoint.ThreadRunning, Questions: checkpoint.QuestionPending},
-	"running":   {Status: checkpoint.ThreadRunning},
-	"failed":    {Status: checkpoint.ThreadRunning},
-	"finished":  {Status: checkpoint.ThreadIdle},
-	"timed_out": {Questions: checkpoint.QuestionTimedOut},
 }
 
 func (c *apiClient) threads(ctx context.Context, tq threadQuery) ([]*threadInfo, error) {
@@ -899,7 +889,7 @@ func (s *storeSource) threads(ctx context.Context, tq threadQuery) ([]*threadInf
 	for _, q := range pending {
 		waiting[q.ThreadID]++
 	}
-	f := threadStates[tq.state]
+	f, _ := server.ThreadState(tq.state)
 	if tq.status != "" {
 		if f.Status != "" && f.Status != tq.status {
 			return nil, fmt.Errorf("--status %s and --state %s select nothing together", tq.status, tq.state)

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/internal/display"
+	"github.com/tollgate-ai/tollgate/server"
 )
 
 func init() {
@@ -71,7 +72,7 @@ func threadsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	default:
 		return fs.usageError("--status %q: want running or idle", *status)
 	}
-	if _, ok := threadStates[*state]; !ok && *state != "" {
+	if _, ok := server.ThreadState(*state); !ok && *state != "" {
 		return fs.usageError("--state %q: want waiting, running, failed, finished or timed_out", *state)
 	}
 	if len(strings.TrimSpace(*search)) > 200 {
