@@ -35,6 +35,13 @@
 // replicas and checks that every event one replica writes reaches the
 // other's stream within a second of its time.
 //
+// TestHooksAcrossReplicas sends coding agents' hooks (Claude Code's
+// PreToolUse payload, as tollgate-hook sends it) to two replicas: a call
+// asked on one is answered through the other; a hook whose replica is
+// SIGKILLed while it waits sends the call again to the other replica,
+// which finds the question asked before and hands the hook its answer;
+// no call is asked twice.
+//
 // Run them (PostgreSQL as internal/pgtest finds it; with CI=true a missing
 // PostgreSQL fails):
 //
