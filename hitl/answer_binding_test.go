@@ -209,3 +209,82 @@ func TestQuestionWithArgsDigestStillAnswers(t *testing.T) {
 		t.Fatalf("ran %v; result %+v", got, lastResult(t, f.agent))
 	}
 }
+
+// TestAnswerBindsTheDirectory: a call approved where its tools work in one
+// directory, resumed by a process whose tools work in another (serve
+// started again with another --dir), is denied saying both, and never
+// runs; resumed in the directory it was asked in, it runs. An edit is
+// bound the same way; a deny stays a deny.
+func TestAnswerBindsTheDirectory(t *testing.T) {
+	t.Parallel()
+	bg := context.Background()
+	ask := func(t *testing.T, dir string) (checkpoint.Store, *fixture) {
+		store := storetest.New(t)
+		f := newDirFixture(t, store, "session-1", dir, oneCall("rm /tmp/logs")[:1]...)
+		ctx, cancel := context.WithCancel(bg)
+		done := make(chan error, 1)
+		go func() { _, err := f.agent.Prompt(ctx, "go"); done <- err }()
+		waitFor(t, func() bool { reqs, _ := f.channel.Pending(bg); return len(reqs) == 1 })
+		cancel()
+		<-done
+		q, err := store.GetQuestion(bg, "session-1", "hitl_call_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p hitl.Payload
+		if err := json.Unmarshal(q.Payload, &p); err != nil || p.Details["dir"] != dir {
+			t.Fatalf("the question's details %v (%v): want dir %s, which the reviewer reads", p.Details, err, dir)
+		}
+		return store, f
+	}
+	for _, answer := range []hitl.ApproveAnswer{
+		{Decision: "approve"},
+		{Decision: "edit", EditedArgs: map[string]any{"cmd": "rm /tmp/logs/old"}},
+	} {
+		t.Run(answer.Decision, func(t *testing.T) {
+			store, f := ask(t, "/srv/project-a")
+			if err := f.channel.Answer(bg, "hitl_call_1", answer); err != nil {
+				t.Fatal(err)
+			}
+			moved := newDirFixture(t, store, "session-1", "/srv/project-b", scripted.Turn{Text: "done"})
+			if _, err := moved.agent.Resume(bg); err != nil {
+				t.Fatal(err)
+			}
+			if got := moved.ranCmds(); len(got) != 0 {
+				t.Fatalf("ran %v in /srv/project-b, approved in /srv/project-a", got)
+			}
+			res := lastResult(t, moved.agent)
+			h := hitlTrace(res)
+			if !res.IsError || h["dir_mismatch"] != true || h["asked_in"] != "/srv/project-a" || h["runs_in"] != "/srv/project-b" ||
+				!strings.Contains(res.Content, "/srv/project-a") || !strings.Contains(res.Content, "/srv/project-b") {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+	t.Run("same directory", func(t *testing.T) {
+		store, f := ask(t, "/srv/project-a")
+		if err := f.channel.Answer(bg, "hitl_call_1", hitl.ApproveAnswer{Decision: "approve"}); err != nil {
+			t.Fatal(err)
+		}
+		again := newDirFixture(t, store, "session-1", "/srv/project-a", scripted.Turn{Text: "done"})
+		if _, err := again.agent.Resume(bg); err != nil {
+			t.Fatal(err)
+		}
+		if got := again.ranCmds(); len(got) != 1 || got[0] != "rm /tmp/logs" {
+			t.Fatalf("ran %v, want the approved call", got)
+		}
+	})
+	t.Run("deny", func(t *testing.T) {
+		store, f := ask(t, "/srv/project-a")
+		if err := f.channel.Answer(bg, "hitl_call_1", hitl.ApproveAnswer{Decision: "deny", Reason: "not today"}); err != nil {
+			t.Fatal(err)
+		}
+		moved := newDirFixture(t, store, "session-1", "/srv/project-b", scripted.Turn{Text: "done"})
+		if _, err := moved.agent.Resume(bg); err != nil {
+			t.Fatal(err)
+		}
+		if res := lastResult(t, moved.agent); !res.IsError || hitlTrace(res)["decision"] != "human_deny" || !strings.Contains(res.Content, "not today") {
+			t.Fatalf("result %+v", res)
+		}
+	})
+}

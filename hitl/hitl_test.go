@@ -57,6 +57,13 @@ func newFixture(t *testing.T, store checkpoint.Store, turns ...scripted.Turn) *f
 // newThreadFixture is newFixture for another thread than session-1.
 func newThreadFixture(t *testing.T, store checkpoint.Store, thread string, turns ...scripted.Turn) *fixture {
 	t.Helper()
+	return newDirFixture(t, store, thread, "", turns...)
+}
+
+// newDirFixture is newThreadFixture whose approval middleware is told its
+// tools work in dir (InDir; "": not told).
+func newDirFixture(t *testing.T, store checkpoint.Store, thread, dir string, turns ...scripted.Turn) *fixture {
+	t.Helper()
 	if store == nil {
 		store = storetest.New(t)
 	}
@@ -70,7 +77,7 @@ func newThreadFixture(t *testing.T, store checkpoint.Store, thread string, turns
 	}, nil)
 	a, err := agent.New(agent.Config{
 		Provider: scripted.New(turns...), Tools: []*agent.Tool{bash},
-		Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(f.channel, sandboxPolicy(f))},
+		Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(f.channel, sandboxPolicy(f)).InDir(dir)},
 		Channel:    f.channel, Checkpointer: store, ThreadID: thread, Clock: f.clock,
 	})
 	if err != nil {

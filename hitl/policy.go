@@ -189,12 +189,25 @@ type ApprovalPolicyMiddleware struct {
 	channel Channel
 	policy  Policy
 	log     *slog.Logger
+	dir     string
 }
 
 // NewApprovalPolicyMiddleware returns the middleware. The channel is the
 // one the agent waits on (give the same to agent.Config.Channel).
 func NewApprovalPolicyMiddleware(channel Channel, policy Policy) *ApprovalPolicyMiddleware {
 	return &ApprovalPolicyMiddleware{channel: channel, policy: policy, log: slog.Default()}
+}
+
+// InDir says the run's tools work in dir (tollgate serve's --dir, made
+// absolute) and returns m. The policy sees it as [PolicyContext.Dir], a
+// question says it in its details ("dir"), and an answer is applied only
+// where it was given: a call approved (or edited) in one directory and
+// resumed by a process whose tools work in another — serve restarted with
+// another --dir, a replica given another — is denied, saying both. The
+// reviewer saw the directory; the call never runs anywhere else.
+func (m *ApprovalPolicyMiddleware) InDir(dir string) *ApprovalPolicyMiddleware {
+	m.dir = dir
+	return m
 }
 
 // QuestionID is the id of the approval question for a tool call:
@@ -263,7 +276,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		return agent.Decision{}, err
 	}
 	pc := &PolicyContext{ThreadID: call.ThreadID, CallID: call.Call.ID, Tool: call.Call.Name,
-		Args: call.Args, RawArgs: call.RawArgs, Messages: call.Messages, Annotations: call.Tool.Annotations()}
+		Args: call.Args, RawArgs: call.RawArgs, Messages: call.Messages, Annotations: call.Tool.Annotations(), Dir: m.dir}
 	d := m.evaluate(ctx, pc)
 	if d.kind == deny {
 		return agent.Block(d.reason, denyTrace(d, map[string]any{"reason": d.reason})), nil
@@ -288,7 +301,15 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 	}
 
 	args, _ := decodeArgs(call.RawArgs)
-	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: withAnnotations(d.details, call.Tool.Annotations()), ArgsSchema: call.Tool.Schema()}
+	details := withAnnotations(d.details, call.Tool.Annotations())
+	if pc.Dir != "" && details["dir"] == nil {
+		details = maps.Clone(details)
+		if details == nil {
+			details = map[string]any{}
+		}
+		details["dir"] = pc.Dir
+	}
+	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: details, ArgsSchema: call.Tool.Schema()}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
 		ID: qid, Kind: KindApprove, Payload: payload, Timeout: d.timeout,
 		Digest: call.CallDigest(),
@@ -328,6 +349,15 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		return agent.Block(reason, trace("policy_deny", map[string]any{"reason": reason, "digest_mismatch": true,
 			"answer_digest": a.Digest, "question_digest": q.Digest, "by": q.AnsweredBy})), nil
 	}
+	if a.Decision == DecisionApprove || a.Decision == DecisionEdit {
+		if asked := askedDir(q); asked != "" && pc.Dir != "" && asked != pc.Dir {
+			reason := fmt.Sprintf("denied: the call was approved to run in %s, and this run's tools work in %s (the server was started again with another working directory)", asked, pc.Dir)
+			m.log.Warn("tollgate: an approved call was asked in another working directory; it is denied",
+				"thread", call.ThreadID, "call", call.Call.ID, "question", q.ID, "asked_in", asked, "runs_in", pc.Dir, "by", q.AnsweredBy)
+			return agent.Block(reason, trace("policy_deny", map[string]any{"reason": reason, "dir_mismatch": true,
+				"asked_in": asked, "runs_in": pc.Dir, "by": q.AnsweredBy})), nil
+		}
+	}
 	switch a.Decision {
 	case DecisionApprove:
 		return agent.Continue(), nil
@@ -349,6 +379,21 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		reason = "denied by reviewer"
 	}
 	return agent.Block(reason, trace("human_deny", map[string]any{"reason": a.Reason, "by": q.AnsweredBy})), nil
+}
+
+// askedDir is the directory a question's call was asked to work in (its
+// details' "dir"), "" when it says none.
+func askedDir(q *checkpoint.Question) string {
+	var p struct {
+		Details struct {
+			Dir any `json:"dir"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(q.Payload, &p) != nil {
+		return ""
+	}
+	dir, _ := p.Details.Dir.(string)
+	return dir
 }
 
 // checkWiring catches a middleware whose channel is not the one the agent

@@ -336,3 +336,52 @@ func TestServeManualReloadBuiltinSurvivesHUP(t *testing.T) {
 		t.Fatalf("serve after SIGHUP: %d %v\n%s", code, out, p.logs.String())
 	}
 }
+
+// A run asked while serve's bash tool worked in one directory, approved
+// after serve was started again with another --dir, does not run there:
+// the reviewer saw the first directory (the question's details say it).
+// The run ends with the call denied, saying both directories.
+func TestServeAnswerBindsItsDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts tollgate serve processes")
+	}
+	dir := t.TempDir()
+	workA, workB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{workA, workB} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := "sqlite:" + filepath.Join(dir, "t.db")
+	a := startServe(t, "--store", store, "--dir", workA)
+	if code, out := a.do(t, "POST", "/v1/threads/moved/messages", `{"text": "$ touch made-here"}`); code != 202 {
+		t.Fatalf("post: %d %v", code, out)
+	}
+	waitFor(t, "the question", 20*time.Second, func() bool { return a.pendingQuestion(t, "moved") != nil })
+	q := a.pendingQuestion(t, "moved")
+	if p, _ := q["payload"].(map[string]any); p == nil || p["details"].(map[string]any)["dir"] != workA {
+		t.Fatalf("the question does not say where the call runs: %v", q)
+	}
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	a.cmd.Wait()
+
+	b := startServe(t, "--store", store, "--dir", workB)
+	if code, out := b.do(t, "POST", "/v1/questions/moved/"+q["id"].(string)+"/answer",
+		fmt.Sprintf(`{"decision": "approve", "digest": %q}`, q["digest"])); code != 200 {
+		t.Fatalf("answer: %d %v", code, out)
+	}
+	waitFor(t, "the run to end", 20*time.Second, func() bool {
+		_, th := b.do(t, "GET", "/v1/threads/moved", "")
+		return th["status"] == "idle"
+	})
+	for _, d := range []string{workA, workB} {
+		if _, err := os.Stat(filepath.Join(d, "made-here")); err == nil {
+			t.Errorf("the approved call ran in %s", d)
+		}
+	}
+	_, th := b.do(t, "GET", "/v1/threads/moved", "")
+	msgs, _ := json.Marshal(th["messages"])
+	if !strings.Contains(string(msgs), "approved to run in "+workA) || !strings.Contains(string(msgs), workB) {
+		t.Errorf("the call's result does not say where it was approved and where it would run: %s", msgs)
+	}
+}

@@ -135,12 +135,18 @@ func learningOptions(store checkpoint.Store, dir string, log *slog.Logger) *poli
 // bashAgent is the run template of serve and run: the model, the bash tool
 // and the approval middleware on the store's every-thread channel.
 func bashAgent(store checkpoint.Store, provider agent.Provider, model agent.Model, bashOpts *bash.Options, approval hitl.Policy, log *slog.Logger) agent.Config {
+	// An answer holds in the directory the reviewer saw: a run resumed by
+	// a serve with another --dir does not run what was approved here.
+	approve := hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), approval)
+	if dir, err := filepath.Abs(bashOpts.Dir); err == nil {
+		approve.InDir(dir)
+	}
 	return agent.Config{
 		Provider:     provider,
 		Model:        model,
 		SystemPrompt: "You are a helpful assistant with access to a bash shell. Every command is checked by a policy and may need a person's approval.",
 		Tools:        []*agent.Tool{bash.New(bashOpts)},
-		Middleware:   []agent.Middleware{hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), approval)},
+		Middleware:   []agent.Middleware{approve},
 		Logger:       log,
 	}
 }
