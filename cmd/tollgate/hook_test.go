@@ -184,6 +184,21 @@ func TestHookInstallCodexAndHTTP(t *testing.T) {
 	if code, _, _ := runCLI(t, "", "hook", "install", "codex", "--http"); code != 2 {
 		t.Error("--http for codex was taken")
 	}
+	// Uninstalled, a file that held nothing but tollgate's hooks is gone
+	// (not left as {}); --dry-run only says so.
+	hooksJSON := filepath.Join(home, "hooks.json")
+	if code, out, _ := runCLI(t, "", "hook", "uninstall", "codex", "--dry-run"); code != 0 || !strings.Contains(out, "+++ /dev/null") {
+		t.Errorf("uninstall --dry-run: %d %s", code, out)
+	}
+	if _, err := os.Stat(hooksJSON); err != nil {
+		t.Fatalf("--dry-run removed it: %v", err)
+	}
+	if code, out, errOut := runCLI(t, "", "hook", "uninstall", "codex"); code != 0 || !strings.Contains(out, "removed "+hooksJSON) {
+		t.Errorf("uninstall: %d %s %s", code, out, errOut)
+	}
+	if raw, err := os.ReadFile(hooksJSON); err == nil {
+		t.Errorf("uninstall left %s:\n%s", hooksJSON, raw)
+	}
 }
 
 // Install writes the small tollgate-hook when it is on PATH (or beside

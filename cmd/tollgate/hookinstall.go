@@ -55,7 +55,8 @@ examples:
 const hookUninstallHelp = `usage: tollgate hook uninstall claude-code|codex [--project DIR | --user] [--dry-run]
 
 Takes tollgate's hooks (command and http) out of the agent's settings,
-keeping everything else, and shows the diff.
+keeping everything else, and shows the diff. A file that held nothing
+else is removed.
 
 examples:
   tollgate hook uninstall claude-code
@@ -430,6 +431,20 @@ func editSettings(t installTarget, stdout, stderr io.Writer, dryRun bool, edit f
 	updated := encodeOrdered(doc)
 	if len(old) > 0 && string(old) == string(updated) || len(old) == 0 && len(doc.keys) == 0 {
 		fmt.Fprintf(stdout, "%s: nothing to change\n", t.file)
+		return 0
+	}
+	if len(doc.keys) == 0 {
+		// Nothing but tollgate's hooks was in it (an uninstall): the file
+		// goes, rather than stay behind as {} that no one wrote.
+		fmt.Fprintf(stdout, "--- %s\n+++ /dev/null\n%s", t.file, lineDiff(string(old), ""))
+		if dryRun {
+			fmt.Fprintln(stdout, "(--dry-run: nothing removed)")
+			return 0
+		}
+		if err := os.Remove(t.file); err != nil {
+			return fail(stderr, name, err)
+		}
+		fmt.Fprintf(stdout, "removed %s: it held nothing but tollgate's hooks\n", t.file)
 		return 0
 	}
 	fmt.Fprintf(stdout, "--- %s\n+++ %s\n%s", t.file, t.file, lineDiff(string(old), string(updated)))
