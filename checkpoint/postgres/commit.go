@@ -267,21 +267,10 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	if err := checkTimes("commit", now); err != nil {
 		return nil, err
 	}
-	out := &checkpoint.Committed{}
-	var batch pgx.Batch
-	var steps []step
-	queue := func(st step, sql string, args ...any) {
-		batch.Queue(sql, args...)
-		steps = append(steps, st)
-	}
-	ignore := func(br pgx.BatchResults) error { _, err := br.Exec(); return err }
-	// onCommit sets what the caller's records get (versions, times,
-	// sequence numbers) once the transaction committed.
-	var onCommit []func()
-
 	if len(b.Events) > maxBatchEvents {
 		return nil, fmt.Errorf("postgres: commit: %d events in one batch, at most %d", len(b.Events), maxBatchEvents)
 	}
+	p := &pipeline{s: s, b: b, now: now, out: &checkpoint.Committed{}}
 	// A batch that notifies commits with COMMIT, so that its
 	// notifications follow in a transaction of their own, in the same
 	// pipeline; any other is the pipeline's implicit transaction (two
@@ -296,185 +285,38 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	}
 	explicit := hook == nil && (b.Question != nil || b.Resolve != nil)
 	if explicit {
-		queue(step{what: "begin", read: ignore}, begin)
+		p.queue(step{what: "begin", read: ignoreResult}, begin)
 	}
 	if len(b.Events) > 0 || b.Question != nil || b.Resolve != nil {
-		queue(step{what: "lock", read: ignore}, writersLock, int32(lockClass), s.writersKey)
+		p.queue(step{what: "lock", read: ignoreResult}, writersLock, int32(lockClass), s.writersKey)
 	}
 	// The lease first of the writes: a replica that lost it writes
 	// nothing, and one taking it over waits for this transaction.
 	if f, ok := fenceFrom(ctx); ok {
-		queue(step{what: "lease of thread " + strconv.Quote(f.ThreadID), read: ignore, lost: func(context.Context) (*checkpoint.Committed, error) {
+		p.queue(step{what: "lease of thread " + strconv.Quote(f.ThreadID), read: ignoreResult, lost: func(context.Context) (*checkpoint.Committed, error) {
 			return nil, fmt.Errorf("thread %q, lease %d: %w", f.ThreadID, f.Epoch, ErrFenced)
 		}}, checkFence, f.ThreadID, f.Epoch)
 	}
-
-	if w := b.Thread; w != nil {
-		bodies, err := messageRows(w.ID, w.Append)
-		if err != nil {
-			return nil, err
-		}
-		n, size := len(bodies), 0
-		for _, m := range w.Append {
-			size += len(m)
-		}
-		var version int64
-		var created pgtype.Timestamptz
-		read := func(br pgx.BatchResults) error {
-			var checked pgtype.Int8
-			return br.QueryRow().Scan(&version, &created, &checked)
-		}
-		st := step{what: "thread " + strconv.Quote(w.ID), read: read, lost: func(ctx context.Context) (*checkpoint.Committed, error) {
-			return nil, s.threadLost(ctx, w.ID, w.Version, w.Version == 0 && !o.replace)
-		}}
-		switch {
-		case o.replace:
-			queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n, size)
-			queue(step{what: st.what, read: ignore}, deleteMessages, w.ID)
-			if n > 0 {
-				queue(step{what: st.what, read: ignore}, insertMessages.sql(n), append([]any{w.ID}, rowArgs(bodies, messageColumns)...)...)
-			}
-		case w.Version == 0:
-			createdAt := w.CreatedAt
-			if createdAt.IsZero() {
-				createdAt = now
-			}
-			if err := checkTimes("create thread "+strconv.Quote(w.ID), createdAt); err != nil {
-				return nil, err
-			}
-			queue(st, createThread.sql(n), append([]any{w.ID, string(w.Status), w.RunID, createdAt, now, size}, rowArgs(bodies, messageColumns)...)...)
-		default:
-			queue(st, appendThread.sql(n), append([]any{w.ID, w.Version, string(w.Status), w.RunID, now, size}, rowArgs(bodies, messageColumns)...)...)
-		}
-		onCommit = append(onCommit, func() { w.Version, w.CreatedAt, w.UpdatedAt = version, decTime(created), now })
+	if err := p.thread(o); err != nil {
+		return nil, err
 	}
-
-	for _, tc := range b.ToolCalls {
-		what := fmt.Sprintf("tool call %q of run %q", tc.CallID, tc.RunID)
-		args := []any{tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), now}
-		if tc.State == checkpoint.ToolCallExecuting {
-			queue(step{what: what, read: ignore, lost: func(context.Context) (*checkpoint.Committed, error) {
-				return nil, fmt.Errorf("%s is already claimed: %w", what, checkpoint.ErrConflict)
-			}}, claimToolCall, args...)
-		} else {
-			queue(step{what: what, read: ignore}, putToolCall, args...)
-		}
+	p.toolCalls()
+	if err := p.resolve(); err != nil {
+		return nil, err
 	}
-
-	if rv := b.Resolve; rv != nil {
-		r := rv.Resolution
-		switch r.Status {
-		case checkpoint.QuestionAnswered, checkpoint.QuestionTimedOut, checkpoint.QuestionAborted:
-		default:
-			return nil, fmt.Errorf("question %q: cannot resolve as %q", rv.ID, r.Status)
-		}
-		if r.At.IsZero() {
-			r.At = now
-		}
-		if err := checkTimes("resolve question "+strconv.Quote(rv.ID), r.At); err != nil {
-			return nil, err
-		}
-		queue(step{what: "resolution of question " + strconv.Quote(rv.ID),
-			read: func(br pgx.BatchResults) error {
-				var change int64
-				var payload string
-				var checked pgtype.Int8
-				q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
-				out.Resolved = q
-				return err
-			},
-			lost: func(ctx context.Context) (*checkpoint.Committed, error) {
-				q, err := s.GetQuestion(ctx, rv.ThreadID, rv.ID)
-				if err != nil {
-					return nil, err
-				}
-				// The stored deadline has microseconds; r.At may have
-				// more. Compare as PostgreSQL did, so that the reason
-				// matches the refusal.
-				r := r
-				r.At = r.At.Truncate(time.Microsecond)
-				if err := checkpoint.CheckResolution(q, r); err != nil {
-					return &checkpoint.Committed{Resolved: q}, err
-				}
-				// Pending and in time now, but not when the update ran:
-				// lost a race.
-				return &checkpoint.Committed{Resolved: q}, fmt.Errorf("question %q changed while being resolved: %w", rv.ID, checkpoint.ErrConflict)
-			}},
-			resolveQuestion, rv.ThreadID, rv.ID, string(r.Status), encJSON(r.Answer), r.By, r.Reason, r.At)
-	}
-
 	// The question last of the compare-and-sets: a lost one is the
 	// answer even when the question exists (checkpoint.Batch).
-	if b.Question != nil {
-		c := *b.Question
-		c.Status = checkpoint.QuestionPending
-		c.Answer, c.AnsweredBy, c.Reason, c.ResolvedAt = nil, "", "", time.Time{}
-		if c.CreatedAt.IsZero() {
-			c.CreatedAt = now
-		}
-		if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
-			return nil, err
-		}
-		queue(step{what: "question " + strconv.Quote(c.ID),
-			read: func(br pgx.BatchResults) error {
-				var change int64
-				var payload string
-				var checked pgtype.Int8
-				q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
-				out.Question, out.Created = q, true
-				return err
-			},
-			lost: func(ctx context.Context) (*checkpoint.Committed, error) {
-				// It exists: nothing of the batch is written, and that is
-				// no error.
-				stored, err := s.GetQuestion(ctx, c.ThreadID, c.ID)
-				if err != nil {
-					return nil, err
-				}
-				return &checkpoint.Committed{Question: stored}, nil
-			}},
-			createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
+	if err := p.question(); err != nil {
+		return nil, err
 	}
-
-	if n := len(b.Events); n > 0 {
-		rows, ats := make([][]any, n), make([]time.Time, n)
-		for i, e := range b.Events {
-			at := e.At
-			if at.IsZero() {
-				at = now
-			}
-			if err := checkTimes("append event", at); err != nil {
-				return nil, err
-			}
-			ats[i] = at
-			rows[i] = []any{e.ThreadID, e.RunID, e.Type, encJSON(e.Data), at}
-		}
-		var seqs []int64
-		queue(step{what: "events", read: func(br pgx.BatchResults) error {
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-			return err
-		}}, appendEvents.sql(n), rowArgs(rows, eventColumns)...)
-		onCommit = append(onCommit, func() {
-			// seq = the transaction's number + the index: in order once
-			// sorted.
-			slices.Sort(seqs)
-			for i, e := range b.Events {
-				e.Seq, e.At = seqs[i], ats[i]
-			}
-			out.EventSeqs = seqs
-		})
+	if err := p.events(); err != nil {
+		return nil, err
 	}
-
 	for _, tc := range b.ToolCalls {
-		onCommit = append(onCommit, func() { tc.UpdatedAt = now })
+		p.onCommit = append(p.onCommit, func() { tc.UpdatedAt = now })
 	}
-
 	if explicit {
-		queue(step{what: "commit", read: ignore, commit: true}, "COMMIT")
+		p.queue(step{what: "commit", read: ignoreResult, commit: true}, "COMMIT")
 	}
 	channel := s.channel()
 	var notes pgx.Batch
@@ -483,7 +325,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 			notes.Queue(notifyQuestion, channel, "tollgate."+string(kind))
 			return
 		}
-		queue(step{what: "notification", read: ignore}, notifyQuestion, channel, "tollgate."+string(kind))
+		p.queue(step{what: "notification", read: ignoreResult}, notifyQuestion, channel, "tollgate."+string(kind))
 	}
 	if b.Question != nil {
 		notify(checkpoint.QuestionCreated)
@@ -495,17 +337,229 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	var c *checkpoint.Committed
 	var err error
 	if hook != nil {
-		c, err = s.sendTx(ctx, &batch, steps, &notes, hook, b, out)
+		c, err = s.sendTx(ctx, &p.batch, p.steps, &notes, hook, b, p.out)
 	} else {
-		c, err = s.send(ctx, &batch, steps)
+		c, err = s.send(ctx, &p.batch, p.steps)
 	}
 	if err != nil || c != nil {
 		return c, unavailable(err)
 	}
-	for _, f := range onCommit {
+	for _, f := range p.onCommit {
 		f()
 	}
-	return out, nil
+	return p.out, nil
+}
+
+// pipeline is one commit's statements as they are queued: each with the
+// step that reads its result, and what the caller's records get once the
+// transaction committed.
+type pipeline struct {
+	s     *Store
+	b     *checkpoint.Batch
+	now   time.Time
+	out   *checkpoint.Committed
+	batch pgx.Batch
+	steps []step
+	// onCommit sets what the caller's records get (versions, times,
+	// sequence numbers) once the transaction committed.
+	onCommit []func()
+}
+
+func (p *pipeline) queue(st step, sql string, args ...any) {
+	p.batch.Queue(sql, args...)
+	p.steps = append(p.steps, st)
+}
+
+// ignoreResult reads a statement whose result says nothing the commit
+// needs.
+func ignoreResult(br pgx.BatchResults) error { _, err := br.Exec(); return err }
+
+// thread queues the batch's thread write: a create, an append (a
+// compare-and-set on the version), or SaveThread's replace.
+func (p *pipeline) thread(o commitOpts) error {
+	w := p.b.Thread
+	if w == nil {
+		return nil
+	}
+	bodies, err := messageRows(w.ID, w.Append)
+	if err != nil {
+		return err
+	}
+	n, size := len(bodies), 0
+	for _, m := range w.Append {
+		size += len(m)
+	}
+	var version int64
+	var created pgtype.Timestamptz
+	read := func(br pgx.BatchResults) error {
+		var checked pgtype.Int8
+		return br.QueryRow().Scan(&version, &created, &checked)
+	}
+	st := step{what: "thread " + strconv.Quote(w.ID), read: read, lost: func(ctx context.Context) (*checkpoint.Committed, error) {
+		return nil, p.s.threadLost(ctx, w.ID, w.Version, w.Version == 0 && !o.replace)
+	}}
+	now := p.now
+	switch {
+	case o.replace:
+		p.queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n, size)
+		p.queue(step{what: st.what, read: ignoreResult}, deleteMessages, w.ID)
+		if n > 0 {
+			p.queue(step{what: st.what, read: ignoreResult}, insertMessages.sql(n), append([]any{w.ID}, rowArgs(bodies, messageColumns)...)...)
+		}
+	case w.Version == 0:
+		createdAt := w.CreatedAt
+		if createdAt.IsZero() {
+			createdAt = now
+		}
+		if err := checkTimes("create thread "+strconv.Quote(w.ID), createdAt); err != nil {
+			return err
+		}
+		p.queue(st, createThread.sql(n), append([]any{w.ID, string(w.Status), w.RunID, createdAt, now, size}, rowArgs(bodies, messageColumns)...)...)
+	default:
+		p.queue(st, appendThread.sql(n), append([]any{w.ID, w.Version, string(w.Status), w.RunID, now, size}, rowArgs(bodies, messageColumns)...)...)
+	}
+	p.onCommit = append(p.onCommit, func() { w.Version, w.CreatedAt, w.UpdatedAt = version, decTime(created), now })
+	return nil
+}
+
+// toolCalls queues the batch's tool calls: a claim ("executing", which
+// loses when the call is claimed) or an upsert.
+func (p *pipeline) toolCalls() {
+	for _, tc := range p.b.ToolCalls {
+		what := fmt.Sprintf("tool call %q of run %q", tc.CallID, tc.RunID)
+		args := []any{tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), p.now}
+		if tc.State == checkpoint.ToolCallExecuting {
+			p.queue(step{what: what, read: ignoreResult, lost: func(context.Context) (*checkpoint.Committed, error) {
+				return nil, fmt.Errorf("%s is already claimed: %w", what, checkpoint.ErrConflict)
+			}}, claimToolCall, args...)
+		} else {
+			p.queue(step{what: what, read: ignoreResult}, putToolCall, args...)
+		}
+	}
+}
+
+// resolve queues the batch's resolution of a question: a compare-and-set
+// on its being pending and in time.
+func (p *pipeline) resolve() error {
+	rv := p.b.Resolve
+	if rv == nil {
+		return nil
+	}
+	r := rv.Resolution
+	switch r.Status {
+	case checkpoint.QuestionAnswered, checkpoint.QuestionTimedOut, checkpoint.QuestionAborted:
+	default:
+		return fmt.Errorf("question %q: cannot resolve as %q", rv.ID, r.Status)
+	}
+	if r.At.IsZero() {
+		r.At = p.now
+	}
+	if err := checkTimes("resolve question "+strconv.Quote(rv.ID), r.At); err != nil {
+		return err
+	}
+	p.queue(step{what: "resolution of question " + strconv.Quote(rv.ID),
+		read: func(br pgx.BatchResults) error {
+			var change int64
+			var payload string
+			var checked pgtype.Int8
+			q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
+			p.out.Resolved = q
+			return err
+		},
+		lost: func(ctx context.Context) (*checkpoint.Committed, error) {
+			q, err := p.s.GetQuestion(ctx, rv.ThreadID, rv.ID)
+			if err != nil {
+				return nil, err
+			}
+			// The stored deadline has microseconds; r.At may have
+			// more. Compare as PostgreSQL did, so that the reason
+			// matches the refusal.
+			r := r
+			r.At = r.At.Truncate(time.Microsecond)
+			if err := checkpoint.CheckResolution(q, r); err != nil {
+				return &checkpoint.Committed{Resolved: q}, err
+			}
+			// Pending and in time now, but not when the update ran:
+			// lost a race.
+			return &checkpoint.Committed{Resolved: q}, fmt.Errorf("question %q changed while being resolved: %w", rv.ID, checkpoint.ErrConflict)
+		}},
+		resolveQuestion, rv.ThreadID, rv.ID, string(r.Status), encJSON(r.Answer), r.By, r.Reason, r.At)
+	return nil
+}
+
+// question queues the batch's new question; one that exists loses, and
+// is then the answer (nothing of the batch is written, and that is no
+// error).
+func (p *pipeline) question() error {
+	if p.b.Question == nil {
+		return nil
+	}
+	c := *p.b.Question
+	c.Status = checkpoint.QuestionPending
+	c.Answer, c.AnsweredBy, c.Reason, c.ResolvedAt = nil, "", "", time.Time{}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = p.now
+	}
+	if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
+		return err
+	}
+	p.queue(step{what: "question " + strconv.Quote(c.ID),
+		read: func(br pgx.BatchResults) error {
+			var change int64
+			var payload string
+			var checked pgtype.Int8
+			q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
+			p.out.Question, p.out.Created = q, true
+			return err
+		},
+		lost: func(ctx context.Context) (*checkpoint.Committed, error) {
+			stored, err := p.s.GetQuestion(ctx, c.ThreadID, c.ID)
+			if err != nil {
+				return nil, err
+			}
+			return &checkpoint.Committed{Question: stored}, nil
+		}},
+		createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
+	return nil
+}
+
+// events queues the batch's events, numbered by one statement.
+func (p *pipeline) events() error {
+	n := len(p.b.Events)
+	if n == 0 {
+		return nil
+	}
+	rows, ats := make([][]any, n), make([]time.Time, n)
+	for i, e := range p.b.Events {
+		at := e.At
+		if at.IsZero() {
+			at = p.now
+		}
+		if err := checkTimes("append event", at); err != nil {
+			return err
+		}
+		ats[i] = at
+		rows[i] = []any{e.ThreadID, e.RunID, e.Type, encJSON(e.Data), at}
+	}
+	var seqs []int64
+	p.queue(step{what: "events", read: func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}}, appendEvents.sql(n), rowArgs(rows, eventColumns)...)
+	p.onCommit = append(p.onCommit, func() {
+		// seq = the transaction's number + the index: in order once
+		// sorted.
+		slices.Sort(seqs)
+		for i, e := range p.b.Events {
+			e.Seq, e.At = seqs[i], ats[i]
+		}
+		p.out.EventSeqs = seqs
+	})
+	return nil
 }
 
 // send runs the batch and reads its results, in order: nil, nil when the
