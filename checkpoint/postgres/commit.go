@@ -458,12 +458,8 @@ func (p *pipeline) resolve() error {
 		return err
 	}
 	p.queue(step{what: "resolution of question " + strconv.Quote(rv.ID),
-		read: func(br pgx.BatchResults) error {
-			var change int64
-			var payload string
-			var checked pgtype.Int8
-			q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
-			p.out.Resolved = q
+		read: func(br pgx.BatchResults) (err error) {
+			p.out.Resolved, err = scanWrittenQuestion(br)
 			return err
 		},
 		lost: func(ctx context.Context) (*checkpoint.Committed, error) {
@@ -504,12 +500,9 @@ func (p *pipeline) question() error {
 		return err
 	}
 	p.queue(step{what: "question " + strconv.Quote(c.ID),
-		read: func(br pgx.BatchResults) error {
-			var change int64
-			var payload string
-			var checked pgtype.Int8
-			q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
-			p.out.Question, p.out.Created = q, true
+		read: func(br pgx.BatchResults) (err error) {
+			p.out.Question, err = scanWrittenQuestion(br)
+			p.out.Created = true
 			return err
 		},
 		lost: func(ctx context.Context) (*checkpoint.Committed, error) {
@@ -521,6 +514,16 @@ func (p *pipeline) question() error {
 		}},
 		createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
 	return nil
+}
+
+// scanWrittenQuestion reads the question a resolution or a create
+// returned (with its change number and the compare-and-set's check).
+func scanWrittenQuestion(br pgx.BatchResults) (*checkpoint.Question, error) {
+	var change int64
+	var payload string
+	var checked pgtype.Int8
+	q, _, err := scanQuestion(br.QueryRow(), &change, &payload, &checked)
+	return q, err
 }
 
 // events queues the batch's events, numbered by one statement.
