@@ -124,25 +124,18 @@ func (a *Agent) abortOnce(ctx context.Context, reason string) error {
 }
 
 func (a *Agent) abortQuestions(ctx context.Context, reason string) error {
-	cursor := ""
-	for {
-		qs, next, err := a.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: a.threadID, Status: checkpoint.QuestionPending, After: cursor})
+	for q, err := range checkpoint.Questions(ctx, a.store, checkpoint.QuestionFilter{ThreadID: a.threadID, Status: checkpoint.QuestionPending}) {
 		if err != nil {
 			return fmt.Errorf("agent: listing pending questions: %w", err)
 		}
-		for _, q := range qs {
-			r := checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort", Reason: reason, At: a.clock.Now()}
-			_, err := a.store.Commit(ctx, &checkpoint.Batch{
-				Resolve: &checkpoint.Resolve{ThreadID: q.ThreadID, ID: q.ID, Resolution: r},
-				Events:  []*checkpoint.Event{ResolutionEvent(q, r)},
-			})
-			if err != nil && !errors.Is(err, checkpoint.ErrConflict) {
-				return fmt.Errorf("agent: aborting question %s: %w", q.ID, err)
-			}
+		r := checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort", Reason: reason, At: a.clock.Now()}
+		_, cerr := a.store.Commit(ctx, &checkpoint.Batch{
+			Resolve: &checkpoint.Resolve{ThreadID: q.ThreadID, ID: q.ID, Resolution: r},
+			Events:  []*checkpoint.Event{ResolutionEvent(q, r)},
+		})
+		if cerr != nil && !errors.Is(cerr, checkpoint.ErrConflict) {
+			return fmt.Errorf("agent: aborting question %s: %w", q.ID, cerr)
 		}
-		if next == "" {
-			return nil
-		}
-		cursor = next
 	}
+	return nil
 }

@@ -97,26 +97,19 @@ func (c *CheckpointedChannel) Wait(ctx context.Context, threadID, questionID str
 func (c *CheckpointedChannel) Pending(ctx context.Context) ([]*Request, error) {
 	var out []*Request
 	var bad []error
-	cursor := ""
-	for {
-		qs, next, err := c.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: c.threadID, Status: checkpoint.QuestionPending, After: cursor})
+	for q, err := range checkpoint.Questions(ctx, c.store, checkpoint.QuestionFilter{ThreadID: c.threadID, Status: checkpoint.QuestionPending}) {
 		if err != nil {
 			return out, err
 		}
-		for _, q := range qs {
-			r, err := RequestOf(q)
-			if err != nil {
-				// One unreadable question must not hide the others.
-				bad = append(bad, err)
-				continue
-			}
-			out = append(out, r)
+		r, err := RequestOf(q)
+		if err != nil {
+			// One unreadable question must not hide the others.
+			bad = append(bad, err)
+			continue
 		}
-		if next == "" {
-			return out, errors.Join(bad...)
-		}
-		cursor = next
+		out = append(out, r)
 	}
+	return out, errors.Join(bad...)
 }
 
 // Subscribe implements Channel. It subscribes to the store's notifications

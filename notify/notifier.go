@@ -448,23 +448,17 @@ func (n *Notifier) track(ctx context.Context, e *checkpoint.Event) {
 // sent twice: its deliveries' ids exist).
 func (n *Notifier) loadNear(ctx context.Context) error {
 	f := checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, Order: checkpoint.OldestFirst, Limit: 500}
-	for {
-		qs, next, err := n.store.ListQuestions(ctx, f)
+	for q, err := range checkpoint.Questions(ctx, n.store, f) {
 		if err != nil {
 			return fmt.Errorf("notify: listing pending questions: %w", err)
 		}
-		n.mu.Lock()
-		for _, q := range qs {
-			if at := n.cfg.nearAt(q); !at.IsZero() {
-				n.near[[2]string{q.ThreadID, q.ID}] = at
-			}
+		if at := n.cfg.nearAt(q); !at.IsZero() {
+			n.mu.Lock()
+			n.near[[2]string{q.ThreadID, q.ID}] = at
+			n.mu.Unlock()
 		}
-		n.mu.Unlock()
-		if next == "" {
-			return nil
-		}
-		f.After = next
 	}
+	return nil
 }
 
 func (n *Notifier) nextNear() (time.Time, bool) {

@@ -98,20 +98,15 @@ func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*thre
 	if d.Outcomes, err = s.outcomes(ctx, th, results); err != nil {
 		return nil, err
 	}
-	cursor := ""
-	for len(d.PendingQuestions) < maxPending {
-		qs, next, err := s.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: th.ID,
-			Status: checkpoint.QuestionPending, After: cursor, Limit: 200})
+	for q, err := range checkpoint.Questions(ctx, s.store, checkpoint.QuestionFilter{ThreadID: th.ID,
+		Status: checkpoint.QuestionPending, Limit: 200}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, q := range qs {
-			d.PendingQuestions = append(d.PendingQuestions, questionView(q))
-		}
-		if next == "" {
+		d.PendingQuestions = append(d.PendingQuestions, questionView(q))
+		if len(d.PendingQuestions) >= maxPending {
 			break
 		}
-		cursor = next
 	}
 	if d.RunState == string(host.RunParked) && len(d.PendingQuestions) == 0 {
 		// Not waiting for anyone: about to resume, or driven by another
@@ -141,18 +136,12 @@ func (s *Server) outcomes(ctx context.Context, th *checkpoint.Thread, more []age
 		return out, nil
 	}
 	byCall := map[string]*checkpoint.Question{}
-	for cursor := ""; ; {
-		qs, next, err := s.store.ListQuestions(ctx, checkpoint.QuestionFilter{ThreadID: th.ID, After: cursor, Limit: 500})
+	for q, err := range checkpoint.Questions(ctx, s.store, checkpoint.QuestionFilter{ThreadID: th.ID, Limit: 500}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, q := range qs {
-			if q.CallID != "" {
-				byCall[q.CallID] = q
-			}
-		}
-		if cursor = next; next == "" {
-			break
+		if q.CallID != "" {
+			byCall[q.CallID] = q
 		}
 	}
 	for _, r := range more {

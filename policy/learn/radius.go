@@ -70,48 +70,43 @@ func Measure(ctx context.Context, store checkpoint.Store, s *Spec, scope Scope, 
 	r := &Radius{Denied: []Past{}, Edited: []Past{}, Unseen: []string{}}
 	seen := map[string]bool{}
 	cache := &plainCache{}
-	after := ""
-	for r.Scanned < o.Last {
-		qs, next, err := store.ListQuestions(ctx, checkpoint.QuestionFilter{Tool: s.Tool, Kind: hitl.KindApprove,
-			Order: checkpoint.NewestFirst, After: after, Limit: min(200, o.Last-r.Scanned)})
+	for q, err := range checkpoint.Questions(ctx, store, checkpoint.QuestionFilter{Tool: s.Tool, Kind: hitl.KindApprove,
+		Order: checkpoint.NewestFirst, Limit: min(200, o.Last)}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, q := range qs {
-			if o.Sees != nil && !o.Sees(q.ThreadID) {
-				continue
-			}
-			r.Scanned++
-			call, ok := CallOf(q)
-			if !ok {
-				continue
-			}
-			seen[callKey(call.Args)] = true
-			if !scope.Holds(call.ThreadID, call.Dir) || !s.allows(call, cache) {
-				continue
-			}
-			r.Matched++
-			past := Past{ThreadID: q.ThreadID, QuestionID: q.ID, By: q.AnsweredBy, At: q.ResolvedAt, Call: callLine(s, call)}
-			if q.Status != checkpoint.QuestionAnswered {
-				r.Unanswered++
-				continue
-			}
-			var a hitl.ApproveAnswer
-			_ = json.Unmarshal(q.Answer, &a)
-			switch a.Decision {
-			case hitl.DecisionDeny:
-				past.Reason = a.Reason
-				r.Denied = append(r.Denied, past)
-			case hitl.DecisionEdit:
-				r.Edited = append(r.Edited, past)
-			default:
-				r.Approved++
-			}
-		}
-		if next == "" || len(qs) == 0 {
+		if r.Scanned >= o.Last {
 			break
 		}
-		after = next
+		if o.Sees != nil && !o.Sees(q.ThreadID) {
+			continue
+		}
+		r.Scanned++
+		call, ok := CallOf(q)
+		if !ok {
+			continue
+		}
+		seen[callKey(call.Args)] = true
+		if !scope.Holds(call.ThreadID, call.Dir) || !s.allows(call, cache) {
+			continue
+		}
+		r.Matched++
+		past := Past{ThreadID: q.ThreadID, QuestionID: q.ID, By: q.AnsweredBy, At: q.ResolvedAt, Call: callLine(s, call)}
+		if q.Status != checkpoint.QuestionAnswered {
+			r.Unanswered++
+			continue
+		}
+		var a hitl.ApproveAnswer
+		_ = json.Unmarshal(q.Answer, &a)
+		switch a.Decision {
+		case hitl.DecisionDeny:
+			past.Reason = a.Reason
+			r.Denied = append(r.Denied, past)
+		case hitl.DecisionEdit:
+			r.Edited = append(r.Edited, past)
+		default:
+			r.Approved++
+		}
 	}
 	if o.Examples > 0 {
 		r.Unseen = unseen(s, seen, o.Examples)

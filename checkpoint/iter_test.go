@@ -1,0 +1,133 @@
+package checkpoint_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
+)
+
+// ask stores a pending question in thread.
+func ask(t testing.TB, s checkpoint.Store, thread, id string) {
+	t.Helper()
+	q := &checkpoint.Question{ThreadID: thread, ID: id, Kind: "approve", Payload: []byte(`{}`), Deadline: time.Now().Add(time.Hour)}
+	if _, err := s.Commit(context.Background(), &checkpoint.Batch{Question: q}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQuestionsPages: every question, across pages, once each, in order;
+// breaking off reads no further page; an error ends the sequence.
+func TestQuestionsPages(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New()
+	for i := range 7 {
+		ask(t, s, "t", fmt.Sprintf("q%d", i))
+	}
+	counted := &countingLister{store: s}
+	var got []string
+	for q, err := range checkpoint.Questions(ctx, counted, checkpoint.QuestionFilter{Order: checkpoint.OldestFirst, Limit: 3}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, q.ID)
+	}
+	if fmt.Sprint(got) != "[q0 q1 q2 q3 q4 q5 q6]" || counted.pages != 3 {
+		t.Fatalf("got %v in %d pages, want q0..q6 in 3", got, counted.pages)
+	}
+	counted.pages = 0
+	for q, err := range checkpoint.Questions(ctx, counted, checkpoint.QuestionFilter{Order: checkpoint.OldestFirst, Limit: 3}) {
+		if err != nil || q.ID == "q1" {
+			break
+		}
+	}
+	if counted.pages != 1 {
+		t.Fatalf("a loop broken off in the first page read %d pages", counted.pages)
+	}
+	boom := errors.New("boom")
+	n := 0
+	for q, err := range checkpoint.Questions(ctx, failing{boom}, checkpoint.QuestionFilter{}) {
+		n++
+		if q != nil || !errors.Is(err, boom) {
+			t.Fatalf("got %v, %v; want the lister's error", q, err)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the error was yielded %d times", n)
+	}
+	// A lister that returns a cursor with an empty page does not spin.
+	for range checkpoint.Questions(ctx, emptyForever{}, checkpoint.QuestionFilter{}) {
+		t.Fatal("an empty page yielded a question")
+	}
+}
+
+func TestThreadsPages(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New()
+	for i := range 5 {
+		th := &checkpoint.ThreadWrite{ID: fmt.Sprintf("t%d", i), Status: checkpoint.ThreadIdle}
+		if _, err := s.Commit(ctx, &checkpoint.Batch{Thread: th}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for th, err := range checkpoint.Threads(ctx, s, checkpoint.ThreadFilter{Limit: 2}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[th.ID] {
+			t.Fatalf("%s twice", th.ID)
+		}
+		seen[th.ID] = true
+	}
+	if len(seen) != 5 {
+		t.Fatalf("saw %d threads, want 5", len(seen))
+	}
+}
+
+type countingLister struct {
+	store checkpoint.Store
+	pages int
+}
+
+func (c *countingLister) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
+	c.pages++
+	return c.store.ListQuestions(ctx, f)
+}
+
+type failing struct{ err error }
+
+func (f failing) ListQuestions(context.Context, checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
+	return nil, "", f.err
+}
+
+type emptyForever struct{}
+
+func (emptyForever) ListQuestions(context.Context, checkpoint.QuestionFilter) ([]*checkpoint.Question, string, error) {
+	return nil, "more", nil
+}
+
+// Every pending question of a store, page by page, without a cursor loop.
+func ExampleQuestions() {
+	ctx := context.Background()
+	store := memory.New()
+	for _, id := range []string{"q1", "q2", "q3"} {
+		store.Commit(ctx, &checkpoint.Batch{Question: &checkpoint.Question{ThreadID: "t1", ID: id, Kind: "approve",
+			Payload: []byte(`{}`), Deadline: time.Now().Add(time.Hour)}})
+	}
+	for q, err := range checkpoint.Questions(ctx, store, checkpoint.QuestionFilter{Status: checkpoint.QuestionPending, Order: checkpoint.OldestFirst, Limit: 2}) {
+		if err != nil {
+			fmt.Println("error:", err)
+			break
+		}
+		fmt.Println(q.ThreadID, q.ID)
+	}
+	// Output:
+	// t1 q1
+	// t1 q2
+	// t1 q3
+}
