@@ -30,44 +30,44 @@ type ThreadLister interface {
 //		...
 //	}
 func Questions(ctx context.Context, store QuestionLister, f QuestionFilter) iter.Seq2[*Question, error] {
-	return func(yield func(*Question, error) bool) {
-		for {
-			qs, next, err := store.ListQuestions(ctx, f)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, q := range qs {
-				if !yield(q, nil) {
-					return
-				}
-			}
-			if next == "" || len(qs) == 0 {
-				return
-			}
-			f.After = next
+	return pages(func(after string) ([]*Question, string, error) {
+		if after != "" {
+			f.After = after
 		}
-	}
+		return store.ListQuestions(ctx, f)
+	})
 }
 
 // Threads yields every thread f selects, as [Questions] does questions.
 func Threads(ctx context.Context, store ThreadLister, f ThreadFilter) iter.Seq2[*Thread, error] {
-	return func(yield func(*Thread, error) bool) {
-		for {
-			ths, next, err := store.ListThreads(ctx, f)
+	return pages(func(after string) ([]*Thread, string, error) {
+		if after != "" {
+			f.After = after
+		}
+		return store.ListThreads(ctx, f)
+	})
+}
+
+// pages yields the items of the pages list returns, each page read with
+// the cursor the one before returned ("" for the first).
+func pages[T any](list func(after string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		for after := ""; ; {
+			items, next, err := list(after)
 			if err != nil {
-				yield(nil, err)
+				yield(zero, err)
 				return
 			}
-			for _, th := range ths {
-				if !yield(th, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if next == "" || len(ths) == 0 {
+			if next == "" || len(items) == 0 {
 				return
 			}
-			f.After = next
+			after = next
 		}
 	}
 }
