@@ -31,20 +31,22 @@ type ThreadLister interface {
 //	}
 func Questions(ctx context.Context, store QuestionLister, f QuestionFilter) iter.Seq2[*Question, error] {
 	return pages(func(after string) ([]*Question, string, error) {
+		page := f // f stays as given: the sequence may be ranged again
 		if after != "" {
-			f.After = after
+			page.After = after
 		}
-		return store.ListQuestions(ctx, f)
+		return store.ListQuestions(ctx, page)
 	})
 }
 
 // Threads yields every thread f selects, as [Questions] does questions.
 func Threads(ctx context.Context, store ThreadLister, f ThreadFilter) iter.Seq2[*Thread, error] {
 	return pages(func(after string) ([]*Thread, string, error) {
+		page := f
 		if after != "" {
-			f.After = after
+			page.After = after
 		}
-		return store.ListThreads(ctx, f)
+		return store.ListThreads(ctx, page)
 	})
 }
 

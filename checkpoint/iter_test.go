@@ -39,6 +39,17 @@ func TestQuestionsPages(t *testing.T) {
 	if fmt.Sprint(got) != "[q0 q1 q2 q3 q4 q5 q6]" || counted.pages != 3 {
 		t.Fatalf("got %v in %d pages, want q0..q6 in 3", got, counted.pages)
 	}
+	// The same sequence ranged again starts again.
+	all := checkpoint.Questions(ctx, s, checkpoint.QuestionFilter{Order: checkpoint.OldestFirst, Limit: 3})
+	for range 2 {
+		n := 0
+		for range all {
+			n++
+		}
+		if n != 7 {
+			t.Fatalf("ranged again, the sequence gave %d questions, want 7", n)
+		}
+	}
 	counted.pages = 0
 	for q, err := range checkpoint.Questions(ctx, counted, checkpoint.QuestionFilter{Order: checkpoint.OldestFirst, Limit: 3}) {
 		if err != nil || q.ID == "q1" {
