@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,4 +143,92 @@ func ExampleQuestions() {
 	// t1 q1
 	// t1 q2
 	// t1 q3
+}
+
+// flaky is a Subscriber whose feeds the test ends, and whose
+// subscriptions fail while fail > 0.
+type flaky struct {
+	mu    sync.Mutex
+	fail  int
+	feeds []chan checkpoint.Notification
+	tries int
+}
+
+func (f *flaky) Subscribe(ctx context.Context) (<-chan checkpoint.Notification, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tries++
+	if f.fail > 0 {
+		f.fail--
+		return nil, errors.New("database away")
+	}
+	c := make(chan checkpoint.Notification, 4)
+	f.feeds = append(f.feeds, c)
+	return c, nil
+}
+
+func (f *flaky) feed() chan checkpoint.Notification {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.feeds[len(f.feeds)-1]
+}
+
+func receive(t *testing.T, c <-chan checkpoint.Notification) checkpoint.Notification {
+	t.Helper()
+	select {
+	case n := <-c:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification in 10 s")
+		return checkpoint.Notification{}
+	}
+}
+
+// TestFollow: notifications pass through; a feed that ends is subscribed
+// again (failures retried, each told to OnError) and a Resync follows;
+// the channel closes when ctx ends; a first subscription that fails is
+// returned and retried.
+func TestFollow(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	store := &flaky{}
+	var errs, lost atomic.Int32
+	opts := &checkpoint.FollowOptions{Backoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond,
+		OnError: func(error) { errs.Add(1) }, OnLost: func() { lost.Add(1) }}
+	notes, err := checkpoint.Follow(ctx, store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.feed() <- checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: "t", QuestionID: "q"}
+	if n := receive(t, notes); n.QuestionID != "q" {
+		t.Fatalf("got %+v", n)
+	}
+	store.mu.Lock()
+	store.fail = 3
+	close(store.feeds[0])
+	store.mu.Unlock()
+	if n := receive(t, notes); n.Kind != checkpoint.Resync {
+		t.Fatalf("after the feed ended: %+v, want a resync", n)
+	}
+	if errs.Load() != 3 || lost.Load() != 1 || store.tries != 5 {
+		t.Fatalf("%d errors, %d ends, %d subscriptions: want 3, 1, 5", errs.Load(), lost.Load(), store.tries)
+	}
+	store.feed() <- checkpoint.Notification{Kind: checkpoint.QuestionResolved, ThreadID: "t", QuestionID: "q2"}
+	if n := receive(t, notes); n.QuestionID != "q2" {
+		t.Fatalf("on the new feed: %+v", n)
+	}
+	cancel()
+	for range notes {
+	}
+
+	// The first subscription fails: its error, and the channel subscribes
+	// again.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	notes, err = checkpoint.Follow(ctx2, &flaky{fail: 1}, opts)
+	if err == nil {
+		t.Fatal("the first subscription's error was not returned")
+	}
+	if n := receive(t, notes); n.Kind != checkpoint.Resync {
+		t.Fatalf("after the first subscription failed: %+v, want a resync", n)
+	}
 }

@@ -119,7 +119,8 @@ func (c *CheckpointedChannel) Subscribe(ctx context.Context) iter.Seq2[*Request,
 	return func(yield func(*Request, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		notes, err := c.store.Subscribe(ctx)
+		// A feed the store ends is subscribed again, and a resync re-lists.
+		notes, err := checkpoint.Follow(ctx, c.store, nil)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -158,8 +159,7 @@ func (c *CheckpointedChannel) Subscribe(ctx context.Context) iter.Seq2[*Request,
 				}
 			case n, ok := <-notes:
 				if !ok {
-					notes = nil // store closed its feed: keep polling
-					continue
+					return // ctx ended
 				}
 				if c.threadID != "" && n.ThreadID != "" && n.ThreadID != c.threadID {
 					continue

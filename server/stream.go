@@ -202,8 +202,17 @@ func findHead(ctx context.Context, store checkpoint.Store) (int64, error) {
 // notifications and starts the log's poll; Close ends them.
 func (s *Server) startLoops() error {
 	events, unsubscribe := s.host.Subscribe(1024)
-	notes, err := s.store.Subscribe(s.ctx)
+	// The poll goes on while the store's feed is away: streams only wait
+	// longer.
+	follow, stopFollow := context.WithCancel(s.ctx)
+	notes, err := checkpoint.Follow(follow, s.store, &checkpoint.FollowOptions{
+		OnLost: func() { s.log.Warn("tollgate: the store's notifications ended; subscribing again") },
+		OnError: func(err error) {
+			s.metrics.storeErrors.Inc()
+			s.log.Warn("tollgate: subscribing to the store's notifications again", "err", err)
+		}})
 	if err != nil {
+		stopFollow()
 		unsubscribe()
 		return fmt.Errorf("server: subscribing to the store: %w", err)
 	}
@@ -226,7 +235,10 @@ func (s *Server) startLoops() error {
 	}()
 	go func() {
 		defer s.loops.Done()
-		s.followStore(notes)
+		defer stopFollow()
+		for n := range notes {
+			s.wake.hint(n.ThreadID) // "" for a resync: every stream
+		}
 	}()
 	go func() {
 		defer s.loops.Done()
@@ -234,49 +246,6 @@ func (s *Server) startLoops() error {
 	}()
 	return nil
 }
-
-// followStore turns the store's notifications into hints, subscribing
-// again if the store ends the feed.
-func (s *Server) followStore(notes <-chan checkpoint.Notification) {
-	delay := 100 * time.Millisecond
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case n, ok := <-notes:
-			if ok {
-				delay = 100 * time.Millisecond
-				s.wake.hint(n.ThreadID) // "" for a resync: every stream
-				continue
-			}
-			if s.ctx.Err() != nil {
-				return
-			}
-			// The poll goes on meanwhile: streams only wait longer.
-			s.log.Warn("tollgate: the store's notifications ended; subscribing again", "in", delay)
-			select {
-			case <-s.ctx.Done():
-				return
-			case <-time.After(delay):
-			}
-			delay = min(2*delay, 5*time.Second)
-			again, err := s.store.Subscribe(s.ctx)
-			if err != nil {
-				s.metrics.storeErrors.Inc()
-				notes = closedNotes
-				continue
-			}
-			notes = again
-			s.wake.hint("")
-		}
-	}
-}
-
-var closedNotes = func() <-chan checkpoint.Notification {
-	c := make(chan checkpoint.Notification)
-	close(c)
-	return c
-}()
 
 // streamGate counts the open streams: the log's poll runs only while
 // there is one, so that a replica nobody watches reads nothing (the poll
