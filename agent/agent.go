@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 )
 
@@ -44,8 +43,8 @@ type Config struct {
 	// Channel delivers answers to waiting questions. Zero: a
 	// [StoreChannel] over the Checkpointer.
 	Channel Channel
-	// Checkpointer stores the thread. Zero: a new in-memory store
-	// (nothing survives the process).
+	// Checkpointer stores the thread. Required, unless Channel has a
+	// Store method (hitl's channels do): then that store.
 	Checkpointer checkpoint.Store
 	// ThreadID names the thread. Zero: a random id.
 	ThreadID string
@@ -168,7 +167,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	if a.store == nil {
-		a.store = memory.New()
+		return nil, errors.New("agent: Config.Checkpointer is required (a store: checkpoint/memory's when nothing need outlive the process, checkpoint/sqlite's to survive it)")
 	}
 	if a.threadID == "" {
 		a.threadID = "thread_" + randomID()

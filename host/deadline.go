@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -25,6 +26,13 @@ func (c *parkChannel) ThreadID() string        { return "" }
 // answer's notification, and its deadline loop (told of the question by
 // the same notifications) times it out.
 func (c *parkChannel) Parks(ctx context.Context) bool { return true }
+
+// HoldCheck hands the check of a question a run waits on in this process
+// to the channel the host takes answers through ([Host.Answer]), so that
+// an answer the run would refuse is refused to whoever gives it.
+func (c *parkChannel) HoldCheck(threadID, questionID string, check func(context.Context, json.RawMessage) error) func() {
+	return c.h.answers.HoldCheck(threadID, questionID, check)
+}
 
 func (c *parkChannel) Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error) {
 	q, err := c.h.store.GetQuestion(ctx, threadID, questionID)
