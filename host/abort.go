@@ -16,7 +16,7 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 		// The thread stays held until the abort is done: an answer that
 		// comes meanwhile must not start a second driver that runs a call
 		// the abort is closing.
-		r.aborting = true
+		r.abortBegins()
 		h.mu.Unlock()
 		actx, release, err := h.seize(ctx, threadID)
 		if err == nil {
@@ -24,10 +24,7 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 			release()
 		}
 		h.mu.Lock()
-		r.abortDone = true
-		if r.driveDone {
-			h.releaseLocked(threadID, r)
-		}
+		h.abortEndedLocked(threadID, r)
 		delete(h.parked, threadID)
 		delete(h.failed, threadID)
 		h.mu.Unlock()
@@ -38,30 +35,23 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 		h.mu.Unlock()
 		return err
 	}
-	r = &run{agent: a, cancel: func() {}, done: make(chan struct{}), aborting: true, driveDone: true}
+	r = &run{agent: a, phase: phaseAborting, cancel: func() {}, done: make(chan struct{})}
 	h.runs[threadID] = r
 	h.mu.Unlock()
 	actx, release, err := h.seize(ctx, threadID)
 	if err != nil {
 		h.mu.Lock()
-		r.abortDone = true
-		h.releaseLocked(threadID, r)
+		h.abortEndedLocked(threadID, r)
 		h.mu.Unlock()
 		return err
 	}
 	defer release()
 	ctx = actx
-	sub := a.Subscribe(64)
-	go func() {
-		for e := range sub.C {
-			h.events.publish(e)
-		}
-	}()
+	stopForwarding := h.forward(a, 64)
 	err = a.AbortPending(ctx, reason)
-	sub.Close()
+	stopForwarding()
 	h.mu.Lock()
-	r.abortDone = true
-	h.releaseLocked(threadID, r)
+	h.abortEndedLocked(threadID, r)
 	delete(h.parked, threadID)
 	delete(h.failed, threadID)
 	h.mu.Unlock()

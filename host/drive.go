@@ -29,13 +29,9 @@ func (h *Host) resumeStep(r *run) func(context.Context) (*agent.Message, error) 
 // A run driven here already is resumed once more when it would stop.
 func (h *Host) Drive(ctx context.Context, threadID string) error {
 	h.mu.Lock()
-	switch {
-	case !h.started:
+	if err := h.refusesWorkLocked(); err != nil {
 		h.mu.Unlock()
-		return ErrNotStarted
-	case h.closing:
-		h.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	if r := h.runs[threadID]; r != nil {
 		r.again = true
@@ -85,18 +81,7 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		// while its context lasts.
 		ctx = agent.WithSoleDriver(lease.Context(ctx))
 	}
-	sub := r.agent.Subscribe(1024)
-	forwarded := make(chan struct{})
-	go func() {
-		defer close(forwarded)
-		for e := range sub.C {
-			h.events.publish(e)
-		}
-	}()
-	defer func() {
-		sub.Close()
-		<-forwarded
-	}()
+	defer h.forward(r.agent, 1024)()
 	var outage storeOutage
 	for {
 		_, err := step(ctx)
@@ -108,60 +93,82 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 			step = h.resumeStep(r)
 			continue
 		}
-		parked := errors.Is(err, agent.ErrParked)
-		// Nothing ran: no run to resume, or a prompt refused (Prompt
-		// reports those to its caller).
-		noRun := errors.Is(err, agent.ErrNoRun) || errors.Is(err, agent.ErrRunInProgress) || errors.Is(err, agent.ErrRunIDUsed)
-		lost := r.lease != nil && r.lease.Lost()
-		// Decided now: letting go of the lease below ends its context.
-		failed := err != nil && !parked && !noRun && ctx.Err() == nil && !lost
-		cut := err != nil && !parked && !noRun && ctx.Err() != nil && !lost
+		e := endingOf(ctx, r, err)
 		h.mu.Lock()
 		switch {
-		case r.aborting:
-		case lost:
+		case r.phase.aborting():
+		case e.lost:
 			h.log.Warn("tollgate: lost the lease of a thread; another replica goes on with its run", "thread", threadID, "err", err)
-		case failed:
+		case e.failed:
 			h.log.Warn("tollgate: run stopped with an error; it can be resumed or aborted", "thread", threadID, "err", err)
 		}
-		if r.again && !h.closing && ctx.Err() == nil && !r.aborting {
+		if r.again && !h.closing && ctx.Err() == nil && !r.phase.aborting() {
 			r.again = false
 			h.mu.Unlock()
 			step = h.resumeStep(r)
 			continue
 		}
-		if r.lease != nil && !lost {
-			// Let go of the lease after the run's last write, outside the
-			// lock (a round trip). A question resolved meanwhile makes
-			// releaseLocked take it again. A run cut off by the shutdown,
-			// or one a resolution was to resume once more (the shutdown
-			// drops that), is handed on: its job went to this host. (An
-			// abort seized the thread under a lease of its own: letting go
-			// of this one then changes nothing.)
-			handOn := !r.aborting && (cut || (r.again && h.closing))
-			h.mu.Unlock()
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			if fl, ok := r.lease.(FailingLease); ok && failed && !r.aborting {
-				// Every host reads the failure where the coordinator keeps
-				// it, and it tries the run again later.
-				fl.ReleaseFailed(rctx, err)
-			} else {
-				r.lease.Release(rctx, handOn)
-			}
-			cancel()
-			h.mu.Lock()
-		}
-		switch {
-		case r.aborting:
-		case parked:
-			h.parked[threadID] = struct{}{}
-		case failed:
-			h.failed[threadID] = err
-		}
-		h.driveEndedLocked(threadID, r)
+		h.endDriveLocked(ctx, threadID, r, e)
 		h.mu.Unlock()
 		return
 	}
+}
+
+// ending is how a step of a drive ended, decided as it returned (letting
+// go of the lease later ends the context).
+type ending struct {
+	err error
+	// parked: the run waits for answers. lost: the lease was lost
+	// (another replica goes on). failed: it stopped with an error. cut:
+	// the host's shutdown cut it off.
+	parked, lost, failed, cut bool
+}
+
+func endingOf(ctx context.Context, r *run, err error) ending {
+	parked := errors.Is(err, agent.ErrParked)
+	// Nothing ran: no run to resume, or a prompt refused (Prompt reports
+	// those to its caller).
+	noRun := errors.Is(err, agent.ErrNoRun) || errors.Is(err, agent.ErrRunInProgress) || errors.Is(err, agent.ErrRunIDUsed)
+	lost := r.lease != nil && r.lease.Lost()
+	stopped := err != nil && !parked && !noRun && !lost
+	return ending{err: err, parked: parked, lost: lost,
+		failed: stopped && ctx.Err() == nil, cut: stopped && ctx.Err() != nil}
+}
+
+// endDriveLocked ends r's drive as e says: it lets go of the lease, notes
+// the run parked or failed (unless an abort took it over), and leaves the
+// thread to driveEndedLocked. Called with h.mu held, it lets go of it
+// while the lease is released (a round trip).
+func (h *Host) endDriveLocked(ctx context.Context, threadID string, r *run, e ending) {
+	if r.lease != nil && !e.lost {
+		// Let go of the lease after the run's last write. A question
+		// resolved meanwhile makes releaseLocked take it again. A run cut
+		// off by the shutdown, or one a resolution was to resume once more
+		// (the shutdown drops that), is handed on: its job went to this
+		// host. (An abort seized the thread under a lease of its own:
+		// letting go of this one then changes nothing.)
+		aborting := r.phase.aborting()
+		handOn := !aborting && (e.cut || (r.again && h.closing))
+		h.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if fl, ok := r.lease.(FailingLease); ok && e.failed && !aborting {
+			// Every host reads the failure where the coordinator keeps
+			// it, and it tries the run again later.
+			fl.ReleaseFailed(rctx, e.err)
+		} else {
+			r.lease.Release(rctx, handOn)
+		}
+		cancel()
+		h.mu.Lock()
+	}
+	switch {
+	case r.phase.aborting():
+	case e.parked:
+		h.parked[threadID] = struct{}{}
+	case e.failed:
+		h.failed[threadID] = e.err
+	}
+	h.driveEndedLocked(threadID, r)
 }
 
 // storeOutage is how long a drive has waited for the store.
@@ -181,7 +188,7 @@ var storeWaitFor = 2 * time.Minute
 // takes the thread, or a host alone waited storeWaitFor).
 func (h *Host) waitForStore(ctx context.Context, threadID string, r *run, o *storeOutage) bool {
 	h.mu.Lock()
-	stop := h.closing || r.aborting || r.lease != nil && r.lease.Lost()
+	stop := h.closing || r.phase.aborting() || r.lease != nil && r.lease.Lost()
 	h.mu.Unlock()
 	if stop || ctx.Err() != nil {
 		return false
@@ -248,13 +255,9 @@ func (h *Host) Resume(ctx context.Context, threadID string) error {
 		return agent.ErrNoRun
 	}
 	h.mu.Lock()
-	switch {
-	case !h.started:
+	if err := h.refusesWorkLocked(); err != nil {
 		h.mu.Unlock()
-		return ErrNotStarted
-	case h.closing:
-		h.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	h.mu.Unlock()
 	if h.coord != nil {

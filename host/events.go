@@ -33,6 +33,24 @@ func (h *Host) Subscribe(buffer int) (<-chan agent.Event, func()) {
 // Dropped counts events that subscribers lost by falling behind.
 func (h *Host) Dropped() int64 { return h.events.droppedCount() }
 
+// forward publishes a's events to the host's subscribers until the
+// returned function is called; that function returns once the last of
+// them is published (nothing is left forwarding).
+func (h *Host) forward(a *agent.Agent, buffer int) (stop func()) {
+	sub := a.Subscribe(buffer)
+	forwarded := make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		for e := range sub.C {
+			h.events.publish(e)
+		}
+	}()
+	return func() {
+		sub.Close()
+		<-forwarded
+	}
+}
+
 // eventFan hands events to subscribers without ever blocking a run.
 type eventFan struct {
 	mu      sync.Mutex

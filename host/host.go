@@ -191,6 +191,18 @@ func (h *Host) Store() checkpoint.Store { return h.store }
 // kind's), or nil.
 func (h *Host) Tool(name string) *agent.Tool { return h.template.tool(name) }
 
+// refusesWorkLocked says why the host takes no work now (ErrNotStarted,
+// ErrClosed), or nil when it does.
+func (h *Host) refusesWorkLocked() error {
+	switch {
+	case !h.started:
+		return ErrNotStarted
+	case h.closing:
+		return ErrClosed
+	}
+	return nil
+}
+
 // Start subscribes to the store's notifications, fires the deadlines
 // that passed while no host ran, and resumes every run a crash left
 // unfinished (runs waiting for answers stay parked). It returns once the

@@ -114,7 +114,11 @@ func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
 					h.poke()
 					continue
 				}
+				// Read apart, not to hold up the notifications; waited for
+				// by Shutdown with the loops.
+				h.loops.Add(1)
 				go func() {
+					defer h.loops.Done()
 					if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
 						h.log.Error("tollgate: re-reading runs after a resync", "err", err)
 					}

@@ -62,37 +62,14 @@ func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOp
 		runID = IdempotentRunID(threadID, key)
 	}
 	h.mu.Lock()
-	switch {
-	case !h.started:
+	if err := h.refusesWorkLocked(); err != nil {
 		h.mu.Unlock()
-		return "", false, ErrNotStarted
-	case h.closing:
-		h.mu.Unlock()
-		return "", false, ErrClosed
+		return "", false, err
 	}
 	if r := h.runs[threadID]; r != nil {
+		held := r.runID
 		h.mu.Unlock()
-		if runID != "" && r.runID == runID {
-			return runID, true, nil
-		}
-		// A run that has just ended in the store may not have let go of
-		// the thread yet (it was resumed once more for nothing): wait for
-		// it rather than refuse a message that comes right after.
-		th, err := h.store.LoadThread(ctx, threadID)
-		if err == nil && th.Status != checkpoint.ThreadRunning {
-			select {
-			case <-r.done:
-				return h.prompt(ctx, threadID, text, opts)
-			case <-time.After(5 * time.Second):
-			case <-ctx.Done():
-				return "", false, ctx.Err()
-			}
-		}
-		cur := r.runID
-		if th != nil && err == nil {
-			cur = th.RunID
-		}
-		return "", false, fmt.Errorf("%w: thread %s is running (run %s)", ErrRunActive, threadID, cur)
+		return h.promptHeld(ctx, threadID, text, opts, runID, r, held)
 	}
 	h.mu.Unlock()
 	// A thread whose run is unfinished (parked, or cut off) is refused
@@ -161,42 +138,76 @@ func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOp
 				return s.Meta().RunID, false, nil
 			}
 		case o := <-done:
-			if errors.Is(o.err, agent.ErrRunIDUsed) || errors.Is(o.err, agent.ErrRunInProgress) {
-				// Nothing was started: let the thread go before answering,
-				// so that State never shows a run that is not there.
-				<-r.done
-			}
-			switch {
-			case o.err == nil:
-				// Finished before its start event was read here.
-				return h.lastRunID(ctx, threadID, runID)
-			case errors.Is(o.err, agent.ErrRunIDUsed):
-				return runID, true, nil
-			case errors.Is(o.err, agent.ErrRunInProgress):
-				th, _ := h.store.LoadThread(ctx, threadID)
-				cur := ""
-				if th != nil {
-					cur = th.RunID
-				}
-				if runID != "" && cur == runID {
-					return runID, true, nil
-				}
-				return "", false, fmt.Errorf("%w: thread %s has an unfinished run (run %s) waiting for answers", ErrRunActive, threadID, cur)
-			default:
-				// It may still have started (a model error after the
-				// message was stored): report the run if it did.
-				select {
-				case e := <-started.C:
-					if s, isStart := e.(*agent.RunStartedEvent); isStart {
-						return s.Meta().RunID, false, nil
-					}
-				default:
-				}
-				return "", false, o.err
-			}
+			return h.promptEnded(ctx, threadID, runID, r, started, o.err)
 		case <-ctx.Done():
 			return "", false, ctx.Err()
 		}
+	}
+}
+
+// promptHeld answers a prompt on a thread r holds here (held: its run id
+// as it was read): the run of the
+// same idempotency key, or ErrRunActive — after r lets go, if the store
+// says its run has just ended (it was resumed once more for nothing).
+func (h *Host) promptHeld(ctx context.Context, threadID, text string, opts *PromptOptions, runID string, r *run, held string) (string, bool, error) {
+	if runID != "" && held == runID {
+		return runID, true, nil
+	}
+	// A run that has just ended in the store may not have let go of
+	// the thread yet (it was resumed once more for nothing): wait for
+	// it rather than refuse a message that comes right after.
+	th, err := h.store.LoadThread(ctx, threadID)
+	if err == nil && th.Status != checkpoint.ThreadRunning {
+		select {
+		case <-r.done:
+			return h.prompt(ctx, threadID, text, opts)
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		}
+	}
+	cur := held
+	if th != nil && err == nil {
+		cur = th.RunID
+	}
+	return "", false, fmt.Errorf("%w: thread %s is running (run %s)", ErrRunActive, threadID, cur)
+}
+
+// promptEnded answers a prompt whose run returned err before its start
+// event was read here.
+func (h *Host) promptEnded(ctx context.Context, threadID, runID string, r *run, started *agent.Subscription, err error) (string, bool, error) {
+	if errors.Is(err, agent.ErrRunIDUsed) || errors.Is(err, agent.ErrRunInProgress) {
+		// Nothing was started: let the thread go before answering,
+		// so that State never shows a run that is not there.
+		<-r.done
+	}
+	switch {
+	case err == nil:
+		// Finished before its start event was read here.
+		return h.lastRunID(ctx, threadID, runID)
+	case errors.Is(err, agent.ErrRunIDUsed):
+		return runID, true, nil
+	case errors.Is(err, agent.ErrRunInProgress):
+		th, _ := h.store.LoadThread(ctx, threadID)
+		cur := ""
+		if th != nil {
+			cur = th.RunID
+		}
+		if runID != "" && cur == runID {
+			return runID, true, nil
+		}
+		return "", false, fmt.Errorf("%w: thread %s has an unfinished run (run %s) waiting for answers", ErrRunActive, threadID, cur)
+	default:
+		// It may still have started (a model error after the
+		// message was stored): report the run if it did.
+		select {
+		case e := <-started.C:
+			if s, isStart := e.(*agent.RunStartedEvent); isStart {
+				return s.Meta().RunID, false, nil
+			}
+		default:
+		}
+		return "", false, err
 	}
 }
 

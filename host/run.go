@@ -7,24 +7,96 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
-// run is a thread being driven by this host.
+// run is a thread held by this host: driven (Prompt, a resume), closed by
+// Abort, or both at once.
 type run struct {
 	agent *agent.Agent
 	runID string
+	// phase is where the run is in its life: see runPhase. Read and
+	// written under Host.mu, by the transitions alone.
+	phase runPhase
 	again bool // a question was resolved while it ran: resume once more
 	// handed: questions this host resolved for the run since it last
 	// resumed, handed to the next resume so that it need not read them.
 	handed []*checkpoint.Question
 	resume bool // counted in Host.resuming
-	// aborting: Abort is closing this run; the thread stays held (no
-	// other driver may start) until both the drive and the abort are done.
-	aborting, driveDone, abortDone bool
-	cancel                         context.CancelFunc
-	done                           chan struct{} // closed when the host lets go of the thread
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the host lets go of the thread
 	// With a Coordinator: the lease the run is driven under, and where
 	// the drive says whether it got it (nil error) before anything ran.
 	lease    Lease
 	acquired chan error
+}
+
+// runPhase is where a run this host holds is in its life. The thread is
+// held (it is in Host.runs, and no second driver starts here) from the
+// first phase until phaseReleased; an abort keeps it held until both the
+// abort and the drive it interrupted are done, so that an answer that
+// comes meanwhile cannot start a driver that runs a call the abort is
+// closing. The phase changes only by the transitions below, under
+// Host.mu:
+//
+//	driving ──abortBegins──▶ abortDriving ──driveEnds──▶ aborting
+//	   │                          │                         │
+//	driveEnds                 abortEnds                 abortEnds
+//	   ▼                          ▼                         ▼
+//	released ◀──driveEnds── abortedDriving              released
+//
+// A run Abort takes without a drive (the thread was idle, parked or
+// failed here, or driven by another replica) starts in phaseAborting.
+// While aborting (abortDriving, aborting, abortedDriving) the drive
+// records nothing of how it ended — not parked, not failed — and resumes
+// nothing: the abort decides the run's end.
+type runPhase int
+
+const (
+	// phaseDriving: a drive works the run.
+	phaseDriving runPhase = iota
+	// phaseAbortDriving: Abort closes the run while its drive ends.
+	phaseAbortDriving
+	// phaseAborting: Abort closes the run; no drive is left.
+	phaseAborting
+	// phaseAbortedDriving: the abort is done; the drive still ends.
+	phaseAbortedDriving
+	// phaseReleased: the host let go of the thread (done is closed).
+	phaseReleased
+)
+
+// aborting reports whether an abort took the run over.
+func (p runPhase) aborting() bool {
+	return p == phaseAbortDriving || p == phaseAborting || p == phaseAbortedDriving
+}
+
+// abortBegins: Abort takes the run over. A second abort of the same run
+// changes nothing.
+func (r *run) abortBegins() {
+	if r.phase == phaseDriving {
+		r.phase = phaseAbortDriving
+	}
+}
+
+// driveEnds: the run's drive is over. It reports whether the thread is to
+// be let go now (no abort holds it).
+func (r *run) driveEnds() (release bool) {
+	switch r.phase {
+	case phaseDriving, phaseAbortedDriving:
+		return true
+	case phaseAbortDriving:
+		r.phase = phaseAborting
+	}
+	return false
+}
+
+// abortEnds: the abort is over. It reports whether the thread is to be
+// let go now (no drive holds it).
+func (r *run) abortEnds() (release bool) {
+	switch r.phase {
+	case phaseAborting:
+		return true
+	case phaseAbortDriving:
+		r.phase = phaseAbortedDriving
+	}
+	return false
 }
 
 // kick makes the thread's run go on: at once if a resume slot is free,
@@ -96,14 +168,21 @@ func (h *Host) failure(threadID string) error {
 // driveEndedLocked: r's drive is over; the thread is let go unless an
 // abort still closes it, and the queue moves.
 func (h *Host) driveEndedLocked(threadID string, r *run) {
-	r.driveDone = true
 	if r.resume {
 		h.resuming--
 	}
-	if !r.aborting || r.abortDone {
+	if r.driveEnds() {
 		h.releaseLocked(threadID, r)
 	}
 	h.dispatchLocked()
+}
+
+// abortEndedLocked: the abort of r is over; the thread is let go unless
+// r's drive still ends.
+func (h *Host) abortEndedLocked(threadID string, r *run) {
+	if r.abortEnds() {
+		h.releaseLocked(threadID, r)
+	}
 }
 
 // releaseLocked lets go of the thread r held, resuming it once more if a
@@ -113,6 +192,7 @@ func (h *Host) releaseLocked(threadID string, r *run) {
 		return
 	}
 	delete(h.runs, threadID)
+	r.phase = phaseReleased
 	close(r.done)
 	if r.again && !h.closing {
 		r.again = false
