@@ -36,9 +36,10 @@ type QuestionRequest struct {
 	// Tool is the tool called; Ask fills it in. Reviewers' queues filter
 	// on it.
 	Tool string
-	// Check, when set, vets an answer before it is accepted (see
-	// [CheckAnswer]): an error refuses the answer and the question stays
-	// open. It runs in this process only, while the run waits.
+	// Check, when set, vets an answer before it is accepted, by a
+	// channel that is an [AnswerChecker]: an error refuses the answer and
+	// the question stays open. It runs in this process only, while the
+	// run waits.
 	Check func(ctx context.Context, answer json.RawMessage) error
 }
 
