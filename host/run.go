@@ -42,8 +42,11 @@ type run struct {
 //	   ▼                          ▼                         ▼
 //	released ◀──driveEnds── abortedDriving              released
 //
-// A run Abort takes without a drive (the thread was idle, parked or
-// failed here, or driven by another replica) starts in phaseAborting.
+// A run a drive holds (Prompt, a resume: startResumeLocked) starts in
+// phaseDriving, the zero phase; one Abort takes without a drive (the
+// thread was idle, parked or failed here, or driven by another replica)
+// starts in phaseAborting; releaseLocked ends every run in
+// phaseReleased.
 // While aborting (abortDriving, aborting, abortedDriving) the drive
 // records nothing of how it ended — not parked, not failed — and resumes
 // nothing: the abort decides the run's end.
