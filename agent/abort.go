@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
@@ -18,22 +17,10 @@ import (
 // "aborted" is persisted; and an [AgentAbortedEvent] is emitted. The next
 // Prompt starts afresh. With no unfinished run it does nothing.
 func (a *Agent) AbortPending(ctx context.Context, reason string) error {
-	// Stop the run active in this process, if any, and take its place. A
-	// run may start between the two steps, so cancel again until the lock
-	// is ours.
-	for !a.runMu.TryLock() {
-		a.cancelMu.Lock()
-		if a.cancelRun != nil {
-			a.cancelRun(fmt.Errorf("%w: %s", ErrAborted, reason))
-		}
-		a.cancelMu.Unlock()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
+	if err := a.takeRunForAbort(ctx, fmt.Errorf("%w: %s", ErrAborted, reason)); err != nil {
+		return err
 	}
-	defer a.runMu.Unlock()
+	defer a.endRun()
 	// A process driving the run elsewhere may save the thread between our
 	// read and our write: read again and redo, a few times.
 	for attempt := 1; ; attempt++ {
@@ -42,6 +29,37 @@ func (a *Agent) AbortPending(ctx context.Context, reason string) error {
 			return err
 		}
 	}
+}
+
+// takeRunForAbort stops the run active in this process, if any, and
+// takes its slot. A run may take the slot before the abort does (a
+// resume): it is cancelled too, as soon as it registers (abortCause).
+func (a *Agent) takeRunForAbort(ctx context.Context, cause error) error {
+	a.cancelMu.Lock()
+	a.abortWaiters++
+	a.abortCause = cause
+	defer func() {
+		if a.abortWaiters--; a.abortWaiters == 0 {
+			a.abortCause = nil
+		}
+		a.cancelMu.Unlock()
+	}()
+	for a.running != nil {
+		if a.cancelRun != nil {
+			a.cancelRun(cause)
+		}
+		ended := a.running
+		a.cancelMu.Unlock()
+		select {
+		case <-ctx.Done():
+			a.cancelMu.Lock()
+			return ctx.Err()
+		case <-ended:
+		}
+		a.cancelMu.Lock()
+	}
+	a.running = make(chan struct{})
+	return nil
 }
 
 func (a *Agent) abortOnce(ctx context.Context, reason string) error {

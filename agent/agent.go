@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 )
 
@@ -44,8 +43,8 @@ type Config struct {
 	// Channel delivers answers to waiting questions. Zero: a
 	// [StoreChannel] over the Checkpointer.
 	Channel Channel
-	// Checkpointer stores the thread. Zero: a new in-memory store
-	// (nothing survives the process).
+	// Checkpointer stores the thread. Required, unless Channel has a
+	// Store method (hitl's channels do): then that store.
 	Checkpointer checkpoint.Store
 	// ThreadID names the thread. Zero: a random id.
 	ThreadID string
@@ -98,10 +97,37 @@ type Agent struct {
 	log         *slog.Logger
 	events      *eventHub
 
-	runMu sync.Mutex // held for the whole of a run or an abort
-
-	cancelMu  sync.Mutex
+	// cancelMu guards the run slot and how to stop what holds it.
+	cancelMu sync.Mutex
+	// running is held for the whole of a run or an abort (beginRun,
+	// endRun): nil when free, else closed as it is let go.
+	running   chan struct{}
 	cancelRun context.CancelCauseFunc
+	// abortCause, while an AbortPending waits for the slot (abortWaiters),
+	// cancels a run the moment it registers its cancel function.
+	abortCause   error
+	abortWaiters int
+}
+
+// beginRun takes the run slot for a run, or reports that a run or an
+// abort holds it.
+func (a *Agent) beginRun() bool {
+	a.cancelMu.Lock()
+	defer a.cancelMu.Unlock()
+	if a.running != nil {
+		return false
+	}
+	a.running = make(chan struct{})
+	return true
+}
+
+// endRun lets go of the run slot, waking an AbortPending that waits.
+func (a *Agent) endRun() {
+	a.cancelMu.Lock()
+	ended := a.running
+	a.running = nil
+	a.cancelMu.Unlock()
+	close(ended)
 }
 
 // Errors returned by runs.
@@ -168,7 +194,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	if a.store == nil {
-		a.store = memory.New()
+		return nil, errors.New("agent: Config.Checkpointer is required (a store: checkpoint/memory's when nothing need outlive the process, checkpoint/sqlite's to survive it)")
 	}
 	if a.threadID == "" {
 		a.threadID = "thread_" + randomID()
@@ -288,10 +314,10 @@ type PromptOptions struct {
 
 // PromptWith is [Agent.Prompt] with options.
 func (a *Agent) PromptWith(ctx context.Context, text string, opts *PromptOptions) (*Message, error) {
-	if !a.runMu.TryLock() {
+	if !a.beginRun() {
 		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
 	}
-	defer a.runMu.Unlock()
+	defer a.endRun()
 	for attempt := 0; ; attempt++ {
 		var th *checkpoint.Thread
 		var err error
@@ -361,10 +387,10 @@ type ResumeOptions struct {
 
 // ResumeWith is [Agent.Resume] with options.
 func (a *Agent) ResumeWith(ctx context.Context, opts *ResumeOptions) (*Message, error) {
-	if !a.runMu.TryLock() {
+	if !a.beginRun() {
 		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
 	}
-	defer a.runMu.Unlock()
+	defer a.endRun()
 	th, err := a.store.LoadThread(ctx, a.threadID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return nil, ErrNoRun
@@ -401,6 +427,9 @@ func (a *Agent) drive(ctx context.Context, rs *runState, msgs []Message) (*Messa
 	defer cancel(nil)
 	a.cancelMu.Lock()
 	a.cancelRun = cancel
+	if a.abortCause != nil {
+		cancel(a.abortCause) // an abort waits for this run's slot
+	}
 	a.cancelMu.Unlock()
 	defer func() {
 		a.cancelMu.Lock()

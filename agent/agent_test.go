@@ -776,3 +776,13 @@ func TestDecisionsRecordThePolicy(t *testing.T) {
 		t.Errorf("the audit's decisions: %q, want %q", got, want)
 	}
 }
+
+// The store is the caller's to choose: none is an error that says which
+// field to set, not a thread kept silently in memory.
+func TestNewRequiresAStore(t *testing.T) {
+	t.Parallel()
+	_, err := agent.New(agent.Config{Provider: scripted.Demo{}})
+	if err == nil || !strings.Contains(err.Error(), "Config.Checkpointer is required") {
+		t.Fatalf("New without a store = %v, want Config.Checkpointer required", err)
+	}
+}

@@ -9,7 +9,8 @@
 //	}) (string, error) {
 //		return a.Text, nil
 //	}, nil)
-//	a, err := agent.New(agent.Config{Provider: provider, Tools: []*agent.Tool{echo}})
+//	a, err := agent.New(agent.Config{Provider: provider, Tools: []*agent.Tool{echo},
+//		Checkpointer: memory.New()}) // package checkpoint/memory; sqlite for a durable thread
 //	msg, err := a.Prompt(ctx, "say hi")
 //
 // # The run, step by step

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
 
@@ -40,7 +41,7 @@ func ExampleAgent_Prompt() {
 		scripted.Turn{Text: "Shouting.", ToolCalls: []agent.ToolCall{scripted.Call("c1", "shout", map[string]string{"text": "hello"})}},
 		scripted.Turn{Text: "Done: HELLO."},
 	)
-	a, _ := agent.New(agent.Config{Provider: model, Tools: []*agent.Tool{shout}})
+	a, _ := agent.New(agent.Config{Provider: model, Tools: []*agent.Tool{shout}, Checkpointer: memory.New()})
 	msg, err := a.Prompt(context.Background(), "shout hello")
 	if err != nil {
 		fmt.Println(err)
@@ -91,7 +92,7 @@ func ExampleBeforeToolFunc() {
 		}},
 		scripted.Turn{Text: "ok"},
 	)
-	a, _ := agent.New(agent.Config{Provider: model, Tools: []*agent.Tool{rm}, Middleware: []agent.Middleware{guard}, ThreadID: "t"})
+	a, _ := agent.New(agent.Config{Provider: model, Tools: []*agent.Tool{rm}, Middleware: []agent.Middleware{guard}, ThreadID: "t", Checkpointer: memory.New()})
 	// A host answers the question through the store.
 	events := a.Subscribe(0)
 	go func() {

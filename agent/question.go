@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -37,9 +36,10 @@ type QuestionRequest struct {
 	// Tool is the tool called; Ask fills it in. Reviewers' queues filter
 	// on it.
 	Tool string
-	// Check, when set, vets an answer before it is accepted (see
-	// [CheckAnswer]): an error refuses the answer and the question stays
-	// open. It runs in this process only, while the run waits.
+	// Check, when set, vets an answer before it is accepted, by a
+	// channel that is an [AnswerChecker]: an error refuses the answer and
+	// the question stays open. It runs in this process only, while the
+	// run waits.
 	Check func(ctx context.Context, answer json.RawMessage) error
 }
 
@@ -90,29 +90,18 @@ func MayPark(ctx context.Context) bool {
 	return !no
 }
 
-// answerChecks holds the Check functions of questions this process is
-// waiting on, keyed by store, thread and question id.
-var answerChecks sync.Map // checkKey -> *answerCheck
-
-type checkKey struct {
-	store              checkpoint.Store
-	threadID, question string
-}
-
-type answerCheck struct {
-	check func(context.Context, json.RawMessage) error
-}
-
-// CheckAnswer vets an answer with the Check of the question's
-// [QuestionRequest], if a run in this process is waiting on that question
-// of that store. Channels call it before they record an answer; nil means
-// "no objection".
-func CheckAnswer(ctx context.Context, store checkpoint.Store, threadID, questionID string, answer json.RawMessage) error {
-	c, ok := answerChecks.Load(checkKey{store, threadID, questionID})
-	if !ok {
-		return nil
-	}
-	return c.(*answerCheck).check(ctx, answer)
+// An AnswerChecker is a [Channel] through which answers are also given
+// (hitl's channels are). A run that asks a question with a Check
+// ([QuestionRequest]) hands the check to its channel for as long as it
+// waits on the question in this process, and the channel vets an answer
+// with it before recording it: an edit a policy refuses is refused to
+// whoever answers, and the question stays open. A channel that is not an
+// AnswerChecker gets no checks; the run then checks the answer when it
+// reads it.
+type AnswerChecker interface {
+	// HoldCheck makes check vet the answers given through the channel to
+	// the thread's question until release is called.
+	HoldCheck(threadID, questionID string, check func(ctx context.Context, answer json.RawMessage) error) (release func())
 }
 
 // ErrQuestion wraps failures of the question primitive itself.
@@ -134,10 +123,8 @@ func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest, lega
 	if req.Timeout > 0 {
 		q.Deadline = now.Add(req.Timeout)
 	}
-	if req.Check != nil {
-		key, c := checkKey{a.store, a.threadID, req.ID}, &answerCheck{req.Check}
-		answerChecks.Store(key, c)
-		defer answerChecks.CompareAndDelete(key, c)
+	if ac, ok := a.channel.(AnswerChecker); ok && req.Check != nil {
+		defer ac.HoldCheck(a.threadID, req.ID, req.Check)()
 	}
 	if c := ToolCallFrom(ctx); c != nil && (c.Tool == nil || !c.Tool.Idempotent()) {
 		// Asked from inside a tool that cannot be run again: parking would

@@ -252,7 +252,7 @@ func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, ar
 	err = nil
 	for attempt := 0; attempt < 3; attempt++ {
 		if attempt > 0 {
-			time.Sleep(time.Duration(attempt*attempt) * 50 * time.Millisecond)
+			a.pause(live, time.Duration(attempt*attempt)*50*time.Millisecond)
 		}
 		b.Thread = nil
 		if _, err = rs.commitKept(ctx, b, add, false, k); err == nil {
@@ -277,6 +277,19 @@ func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, ar
 		return fmt.Errorf("agent: recording result of call %s: %w", call.ID, err)
 	}
 	return nil
+}
+
+// pause waits d on the agent's clock before a result's write is tried
+// again, or until live ends: a run stopped while its tool ran makes its
+// remaining tries at once (the result is known and still written) rather
+// than hold up whoever stopped it.
+func (a *Agent) pause(live context.Context, d time.Duration) {
+	timer, stop := a.clock.After(d)
+	defer stop()
+	select {
+	case <-timer:
+	case <-live.Done():
+	}
 }
 
 func (a *Agent) callContext(rs *runState, msgs []Message, call ToolCall, tool *Tool, typed any, raw json.RawMessage) *ToolCallContext {

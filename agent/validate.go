@@ -216,6 +216,41 @@ func (r *report) sorted(ps []problem) []Problem {
 // token depth of such an error's location is n too low.
 type shift struct{ depth, n int }
 
+// boundMessage words the failed keywords that bound a value (a number's
+// range, a string's length and pattern, an array's or object's size) at
+// the value's own path; ok false for any other kind.
+func boundMessage(ek sjs.ErrorKind) (msg string, ok bool) {
+	switch k := ek.(type) {
+	case *kind.Minimum:
+		return fmt.Sprintf("must be >= %s", ratString(k.Want)), true
+	case *kind.Maximum:
+		return fmt.Sprintf("must be <= %s", ratString(k.Want)), true
+	case *kind.ExclusiveMinimum:
+		return fmt.Sprintf("must be > %s", ratString(k.Want)), true
+	case *kind.ExclusiveMaximum:
+		return fmt.Sprintf("must be < %s", ratString(k.Want)), true
+	case *kind.MultipleOf:
+		return fmt.Sprintf("must be a multiple of %s", ratString(k.Want)), true
+	case *kind.MinLength:
+		return fmt.Sprintf("must be at least %s long (it has %d)", plural(k.Want, "character", "characters"), k.Got), true
+	case *kind.MaxLength:
+		return fmt.Sprintf("must be at most %s long (it has %d)", plural(k.Want, "character", "characters"), k.Got), true
+	case *kind.Pattern:
+		return fmt.Sprintf("must match the regular expression %q", k.Want), true
+	case *kind.MinItems:
+		return fmt.Sprintf("must have at least %s (it has %d)", plural(k.Want, "item", "items"), k.Got), true
+	case *kind.MaxItems:
+		return fmt.Sprintf("must have at most %s (it has %d)", plural(k.Want, "item", "items"), k.Got), true
+	case *kind.AdditionalItems:
+		return fmt.Sprintf("has %s more than the schema allows", plural(k.Count, "item", "items")), true
+	case *kind.MinProperties:
+		return fmt.Sprintf("must have at least %s (it has %d)", plural(k.Want, "property", "properties"), k.Got), true
+	case *kind.MaxProperties:
+		return fmt.Sprintf("must have at most %s (it has %d)", plural(k.Want, "property", "properties"), k.Got), true
+	}
+	return "", false
+}
+
 func (r *report) collect(e *sjs.ValidationError, shifts []shift, out []problem) []problem {
 	c := r.c
 	tail, isTail := c.tailItems(e)
@@ -232,6 +267,10 @@ func (r *report) collect(e *sjs.ValidationError, shifts []shift, out []problem) 
 			return jsonType(v)
 		}
 		return ""
+	}
+	if msg, ok := boundMessage(e.ErrorKind); ok {
+		add(path, "%s", msg)
+		return out
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
@@ -273,22 +312,6 @@ func (r *report) collect(e *sjs.ValidationError, shifts []shift, out []problem) 
 		for _, p := range k.Properties {
 			add(path+"/"+escapePointer(p), "unknown %s (allowed: %s)", argumentOr(path, "property"), allowed)
 		}
-	case *kind.Minimum:
-		add(path, "must be >= %s", ratString(k.Want))
-	case *kind.Maximum:
-		add(path, "must be <= %s", ratString(k.Want))
-	case *kind.ExclusiveMinimum:
-		add(path, "must be > %s", ratString(k.Want))
-	case *kind.ExclusiveMaximum:
-		add(path, "must be < %s", ratString(k.Want))
-	case *kind.MultipleOf:
-		add(path, "must be a multiple of %s", ratString(k.Want))
-	case *kind.MinLength:
-		add(path, "must be at least %s long (it has %d)", plural(k.Want, "character", "characters"), k.Got)
-	case *kind.MaxLength:
-		add(path, "must be at most %s long (it has %d)", plural(k.Want, "character", "characters"), k.Got)
-	case *kind.Pattern:
-		add(path, "must match the regular expression %q", k.Want)
 	case *kind.Format:
 		msg := "must be a valid " + k.Want
 		if ex, ok := formatExamples[k.Want]; ok {
@@ -298,18 +321,8 @@ func (r *report) collect(e *sjs.ValidationError, shifts []shift, out []problem) 
 			msg += " (" + k.Err.Error() + ")"
 		}
 		add(path, "%s", msg)
-	case *kind.MinItems:
-		add(path, "must have at least %s (it has %d)", plural(k.Want, "item", "items"), k.Got)
-	case *kind.MaxItems:
-		add(path, "must have at most %s (it has %d)", plural(k.Want, "item", "items"), k.Got)
-	case *kind.AdditionalItems:
-		add(path, "has %s more than the schema allows", plural(k.Count, "item", "items"))
 	case *kind.UniqueItems:
 		add(path+"/"+strconv.Itoa(k.Duplicates[1]), "duplicate of item %d; items must be unique", k.Duplicates[0])
-	case *kind.MinProperties:
-		add(path, "must have at least %s (it has %d)", plural(k.Want, "property", "properties"), k.Got)
-	case *kind.MaxProperties:
-		add(path, "must have at most %s (it has %d)", plural(k.Want, "property", "properties"), k.Got)
 	case *kind.PropertyNames:
 		var why []string
 		for _, cause := range e.Causes {

@@ -9,11 +9,11 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
 	"github.com/tollgate-ai/tollgate/internal/resolution"
@@ -45,9 +45,15 @@ type CheckpointedChannel struct {
 	threadID string
 	clock    clock.Clock
 	poll     time.Duration
+	// checks are the Check functions of the questions runs wait on
+	// through this channel (agent.AnswerChecker).
+	checks *answerChecks
 }
 
-var _ Channel = (*CheckpointedChannel)(nil)
+var (
+	_ Channel             = (*CheckpointedChannel)(nil)
+	_ agent.AnswerChecker = (*CheckpointedChannel)(nil)
+)
 
 // ChannelOptions tune a channel. A nil *ChannelOptions means zero values.
 type ChannelOptions struct {
@@ -61,7 +67,7 @@ type ChannelOptions struct {
 // NewCheckpointedChannel returns a channel over store for one thread
 // ("" for every thread).
 func NewCheckpointedChannel(store checkpoint.Store, threadID string, opts *ChannelOptions) *CheckpointedChannel {
-	c := &CheckpointedChannel{store: store, threadID: threadID, clock: clock.Real, poll: 2 * time.Second}
+	c := &CheckpointedChannel{store: store, threadID: threadID, clock: clock.Real, poll: 2 * time.Second, checks: &answerChecks{}}
 	if opts != nil {
 		if opts.Clock != nil {
 			c.clock = opts.Clock
@@ -73,18 +79,58 @@ func NewCheckpointedChannel(store checkpoint.Store, threadID string, opts *Chann
 	return c
 }
 
-// NewMemoryChannel returns a channel over a new in-memory store, for tests
-// and examples. Give it to the agent as Config.Channel and leave
-// Config.Checkpointer empty: the agent then uses the channel's store.
-func NewMemoryChannel(threadID string, opts *ChannelOptions) *CheckpointedChannel {
-	return NewCheckpointedChannel(memory.New(), threadID, opts)
-}
-
 // Store is the store the channel reads and writes.
 func (c *CheckpointedChannel) Store() checkpoint.Store { return c.store }
 
 // ThreadID is the channel's thread ("" for all).
 func (c *CheckpointedChannel) ThreadID() string { return c.threadID }
+
+// HoldCheck implements [agent.AnswerChecker]: the agent calls it for a
+// question with a Check while its run waits on the question through this
+// channel, and AnswerWith then refuses what the check refuses.
+func (c *CheckpointedChannel) HoldCheck(threadID, questionID string, check func(context.Context, json.RawMessage) error) func() {
+	return c.checks.hold(threadID, questionID, check)
+}
+
+// answerChecks holds the Check functions of the questions runs wait on,
+// by thread and question.
+type answerChecks struct {
+	mu sync.Mutex
+	m  map[[2]string]*answerCheck
+}
+
+type answerCheck struct {
+	check func(context.Context, json.RawMessage) error
+}
+
+func (a *answerChecks) hold(threadID, questionID string, check func(context.Context, json.RawMessage) error) func() {
+	k, c := [2]string{threadID, questionID}, &answerCheck{check}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[[2]string]*answerCheck{}
+	}
+	a.m[k] = c
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.m[k] == c { // a later wait on the same question holds its own
+			delete(a.m, k)
+		}
+	}
+}
+
+// check vets answer with the check held for the question, if any: nil is
+// "no objection".
+func (a *answerChecks) check(ctx context.Context, threadID, questionID string, answer json.RawMessage) error {
+	a.mu.Lock()
+	c := a.m[[2]string{threadID, questionID}]
+	a.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.check(ctx, answer)
+}
 
 // Wait implements agent.Channel.
 func (c *CheckpointedChannel) Wait(ctx context.Context, threadID, questionID string) (*checkpoint.Question, error) {
@@ -298,7 +344,7 @@ func (c *CheckpointedChannel) AnswerWith(ctx context.Context, threadID, question
 	if o.RequireDigest && q.Digest != "" && answerDigest(raw) == "" {
 		return nil, fmt.Errorf("%w: question %q", ErrDigestRequired, questionID)
 	}
-	if err := agent.CheckAnswer(ctx, c.store, threadID, questionID, raw); err != nil {
+	if err := c.checks.check(ctx, threadID, questionID, raw); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
 	}
 	if o.Check != nil {

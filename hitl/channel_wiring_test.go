@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/storetest"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
@@ -16,8 +17,8 @@ import (
 
 func TestMiswiredChannelStopsTheRunWithAClearError(t *testing.T) {
 	t.Parallel()
-	agentsChannel := hitl.NewMemoryChannel("t", nil)
-	otherChannel := hitl.NewMemoryChannel("t", nil) // another store: its host would never see the question
+	agentsChannel := hitl.NewCheckpointedChannel(memory.New(), "t", nil)
+	otherChannel := hitl.NewCheckpointedChannel(memory.New(), "t", nil) // another store: its host would never see the question
 	a, _ := agent.New(agent.Config{Provider: scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "bash", `{"cmd":"ls"}`)}}),
 		Tools:      []*agent.Tool{agent.NewRawTool("bash", "Run.", func(ctx context.Context, m map[string]any) (agent.ToolResult, error) { return agent.ToolResult{}, nil }, nil)},
 		Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(otherChannel, nil)}, Channel: agentsChannel, ThreadID: "t"})

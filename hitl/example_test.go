@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
@@ -33,7 +34,7 @@ func Example() {
 	})
 
 	// Step 2: wire the agent (the in-memory channel brings its own store).
-	channel := hitl.NewMemoryChannel("session-1", nil)
+	channel := hitl.NewCheckpointedChannel(memory.New(), "session-1", nil)
 	model := scripted.New(
 		scripted.Turn{ToolCalls: []agent.ToolCall{
 			scripted.Call("c1", "bash", bashArgs{"ls"}),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/storetest"
@@ -448,7 +449,7 @@ func TestSubscribeSeesPendingFirstThenNew(t *testing.T) {
 
 func TestAskUserToolAndConfirm(t *testing.T) {
 	t.Parallel()
-	channel := hitl.NewMemoryChannel("t", nil)
+	channel := hitl.NewCheckpointedChannel(memory.New(), "t", nil)
 	deploy := agent.NewTool("deploy", "Deploy.", func(ctx context.Context, a struct{}) (string, error) {
 		ok, err := hitl.Confirm(ctx, "go", "Deploy to production?", time.Minute)
 		if err != nil {

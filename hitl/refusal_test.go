@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
 )
 
@@ -48,7 +49,7 @@ func TestApproveWithEditedArgsRefused(t *testing.T) {
 func TestToolDecisionRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ch := hitl.NewMemoryChannel("t", nil)
+	ch := hitl.NewCheckpointedChannel(memory.New(), "t", nil)
 	q := &checkpoint.Question{ThreadID: "t", ID: "approve_c1", CallID: "c1", Tool: "pay", Kind: "tool_interrupt",
 		Payload: json.RawMessage(`{"kind":"tool_interrupt","tool_name":"pay","tool_call_id":"c1","arguments":{"amount":5}}`), Digest: "v2:sha256:ab"}
 	if _, _, err := ch.Store().CreateQuestion(ctx, q); err != nil {
@@ -80,7 +81,7 @@ func TestToolDecisionRefusals(t *testing.T) {
 func TestDigestRequired(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ch := hitl.NewMemoryChannel("", nil)
+	ch := hitl.NewCheckpointedChannel(memory.New(), "", nil)
 	for _, q := range []*checkpoint.Question{
 		{ThreadID: "t", ID: "approve_c1", CallID: "c1", Tool: "pay", Kind: "tool_interrupt",
 			Payload: json.RawMessage(`{"kind":"tool_interrupt","tool_name":"pay","tool_call_id":"c1","arguments":{"amount":5}}`), Digest: "sha256:ab"},

@@ -7,6 +7,7 @@ import (
 	"log"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/interrupt"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
@@ -27,7 +28,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err) // a rule built wrong: bad pattern, no pattern, ...
 	}
-	channel := hitl.NewMemoryChannel("example", nil)
+	channel := hitl.NewCheckpointedChannel(memory.New(), "example", nil)
 	model := scripted.New(
 		scripted.Turn{ToolCalls: []agent.ToolCall{
 			scripted.Call("fc:1", "transfer", TransferArgs{50, "bob"}),

@@ -39,11 +39,12 @@ var ErrNoCallID = errors.New("interrupt: the tool call needing approval has no t
 //
 // An edit whose arguments fail the tool's schema is refused to whoever
 // answers, with every problem listed, and the question stays open: the
-// agent hands the answer to the middleware before it is recorded (a
-// channel calls [agent.CheckAnswer]; hitl's channels do, refusing with
-// hitl.ErrInvalidAnswer, and errors.As finds the *agent.ValidationError).
-// That check needs the run to be waiting in the process that takes the
-// answer; an answer recorded with no run waiting (between a crash and the
+// agent hands the answer to the middleware before it is recorded (through
+// a channel that is an [agent.AnswerChecker]; hitl's channels are, refusing
+// with hitl.ErrInvalidAnswer, and errors.As finds the
+// *agent.ValidationError). That check needs the run to be waiting, on the
+// channel that takes the answer (or on a host that takes it), in that
+// process; an answer recorded with no run waiting (between a crash and the
 // resume, say) is checked when the run resumes, and an invalid edit is then
 // denied, since the question is already closed.
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/mcptest"
 	"github.com/tollgate-ai/tollgate/mcpgate"
@@ -50,7 +51,7 @@ func TestAgentThroughApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	channel := hitl.NewMemoryChannel("s1", nil)
+	channel := hitl.NewCheckpointedChannel(memory.New(), "s1", nil)
 	model := scripted.New(
 		scripted.Turn{ToolCalls: []agent.ToolCall{
 			scripted.Call("echo", "mcp__t__echo", map[string]any{"text": "hi"}),

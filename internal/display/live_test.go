@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/display"
 	"github.com/tollgate-ai/tollgate/interrupt"
@@ -107,7 +108,7 @@ func TestOutcomeOfTheApprovalMiddleware(t *testing.T) {
 		}
 		return hitl.AskUser(hitl.AskOptions{Timeout: time.Minute, Details: map[string]any{"matched_rule": "ask"}})
 	})
-	channel := hitl.NewMemoryChannel("t1", nil)
+	channel := hitl.NewCheckpointedChannel(memory.New(), "t1", nil)
 	calls := []agent.ToolCall{
 		scripted.Call("c1", "bash", bashArgs{"ls >> out"}),
 		scripted.Call("c2", "bash", bashArgs{"dd if=/dev/zero of=/dev/sda"}),
@@ -146,7 +147,7 @@ func TestOutcomeOfTheInterruptMiddleware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	channel := hitl.NewMemoryChannel("t1", nil)
+	channel := hitl.NewCheckpointedChannel(memory.New(), "t1", nil)
 	calls := []agent.ToolCall{
 		scripted.Call("c1", "bash", bashArgs{"ls >> out"}),
 		scripted.Call("c2", "bash", bashArgs{"rm /tmp/logs"}),

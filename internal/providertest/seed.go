@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
 )
@@ -56,7 +57,7 @@ func RunSeed(t testing.TB, p agent.Provider, model agent.Model, answer func(*hit
 			Details: map[string]any{"matched_rule": "confirm-writes", "impact": "deletes files"}})
 	})
 	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	channel := hitl.NewMemoryChannel("seed", &hitl.ChannelOptions{Clock: clk, PollInterval: 20 * time.Millisecond})
+	channel := hitl.NewCheckpointedChannel(memory.New(), "seed", &hitl.ChannelOptions{Clock: clk, PollInterval: 20 * time.Millisecond})
 	a, err := agent.New(agent.Config{
 		Provider:     p,
 		Model:        model,

@@ -5,7 +5,8 @@
 //
 // With ANTHROPIC_API_KEY set:
 //
-//	a, err := agent.New(agent.Config{Provider: anthropic.New(nil), Model: agent.Model{ID: "claude-sonnet-4-6"}})
+//	a, err := agent.New(agent.Config{Provider: anthropic.New(nil), Model: agent.Model{ID: "claude-sonnet-4-6"},
+//		Checkpointer: memory.New()}) // package checkpoint/memory
 //	reply, err := a.Prompt(ctx, "Hello")
 //
 // [Options] set the key, base URL, HTTP client, retries, default model and

@@ -6,12 +6,14 @@
 //
 // Against OpenAI, with OPENAI_API_KEY set:
 //
-//	a, err := agent.New(agent.Config{Provider: openai.New(nil), Model: agent.Model{ID: "gpt-4.1"}})
+//	a, err := agent.New(agent.Config{Provider: openai.New(nil), Model: agent.Model{ID: "gpt-4.1"},
+//		Checkpointer: memory.New()}) // package checkpoint/memory
 //	reply, err := a.Prompt(ctx, "Hello")
 //
 // Against Ollama (no key needed), after `ollama pull qwen3:8b`:
 //
-//	a, err := agent.New(agent.Config{Provider: openai.New(&openai.Options{BaseURL: "http://localhost:11434/v1"}), Model: agent.Model{ID: "qwen3:8b"}})
+//	a, err := agent.New(agent.Config{Provider: openai.New(&openai.Options{BaseURL: "http://localhost:11434/v1"}),
+//		Model: agent.Model{ID: "qwen3:8b"}, Checkpointer: memory.New()})
 //	reply, err := a.Prompt(ctx, "Hello")
 //
 // vLLM (http://localhost:8000/v1), llama.cpp's server

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
 
@@ -18,7 +19,7 @@ func ExampleNew() {
 			return nil
 		}},
 	)
-	a, _ := agent.New(agent.Config{Provider: model, SystemPrompt: "be kind"})
+	a, _ := agent.New(agent.Config{Provider: model, SystemPrompt: "be kind", Checkpointer: memory.New()})
 	msg, err := a.Prompt(context.Background(), "hi")
 	fmt.Println(msg.Text, err)
 	_, err = a.Prompt(context.Background(), "again")
@@ -36,7 +37,7 @@ func ExampleDemo() {
 	}) (string, error) {
 		return `{"exit_code":0,"stdout":"","stderr":""}`, nil
 	}, nil)
-	a, _ := agent.New(agent.Config{Provider: scripted.Demo{}, Tools: []*agent.Tool{bash}})
+	a, _ := agent.New(agent.Config{Provider: scripted.Demo{}, Tools: []*agent.Tool{bash}, Checkpointer: memory.New()})
 	msg, _ := a.Prompt(context.Background(), "please\n$ ls\n$ pwd")
 	fmt.Println(msg.Text)
 	// Output:

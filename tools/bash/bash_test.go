@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
@@ -16,7 +17,7 @@ import (
 func runOne(t *testing.T, tool *agent.Tool, cmd string) agent.ToolResult {
 	t.Helper()
 	model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "bash", bash.Args{Cmd: cmd})}}, scripted.Turn{Text: "ok"})
-	a, err := agent.New(agent.Config{Provider: model, Tools: []*agent.Tool{tool}})
+	a, err := agent.New(agent.Config{Provider: model, Tools: []*agent.Tool{tool}, Checkpointer: memory.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
@@ -19,7 +20,7 @@ func ExampleNew() {
 		}},
 		scripted.Turn{Text: "done"},
 	)
-	a, _ := agent.New(agent.Config{Provider: model, Tools: []*agent.Tool{tool}})
+	a, _ := agent.New(agent.Config{Provider: model, Tools: []*agent.Tool{tool}, Checkpointer: memory.New()})
 	if _, err := a.Prompt(context.Background(), "run"); err != nil {
 		fmt.Println(err)
 	}

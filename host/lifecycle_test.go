@@ -1,0 +1,68 @@
+package host_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/storetest"
+)
+
+// resyncStore hands the host a notification feed the test writes, and,
+// once armed, holds the next listing of threads until the test lets it go.
+type resyncStore struct {
+	checkpoint.Store
+	feed    chan checkpoint.Notification
+	armed   atomic.Bool
+	listing chan struct{} // closed when the held listing began
+	release chan struct{}
+}
+
+func (s *resyncStore) Subscribe(ctx context.Context) (<-chan checkpoint.Notification, error) {
+	return s.feed, nil
+}
+
+func (s *resyncStore) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*checkpoint.Thread, string, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.listing)
+		<-ctx.Done()
+		<-s.release
+		return nil, "", ctx.Err()
+	}
+	return s.Store.ListThreads(ctx, f)
+}
+
+// The re-read of the store's runs a resync starts is the host's own
+// goroutine: Shutdown waits for it, so that nothing of the host still
+// reads the store (or resumes a run) once Shutdown has returned.
+func TestShutdownWaitsForTheResyncItStarted(t *testing.T) {
+	t.Parallel()
+	s := &resyncStore{Store: storetest.New(t), feed: make(chan checkpoint.Notification, 1),
+		listing: make(chan struct{}), release: make(chan struct{})}
+	f := newFixture(t, s, time.Minute, nil)
+	h, err := host.New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.armed.Store(true)
+	s.feed <- checkpoint.Notification{Kind: checkpoint.Resync}
+	<-s.listing
+	shut := make(chan struct{})
+	go func() {
+		defer close(shut)
+		_, _ = h.Shutdown(context.Background())
+	}()
+	select {
+	case <-shut:
+		t.Fatal("Shutdown returned while the re-read a resync started still read the store")
+	case <-time.After(100 * time.Millisecond): // long enough for a Shutdown that does not wait to return
+	}
+	close(s.release)
+	<-shut
+}
