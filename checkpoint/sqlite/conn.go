@@ -43,9 +43,9 @@ func (s *Store) writerConn(dc any) (*wconn, error) {
 		}
 		c.st[i] = st
 	}
-	if s.wc != nil {
-		s.wc.close()
-	}
+	// The statements of a connection database/sql closed are not closed
+	// here: the driver's connection they need is gone (a new connection
+	// means the old one failed; it does not happen otherwise).
 	s.wc = c
 	return c, nil
 }

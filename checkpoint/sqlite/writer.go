@@ -162,13 +162,13 @@ func (w *writer) take() []*op {
 // savepoint when there are several, and COMMIT. Each caller is answered
 // once COMMIT has returned.
 func (w *writer) group() {
-	conn, err := w.s.w.Conn(bg)
-	g := w.take()
+	var g []*op
 	defer func() {
 		for _, o := range g {
 			close(o.done)
 		}
 	}()
+	conn, err := w.s.w.Conn(bg)
 	if err == nil {
 		defer conn.Close()
 		err = conn.Raw(func(dc any) error {
@@ -176,27 +176,28 @@ func (w *writer) group() {
 			if err != nil {
 				return err
 			}
-			w.groupOn(c, g)
+			dtx, err := c.dc.(driver.ConnBeginTx).BeginTx(bg, driver.TxOptions{})
+			g = w.take()
+			if err != nil {
+				return err
+			}
+			w.groupOn(c, dtx, g)
 			return nil
 		})
 	}
 	if err != nil {
+		if g == nil {
+			g = w.take()
+		}
 		for _, o := range g {
 			o.err = fmt.Errorf("sqlite: begin: %w", err)
 		}
 	}
 }
 
-// groupOn is group's transaction on the writer's connection c.
-func (w *writer) groupOn(c *wconn, g []*op) {
+// groupOn is group's transaction dtx on the writer's connection c.
+func (w *writer) groupOn(c *wconn, dtx driver.Tx, g []*op) {
 	s := w.s
-	dtx, err := c.dc.(driver.ConnBeginTx).BeginTx(bg, driver.TxOptions{})
-	if err != nil {
-		for _, o := range g {
-			o.err = fmt.Errorf("sqlite: begin: %w", err)
-		}
-		return
-	}
 	t := &wtx{s: s, c: c, tx: wsql{c}}
 	savepoints := len(g) > 1
 	var written []*op
@@ -272,6 +273,9 @@ func (w *writer) groupOn(c *wconn, g []*op) {
 	// them for this store's own before.
 	s.hub.expect(changes)
 	if err := dtx.Commit(); err != nil {
+		// A COMMIT that fails may leave the transaction open (SQLite:
+		// SQLITE_BUSY): it must not hold the next group's writes.
+		dtx.Rollback()
 		s.hub.forget(changes)
 		failAll(fmt.Errorf("sqlite: commit: %w", err))
 		return
