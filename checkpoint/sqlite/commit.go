@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,6 +209,7 @@ type wtx struct {
 	s  *Store
 	c  *wconn
 	tx wsql // statements by their text
+	nv []driver.NamedValue
 }
 
 // bg is the context of the writer's statements. Not a caller's: an
@@ -215,7 +217,7 @@ type wtx struct {
 // it other callers' batches.
 var bg = context.Background()
 
-func (t *wtx) stmt(q wq) wstmt { return wstmt{st: t.c.st[q]} }
+func (t *wtx) stmt(q wq) wstmt { return wstmt{st: t.c.st[q], nv: &t.nv} }
 
 // apply writes o's batch in t, in the order of the Batch's fields. An
 // error leaves writes in t that the writer rolls back.

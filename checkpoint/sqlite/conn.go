@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // The writer's statements run on the driver's connection itself, below
@@ -78,13 +79,21 @@ func (c *wconn) prepared(query string) (driver.Stmt, error) {
 // method names so that the writer's code reads as before.
 type wstmt struct {
 	st  driver.Stmt
-	err error // of preparing it
+	err error                // of preparing it
+	nv  *[]driver.NamedValue // the writer's, reused: one statement at a time
 }
 
 // named converts args as database/sql does (driver.DefaultParameterConverter:
-// an int becomes an int64, a []byte-kinded type a []byte, ...).
-func named(args []any) ([]driver.NamedValue, error) {
-	nv := make([]driver.NamedValue, len(args))
+// an int becomes an int64, a []byte-kinded type a []byte, ...), into buf
+// when there is one (the driver keeps none of them past the statement).
+func named(buf *[]driver.NamedValue, args []any) ([]driver.NamedValue, error) {
+	var nv []driver.NamedValue
+	if buf != nil {
+		nv = slices.Grow((*buf)[:0], len(args))[:len(args)]
+		*buf = nv
+	} else {
+		nv = make([]driver.NamedValue, len(args))
+	}
 	for i, a := range args {
 		v, err := driver.DefaultParameterConverter.ConvertValue(a)
 		if err != nil {
@@ -100,7 +109,7 @@ func (w wstmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error)
 	if w.err != nil {
 		return nil, w.err
 	}
-	nv, err := named(args)
+	nv, err := named(w.nv, args)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +121,7 @@ func (w wstmt) QueryRowContext(ctx context.Context, args ...any) *wrow {
 	if w.err != nil {
 		return &wrow{err: w.err}
 	}
-	nv, err := named(args)
+	nv, err := named(w.nv, args)
 	if err != nil {
 		return &wrow{err: err}
 	}
@@ -189,7 +198,7 @@ type wsql struct{ c *wconn }
 
 func (w wsql) stmt(query string) wstmt {
 	st, err := w.c.prepared(query)
-	return wstmt{st, err}
+	return wstmt{st: st, err: err}
 }
 
 func (w wsql) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
