@@ -14,17 +14,8 @@ import (
 // tollgate's role (schema 12): an event is never changed, deleted or
 // truncated away; the store still appends.
 func TestEventsAppendOnly(t *testing.T) {
-	migs, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsn, schema, pool := oldSchema(t, len(migs))
+	s, pool := currentSchema(t)
 	ctx := context.Background()
-	s, err := Open(ctx, dsn, &Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	q := &checkpoint.Question{ThreadID: "t", ID: "q", RunID: "r", CallID: "c", Tool: "bash", Kind: "approve", Digest: "v2:sha256:00"}
 	if _, _, err := s.CreateQuestion(ctx, q); err != nil {
 		t.Fatal(err)
