@@ -25,7 +25,7 @@ import (
 func Marshal(v any) ([]byte, error) {
 	switch v.(type) {
 	case map[string]any, map[string]string, []any, []string:
-		if b, ok := appendValue(make([]byte, 0, 256), v); ok {
+		if b, ok := appendValue(make([]byte, 0, 256), v, 0); ok {
 			return b, nil
 		}
 	}
@@ -40,9 +40,13 @@ func Marshal(v any) ([]byte, error) {
 
 // appendValue appends v as encoding/json encodes it without HTML
 // escaping, and reports false (b is then garbage) for a type it does not
-// know or a value encoding/json refuses (NaN, infinities): the caller
-// then asks encoding/json.
-func appendValue(b []byte, v any) ([]byte, bool) {
+// know or a value encoding/json refuses (NaN, infinities, a map or list
+// that holds itself: past maxDepth levels): the caller then asks
+// encoding/json, which says what is wrong.
+func appendValue(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxDepth {
+		return b, false
+	}
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...), true
@@ -73,7 +77,7 @@ func appendValue(b []byte, v any) ([]byte, bool) {
 			}
 			b = append(appendString(b, k), ':')
 			var ok bool
-			if b, ok = appendValue(b, v[k]); !ok {
+			if b, ok = appendValue(b, v[k], depth+1); !ok {
 				return b, false
 			}
 		}
@@ -100,7 +104,7 @@ func appendValue(b []byte, v any) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = appendValue(b, e); !ok {
+			if b, ok = appendValue(b, e, depth+1); !ok {
 				return b, false
 			}
 		}
@@ -120,6 +124,9 @@ func appendValue(b []byte, v any) ([]byte, bool) {
 	}
 	return b, false
 }
+
+// maxDepth is where encoding/json starts looking for cycles.
+const maxDepth = 1000
 
 // sortedKeys are m's keys in encoding/json's order (byte order).
 func sortedKeys[V any](m map[string]V) []string {

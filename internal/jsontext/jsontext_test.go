@@ -88,8 +88,13 @@ func TestMarshalAsEncodingJSON(t *testing.T) {
 			t.Errorf("%#v:\n got %s, %v\nwant %s, %v", v, got, err, want, werr)
 		}
 	}
-	// What encoding/json refuses is refused, with its error.
-	for _, v := range []any{map[string]any{"n": math.NaN()}, []any{math.Inf(1)}, map[string]any{"f": float32(math.Inf(-1))}} {
+	// What encoding/json refuses is refused, with its error: also a value
+	// that holds itself (not a stack overflow).
+	self := map[string]any{}
+	self["self"] = self
+	loop := []any{nil}
+	loop[0] = loop
+	for _, v := range []any{map[string]any{"n": math.NaN()}, []any{math.Inf(1)}, map[string]any{"f": float32(math.Inf(-1))}, self, loop} {
 		if _, err := jsontext.Marshal(v); err == nil {
 			t.Errorf("%v: no error", v)
 		}
