@@ -71,6 +71,8 @@ func TestEventsAppendOnly(t *testing.T) {
 	refused("an event numbered -1", cols+row("-1"))
 	refused("replacing at -1", `REPLACE INTO events (seq, thread_id, run_id, type, data, at) VALUES `+row("-1"))
 	refused("an event numbered 0", cols+row("0"))
+	refused("an event numbered through rowid", `INSERT INTO events (rowid, thread_id, run_id, type, data, at) VALUES `+row(fmt.Sprint(newest+1)))
+	refused("replacing the newest event through oid", `REPLACE INTO events (oid, thread_id, run_id, type, data, at) VALUES `+row(fmt.Sprint(newest)))
 
 	// A hand that writes an event as the store does is in the log.
 	var handSeq int64
