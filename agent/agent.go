@@ -83,6 +83,8 @@ type Agent struct {
 	model       Model
 	system      string
 	tools       []*Tool
+	specs       []ToolSpec // the tools' specs, as every model request offers them
+	modelHooks  bool       // a middleware is a BeforeModelHook
 	toolsByName map[string]*Tool
 	toolFor     func(name string) *Tool
 	middleware  []Middleware
@@ -175,12 +177,16 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.toolsByName[t.Name()] = t
 		a.tools = append(a.tools, t)
+		a.specs = append(a.specs, t.Spec())
 	}
 	for i, m := range cfg.Middleware {
 		switch m.(type) {
 		case BeforeModelHook, AfterModelHook, BeforeToolHook, AfterToolHook:
 		default:
 			return nil, fmt.Errorf("agent: Config.Middleware[%d] (%T) implements no hook", i, m)
+		}
+		if _, ok := m.(BeforeModelHook); ok {
+			a.modelHooks = true
 		}
 	}
 	if cs, ok := a.channel.(interface{ Store() checkpoint.Store }); ok {
@@ -537,9 +543,13 @@ func (a *Agent) loop(ctx context.Context, rs *runState, msgs []Message) (final *
 
 func (a *Agent) callModel(ctx context.Context, rs *runState, msgs []Message) (*Message, error) {
 	runID := rs.th.RunID
-	req := &Request{Model: a.model, System: a.system, Messages: slices.Clone(msgs)}
-	for _, t := range a.tools {
-		req.Tools = append(req.Tools, t.Spec())
+	// The run's own messages and the agent's specs, capped so that an
+	// append to them cannot write into the run's: a provider reads a
+	// request (Provider.Complete). Copied only for a hook that may change
+	// it: a copy per turn costs what the thread holds.
+	req := &Request{Model: a.model, System: a.system, Messages: msgs[:len(msgs):len(msgs)], Tools: a.specs[:len(a.specs):len(a.specs)]}
+	if a.modelHooks {
+		req.Messages, req.Tools = slices.Clone(msgs), slices.Clone(a.specs)
 	}
 	for _, m := range a.middleware {
 		if h, ok := m.(BeforeModelHook); ok {

@@ -786,3 +786,66 @@ func TestNewRequiresAStore(t *testing.T) {
 		t.Fatalf("New without a store = %v, want Config.Checkpointer required", err)
 	}
 }
+
+// scribbler is a provider that writes on the request it is given: it
+// appends to its lists and, with a hook, the hook rewrites them. Neither
+// reaches the run's messages or the tools offered on the next turn.
+type scribbler struct{ next agent.Provider }
+
+func (s scribbler) Complete(ctx context.Context, req *agent.Request, onText func(string)) (*agent.Message, error) {
+	_ = append(req.Messages, agent.Message{Role: agent.RoleUser, Text: "appended by the provider"})
+	_ = append(req.Tools, agent.ToolSpec{Name: "appended"})
+	return s.next.Complete(ctx, req, onText)
+}
+
+// rewriteHook notes what each request holds, then rewrites it.
+type rewriteHook struct{ saw *[]string }
+
+func (h rewriteHook) BeforeModel(ctx context.Context, req *agent.Request) error {
+	*h.saw = append(*h.saw, req.Messages[0].Text+" | "+req.Tools[0].Description)
+	req.Messages[0].Text = "rewritten by the hook"
+	req.Tools[0].Description = "rewritten by the hook"
+	return nil
+}
+
+// A model request is built from the run's own messages and the agent's
+// tool specs without a copy per turn; what a provider appends, and what
+// a BeforeModelHook changes (it gets a copy), stays out of the run and of
+// the next request.
+func TestModelRequestLeavesTheRunAlone(t *testing.T) {
+	t.Parallel()
+	for _, hook := range []bool{false, true} {
+		model := scripted.New(
+			scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "echo", echoArgs{"x"})}},
+			scripted.Turn{Text: "ok"},
+		)
+		cfg := agent.Config{Provider: scribbler{model}, Tools: []*agent.Tool{echoTool()}}
+		var saw []string
+		if hook {
+			cfg.Middleware = []agent.Middleware{rewriteHook{&saw}}
+		}
+		a := newAgent(t, cfg)
+		if _, err := a.Prompt(context.Background(), "go"); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := a.Messages(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 4 || msgs[0].Text != "go" {
+			t.Errorf("hook %v: the run's messages %+v", hook, msgs)
+		}
+		reqs := model.Requests()
+		second := reqs[len(reqs)-1]
+		if len(second.Messages) != 3 || len(second.Tools) != 1 || second.Tools[0].Name != "echo" {
+			t.Errorf("hook %v: second request %d messages, tools %+v", hook, len(second.Messages), second.Tools)
+		}
+		if !hook && (second.Messages[0].Text != "go" || second.Tools[0].Description != echoTool().Spec().Description) {
+			t.Errorf("the second request: %q, %q", second.Messages[0].Text, second.Tools[0].Description)
+		}
+		orig := "go | " + echoTool().Spec().Description
+		if hook && !slices.Equal(saw, []string{orig, orig}) {
+			t.Errorf("the hook saw %q, want the run's message and the tool's spec as they are, twice", saw)
+		}
+	}
+}

@@ -184,12 +184,19 @@ func (h *eventHub) publish(e Event, setSeq func(int64)) {
 	defer h.mu.Unlock()
 	h.seq++
 	setSeq(h.seq)
-	for _, s := range append([]*Subscription(nil), h.subs...) {
+	// Those that leave are removed after the loop (removing shifts
+	// h.subs), so that an event costs no copy of the list.
+	type leaving struct {
+		s   *Subscription
+		err error
+	}
+	var gone []leaving
+	for _, s := range h.subs {
 		select {
 		case s.c <- e:
 			continue
 		case <-s.done:
-			h.removeLocked(s, nil)
+			gone = append(gone, leaving{s, nil})
 			continue
 		default:
 		}
@@ -197,10 +204,13 @@ func (h *eventHub) publish(e Event, setSeq func(int64)) {
 		select {
 		case s.c <- e:
 		case <-s.done:
-			h.removeLocked(s, nil)
+			gone = append(gone, leaving{s, nil})
 		case <-t.C:
-			h.removeLocked(s, ErrSlowSubscriber)
+			gone = append(gone, leaving{s, ErrSlowSubscriber})
 		}
 		t.Stop()
+	}
+	for _, l := range gone {
+		h.removeLocked(l.s, l.err)
 	}
 }

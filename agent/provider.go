@@ -43,5 +43,9 @@ type Provider interface {
 	//
 	// A tool call whose arguments are not a JSON object is returned as is
 	// (the runtime turns it into an error result the model can correct).
+	//
+	// req is read, not changed: without a [BeforeModelHook] its Messages
+	// are the run's own (not copied per turn: the copy would cost what
+	// the thread holds). A provider that keeps req must not rely on more.
 	Complete(ctx context.Context, req *Request, onText func(delta string)) (*Message, error)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ type Store struct {
 	questions map[questionKey]*checkpoint.Question
 	qorder    []questionKey // creation order: a question's sequence number is its index + 1
 	qseq      map[questionKey]int64
+	// byThread holds each thread's questions, in creation order: what a
+	// thread's count, and a listing of threads by their questions, read
+	// instead of every question.
+	byThread map[string][]*checkpoint.Question
 	// pending holds the pending questions in deadline order: the earliest
 	// deadlines (what a host's deadline loop reads on every new question)
 	// are found in O(log n), not by sorting every question.
@@ -66,6 +71,7 @@ func New() *Store {
 		toolCalls: map[string]map[string]*checkpoint.ToolCall{},
 		questions: map[questionKey]*checkpoint.Question{},
 		qseq:      map[questionKey]int64{},
+		byThread:  map[string][]*checkpoint.Question{},
 		pending: btree.NewG(16, func(a, b pendingEntry) bool {
 			return cursor.Compare(a.pos, b.pos) < 0
 		}),
@@ -280,12 +286,7 @@ func (s *Store) ListThreads(ctx context.Context, f checkpoint.ThreadFilter) ([]*
 
 // hasQuestion reports whether one of the thread's questions is ok.
 func (s *Store) hasQuestion(thread string, ok func(*checkpoint.Question) bool) bool {
-	for k, q := range s.questions {
-		if k.thread == thread && ok(q) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.byThread[thread], ok)
 }
 
 // mentions reports whether the thread's ID, one of its messages or the
@@ -365,6 +366,7 @@ func (s *Store) createQuestionLocked(q *checkpoint.Question, now time.Time) *che
 	}
 	s.questions[k] = c
 	s.qorder = append(s.qorder, k)
+	s.byThread[k.thread] = append(s.byThread[k.thread], c)
 	s.qseq[k] = int64(len(s.qorder))
 	s.pending.ReplaceOrInsert(s.pendingEntry(k, c))
 	s.notifyLocked(checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: q.ThreadID, QuestionID: q.ID})
@@ -442,8 +444,17 @@ func (s *Store) ListQuestions(ctx context.Context, f checkpoint.QuestionFilter) 
 func (s *Store) CountQuestions(ctx context.Context, f checkpoint.QuestionFilter) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The pending ones are indexed (the server's gauge reads their
+	// number), and so is each thread's (a thread's page shows its count).
+	if f.ThreadID == "" && f.Status == checkpoint.QuestionPending && f.Tool == "" && f.Kind == "" {
+		return int64(s.pending.Len()), nil
+	}
+	qs := slices.Values(s.byThread[f.ThreadID])
+	if f.ThreadID == "" {
+		qs = maps.Values(s.questions)
+	}
 	var n int64
-	for _, q := range s.questions {
+	for q := range qs {
 		if matches(f, q) {
 			n++
 		}

@@ -19,17 +19,8 @@ import (
 // without the time, nor an approval its author's (schema 11). One that
 // writes the event too has put it in the log.
 func TestForgedRuleRefused(t *testing.T) {
-	migs, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsn, schema, pool := oldSchema(t, len(migs))
+	s, pool := currentSchema(t)
 	ctx := context.Background()
-	s, err := Open(ctx, dsn, &Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	rule := func(id string) *checkpoint.LearnedRule {
 		return &checkpoint.LearnedRule{ID: id, Tool: "bash", Spec: []byte(`{}`), Scope: checkpoint.ScopeEveryone,
 			ThreadID: "t", QuestionID: "q", Digest: "v2:sha256:00", CreatedBy: "alice"}

@@ -37,6 +37,23 @@ func oldSchema(t *testing.T, n int) (dsn, schema string, pool *pgxpool.Pool) {
 	return dsn, schema, pool
 }
 
+// currentSchema opens a store of the current schema, and a pool on its
+// schema for statements as another client of the database.
+func currentSchema(t *testing.T) (*Store, *pgxpool.Pool) {
+	t.Helper()
+	migs, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn, schema, pool := oldSchema(t, len(migs))
+	s, err := Open(t.Context(), dsn, &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, pool
+}
+
 // A schema of version 1 gets the tool column, filled from each question's
 // payload ("tool_name", when it is a string). The backfill is not a change
 // of the questions: change_seq stays, and the triggers work afterwards.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,8 +207,9 @@ func (s *Store) prepareOp(o *op) error {
 // it has used so far.
 type wtx struct {
 	s  *Store
-	tx *sql.Tx
-	st [nWrite]*sql.Stmt
+	c  *wconn
+	tx wsql // statements by their text
+	nv []driver.NamedValue
 }
 
 // bg is the context of the writer's statements. Not a caller's: an
@@ -215,12 +217,7 @@ type wtx struct {
 // it other callers' batches.
 var bg = context.Background()
 
-func (t *wtx) stmt(q wq) *sql.Stmt {
-	if t.st[q] == nil {
-		t.st[q] = t.tx.StmtContext(bg, t.s.stmts.w[q])
-	}
-	return t.st[q]
-}
+func (t *wtx) stmt(q wq) wstmt { return wstmt{st: t.c.st[q], nv: &t.nv} }
 
 // apply writes o's batch in t, in the order of the Batch's fields. An
 // error leaves writes in t that the writer rolls back.
@@ -256,7 +253,7 @@ func (s *Store) apply(t *wtx, o *op) error {
 	// the batch's fields; it is written after its event (below).
 	var resolving *checkpoint.Question
 	if rv := b.Resolve; rv != nil {
-		q, err := getQuestion(bg, t.stmt(wGetQuestion), rv.ThreadID, rv.ID)
+		q, err := getQuestion(t.stmt(wGetQuestion).QueryRowContext(bg, rv.ThreadID, rv.ID), rv.ThreadID, rv.ID)
 		if err != nil {
 			return err
 		}
@@ -275,7 +272,7 @@ func (s *Store) apply(t *wtx, o *op) error {
 			encTime(c.CreatedAt), encTime(c.Deadline)).Scan(&change)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			stored, err := getQuestion(bg, t.stmt(wGetQuestion), c.ThreadID, c.ID)
+			stored, err := getQuestion(t.stmt(wGetQuestion).QueryRowContext(bg, c.ThreadID, c.ID), c.ThreadID, c.ID)
 			if err != nil {
 				return err
 			}

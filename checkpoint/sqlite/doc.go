@@ -23,6 +23,11 @@
 // subscriber sees other processes' questions and answers within
 // [Options].PollInterval (its own store's at once).
 //
+// The audit log (events) is append-only for every writer of the file:
+// triggers refuse a DELETE, an UPDATE and an INSERT that numbers its own
+// row, so that an event's seq, one above the highest before it, is never
+// given twice (schema 11; docs/ARCHITECTURE.md has the argument).
+//
 // A thread's messages are rows, one per message, appended by
 // [Store.Commit] and never rewritten: a step writes what it adds, however
 // long the thread. [Store.LoadThread] reads them in one statement.

@@ -116,22 +116,26 @@ var (
 	readQueries = []string{qLoadThread, qListToolCalls, qGetToolCalls, qGetQuestion, qListEvents, qListThreadEvents}
 )
 
+// statements are the readers' (the writer's: wconn).
 type statements struct {
-	w [nWrite]*sql.Stmt
 	r map[string]*sql.Stmt
 }
 
 func (s *Store) prepare(ctx context.Context) error {
 	s.stmts = statements{r: map[string]*sql.Stmt{}}
-	for i, q := range writeQueries {
-		if s.readOnly {
-			break // never used: every write fails first
-		}
-		st, err := s.w.PrepareContext(ctx, q)
+	if !s.readOnly { // else never used: every write fails first
+		conn, err := s.w.Conn(ctx)
 		if err != nil {
 			return fmt.Errorf("sqlite: prepare: %w", err)
 		}
-		s.stmts.w[i] = st
+		err = conn.Raw(func(dc any) error {
+			_, err := s.writerConn(dc)
+			return err
+		})
+		conn.Close()
+		if err != nil {
+			return err
+		}
 	}
 	for _, q := range readQueries {
 		st, err := s.r.PrepareContext(ctx, q)
@@ -147,11 +151,6 @@ func (s *Store) prepare(ctx context.Context) error {
 func (s *Store) read(query string) *sql.Stmt { return s.stmts.r[query] }
 
 func (st statements) close() {
-	for _, s := range st.w {
-		if s != nil {
-			s.Close()
-		}
-	}
 	for _, s := range st.r {
 		s.Close()
 	}

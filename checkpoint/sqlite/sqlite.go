@@ -145,6 +145,9 @@ type Store struct {
 	// write fails with ErrReadOnly.
 	readOnly bool
 	stmts    statements
+	// wc is the write connection's prepared statements: used by the
+	// writer's goroutine (Open's, Close's before and after it).
+	wc *wconn
 	// wr commits every write (nil when readOnly).
 	wr *writer
 
@@ -647,6 +650,14 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	s.stmts.close()
+	if s.wc != nil {
+		// On the connection, as the writer used them (a ":memory:"
+		// store's readers share it).
+		if conn, err := s.w.Conn(bg); err == nil {
+			conn.Raw(func(any) error { s.wc.close(); return nil })
+			conn.Close()
+		}
+	}
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())

@@ -274,10 +274,10 @@ func scanQuestion(row scanner) (*checkpoint.Question, int64, error) {
 	return q, seq, nil
 }
 
-// getQuestion reads a question through stmt (qGetQuestion, for reading or
+// getQuestion reads a question from row (qGetQuestion's, for reading or
 // in a write transaction).
-func getQuestion(ctx context.Context, stmt *sql.Stmt, threadID, id string) (*checkpoint.Question, error) {
-	q, _, err := scanQuestion(stmt.QueryRowContext(ctx, threadID, id))
+func getQuestion(row scanner, threadID, id string) (*checkpoint.Question, error) {
+	q, _, err := scanQuestion(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("question %q of thread %q: %w", id, threadID, checkpoint.ErrNotFound)
 	}
@@ -297,7 +297,7 @@ func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*ch
 }
 
 func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoint.Question, error) {
-	return getQuestion(ctx, s.read(qGetQuestion), threadID, id)
+	return getQuestion(s.read(qGetQuestion).QueryRowContext(ctx, threadID, id), threadID, id)
 }
 
 // dialect is how SQLite spells what [listsql] needs.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -161,21 +162,43 @@ func (w *writer) take() []*op {
 // savepoint when there are several, and COMMIT. Each caller is answered
 // once COMMIT has returned.
 func (w *writer) group() {
-	s := w.s
-	tx, err := s.w.BeginTx(bg, nil)
-	g := w.take()
+	var g []*op
 	defer func() {
 		for _, o := range g {
 			close(o.done)
 		}
 	}()
+	conn, err := w.s.w.Conn(bg)
+	if err == nil {
+		defer conn.Close()
+		err = conn.Raw(func(dc any) error {
+			c, err := w.s.writerConn(dc)
+			if err != nil {
+				return err
+			}
+			dtx, err := c.dc.(driver.ConnBeginTx).BeginTx(bg, driver.TxOptions{})
+			g = w.take()
+			if err != nil {
+				return err
+			}
+			w.groupOn(c, dtx, g)
+			return nil
+		})
+	}
 	if err != nil {
+		if g == nil {
+			g = w.take()
+		}
 		for _, o := range g {
 			o.err = fmt.Errorf("sqlite: begin: %w", err)
 		}
-		return
 	}
-	t := &wtx{s: s, tx: tx}
+}
+
+// groupOn is group's transaction dtx on the writer's connection c.
+func (w *writer) groupOn(c *wconn, dtx driver.Tx, g []*op) {
+	s := w.s
+	t := &wtx{s: s, c: c, tx: wsql{c}}
 	savepoints := len(g) > 1
 	var written []*op
 	// applied: every batch the transaction saw. When it fails, none of
@@ -232,12 +255,12 @@ func (w *writer) group() {
 		}
 	}
 	if abort != nil {
-		tx.Rollback()
+		dtx.Rollback()
 		failAll(fmt.Errorf("sqlite: write transaction: %w", abort))
 		return
 	}
 	if len(written) == 0 {
-		tx.Rollback()
+		dtx.Rollback()
 		return
 	}
 	var changes []int64
@@ -249,7 +272,10 @@ func (w *writer) group() {
 	// The poller may see the changes as soon as they commit: it must know
 	// them for this store's own before.
 	s.hub.expect(changes)
-	if err := tx.Commit(); err != nil {
+	if err := dtx.Commit(); err != nil {
+		// A COMMIT that fails may leave the transaction open (SQLite:
+		// SQLITE_BUSY): it must not hold the next group's writes.
+		dtx.Rollback()
 		s.hub.forget(changes)
 		failAll(fmt.Errorf("sqlite: commit: %w", err))
 		return
