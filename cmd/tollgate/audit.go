@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -80,7 +78,7 @@ func auditCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fail(stderr, name, err)
 	}
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, evs, func(e *checkpoint.Event) any { return wireOfEvent(e) })
+		return printJSONLines(stdout, stderr, name, evs, eventLine)
 	}
 	if len(evs) == 0 {
 		fmt.Fprintln(stdout, "no events")
@@ -111,11 +109,6 @@ func row(cells []string) string {
 		}
 	}
 	return strings.Join(cells, "\t")
-}
-
-// sortEvents puts events in the log's order.
-func sortEvents(evs []*checkpoint.Event) {
-	slices.SortFunc(evs, func(a, b *checkpoint.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // questionCache holds the questions of the threads seen, each thread's

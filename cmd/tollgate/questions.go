@@ -85,7 +85,7 @@ func questionsList(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	}
 	inCallOrder(ctx, src, qs)
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, qs, func(q *checkpoint.Question) any { return wireOfQuestion(q) })
+		return printJSONLines(stdout, stderr, name, qs, questionLine)
 	}
 	if len(qs) == 0 {
 		what := "no pending questions"
@@ -255,7 +255,7 @@ func questionsShow(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		return fail(stderr, name, err)
 	}
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, []*checkpoint.Question{q}, func(q *checkpoint.Question) any { return wireOfQuestion(q) })
+		return printJSONLines(stdout, stderr, name, []*checkpoint.Question{q}, questionLine)
 	}
 	showQuestion(stdout, q, cliNow())
 	return 0

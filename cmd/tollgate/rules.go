@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/examples/policies"
 	"github.com/tollgate-ai/tollgate/hooks"
@@ -53,26 +54,16 @@ type learnBody struct {
 	Expires string       `json:"expires,omitempty"`
 }
 
-// wireRule is a learned rule as the API shows it (server/API.md, Rule).
-type wireRule struct {
-	ID           string      `json:"id"`
-	Tool         string      `json:"tool"`
-	Status       string      `json:"status"`
-	Summary      string      `json:"summary"`
-	Scope        learn.Scope `json:"scope"`
-	ScopeText    string      `json:"scope_text"`
-	ThreadID     string      `json:"thread_id"`
-	QuestionID   string      `json:"question_id"`
-	Digest       string      `json:"digest"`
-	CreatedBy    string      `json:"created_by"`
-	CreatedAt    apiTime     `json:"created_at"`
-	ExpiresAt    apiTime     `json:"expires_at"`
-	ApprovedBy   string      `json:"approved_by"`
-	ApprovedAt   apiTime     `json:"approved_at"`
-	RevokedBy    string      `json:"revoked_by"`
-	RevokedAt    apiTime     `json:"revoked_at"`
-	RevokeReason string      `json:"revoke_reason"`
-	YAML         string      `json:"yaml"`
+// wireRule is a learned rule as the API shows it.
+type wireRule = apiclient.Rule
+
+// ruleLine is a rule as --json prints it: the API's Rule without its
+// spec (its summary and YAML say it), as it always has.
+type ruleLine struct {
+	*wireRule
+	// Spec hides the rule's: a field of the same name nearer the top
+	// wins, and this one is never set.
+	Spec json.RawMessage `json:"spec,omitempty"`
 }
 
 // ---------- a server ----------
@@ -104,7 +95,7 @@ func (c *apiClient) rules(ctx context.Context, status string) ([]*wireRule, erro
 func (c *apiClient) rule(ctx context.Context, id string) (*wireRule, error) {
 	var out wireRule
 	err := c.do(ctx, "GET", "/v1/rules/"+url.PathEscape(id), nil, nil, &out)
-	return &out, notFound(err, "learned rule "+display.Line(id))
+	return &out, apiclient.NotFound(err, "learned rule "+display.Line(id))
 }
 
 func (c *apiClient) change(ctx context.Context, id string, approve bool, reason, _ string) (*wireRule, error) {
@@ -116,7 +107,7 @@ func (c *apiClient) change(ctx context.Context, id string, approve bool, reason,
 	}
 	var out wireRule
 	err := c.do(ctx, "POST", "/v1/rules/"+url.PathEscape(id)+"/"+verb, nil, body, &out)
-	return &out, notFound(err, "learned rule "+display.Line(id))
+	return &out, apiclient.NotFound(err, "learned rule "+display.Line(id))
 }
 
 func (c *apiClient) export(ctx context.Context, status string) ([]byte, error) {
@@ -252,14 +243,8 @@ func (s *storeSource) export(ctx context.Context, status string) ([]byte, error)
 
 // wireOfRule is a stored rule as the API shows it.
 func wireOfRule(svc *learn.Service, r *checkpoint.LearnedRule) *wireRule {
-	w := &wireRule{ID: r.ID, Tool: r.Tool, Status: svc.StatusOf(r), Scope: learn.ScopeOf(r), ScopeText: learn.ScopeOf(r).String(),
-		ThreadID: r.ThreadID, QuestionID: r.QuestionID, Digest: r.Digest, CreatedBy: r.CreatedBy, CreatedAt: apiTime(r.CreatedAt),
-		ExpiresAt: apiTime(r.ExpiresAt), ApprovedBy: r.ApprovedBy, ApprovedAt: apiTime(r.ApprovedAt), RevokedBy: r.RevokedBy,
-		RevokedAt: apiTime(r.RevokedAt), RevokeReason: r.RevokeReason}
-	if spec, err := learn.ParseSpec(r.Spec); err == nil {
-		w.Summary, w.YAML = spec.String(), learn.RuleYAML(r, spec)
-	}
-	return w
+	w := apiclient.RuleOf(r, svc.StatusOf(r))
+	return &w
 }
 
 // ---------- the commands ----------
@@ -319,7 +304,7 @@ func rulesList(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fail(stderr, name, err)
 	}
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, rules, func(r *wireRule) any { return r })
+		return printJSONLines(stdout, stderr, name, rules, func(r *wireRule) any { return ruleLine{wireRule: r} })
 	}
 	if len(rules) == 0 {
 		fmt.Fprintf(stdout, "no %s learned rules\n", display.Line(*status))
@@ -328,8 +313,8 @@ func rulesList(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tSTATUS\tSCOPE\tBY\tTOOL\tALLOWS")
 	for _, r := range rules {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", display.Line(r.ID), display.Line(r.Status), display.Line(clip(r.ScopeText, 40)), display.Line(r.CreatedBy),
-			display.Line(r.Tool), display.Line(clip(r.Summary, 80)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", display.Line(r.ID), display.Line(r.Status), display.Line(apiclient.Clip(r.ScopeText, 40)), display.Line(r.CreatedBy),
+			display.Line(r.Tool), display.Line(apiclient.Clip(r.Summary, 80)))
 	}
 	tw.Flush()
 	return 0
@@ -370,7 +355,7 @@ func rulesShow(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fail(stderr, name, err)
 	}
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, []*wireRule{r}, func(r *wireRule) any { return r })
+		return printJSONLines(stdout, stderr, name, []*wireRule{r}, func(r *wireRule) any { return ruleLine{wireRule: r} })
 	}
 	showRule(stdout, r)
 	return 0
@@ -704,13 +689,13 @@ func showPreview(w io.Writer, p *learn.Preview) {
 		if d.Reason != "" {
 			reason = ": " + display.Line(d.Reason)
 		}
-		fmt.Fprintf(w, "  ⚑ denied by %s%s — %s (thread %s)\n", display.Line(d.By), reason, display.Line(clip(d.Call, 100)), display.Line(d.ThreadID))
+		fmt.Fprintf(w, "  ⚑ denied by %s%s — %s (thread %s)\n", display.Line(d.By), reason, display.Line(apiclient.Clip(d.Call, 100)), display.Line(d.ThreadID))
 	}
 	for _, e := range r.Edited {
-		fmt.Fprintf(w, "  ✎ edited by %s — %s (thread %s)\n", display.Line(e.By), display.Line(clip(e.Call, 100)), display.Line(e.ThreadID))
+		fmt.Fprintf(w, "  ✎ edited by %s — %s (thread %s)\n", display.Line(e.By), display.Line(apiclient.Clip(e.Call, 100)), display.Line(e.ThreadID))
 	}
 	for _, u := range r.Unseen {
-		fmt.Fprintf(w, "  never asked, allowed: %s\n", display.Line(clip(u, 100)))
+		fmt.Fprintf(w, "  never asked, allowed: %s\n", display.Line(apiclient.Clip(u, 100)))
 	}
 	if p.SecondReviewer {
 		fmt.Fprintln(w, "the policy wants a second reviewer: the rule allows nothing until another reviewer approves it")
