@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/display"
-	"github.com/tollgate-ai/tollgate/interrupt"
+	"github.com/tollgate-ai/tollgate/internal/qkind"
 )
 
 func init() {
@@ -246,7 +246,7 @@ func auditLine(ctx context.Context, e *checkpoint.Event, qs *questionCache) (aud
 			return r, err
 		}
 		r.decision, r.who, r.rule = h.Decision, display.Line(h.By), display.Line(h.Rule)
-		if q != nil && (q.Kind == hitl.KindApprove || q.Kind == interrupt.KindToolInterrupt) {
+		if q != nil && qkind.Of(q.Kind).Approval {
 			if r.rule == "" {
 				r.rule = ruleOf(q)
 			}
@@ -312,28 +312,10 @@ func ruleOf(q *checkpoint.Question) string {
 // answerDecision is the decision of an answered question: approve, deny
 // or edit for an approval, yes or no, else "answered".
 func answerDecision(q *checkpoint.Question) string {
-	switch q.Kind {
-	case hitl.KindApprove:
-		var a struct {
-			Decision string `json:"decision"`
-		}
-		if json.Unmarshal(q.Answer, &a) == nil && a.Decision != "" {
-			return display.Line(a.Decision)
-		}
-	case interrupt.KindToolInterrupt:
-		var args map[string]any
-		return interrupt.Interpret(q.Answer, args).Action
-	case hitl.KindConfirm:
-		var yes bool
-		var a hitl.ConfirmAnswer
-		if json.Unmarshal(q.Answer, &yes) == nil || json.Unmarshal(q.Answer, &a) == nil {
-			if yes || a.Yes {
-				return "yes"
-			}
-			return "no"
-		}
+	if a := qkind.Read(q.Kind, q.Answer); a.Readable {
+		return a.Decision
 	}
-	return "answered"
+	return qkind.Answered
 }
 
 // shortDigest is enough of a digest to tell calls apart in a table.

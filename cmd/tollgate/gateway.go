@@ -187,10 +187,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fail(1, err)
 	}
 	defer ln.Close()
-	if err := ensureStoreDir(*storeURL, gatewayStore()); err != nil {
-		return fail(1, err)
-	}
-	store, err := storeurl.Open(ctx, *storeURL)
+	store, err := openStore(ctx, *storeURL, gatewayStore())
 	if err != nil {
 		return fail(1, err)
 	}
