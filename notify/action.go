@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/qkind"
 )
 
 // Action is what a Slack button or a mail link may do: answer one
@@ -116,18 +118,14 @@ func actionFor(q *checkpoint.Question, decision, whom string, now time.Time) Act
 // answerable reports whether a question can be answered by an action: an
 // approval of a tool call, bound to its digest.
 func answerable(q *checkpoint.Question) bool {
-	return q.Digest != "" && (q.Kind == "approve" || q.Kind == "tool_interrupt")
+	return q.Digest != "" && qkind.Of(q.Kind).Approval
 }
 
 // answerBody is the answer an action gives q, in the shape of its kind.
 func answerBody(q *checkpoint.Question, act *Action, reason string) ([]byte, error) {
-	switch {
-	case q.Kind == "tool_interrupt" && act.Decision == "approve":
-		return json.Marshal(map[string]any{"action": "approve", "digest": act.Digest})
-	case q.Kind == "tool_interrupt":
-		return json.Marshal(map[string]any{"action": "deny", "message": reason, "digest": act.Digest})
-	case act.Decision == "approve":
-		return json.Marshal(map[string]any{"decision": "approve", "digest": act.Digest})
+	decision := hitl.DecisionDeny
+	if act.Decision == hitl.DecisionApprove {
+		decision = hitl.DecisionApprove
 	}
-	return json.Marshal(map[string]any{"decision": "deny", "reason": reason, "digest": act.Digest})
+	return json.Marshal(qkind.Approval(q.Kind, decision, reason, nil, act.Digest))
 }

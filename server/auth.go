@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/clock"
 )
 
@@ -349,31 +350,31 @@ type sessionRequest struct {
 }
 
 type sessionResponse struct {
-	Name      string   `json:"name"`
-	Role      Role     `json:"role"`
-	Threads   []string `json:"threads,omitempty"`
-	CSRFToken string   `json:"csrf_token,omitempty"`
-	ExpiresAt jsonTime `json:"expires_at,omitzero"`
-	DevMode   bool     `json:"dev_mode"`
-	Model     string   `json:"model,omitempty"`
+	Name      string         `json:"name"`
+	Role      Role           `json:"role"`
+	Threads   []string       `json:"threads,omitempty"`
+	CSRFToken string         `json:"csrf_token,omitempty"`
+	ExpiresAt apiclient.Time `json:"expires_at,omitzero"`
+	DevMode   bool           `json:"dev_mode"`
+	Model     string         `json:"model,omitempty"`
 	// Notices are for those who answer questions (reviewers, admins).
 	Notices []noticeJSON `json:"notices,omitempty"`
 }
 
 type noticeJSON struct {
-	Code    string   `json:"code"`
-	Message string   `json:"message"`
-	At      jsonTime `json:"at"`
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	At      apiclient.Time `json:"at"`
 }
 
 func (s *Server) sessionBody(id *identity) sessionResponse {
 	b := sessionResponse{Name: id.name, Role: id.role, Threads: id.threads, DevMode: s.dev, Model: s.model}
 	if id.session != nil {
-		b.CSRFToken, b.ExpiresAt = id.session.csrf, jsonTime(id.session.expires)
+		b.CSRFToken, b.ExpiresAt = id.session.csrf, apiclient.Time(id.session.expires)
 	}
 	if s.notices != nil && id.role != RoleClient {
 		for _, n := range s.notices() {
-			b.Notices = append(b.Notices, noticeJSON{Code: n.Code, Message: n.Message, At: jsonTime(n.At)})
+			b.Notices = append(b.Notices, noticeJSON{Code: n.Code, Message: n.Message, At: apiclient.Time(n.At)})
 		}
 	}
 	return b

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
@@ -45,7 +46,7 @@ type apiError struct {
 	problems []agent.Problem
 	// question is the stored question, for answers refused because it
 	// was resolved already (who won, and how).
-	question *questionJSON
+	question *apiclient.Question
 	// cause is logged, never sent.
 	cause error
 	// store: the store failed (counted in tollgate_store_errors_total).
@@ -75,17 +76,6 @@ func forbidden(format string, a ...any) *apiError {
 
 func notFound(format string, a ...any) *apiError {
 	return newError(http.StatusNotFound, codeNotFound, format, a...)
-}
-
-type errorBody struct {
-	Error    errorDetail   `json:"error"`
-	Question *questionJSON `json:"question,omitempty"`
-}
-
-type errorDetail struct {
-	Code     string          `json:"code"`
-	Message  string          `json:"message"`
-	Problems []agent.Problem `json:"problems,omitempty"`
 }
 
 // sentinels maps the errors of hitl, host and checkpoint to statuses and

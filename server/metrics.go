@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/qkind"
 )
 
 // metrics are the server's Prometheus metrics. Counters of answers, runs
@@ -36,7 +36,7 @@ type metrics struct {
 // The label values every series starts with (at zero), so that dashboards
 // and rates see them before the first event.
 var (
-	answerDecisions = []string{"approve", "deny", "edit", "yes", "no", "answered", "timed_out"}
+	answerDecisions = []string{hitl.DecisionApprove, hitl.DecisionDeny, hitl.DecisionEdit, qkind.Yes, qkind.No, qkind.Answered, "timed_out"}
 	runOutcomes     = []string{"completed", "failed", "aborted", "parked"}
 	toolDecisions   = []string{"allowed", "error", "human_deny", "edit", "policy_deny", "timed_out", "aborted", "other"}
 )
@@ -138,45 +138,16 @@ func answerDecision(q *checkpoint.Question) string {
 	case checkpoint.QuestionAborted:
 		return "aborted"
 	}
-	var a struct {
-		Decision string `json:"decision"`
-		Action   string `json:"action"`
-		Yes      *bool  `json:"yes"`
+	a := qkind.Read(q.Kind, q.Answer)
+	switch {
+	case a.Readable:
+		return a.Decision
+	case q.Kind == hitl.KindConfirm:
+		return qkind.No
+	case qkind.Of(q.Kind).Approval:
+		return hitl.DecisionDeny // what a run does with it (SPEC)
 	}
-	switch q.Kind {
-	case hitl.KindApprove:
-		_ = json.Unmarshal(q.Answer, &a)
-		switch a.Decision {
-		case hitl.DecisionApprove, hitl.DecisionDeny, hitl.DecisionEdit:
-			return a.Decision
-		}
-		return "deny"
-	case "tool_interrupt":
-		var yes bool
-		if json.Unmarshal(q.Answer, &yes) == nil {
-			if yes {
-				return "approve"
-			}
-			return "deny"
-		}
-		_ = json.Unmarshal(q.Answer, &a)
-		switch a.Action {
-		case "approve", "edit":
-			return a.Action
-		}
-		return "deny" // anything else denies (SPEC)
-	case hitl.KindConfirm:
-		var yes bool
-		if json.Unmarshal(q.Answer, &yes) != nil {
-			_ = json.Unmarshal(q.Answer, &a)
-			yes = a.Yes != nil && *a.Yes
-		}
-		if yes {
-			return "yes"
-		}
-		return "no"
-	}
-	return "answered"
+	return qkind.Answered
 }
 
 // toolDecision labels a tool result by the approval trace it carries.

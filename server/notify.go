@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/notify"
 )
@@ -19,21 +20,6 @@ type Notifications struct {
 	// outbox (notify.Notifier.Deliveries) or River's jobs
 	// (cluster.Cluster.Deliveries).
 	Deliveries func(ctx context.Context, state checkpoint.DeliveryState, limit int) ([]*checkpoint.Delivery, error)
-}
-
-// deliveryJSON is a delivery as the API shows it.
-type deliveryJSON struct {
-	ID         string   `json:"id"`
-	Event      string   `json:"event"`
-	ThreadID   string   `json:"thread_id"`
-	QuestionID string   `json:"question_id"`
-	Channel    string   `json:"channel"`
-	Target     string   `json:"target"`
-	State      string   `json:"state"`
-	Attempts   int      `json:"attempts"`
-	NextAt     jsonTime `json:"next_at"`
-	LastError  string   `json:"last_error"`
-	UpdatedAt  jsonTime `json:"updated_at"`
 }
 
 // GET /v1/notify/deliveries?state=dead|pending|delivered|all&limit=N
@@ -64,16 +50,16 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, id *iden
 		return err
 	}
 	out := struct {
-		Deliveries []deliveryJSON `json:"deliveries"`
-	}{Deliveries: []deliveryJSON{}}
+		Deliveries []apiclient.Delivery `json:"deliveries"`
+	}{Deliveries: []apiclient.Delivery{}}
 	for _, d := range ds {
 		// A reviewer limited to some threads sees theirs only.
 		if d.ThreadID != "" && !id.sees(d.ThreadID) {
 			continue
 		}
-		out.Deliveries = append(out.Deliveries, deliveryJSON{ID: d.ID, Event: d.Event, ThreadID: d.ThreadID, QuestionID: d.QuestionID,
-			Channel: d.Channel, Target: notify.Shown(d.Target), State: string(d.State), Attempts: d.Attempts,
-			NextAt: jsonTime(d.NextAt), LastError: d.LastError, UpdatedAt: jsonTime(d.UpdatedAt)})
+		v := apiclient.DeliveryOf(d)
+		v.Target = notify.Shown(d.Target)
+		out.Deliveries = append(out.Deliveries, v)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

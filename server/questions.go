@@ -11,49 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/interrupt"
 )
-
-// questionJSON is a question as the API shows it.
-type questionJSON struct {
-	ThreadID       string   `json:"thread_id"`
-	ID             string   `json:"id"`
-	RunID          string   `json:"run_id"`
-	CallID         string   `json:"call_id"`
-	Kind           string   `json:"kind"`
-	Tool           string   `json:"tool"`
-	Status         string   `json:"status"`
-	Payload        rawJSON  `json:"payload"`
-	Digest         string   `json:"digest"`
-	CreatedAt      jsonTime `json:"created_at"`
-	Deadline       jsonTime `json:"deadline"`
-	TimeoutSeconds int64    `json:"timeout_seconds"`
-	Answer         rawJSON  `json:"answer"`
-	AnsweredBy     string   `json:"answered_by"`
-	Reason         string   `json:"reason"`
-	ResolvedAt     jsonTime `json:"resolved_at"`
-}
-
-func questionView(q *checkpoint.Question) questionJSON {
-	return questionJSON{
-		ThreadID: q.ThreadID, ID: q.ID, RunID: q.RunID, CallID: q.CallID, Kind: q.Kind, Tool: q.Tool,
-		Status: string(q.Status), Payload: rawJSON(q.Payload), Digest: q.Digest,
-		CreatedAt: jsonTime(q.CreatedAt), Deadline: jsonTime(q.Deadline),
-		TimeoutSeconds: int64(q.Timeout().Round(time.Second) / time.Second),
-		Answer:         rawJSON(q.Answer), AnsweredBy: q.AnsweredBy, Reason: q.Reason, ResolvedAt: jsonTime(q.ResolvedAt),
-	}
-}
-
-type questionList struct {
-	Questions  []questionJSON `json:"questions"`
-	NextCursor string         `json:"next_cursor"`
-	// Total counts every question that matches the filters; null for a
-	// reviewer limited to some threads who names none of them (counting
-	// would mean reading every question).
-	Total *int64 `json:"total"`
-}
 
 var orders = map[string]checkpoint.QuestionOrder{
 	"oldest":   checkpoint.OldestFirst,
@@ -104,9 +66,9 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request, id *ident
 	if err != nil {
 		return err
 	}
-	out := questionList{Questions: make([]questionJSON, 0, len(qs)), NextCursor: next}
+	out := apiclient.QuestionList{Questions: make([]apiclient.Question, 0, len(qs)), NextCursor: next}
 	for _, q := range qs {
-		out.Questions = append(out.Questions, questionView(q))
+		out.Questions = append(out.Questions, apiclient.QuestionOf(q))
 	}
 	if !scoped {
 		n, err := s.counts.count(r.Context(), s.store, f)
@@ -138,7 +100,7 @@ func (s *Server) getQuestion(w http.ResponseWriter, r *http.Request, id *identit
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, questionView(q))
+	writeJSON(w, http.StatusOK, apiclient.QuestionOf(q))
 	return nil
 }
 
@@ -180,13 +142,13 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, id *iden
 		case codeAlreadyAnswered, codeExpired, codeAborted, codeDigestMismatch:
 			// Who won, or what the question is now.
 			if cur, gerr := s.store.GetQuestion(r.Context(), threadID, qid); gerr == nil {
-				v := questionView(cur)
+				v := apiclient.QuestionOf(cur)
 				e.question = &v
 			}
 		}
 		return e
 	}
-	writeJSON(w, http.StatusOK, questionView(q))
+	writeJSON(w, http.StatusOK, apiclient.QuestionOf(q))
 	return nil
 }
 

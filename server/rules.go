@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/policy"
@@ -59,39 +60,8 @@ func (s *Server) learning() (*learn.Service, error) {
 	return s.learn, nil
 }
 
-// ruleJSON is a learned rule as the API shows it.
-type ruleJSON struct {
-	ID           string      `json:"id"`
-	Tool         string      `json:"tool"`
-	Status       string      `json:"status"`
-	Summary      string      `json:"summary"`
-	Spec         rawJSON     `json:"spec"`
-	Scope        learn.Scope `json:"scope"`
-	ScopeText    string      `json:"scope_text"`
-	ThreadID     string      `json:"thread_id"`
-	QuestionID   string      `json:"question_id"`
-	Digest       string      `json:"digest"`
-	CreatedBy    string      `json:"created_by"`
-	CreatedAt    jsonTime    `json:"created_at"`
-	ExpiresAt    jsonTime    `json:"expires_at"`
-	ApprovedBy   string      `json:"approved_by"`
-	ApprovedAt   jsonTime    `json:"approved_at"`
-	RevokedBy    string      `json:"revoked_by"`
-	RevokedAt    jsonTime    `json:"revoked_at"`
-	RevokeReason string      `json:"revoke_reason"`
-	YAML         string      `json:"yaml"`
-}
-
-func (s *Server) ruleView(r *checkpoint.LearnedRule) ruleJSON {
-	v := ruleJSON{ID: r.ID, Tool: r.Tool, Spec: rawJSON(r.Spec), Scope: learn.ScopeOf(r), ScopeText: learn.ScopeOf(r).String(),
-		ThreadID: r.ThreadID, QuestionID: r.QuestionID, Digest: r.Digest, CreatedBy: r.CreatedBy, CreatedAt: jsonTime(r.CreatedAt),
-		ExpiresAt: jsonTime(r.ExpiresAt), ApprovedBy: r.ApprovedBy, ApprovedAt: jsonTime(r.ApprovedAt), RevokedBy: r.RevokedBy,
-		RevokedAt: jsonTime(r.RevokedAt), RevokeReason: r.RevokeReason}
-	v.Status = s.learn.StatusOf(r)
-	if spec, err := learn.ParseSpec(r.Spec); err == nil {
-		v.Summary, v.YAML = spec.String(), learn.RuleYAML(r, spec)
-	}
-	return v
+func (s *Server) ruleView(r *checkpoint.LearnedRule) apiclient.Rule {
+	return apiclient.RuleOf(r, s.learn.StatusOf(r))
 }
 
 // mayRule says whether the caller may learn, see or change a rule of
@@ -106,7 +76,7 @@ func (id *identity) mayRule(thread string, scope learn.Scope) bool {
 
 // proposalJSON is a proposal with its blast radius.
 type proposalJSON struct {
-	Question questionJSON `json:"question"`
+	Question apiclient.Question `json:"question"`
 	*learn.Preview
 }
 
@@ -148,7 +118,7 @@ func (s *Server) proposeRule(w http.ResponseWriter, r *http.Request, id *identit
 	if err != nil {
 		return s.learnError(err, threadID, qid)
 	}
-	writeJSON(w, http.StatusOK, proposalJSON{Question: questionView(q), Preview: p})
+	writeJSON(w, http.StatusOK, proposalJSON{Question: apiclient.QuestionOf(q), Preview: p})
 	return nil
 }
 
@@ -164,8 +134,8 @@ func (s *Server) learnError(err error, threadID, qid string) error {
 }
 
 type learnedJSON struct {
-	Question questionJSON `json:"question"`
-	Rule     ruleJSON     `json:"rule"`
+	Question apiclient.Question `json:"question"`
+	Rule     apiclient.Rule     `json:"rule"`
 }
 
 // POST /v1/questions/{thread}/{id}/learn
@@ -214,7 +184,7 @@ func (s *Server) learnRule(w http.ResponseWriter, r *http.Request, id *identity)
 	}
 	s.log.Info("tollgate: rule learned", "rule", out.Rule.ID, "by", id.name, "thread", out.Rule.ThreadID, "question", out.Rule.QuestionID,
 		"scope", learn.ScopeOf(out.Rule).String())
-	writeJSON(w, http.StatusOK, learnedJSON{Question: questionView(out.Question), Rule: s.ruleView(out.Rule)})
+	writeJSON(w, http.StatusOK, learnedJSON{Question: apiclient.QuestionOf(out.Question), Rule: s.ruleView(out.Rule)})
 	return nil
 }
 
@@ -245,8 +215,8 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request, id *identity)
 		return err
 	}
 	out := struct {
-		Rules []ruleJSON `json:"rules"`
-	}{Rules: make([]ruleJSON, 0, len(rules))}
+		Rules []apiclient.Rule `json:"rules"`
+	}{Rules: make([]apiclient.Rule, 0, len(rules))}
 	for _, rule := range rules {
 		out.Rules = append(out.Rules, s.ruleView(rule))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hooks"
@@ -425,7 +426,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
 	}
-	writeJSON(w, e.status, errorBody{Error: errorDetail{Code: e.code, Message: msg, Problems: e.problems}, Question: e.question})
+	writeJSON(w, e.status, apiclient.ErrorBody{Error: apiclient.ErrorDetail{Code: e.code, Message: msg, Problems: e.problems}, Question: e.question})
 }
 
 // recorder notes the status a handler writes, for the log.

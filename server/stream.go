@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
@@ -527,7 +528,7 @@ func (s *Server) sendEvents(ctx context.Context, w http.ResponseWriter, rc *http
 		if !id.sees(e.ThreadID) {
 			continue
 		}
-		data, err := encodeJSON(eventView(e))
+		data, err := encodeJSON(apiclient.EventOf(e))
 		if err != nil {
 			return 0, err
 		}

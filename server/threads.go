@@ -16,59 +16,30 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/display"
 )
 
-// threadJSON is a thread as lists show it.
-type threadJSON struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	RunID    string `json:"run_id"`
-	RunState string `json:"run_state"`
-	RunError string `json:"run_error,omitempty"`
-	// A failed run of a replica (cluster mode): how many times in a row
-	// it stopped with an error, and when it is tried again (absent: not
-	// again, unless resumed).
-	RunAttempts int       `json:"run_attempts,omitempty"`
-	RunRetryAt  *jsonTime `json:"run_retry_at,omitempty"`
-	CreatedAt   jsonTime  `json:"created_at"`
-	UpdatedAt   jsonTime  `json:"updated_at"`
-}
-
 // threadDetail is one thread with its conversation and open questions.
 type threadDetail struct {
-	threadJSON
-	Messages         rawJSON        `json:"messages"`
-	PendingQuestions []questionJSON `json:"pending_questions"`
-	OpenCalls        []openCallJSON `json:"open_calls"`
+	apiclient.Thread
 	// Outcomes says what happened to each call that has a result, by call
 	// id, in the words of the command line (display.Outcome): the page
 	// shows them as they are, so both always say the same.
 	Outcomes map[string]string `json:"outcomes"`
 }
 
-// openCallJSON is a call of the turn in progress (agent.CallProgress):
-// its result, once it has one, is here before the turn's end appends it
-// to the messages.
-type openCallJSON struct {
-	CallID    string   `json:"call_id"`
-	Tool      string   `json:"tool"`
-	State     string   `json:"state"`
-	StartedAt jsonTime `json:"started_at"`
-	Result    any      `json:"result,omitempty"`
-}
-
-func threadView(th *checkpoint.Thread, st host.RunStatus) threadJSON {
-	v := threadJSON{ID: th.ID, Status: string(th.Status), RunID: th.RunID, RunState: string(st.State),
-		RunAttempts: st.Attempts, CreatedAt: jsonTime(th.CreatedAt), UpdatedAt: jsonTime(th.UpdatedAt)}
+func threadView(th *checkpoint.Thread, st host.RunStatus) apiclient.Thread {
+	v := apiclient.Thread{ID: th.ID, Status: string(th.Status), RunID: th.RunID, RunState: string(st.State),
+		RunAttempts: st.Attempts, CreatedAt: apiclient.Time(th.CreatedAt), UpdatedAt: apiclient.Time(th.UpdatedAt)}
 	if st.Err != nil {
 		v.RunError = st.Err.Error()
 	}
 	if !st.RetryAt.IsZero() {
-		at := jsonTime(st.RetryAt)
+		at := apiclient.Time(st.RetryAt)
 		v.RunRetryAt = &at
 	}
 	return v
@@ -78,9 +49,11 @@ func threadView(th *checkpoint.Thread, st host.RunStatus) threadJSON {
 const maxPending = 1000
 
 func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*threadDetail, error) {
-	d := &threadDetail{threadJSON: threadView(th, s.host.States(ctx, []*checkpoint.Thread{th})[0]), Messages: rawJSON(th.Messages), PendingQuestions: []questionJSON{}, OpenCalls: []openCallJSON{}}
+	d := &threadDetail{Thread: threadView(th, s.host.States(ctx, []*checkpoint.Thread{th})[0])}
+	// The thread alone always has these three, empty or not.
+	d.Messages, d.PendingQuestions, d.OpenCalls = apiclient.RawJSON(th.Messages), []apiclient.Question{}, []apiclient.OpenCall{}
 	if len(d.Messages) == 0 {
-		d.Messages = rawJSON("[]")
+		d.Messages = apiclient.RawJSON("[]")
 	}
 	progress, err := agent.TurnProgress(ctx, s.store, th)
 	if err != nil {
@@ -88,12 +61,10 @@ func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*thre
 	}
 	var results []agent.ToolResult
 	for _, p := range progress {
-		c := openCallJSON{CallID: p.Call.ID, Tool: p.Call.Name, State: p.State, StartedAt: jsonTime(p.StartedAt)}
 		if p.Result != nil {
-			c.Result = p.Result
 			results = append(results, *p.Result)
 		}
-		d.OpenCalls = append(d.OpenCalls, c)
+		d.OpenCalls = append(d.OpenCalls, apiclient.OpenCallOf(p))
 	}
 	if d.Outcomes, err = s.outcomes(ctx, th, results); err != nil {
 		return nil, err
@@ -103,7 +74,7 @@ func (s *Server) threadDetail(ctx context.Context, th *checkpoint.Thread) (*thre
 		if err != nil {
 			return nil, err
 		}
-		d.PendingQuestions = append(d.PendingQuestions, questionView(q))
+		d.PendingQuestions = append(d.PendingQuestions, apiclient.QuestionOf(q))
 		if len(d.PendingQuestions) >= maxPending {
 			break
 		}
@@ -285,8 +256,8 @@ func scan[T any](limit int, after string, page func(limit int, after string) ([]
 }
 
 type threadList struct {
-	Threads    []threadJSON `json:"threads"`
-	NextCursor string       `json:"next_cursor"`
+	Threads    []apiclient.Thread `json:"threads"`
+	NextCursor string             `json:"next_cursor"`
 }
 
 // threadStates are the states GET /v1/threads?state= selects, as a store
@@ -383,7 +354,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, id *identit
 	if err != nil {
 		return err
 	}
-	out := threadList{Threads: make([]threadJSON, 0, len(ths)), NextCursor: next}
+	out := threadList{Threads: make([]apiclient.Thread, 0, len(ths)), NextCursor: next}
 	states := s.host.States(r.Context(), ths)
 	for i, th := range ths {
 		out.Threads = append(out.Threads, threadView(th, states[i]))
@@ -502,24 +473,6 @@ func (s *Server) resumeThread(w http.ResponseWriter, r *http.Request, id *identi
 	return nil
 }
 
-type eventJSON struct {
-	Seq      int64    `json:"seq"`
-	ThreadID string   `json:"thread_id"`
-	RunID    string   `json:"run_id"`
-	Type     string   `json:"type"`
-	Data     rawJSON  `json:"data"`
-	At       jsonTime `json:"at"`
-}
-
-func eventView(e *checkpoint.Event) eventJSON {
-	return eventJSON{Seq: e.Seq, ThreadID: e.ThreadID, RunID: e.RunID, Type: e.Type, Data: rawJSON(e.Data), At: jsonTime(e.At)}
-}
-
-type eventList struct {
-	Events    []eventJSON `json:"events"`
-	NextAfter int64       `json:"next_after"`
-}
-
 // GET /v1/threads/{id}/events
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, id *identity) error {
 	q := r.URL.Query()
@@ -542,9 +495,9 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, id *identity
 	if err != nil {
 		return err
 	}
-	out := eventList{Events: make([]eventJSON, 0, len(evs)), NextAfter: after}
+	out := apiclient.EventList{Events: make([]apiclient.Event, 0, len(evs)), NextAfter: after}
 	for _, e := range evs {
-		out.Events = append(out.Events, eventView(e))
+		out.Events = append(out.Events, apiclient.EventOf(e))
 		out.NextAfter = e.Seq
 	}
 	writeJSON(w, http.StatusOK, out)

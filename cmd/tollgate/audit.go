@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,7 +14,7 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/display"
-	"github.com/tollgate-ai/tollgate/interrupt"
+	"github.com/tollgate-ai/tollgate/internal/qkind"
 )
 
 func init() {
@@ -80,7 +78,7 @@ func auditCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fail(stderr, name, err)
 	}
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, evs, func(e *checkpoint.Event) any { return wireOfEvent(e) })
+		return printJSONLines(stdout, stderr, name, evs, eventLine)
 	}
 	if len(evs) == 0 {
 		fmt.Fprintln(stdout, "no events")
@@ -111,11 +109,6 @@ func row(cells []string) string {
 		}
 	}
 	return strings.Join(cells, "\t")
-}
-
-// sortEvents puts events in the log's order.
-func sortEvents(evs []*checkpoint.Event) {
-	slices.SortFunc(evs, func(a, b *checkpoint.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // questionCache holds the questions of the threads seen, each thread's
@@ -253,7 +246,7 @@ func auditLine(ctx context.Context, e *checkpoint.Event, qs *questionCache) (aud
 			return r, err
 		}
 		r.decision, r.who, r.rule = h.Decision, display.Line(h.By), display.Line(h.Rule)
-		if q != nil && (q.Kind == hitl.KindApprove || q.Kind == interrupt.KindToolInterrupt) {
+		if q != nil && qkind.Of(q.Kind).Approval {
 			if r.rule == "" {
 				r.rule = ruleOf(q)
 			}
@@ -319,28 +312,10 @@ func ruleOf(q *checkpoint.Question) string {
 // answerDecision is the decision of an answered question: approve, deny
 // or edit for an approval, yes or no, else "answered".
 func answerDecision(q *checkpoint.Question) string {
-	switch q.Kind {
-	case hitl.KindApprove:
-		var a struct {
-			Decision string `json:"decision"`
-		}
-		if json.Unmarshal(q.Answer, &a) == nil && a.Decision != "" {
-			return display.Line(a.Decision)
-		}
-	case interrupt.KindToolInterrupt:
-		var args map[string]any
-		return interrupt.Interpret(q.Answer, args).Action
-	case hitl.KindConfirm:
-		var yes bool
-		var a hitl.ConfirmAnswer
-		if json.Unmarshal(q.Answer, &yes) == nil || json.Unmarshal(q.Answer, &a) == nil {
-			if yes || a.Yes {
-				return "yes"
-			}
-			return "no"
-		}
+	if a := qkind.Read(q.Kind, q.Answer); a.Readable {
+		return a.Decision
 	}
-	return "answered"
+	return qkind.Answered
 }
 
 // shortDigest is enough of a digest to tell calls apart in a table.

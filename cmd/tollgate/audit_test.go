@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-ai/tollgate/apiclient"
 )
 
 // The audit log reads the same on the store and against the server, one
@@ -63,11 +65,11 @@ func TestAuditSameOnStoreAndServer(t *testing.T) {
 	if len(jl) != len(lines)-1 || strings.Contains(out, `\u003e`) || !strings.Contains(out, `"prompt":"$ printf one >> log.txt"`) {
 		t.Errorf("audit --json (%d lines for %d events):\n%s", len(jl), len(lines)-1, out)
 	}
-	var first wireEvent
+	var first apiclient.Event
 	if err := json.Unmarshal([]byte(jl[0]), &first); err != nil || first.Type != "run_started" || first.Seq == 0 {
 		t.Fatalf("first event %+v %v", first, err)
 	}
-	var third wireEvent
+	var third apiclient.Event
 	_ = json.Unmarshal([]byte(jl[2]), &third)
 	out = f.same("audit", "--json", "--after", "2", "--limit", "1")
 	if strings.TrimSpace(out) != jl[2] {

@@ -116,43 +116,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	// Attack D of issue 21: the gateway's tokens in a directory its
 	// filesystem server reads, returned by an allowed read_file.
-	var files []string
-	for env, f := range map[string]string{"TOLLGATE_GATEWAY_TOKEN": *tokenFile, "TOLLGATE_GATEWAY_REVIEWER_TOKEN": *reviewerFile} {
-		if os.Getenv(env) == "" {
-			files = append(files, f)
-		}
-	}
-	state := statePaths(*storeURL, append(files, *policyFile, *tokensFile)...)
-	for _, r := range mcpRoots(configs) {
-		p := stateInside(r.dir, state)
-		if p == "" {
-			continue
-		}
-		if !*stateInRoots {
-			return fail(2, fmt.Errorf("%s is inside %s, a directory MCP server %s is given: an allowed call of its tools could read it (the reviewers' token) or rewrite it, and approve its own calls; keep it elsewhere (--store, --token-file, --reviewer-token-file, --tokens, --policy), or give --allow-state-in-mcp-roots to take that risk", p, r.dir, r.server))
-		}
-		log.Warn("tollgate's state is inside a directory an MCP server is given: its tools can read and rewrite it (--allow-state-in-mcp-roots)", "path", p, "server", r.server, "dir", r.dir)
-	}
-	tokens, err := loadTokens(*tokensFile)
+	tokens, reviewerWhere, code, err := gatewayAccess(configs, *storeURL, *tokenFile, *reviewerFile, *policyFile, *tokensFile, *addr, *dev, *stateInRoots, log)
 	if err != nil {
-		return fail(2, err)
-	}
-	if _, _, err := net.SplitHostPort(*addr); err != nil {
-		return fail(2, fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8090", *addr))
-	}
-	if *dev && !isLoopback(*addr) {
-		return fail(2, fmt.Errorf("--dev (no authentication) only listens on a loopback address, not %s", *addr))
-	}
-	// Unlike serve, the gateway has no dev mode by default: the agent it
-	// gates runs on this machine, and could approve its own calls.
-	reviewerWhere := ""
-	if len(tokens) == 0 && !*dev {
-		secret, where, err := secretFile("TOLLGATE_GATEWAY_REVIEWER_TOKEN", *reviewerFile, "the reviewers' token")
-		if err != nil {
-			return fail(2, err)
-		}
-		tokens = []server.Token{{Name: "reviewer", Role: server.RoleAdmin, SHA256: server.HashToken(secret)}}
-		reviewerWhere = where
+		return fail(code, err)
 	}
 	manual, err := parsePolicyReload(reload)
 	if err != nil {
@@ -166,20 +132,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return fail(2, err)
 	}
-	var mcpToken, tokenWhere string
-	if !*stdio {
-		if mcpToken, tokenWhere, err = secretFile("TOLLGATE_GATEWAY_TOKEN", *tokenFile, "the MCP endpoint's token"); err != nil {
-			return fail(2, err)
-		}
-	}
-	// The MCP client's token must not sign in to the page: the client
-	// would approve its own calls.
-	if mcpToken != "" {
-		for _, t := range tokens {
-			if t.SHA256 == server.HashToken(mcpToken) {
-				return fail(2, fmt.Errorf("the MCP endpoint's token is also a token of the page (%s): give them different tokens, or the gated agent can approve its own calls", t.Name))
-			}
-		}
+	mcpToken, tokenWhere, err := gatewayMCPToken(*stdio, *tokenFile, tokens)
+	if err != nil {
+		return fail(2, err)
 	}
 
 	ln, err := net.Listen("tcp", *addr)
@@ -187,10 +142,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fail(1, err)
 	}
 	defer ln.Close()
-	if err := ensureStoreDir(*storeURL, gatewayStore()); err != nil {
-		return fail(1, err)
-	}
-	store, err := storeurl.Open(ctx, *storeURL)
+	store, err := openStore(ctx, *storeURL, gatewayStore())
 	if err != nil {
 		return fail(1, err)
 	}
@@ -252,12 +204,28 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- hs.Serve(ln) }()
 
+	return gatewayUntilStopped(ctx, g, srv, hs, servers, serveErr, gatewaySaid{say: say, url: url, reviewerWhere: reviewerWhere,
+		tokenWhere: tokenWhere, store: *storeURL, policy: policyName, stdio: *stdio}, *grace, log)
+}
+
+// gatewaySaid is what the gateway says when it starts: where its page and
+// endpoint are, and with which tokens.
+type gatewaySaid struct {
+	say                                           io.Writer
+	url, reviewerWhere, tokenWhere, store, policy string
+	stdio                                         bool
+}
+
+// gatewayUntilStopped says where the gateway is, serves until ctx ends,
+// the listener fails or the stdio client goes, then stops in order.
+func gatewayUntilStopped(ctx context.Context, g *mcpgate.Gateway, srv *server.Server, hs *http.Server, servers *mcpgate.Servers, serveErr chan error, said gatewaySaid, grace time.Duration, log *slog.Logger) int {
+	say, url, reviewerWhere, tokenWhere := said.say, said.url, said.reviewerWhere, said.tokenWhere
 	fmt.Fprintln(say, "tollgate:", mcpSummary(servers))
 	if reviewerWhere != "" {
 		fmt.Fprintf(say, "tollgate: reviewers sign in to the page with the token %s\n", reviewerWhere)
 	}
-	if *stdio {
-		fmt.Fprintf(say, "tollgate %s: MCP gateway on stdio; reviewer page %s (store %s, policy %s)\n", version, url, storeurl.Redacted(*storeURL), policyName)
+	if said.stdio {
+		fmt.Fprintf(say, "tollgate %s: MCP gateway on stdio; reviewer page %s (store %s, policy %s)\n", version, url, storeurl.Redacted(said.store), said.policy)
 		go func() {
 			err := g.ServeStdio(ctx)
 			if err == nil {
@@ -266,7 +234,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			serveErr <- err
 		}()
 	} else {
-		fmt.Fprintf(say, "tollgate %s: MCP endpoint %smcp (bearer token %s); reviewer page %s (store %s, policy %s)\n", version, url, tokenWhere, url, storeurl.Redacted(*storeURL), policyName)
+		fmt.Fprintf(say, "tollgate %s: MCP endpoint %smcp (bearer token %s); reviewer page %s (store %s, policy %s)\n", version, url, tokenWhere, url, storeurl.Redacted(said.store), said.policy)
 	}
 
 	select {
@@ -275,7 +243,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case <-ctx.Done():
 		log.Info("tollgate: shutting down", "grace", grace.String())
 	}
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	// Waiting calls are answered first (a retryable error), while their
 	// clients are still connected; then the page and the API stop.
@@ -290,7 +258,74 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return 0
 }
 
-// mcpRoot is a directory a stdio MCP server is given.
+// gatewayAccess checks who may reach the gateway's page and API, and what
+// its MCP servers may reach: tollgate's state inside a directory a stdio
+// server is given is refused (unless stateInRoots), the tokens are
+// loaded, dev mode takes a loopback address, and without tokens the
+// reviewers' token is read or made (reviewerWhere says where). An error
+// comes with the command's exit status.
+func gatewayAccess(configs []mcpgate.ServerConfig, storeURL, tokenFile, reviewerFile, policyFile, tokensFile, addr string, dev, stateInRoots bool, log *slog.Logger) (tokens []server.Token, reviewerWhere string, code int, err error) {
+	var files []string
+	for env, f := range map[string]string{"TOLLGATE_GATEWAY_TOKEN": tokenFile, "TOLLGATE_GATEWAY_REVIEWER_TOKEN": reviewerFile} {
+		if os.Getenv(env) == "" {
+			files = append(files, f)
+		}
+	}
+	state := statePaths(storeURL, append(files, policyFile, tokensFile)...)
+	for _, r := range mcpRoots(configs) {
+		p := stateInside(r.dir, state)
+		if p == "" {
+			continue
+		}
+		if !stateInRoots {
+			return nil, "", 2, fmt.Errorf("%s is inside %s, a directory MCP server %s is given: an allowed call of its tools could read it (the reviewers' token) or rewrite it, and approve its own calls; keep it elsewhere (--store, --token-file, --reviewer-token-file, --tokens, --policy), or give --allow-state-in-mcp-roots to take that risk", p, r.dir, r.server)
+		}
+		log.Warn("tollgate's state is inside a directory an MCP server is given: its tools can read and rewrite it (--allow-state-in-mcp-roots)", "path", p, "server", r.server, "dir", r.dir)
+	}
+	tokens, err = loadTokens(tokensFile)
+	if err != nil {
+		return nil, "", 2, err
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, "", 2, fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8090", addr)
+	}
+	if dev && !isLoopback(addr) {
+		return nil, "", 2, fmt.Errorf("--dev (no authentication) only listens on a loopback address, not %s", addr)
+	}
+	// Unlike serve, the gateway has no dev mode by default: the agent it
+	// gates runs on this machine, and could approve its own calls.
+	if len(tokens) == 0 && !dev {
+		secret, where, err := secretFile("TOLLGATE_GATEWAY_REVIEWER_TOKEN", reviewerFile, "the reviewers' token")
+		if err != nil {
+			return nil, "", 2, err
+		}
+		tokens = []server.Token{{Name: "reviewer", Role: server.RoleAdmin, SHA256: server.HashToken(secret)}}
+		reviewerWhere = where
+	}
+	return tokens, reviewerWhere, 0, nil
+}
+
+// gatewayMCPToken is the MCP endpoint's bearer token and where it is kept
+// (none on stdio); it must not be a token of the page, or the gated agent
+// could approve its own calls.
+func gatewayMCPToken(stdio bool, tokenFile string, tokens []server.Token) (mcpToken, tokenWhere string, err error) {
+	if !stdio {
+		if mcpToken, tokenWhere, err = secretFile("TOLLGATE_GATEWAY_TOKEN", tokenFile, "the MCP endpoint's token"); err != nil {
+			return "", "", err
+		}
+	}
+	// The MCP client's token must not sign in to the page: the client
+	// would approve its own calls.
+	if mcpToken != "" {
+		for _, t := range tokens {
+			if t.SHA256 == server.HashToken(mcpToken) {
+				return "", "", fmt.Errorf("the MCP endpoint's token is also a token of the page (%s): give them different tokens, or the gated agent can approve its own calls", t.Name)
+			}
+		}
+	}
+	return mcpToken, tokenWhere, nil
+}
+
 type mcpRoot struct{ server, dir string }
 
 // mcpRoots are the directories the stdio MCP servers are given on their

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,30 +176,8 @@ func notifyList(ctx context.Context, args []string, stdin io.Reader, stdout, std
 func deliveriesOf(ctx context.Context, src source, state checkpoint.DeliveryState, limit int) ([]*checkpoint.Delivery, error) {
 	switch s := src.(type) {
 	case *apiClient:
-		q := url.Values{"limit": {strconv.Itoa(limit)}, "state": {cmp.Or(string(state), "all")}}
-		var out struct {
-			Deliveries []struct {
-				ID         string    `json:"id"`
-				Event      string    `json:"event"`
-				ThreadID   string    `json:"thread_id"`
-				QuestionID string    `json:"question_id"`
-				Channel    string    `json:"channel"`
-				Target     string    `json:"target"`
-				State      string    `json:"state"`
-				Attempts   int       `json:"attempts"`
-				LastError  string    `json:"last_error"`
-				UpdatedAt  time.Time `json:"updated_at"`
-			} `json:"deliveries"`
-		}
-		if err := s.do(ctx, http.MethodGet, "/v1/notify/deliveries", q, nil, &out); err != nil {
-			return nil, err
-		}
-		var ds []*checkpoint.Delivery
-		for _, d := range out.Deliveries {
-			ds = append(ds, &checkpoint.Delivery{ID: d.ID, Event: d.Event, ThreadID: d.ThreadID, QuestionID: d.QuestionID, Channel: d.Channel,
-				Target: d.Target, State: checkpoint.DeliveryState(d.State), Attempts: d.Attempts, LastError: d.LastError, UpdatedAt: d.UpdatedAt})
-		}
-		return ds, nil
+		ds, err := s.Deliveries(ctx, state, limit)
+		return ds, s.words(err)
 	case *storeSource:
 		if ob, ok := s.store.(checkpoint.Outbox); ok {
 			return ob.ListDeliveries(ctx, state, limit)

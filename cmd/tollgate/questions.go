@@ -19,7 +19,7 @@ import (
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/display"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
-	"github.com/tollgate-ai/tollgate/interrupt"
+	"github.com/tollgate-ai/tollgate/internal/qkind"
 )
 
 func init() {
@@ -85,7 +85,7 @@ func questionsList(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	}
 	inCallOrder(ctx, src, qs)
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, qs, func(q *checkpoint.Question) any { return wireOfQuestion(q) })
+		return printJSONLines(stdout, stderr, name, qs, questionLine)
 	}
 	if len(qs) == 0 {
 		what := "no pending questions"
@@ -255,7 +255,7 @@ func questionsShow(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		return fail(stderr, name, err)
 	}
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, []*checkpoint.Question{q}, func(q *checkpoint.Question) any { return wireOfQuestion(q) })
+		return printJSONLines(stdout, stderr, name, []*checkpoint.Question{q}, questionLine)
 	}
 	showQuestion(stdout, q, cliNow())
 	return 0
@@ -321,7 +321,7 @@ func field(w io.Writer, name, value string) {
 // showQuestion prints everything a reviewer needs to answer q.
 func showQuestion(w io.Writer, q *checkpoint.Question, now time.Time) {
 	fmt.Fprintf(w, "question %s in thread %s\n", display.Line(q.ID), display.Line(q.ThreadID))
-	field(w, "kind", display.Line(q.Kind)+" ("+kindWords(q.Kind)+")")
+	field(w, "kind", display.Line(q.Kind)+" ("+qkind.Of(q.Kind).Asks+")")
 	if q.RunID != "" || q.CallID != "" {
 		field(w, "run", display.Line(q.RunID)+", call "+display.Line(q.CallID))
 	}
@@ -329,11 +329,14 @@ func showQuestion(w io.Writer, q *checkpoint.Question, now time.Time) {
 	switch {
 	case reqErr != nil:
 		field(w, "payload", display.JSON(q.Payload)+" (not readable: "+display.Line(reqErr.Error())+")")
-	case q.Kind == hitl.KindApprove:
-		p := req.Payload
-		field(w, "tool", display.Line(p.ToolName))
-		showArgs(w, p.Args)
-		for _, f := range display.Details(p.Details) {
+	case qkind.Of(q.Kind).Approval:
+		c, err := qkind.CallOf(q)
+		if err != nil {
+			c = &qkind.Call{} // shown empty, as a run reads it
+		}
+		field(w, "tool", display.Line(c.Tool))
+		showArgs(w, c.Args)
+		for _, f := range display.Details(c.Details) {
 			for i, l := range f.Lines {
 				if i == 0 {
 					field(w, f.Label, l)
@@ -342,16 +345,6 @@ func showQuestion(w io.Writer, q *checkpoint.Question, now time.Time) {
 				}
 			}
 		}
-	case q.Kind == interrupt.KindToolInterrupt:
-		var p struct {
-			ToolName  string         `json:"tool_name"`
-			Arguments map[string]any `json:"arguments"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(q.Payload))
-		dec.UseNumber()
-		_ = dec.Decode(&p)
-		field(w, "tool", display.Line(p.ToolName))
-		showArgs(w, p.Arguments)
 	case q.Kind == hitl.KindAsk:
 		field(w, "asks", display.Text(req.Payload.Question))
 		if len(req.Payload.Choices) > 0 {
@@ -397,7 +390,13 @@ func showQuestion(w io.Writer, q *checkpoint.Question, now time.Time) {
 		return
 	}
 	fmt.Fprintf(w, "answer:    tollgate questions answer %s %s %s\n", shellWord(q.ThreadID), shellWord(q.ID),
-		strings.ReplaceAll(strings.ReplaceAll(answerForms(q.Kind), ", ", " | "), " or ", " | "))
+		strings.ReplaceAll(answerWords(q.Kind), "|", " | "))
+}
+
+// answerWords lists the answers of the kind as a usage line does:
+// approve|deny "reason"|edit '{...}'.
+func answerWords(kind string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(qkind.Of(kind).Forms, ", ", "|"), " or ", "|")
 }
 
 func showArgs(w io.Writer, args map[string]any) {
@@ -412,32 +411,6 @@ func showArgs(w io.Writer, args map[string]any) {
 
 func indentLines(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
-}
-
-// kindWords says what a question of the kind asks for.
-func kindWords(kind string) string {
-	switch kind {
-	case hitl.KindApprove, interrupt.KindToolInterrupt:
-		return "asks for approval"
-	case hitl.KindConfirm:
-		return "asks yes or no"
-	case hitl.KindAsk:
-		return "asks for an answer in words"
-	}
-	return "takes a JSON answer"
-}
-
-// answerForms lists the answers a question of the kind takes.
-func answerForms(kind string) string {
-	switch kind {
-	case hitl.KindApprove, interrupt.KindToolInterrupt:
-		return `approve, deny "reason" or edit '{...}'`
-	case hitl.KindConfirm:
-		return "yes or no"
-	case hitl.KindAsk:
-		return "text ... or json '...'"
-	}
-	return "json '...'"
 }
 
 const questionsAnswerHelp = `usage: tollgate questions answer THREAD QUESTION ANSWER... [flags]
@@ -586,7 +559,7 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 			return nil, fmt.Errorf("%s takes nothing after it, got %q (deny REASON gives a reason; edit JSON changes the call)", verb, arg)
 		}
 	}
-	wrongKind := fmt.Errorf("question %s %s: answer %s", display.Line(q.ID), kindWords(q.Kind), answerForms(q.Kind))
+	wrongKind := fmt.Errorf("question %s %s: answer %s", display.Line(q.ID), qkind.Of(q.Kind).Asks, qkind.Of(q.Kind).Forms)
 	switch verb {
 	case "json":
 		if !json.Valid([]byte(arg)) {
@@ -602,24 +575,8 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 				return nil, fmt.Errorf("edit takes the new arguments as one JSON object, such as edit '{\"cmd\": \"ls -l\"}'; %s", jsonWords(arg, err))
 			}
 		}
-		switch q.Kind {
-		case hitl.KindApprove:
-			a := hitl.ApproveAnswer{Decision: verb, Digest: digest}
-			if verb == "deny" {
-				a.Reason = arg
-			}
-			a.EditedArgs = edited
+		if a := qkind.Approval(q.Kind, verb, arg, edited, digest); a != nil {
 			return jsontext.Marshal(a)
-		case interrupt.KindToolInterrupt:
-			d := interrupt.Approve()
-			switch verb {
-			case "deny":
-				d = interrupt.Deny(arg)
-			case "edit":
-				d = interrupt.Edit(edited)
-			}
-			d.Digest = digest
-			return jsontext.Marshal(d)
 		}
 		return nil, wrongKind
 	case "yes", "no":
@@ -636,7 +593,7 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 		}
 		return jsontext.Marshal(arg)
 	}
-	return nil, fmt.Errorf("unknown answer %q: question %s %s: answer %s", verb, display.Line(q.ID), kindWords(q.Kind), answerForms(q.Kind))
+	return nil, fmt.Errorf("unknown answer %q: question %s %s: answer %s", verb, display.Line(q.ID), qkind.Of(q.Kind).Asks, qkind.Of(q.Kind).Forms)
 }
 
 // withDigest binds an answer given as JSON to the call it is about, as
@@ -644,7 +601,7 @@ func buildAnswer(q *checkpoint.Question, verb string, words []string, digest str
 // digest gets the digest (the one given, else the question's as read) if
 // it carries none; an answer that names one keeps it, to be checked.
 func withDigest(raw json.RawMessage, q *checkpoint.Question, digest string) json.RawMessage {
-	if q.Digest == "" || (q.Kind != hitl.KindApprove && q.Kind != interrupt.KindToolInterrupt) {
+	if q.Digest == "" || !qkind.Of(q.Kind).Approval {
 		return raw
 	}
 	var m map[string]json.RawMessage

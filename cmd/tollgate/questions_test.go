@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 	"github.com/tollgate-ai/tollgate/hitl"
@@ -210,7 +211,7 @@ func TestQuestionsSameOnStoreAndServer(t *testing.T) {
 	if len(lines) != 2 || strings.Contains(out, `\u003e`) || !strings.Contains(out, `"cmd":"printf one >> log.txt"`) {
 		t.Errorf("questions list --json:\n%s", out)
 	}
-	var q wireQuestion
+	var q apiclient.Question
 	if err := json.Unmarshal([]byte(lines[0]), &q); err != nil || q.ID != "hitl_call_1_1" || q.Status != "pending" || q.TimeoutSeconds != 3600 {
 		t.Errorf("first JSON line %+v (%v)", q, err)
 	}

@@ -7,17 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/examples/policies"
-	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/internal/display"
-	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/policy/learn"
 )
 
@@ -53,213 +50,16 @@ type learnBody struct {
 	Expires string       `json:"expires,omitempty"`
 }
 
-// wireRule is a learned rule as the API shows it (server/API.md, Rule).
-type wireRule struct {
-	ID           string      `json:"id"`
-	Tool         string      `json:"tool"`
-	Status       string      `json:"status"`
-	Summary      string      `json:"summary"`
-	Scope        learn.Scope `json:"scope"`
-	ScopeText    string      `json:"scope_text"`
-	ThreadID     string      `json:"thread_id"`
-	QuestionID   string      `json:"question_id"`
-	Digest       string      `json:"digest"`
-	CreatedBy    string      `json:"created_by"`
-	CreatedAt    apiTime     `json:"created_at"`
-	ExpiresAt    apiTime     `json:"expires_at"`
-	ApprovedBy   string      `json:"approved_by"`
-	ApprovedAt   apiTime     `json:"approved_at"`
-	RevokedBy    string      `json:"revoked_by"`
-	RevokedAt    apiTime     `json:"revoked_at"`
-	RevokeReason string      `json:"revoke_reason"`
-	YAML         string      `json:"yaml"`
-}
+// wireRule is a learned rule as the API shows it.
+type wireRule = apiclient.Rule
 
-// ---------- a server ----------
-
-func (c *apiClient) preview(ctx context.Context, thread, id string, spec *learn.Spec, scope *learn.Scope, _ string) (*learn.Preview, error) {
-	body, _ := json.Marshal(map[string]any{"spec": spec, "scope": scope})
-	var out learn.Preview
-	err := c.do(ctx, "POST", "/v1/questions/"+url.PathEscape(thread)+"/"+url.PathEscape(id)+"/proposal", nil, body, &out)
-	return &out, err
-}
-
-func (c *apiClient) learn(ctx context.Context, thread, id string, req learnBody, _ string) (*wireRule, error) {
-	body, _ := json.Marshal(req)
-	var out struct {
-		Rule wireRule `json:"rule"`
-	}
-	err := c.do(ctx, "POST", "/v1/questions/"+url.PathEscape(thread)+"/"+url.PathEscape(id)+"/learn", nil, body, &out)
-	return &out.Rule, err
-}
-
-func (c *apiClient) rules(ctx context.Context, status string) ([]*wireRule, error) {
-	var out struct {
-		Rules []*wireRule `json:"rules"`
-	}
-	err := c.do(ctx, "GET", "/v1/rules", url.Values{"status": {status}}, nil, &out)
-	return out.Rules, err
-}
-
-func (c *apiClient) rule(ctx context.Context, id string) (*wireRule, error) {
-	var out wireRule
-	err := c.do(ctx, "GET", "/v1/rules/"+url.PathEscape(id), nil, nil, &out)
-	return &out, notFound(err, "learned rule "+display.Line(id))
-}
-
-func (c *apiClient) change(ctx context.Context, id string, approve bool, reason, _ string) (*wireRule, error) {
-	verb, body := "revoke", []byte(`{}`)
-	if approve {
-		verb = "approve"
-	} else {
-		body, _ = json.Marshal(map[string]string{"reason": reason})
-	}
-	var out wireRule
-	err := c.do(ctx, "POST", "/v1/rules/"+url.PathEscape(id)+"/"+verb, nil, body, &out)
-	return &out, notFound(err, "learned rule "+display.Line(id))
-}
-
-func (c *apiClient) export(ctx context.Context, status string) ([]byte, error) {
-	var out []byte
-	err := c.do(ctx, "GET", "/v1/rules/export", url.Values{"status": {status}}, nil, &out)
-	return out, err
-}
-
-// ---------- a store ----------
-
-// learning is the learn service of a store, under the policy file of
-// --policy (or the built-in sandbox policy), answering as questions
-// answer does.
-func (s *storeSource) learning() (*learn.Service, error) {
-	p, err := s.policyInForce()
-	if err != nil {
-		return nil, err
-	}
-	hp, err := hookPolicyInForce(s.hookPolicyFile)
-	if err != nil {
-		return nil, fmt.Errorf("the coding agents' policy: %w", err)
-	}
-	return &learn.Service{Store: s.store, Policy: policyOfThread(func() *policy.Policy { return p }, func() *policy.Policy { return hp }),
-		Now: cliNow, Answer: s.answer}, nil
-}
-
-// policyOfThread is the policy that decides a thread's calls: a coding
-// agent's session's is the hooks' policy, every other's the agent's.
-func policyOfThread(agentPolicy, hookPolicy func() *policy.Policy) func(threadID string) *policy.Policy {
-	return func(threadID string) *policy.Policy {
-		if hooks.IsThread(threadID) {
-			return hookPolicy()
-		}
-		return agentPolicy()
-	}
-}
-
-// policyInForce is the policy file of --policy, or the built-in one.
-func (s *storeSource) policyInForce() (*policy.Policy, error) {
-	if s.policyFile == "" || s.policyFile == builtinPolicy {
-		return policy.Parse(policies.SandboxName, policies.Sandbox, policyOptions())
-	}
-	return policy.Load(s.policyFile, policyOptions())
-}
-
-func (s *storeSource) preview(ctx context.Context, thread, id string, spec *learn.Spec, scope *learn.Scope, by string) (*learn.Preview, error) {
-	svc, err := s.learning()
-	if err != nil {
-		return nil, err
-	}
-	p, _, err := svc.Preview(ctx, learn.PreviewRequest{ThreadID: thread, QuestionID: id, Spec: spec, Scope: scope, By: by})
-	return p, err
-}
-
-func (s *storeSource) learn(ctx context.Context, thread, id string, req learnBody, by string) (*wireRule, error) {
-	svc, err := s.learning()
-	if err != nil {
-		return nil, err
-	}
-	expires, err := learn.ParseExpiry(req.Expires)
-	if err != nil {
-		return nil, err
-	}
-	prop, _, err := svc.Propose(ctx, thread, id)
-	if err != nil {
-		return nil, err
-	}
-	spec, scope := prop.Spec, prop.Scopes[0]
-	if req.Spec != nil {
-		spec = *req.Spec
-	}
-	if req.Scope != nil {
-		scope = *req.Scope
-	}
-	out, err := svc.Learn(ctx, learn.Request{ThreadID: thread, QuestionID: id, Digest: req.Digest, Spec: spec, Scope: scope, Expires: expires, By: by})
-	if err != nil {
-		return nil, err
-	}
-	return wireOfRule(svc, out.Rule), nil
-}
-
-func (s *storeSource) rules(ctx context.Context, status string) ([]*wireRule, error) {
-	svc, err := s.learning()
-	if err != nil {
-		return nil, err
-	}
-	rules, err := svc.Rules(ctx, status, "", "", nil)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*wireRule, len(rules))
-	for i, r := range rules {
-		out[i] = wireOfRule(svc, r)
-	}
-	return out, nil
-}
-
-func (s *storeSource) rule(ctx context.Context, id string) (*wireRule, error) {
-	svc, err := s.learning()
-	if err != nil {
-		return nil, err
-	}
-	r, err := svc.Rule(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return wireOfRule(svc, r), nil
-}
-
-func (s *storeSource) change(ctx context.Context, id string, approve bool, reason, by string) (*wireRule, error) {
-	svc, err := s.learning()
-	if err != nil {
-		return nil, err
-	}
-	r, err := svc.Change(ctx, id, checkpoint.RuleChange{Approve: approve, By: by, Reason: reason})
-	if err != nil {
-		return nil, err
-	}
-	return wireOfRule(svc, r), nil
-}
-
-func (s *storeSource) export(ctx context.Context, status string) ([]byte, error) {
-	svc, err := s.learning()
-	if err != nil {
-		return nil, err
-	}
-	rules, err := svc.Rules(ctx, status, "", "", nil)
-	if err != nil {
-		return nil, err
-	}
-	return learn.Export(rules)
-}
-
-// wireOfRule is a stored rule as the API shows it.
-func wireOfRule(svc *learn.Service, r *checkpoint.LearnedRule) *wireRule {
-	w := &wireRule{ID: r.ID, Tool: r.Tool, Status: svc.StatusOf(r), Scope: learn.ScopeOf(r), ScopeText: learn.ScopeOf(r).String(),
-		ThreadID: r.ThreadID, QuestionID: r.QuestionID, Digest: r.Digest, CreatedBy: r.CreatedBy, CreatedAt: apiTime(r.CreatedAt),
-		ExpiresAt: apiTime(r.ExpiresAt), ApprovedBy: r.ApprovedBy, ApprovedAt: apiTime(r.ApprovedAt), RevokedBy: r.RevokedBy,
-		RevokedAt: apiTime(r.RevokedAt), RevokeReason: r.RevokeReason}
-	if spec, err := learn.ParseSpec(r.Spec); err == nil {
-		w.Summary, w.YAML = spec.String(), learn.RuleYAML(r, spec)
-	}
-	return w
+// ruleLine is a rule as --json prints it: the API's Rule without its
+// spec (its summary and YAML say it), as it always has.
+type ruleLine struct {
+	*wireRule
+	// Spec hides the rule's: a field of the same name nearer the top
+	// wins, and this one is never set.
+	Spec json.RawMessage `json:"spec,omitempty"`
 }
 
 // ---------- the commands ----------
@@ -319,7 +119,7 @@ func rulesList(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fail(stderr, name, err)
 	}
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, rules, func(r *wireRule) any { return r })
+		return printJSONLines(stdout, stderr, name, rules, func(r *wireRule) any { return ruleLine{wireRule: r} })
 	}
 	if len(rules) == 0 {
 		fmt.Fprintf(stdout, "no %s learned rules\n", display.Line(*status))
@@ -328,8 +128,8 @@ func rulesList(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tSTATUS\tSCOPE\tBY\tTOOL\tALLOWS")
 	for _, r := range rules {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", display.Line(r.ID), display.Line(r.Status), display.Line(clip(r.ScopeText, 40)), display.Line(r.CreatedBy),
-			display.Line(r.Tool), display.Line(clip(r.Summary, 80)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", display.Line(r.ID), display.Line(r.Status), display.Line(apiclient.Clip(r.ScopeText, 40)), display.Line(r.CreatedBy),
+			display.Line(r.Tool), display.Line(apiclient.Clip(r.Summary, 80)))
 	}
 	tw.Flush()
 	return 0
@@ -370,7 +170,7 @@ func rulesShow(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fail(stderr, name, err)
 	}
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, []*wireRule{r}, func(r *wireRule) any { return r })
+		return printJSONLines(stdout, stderr, name, []*wireRule{r}, func(r *wireRule) any { return ruleLine{wireRule: r} })
 	}
 	showRule(stdout, r)
 	return 0
@@ -704,13 +504,13 @@ func showPreview(w io.Writer, p *learn.Preview) {
 		if d.Reason != "" {
 			reason = ": " + display.Line(d.Reason)
 		}
-		fmt.Fprintf(w, "  ⚑ denied by %s%s — %s (thread %s)\n", display.Line(d.By), reason, display.Line(clip(d.Call, 100)), display.Line(d.ThreadID))
+		fmt.Fprintf(w, "  ⚑ denied by %s%s — %s (thread %s)\n", display.Line(d.By), reason, display.Line(apiclient.Clip(d.Call, 100)), display.Line(d.ThreadID))
 	}
 	for _, e := range r.Edited {
-		fmt.Fprintf(w, "  ✎ edited by %s — %s (thread %s)\n", display.Line(e.By), display.Line(clip(e.Call, 100)), display.Line(e.ThreadID))
+		fmt.Fprintf(w, "  ✎ edited by %s — %s (thread %s)\n", display.Line(e.By), display.Line(apiclient.Clip(e.Call, 100)), display.Line(e.ThreadID))
 	}
 	for _, u := range r.Unseen {
-		fmt.Fprintf(w, "  never asked, allowed: %s\n", display.Line(clip(u, 100)))
+		fmt.Fprintf(w, "  never asked, allowed: %s\n", display.Line(apiclient.Clip(u, 100)))
 	}
 	if p.SecondReviewer {
 		fmt.Fprintln(w, "the policy wants a second reviewer: the rule allows nothing until another reviewer approves it")

@@ -14,10 +14,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
 	"github.com/tollgate-ai/tollgate/cluster"
+	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/mcpgate"
 	"github.com/tollgate-ai/tollgate/notify"
 	"github.com/tollgate-ai/tollgate/server"
 	"github.com/tollgate-ai/tollgate/server/web"
@@ -70,50 +74,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	tokens, err := loadTokens(*tokensFile)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 2
-	}
-	if _, err := parsePolicyReload(af.reload); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 2
-	}
-	if *maxStreams < 0 {
-		fmt.Fprintf(stderr, "tollgate serve: --max-streams-per-token %d: give a number of streams, or 0 for no limit\n", *maxStreams)
-		return 2
-	}
-	if *maxStreams == 0 {
-		*maxStreams = -1 // the server's "no cap"
-	}
-	if _, _, err := net.SplitHostPort(*addr); err != nil {
-		fmt.Fprintf(stderr, "tollgate serve: --addr %q: want host:port, such as 127.0.0.1:8080 or :8080\n", *addr)
-		return 2
-	}
-	loopback := isLoopback(*addr)
-	if len(tokens) == 0 && !*dev {
-		if !loopback {
-			fmt.Fprintf(stderr, "tollgate serve: no tokens configured and %s is not a loopback address: give --tokens FILE or TOLLGATE_TOKENS (see 'tollgate token new'), or listen on 127.0.0.1 for dev mode\n", *addr)
-			return 2
-		}
-		*dev = true
-	}
-	if *dev && !loopback {
-		fmt.Fprintf(stderr, "tollgate serve: dev mode (no authentication) only listens on a loopback address, not %s\n", *addr)
-		return 2
-	}
-
-	if _, _, err := providerFor(af.model); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 2
-	}
-	if problem := credentialProblem(af.model); problem != "" {
-		log.Warn("tollgate: " + problem)
-	}
-	mcpConfigs, err := mcpf.configs()
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 2
+	tokens, mcpConfigs, code := serveChecks(stderr, log, *tokensFile, &af, maxStreams, *addr, dev, &mcpf)
+	if code != 0 {
+		return code
 	}
 	// Bound first: a second serve started by mistake on a busy port must
 	// stop before its host resumes anything in the store.
@@ -127,67 +90,15 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve: "+storePasswordRefusal)
 		return 2
 	}
-	var notifyCfg *notify.Config
-	var notifyFiles []string
-	if *notifyConfig != "" {
-		if notifyCfg, err = notify.Load(*notifyConfig, os.Getenv); err != nil {
-			fmt.Fprintln(stderr, "tollgate serve:", err)
-			return 2
-		}
-		if err := checkNotifyGroups(notifyCfg, af.policyFile); err != nil {
-			fmt.Fprintln(stderr, "tollgate serve:", err)
-			return 2
-		}
-		// The file names the webhooks and whose presses answer; its
-		// secret files sign the answers: a command that could rewrite
-		// them could answer its own calls.
-		notifyFiles = append([]string{*notifyConfig}, notifyCfg.SecretFiles()...)
+	notifyCfg, notices, code := serveState(stderr, log, *notifyConfig, *storeURL, *tokensFile, *hookPolicy, *stateInDir, &af)
+	if code != 0 {
+		return code
 	}
-	state := statePaths(*storeURL, append([]string{af.policyFile, *tokensFile, *hookPolicy}, notifyFiles...)...)
-	if p := stateInside(af.dir, state); p != "" {
-		if !*stateInDir {
-			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
-			return 2
-		}
-		log.Warn("tollgate's state is inside the bash tool's working directory: unconfined and approved commands can rewrite it (--allow-state-in-workdir)", "path", p, "dir", af.dir)
+	store, servers, tmpl, lp, closeAll, code := af.openAgent(ctx, *storeURL, mcpConfigs, log, stderr)
+	if code != 0 {
+		return code
 	}
-	af.masked = state
-	notices := &noticeBoard{fixed: af.sandbox.notices()}
-	af.loosened = notices.policyLoosened
-	if err := ensureStoreDir(*storeURL, defaultStore()); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
-	}
-	store, err := storeurl.Open(ctx, *storeURL)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
-	}
-	defer store.Close()
-	// The MCP servers' tools are known before the agent is made; the
-	// servers are closed once the host has stopped.
-	servers, err := connectMCP(ctx, mcpConfigs, log, func(line string) { log.Warn(line) })
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
-	}
-	if servers != nil {
-		defer servers.Close()
-	}
-	tmpl, lp, err := af.template(ctx, store, log)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 2
-	}
-	if tmpl, err = withMCP(tmpl, servers); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 2
-	}
-	if line := af.sandbox.startupLine(); af.sandbox.unconfined() {
-		log.Warn("tollgate: " + line)
-	} else {
-		log.Info("tollgate: " + line)
-	}
+	defer closeAll()
 	// Coding agents' hooks: their sessions are threads of this host.
 	// Its policy is reloaded as serve's own is (--policy-reload), and a
 	// reload that loosens it is a notice too.
@@ -211,21 +122,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// On PostgreSQL every replica is one of a cluster, be it the only one:
 	// runs, answers and deadlines go through River's jobs and leases, so
 	// that more replicas can join at any time.
-	var coord *cluster.Cluster
-	var poll time.Duration
-	if pg, ok := store.(*postgres.Store); ok {
-		coord, err = cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: *lease, Logger: log, Notifier: notifier,
-			PolicyDigest: tmpl.PolicyDigest, RequireSamePolicy: *samePolicy})
-		if err != nil {
-			fmt.Fprintln(stderr, "tollgate serve:", err)
-			return 1
-		}
+	coord, poll, err := serveCluster(ctx, store, *lease, *samePolicy, notifier, tmpl, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
+	}
+	if coord != nil {
 		defer coord.Close()
 		hcfg.Coordinator = coord
-		// Events other replicas write reach this one's streams by the
-		// log's poll (questions by notification, at once).
-		poll = 300 * time.Millisecond
-		log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String(), "policy_digest", tmpl.PolicyDigest())
 	}
 	h, err := host.New(hcfg)
 	if err != nil {
@@ -242,10 +146,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	notifications, stopNotify := startNotifications(ctx, notifier, h, coord, notices, log)
 	defer stopNotify()
-	modelLabel := af.model
-	if modelLabel == "demo" || modelLabel == "" {
-		modelLabel = "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
-	}
+	modelLabel := serveModelLabel(af.model)
 	srv, err := server.New(server.Config{
 		Host:               h,
 		Logger:             log,
@@ -278,6 +179,174 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), shownStore, lp.name, af.model)
 
+	return serveUntilStopped(ctx, ln, hs, srv, h, hookSvc, servers, coord != nil, *grace, log, stdout)
+}
+
+// openAgent opens serve's store (made where it is not yet), connects the
+// MCP servers and makes the agent's template with their tools, saying how
+// the bash tool is confined. closeAll closes the servers, then the store.
+// A code that is not 0 is serve's exit status, the error said on stderr.
+func (af *agentFlags) openAgent(ctx context.Context, storeURL string, mcpConfigs []mcpgate.ServerConfig, log *slog.Logger, stderr io.Writer) (checkpoint.Store, *mcpgate.Servers, agent.Config, *loadedPolicy, func(), int) {
+	failed := func(code int, err error, closers ...func() error) (checkpoint.Store, *mcpgate.Servers, agent.Config, *loadedPolicy, func(), int) {
+		for _, c := range closers {
+			c()
+		}
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return nil, nil, agent.Config{}, nil, nil, code
+	}
+	store, err := openStore(ctx, storeURL, defaultStore())
+	if err != nil {
+		return failed(1, err)
+	}
+	// The MCP servers' tools are known before the agent is made; the
+	// servers are closed once the host has stopped.
+	servers, err := connectMCP(ctx, mcpConfigs, log, func(line string) { log.Warn(line) })
+	if err != nil {
+		return failed(1, err, store.Close)
+	}
+	closeAll := func() {
+		if servers != nil {
+			servers.Close()
+		}
+		store.Close()
+	}
+	tmpl, lp, err := af.template(ctx, store, log)
+	if err == nil {
+		tmpl, err = withMCP(tmpl, servers)
+	}
+	if err != nil {
+		closeAll()
+		return failed(2, err)
+	}
+	if line := af.sandbox.startupLine(); af.sandbox.unconfined() {
+		log.Warn("tollgate: " + line)
+	} else {
+		log.Info("tollgate: " + line)
+	}
+	return store, servers, tmpl, lp, closeAll, 0
+}
+
+// serveModelLabel is the model as the page names it.
+func serveModelLabel(model string) string {
+	if model == "demo" || model == "" {
+		return "demo (the offline demo model: each line of a message that starts with \"$ \" becomes a bash command)"
+	}
+	return model
+}
+
+// serveChecks checks serve's flags before anything is opened, in the
+// user's terms: the tokens, the policy's reload, the streams' cap, the
+// address (dev mode on a loopback address only), the model and the MCP
+// servers. It sets dev for a loopback address without tokens, and
+// maxStreams to the server's "no cap" for 0. A code that is not 0 is
+// serve's exit status, the error said on stderr.
+func serveChecks(stderr io.Writer, log *slog.Logger, tokensFile string, af *agentFlags, maxStreams *int, addr string, dev *bool, mcpf *mcpFlags) ([]server.Token, []mcpgate.ServerConfig, int) {
+	tokens, err := loadTokens(tokensFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return nil, nil, 2
+	}
+	if _, err := parsePolicyReload(af.reload); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return nil, nil, 2
+	}
+	if *maxStreams < 0 {
+		fmt.Fprintf(stderr, "tollgate serve: --max-streams-per-token %d: give a number of streams, or 0 for no limit\n", *maxStreams)
+		return nil, nil, 2
+	}
+	if *maxStreams == 0 {
+		*maxStreams = -1 // the server's "no cap"
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		fmt.Fprintf(stderr, "tollgate serve: --addr %q: want host:port, such as 127.0.0.1:8080 or :8080\n", addr)
+		return nil, nil, 2
+	}
+	loopback := isLoopback(addr)
+	if len(tokens) == 0 && !*dev {
+		if !loopback {
+			fmt.Fprintf(stderr, "tollgate serve: no tokens configured and %s is not a loopback address: give --tokens FILE or TOLLGATE_TOKENS (see 'tollgate token new'), or listen on 127.0.0.1 for dev mode\n", addr)
+			return nil, nil, 2
+		}
+		*dev = true
+	}
+	if *dev && !loopback {
+		fmt.Fprintf(stderr, "tollgate serve: dev mode (no authentication) only listens on a loopback address, not %s\n", addr)
+		return nil, nil, 2
+	}
+
+	if _, _, err := providerFor(af.model); err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return nil, nil, 2
+	}
+	if problem := credentialProblem(af.model); problem != "" {
+		log.Warn("tollgate: " + problem)
+	}
+	mcpConfigs, err := mcpf.configs()
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return nil, nil, 2
+	}
+	return tokens, mcpConfigs, 0
+}
+
+// serveState loads the notifications' file, and refuses tollgate's state
+// (the store, the policy, the tokens, the notifications' files) inside
+// the bash tool's directory unless stateInDir; it tells af what is
+// tollgate's state. A code that is not 0 is serve's exit status.
+func serveState(stderr io.Writer, log *slog.Logger, notifyConfig, storeURL, tokensFile, hookPolicy string, stateInDir bool, af *agentFlags) (*notify.Config, *noticeBoard, int) {
+	var err error
+	var notifyCfg *notify.Config
+	var notifyFiles []string
+	if notifyConfig != "" {
+		if notifyCfg, err = notify.Load(notifyConfig, os.Getenv); err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return nil, nil, 2
+		}
+		if err := checkNotifyGroups(notifyCfg, af.policyFile); err != nil {
+			fmt.Fprintln(stderr, "tollgate serve:", err)
+			return nil, nil, 2
+		}
+		// The file names the webhooks and whose presses answer; its
+		// secret files sign the answers: a command that could rewrite
+		// them could answer its own calls.
+		notifyFiles = append([]string{notifyConfig}, notifyCfg.SecretFiles()...)
+	}
+	state := statePaths(storeURL, append([]string{af.policyFile, tokensFile, hookPolicy}, notifyFiles...)...)
+	if p := stateInside(af.dir, state); p != "" {
+		if !stateInDir {
+			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
+			return nil, nil, 2
+		}
+		log.Warn("tollgate's state is inside the bash tool's working directory: unconfined and approved commands can rewrite it (--allow-state-in-workdir)", "path", p, "dir", af.dir)
+	}
+	af.masked = state
+	notices := &noticeBoard{fixed: af.sandbox.notices()}
+	af.loosened = notices.policyLoosened
+	return notifyCfg, notices, 0
+}
+
+// serveCluster makes the cluster a replica on PostgreSQL is one of, be it
+// the only one, and the poll interval of its event streams; none (nil, 0)
+// on another store.
+func serveCluster(ctx context.Context, store checkpoint.Store, lease time.Duration, samePolicy bool, notifier *notify.Notifier, tmpl agent.Config, log *slog.Logger) (*cluster.Cluster, time.Duration, error) {
+	pg, ok := store.(*postgres.Store)
+	if !ok {
+		return nil, 0, nil
+	}
+	coord, err := cluster.New(ctx, cluster.Config{Store: pg, LeaseTTL: lease, Logger: log, Notifier: notifier,
+		PolicyDigest: tmpl.PolicyDigest, RequireSamePolicy: samePolicy})
+	if err != nil {
+		return nil, 0, err
+	}
+	log.Info("tollgate: cluster mode", "replica", coord.ID(), "lease", lease.String(), "policy_digest", tmpl.PolicyDigest())
+	// Events other replicas write reach this one's streams by the log's
+	// poll (questions by notification, at once).
+	return coord, 300 * time.Millisecond, nil
+}
+
+// serveUntilStopped serves until ctx ends or the listener fails, then
+// stops in order, and says what was left.
+func serveUntilStopped(ctx context.Context, ln net.Listener, hs *http.Server, srv *server.Server, h *host.Host, hookSvc *hooks.Service, servers *mcpgate.Servers, clustered bool, grace time.Duration, log *slog.Logger, stdout io.Writer) int {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	select {
@@ -293,7 +362,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// finish or park.
 	hookSvc.Shutdown()
 	srv.Close()
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	if err := hs.Shutdown(shutCtx); err != nil {
 		log.Warn("tollgate: requests still open at shutdown were cut", "err", err)
@@ -304,7 +373,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			log.Warn("tollgate: closing the MCP servers", "err", err)
 		}
 	}
-	if coord != nil {
+	if clustered {
 		log.Info("tollgate: stopped; other replicas go on with the runs cut off, and resume the others when answered",
 			"parked_runs", stats.Parked, "runs_cut_off", stats.Active, "failed_runs", stats.Failed)
 		fmt.Fprintf(stdout, "tollgate: stopped: %s parked waiting for answers, %s cut off mid-way (other replicas go on with them, or the next start)\n", plural(stats.Parked, "run"), plural(stats.Active, "run"))

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 )
 
@@ -143,4 +145,14 @@ func stateInside(dir string, paths []string) string {
 		}
 	}
 	return ""
+}
+
+// openStore opens the store a serving command keeps its state in (serve,
+// mcp-gateway): its directory is made first when it is a default one
+// (ensureStoreDir).
+func openStore(ctx context.Context, url string, defaults ...string) (checkpoint.Store, error) {
+	if err := ensureStoreDir(url, defaults...); err != nil {
+		return nil, err
+	}
+	return storeurl.Open(ctx, url)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/apiclient"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hooks"
 	"github.com/tollgate-ai/tollgate/internal/display"
@@ -53,7 +54,7 @@ examples:
 // Thread without its messages, and the count of its pending questions
 // (null when the token may not see questions).
 type threadLine struct {
-	wireThreadHead
+	apiclient.Thread
 	Pending *int `json:"pending_questions"`
 }
 
@@ -83,7 +84,7 @@ func threadsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		return code
 	}
 	defer src.close()
-	ths, err := src.threads(ctx, threadQuery{status: checkpoint.ThreadStatus(*status), state: *state, search: strings.TrimSpace(*search)})
+	ths, err := src.threads(ctx, threadQuery{Status: checkpoint.ThreadStatus(*status), State: *state, Search: strings.TrimSpace(*search)})
 	if err != nil {
 		return fail(stderr, name, err)
 	}
@@ -100,7 +101,7 @@ func threadsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	}
 	if *asJSON {
 		return printJSONLines(stdout, stderr, name, ths, func(th *threadInfo) any {
-			l := threadLine{wireThreadHead: headOfThread(th)}
+			l := threadLine{Thread: headOfThread(th)}
 			if counts != nil {
 				n := counts[th.ID]
 				l.Pending = &n
@@ -131,8 +132,8 @@ func threadsList(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 
 // forbidden reports whether the server refused the token the request.
 func forbidden(err error) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.code == "forbidden"
+	var ae *apiclient.Error
+	return errors.As(err, &ae) && ae.Code == "forbidden"
 }
 
 const threadsShowHelp = `usage: tollgate threads show THREAD [--json]
@@ -161,7 +162,7 @@ func threadsShow(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	}
 	defer src.close()
 	if *asJSON {
-		return printJSONLines(stdout, stderr, name, []*threadInfo{th}, func(th *threadInfo) any { return wireOfThread(th) })
+		return printJSONLines(stdout, stderr, name, []*threadInfo{th}, threadOut)
 	}
 	// The approval questions of the thread's calls, to say who answered
 	// them; a token that may not see questions gets the results' traces.

@@ -1,7 +1,7 @@
 package display
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/qkind"
 )
 
 // AllowedByPolicy is what to say of a call that ran with no question and no
@@ -18,9 +19,6 @@ import (
 // ([Outcome] cannot tell such a call from one under no policy, and says
 // nothing).
 const AllowedByPolicy = "allowed by the policy"
-
-// kindToolInterrupt is interrupt.KindToolInterrupt.
-const kindToolInterrupt = "tool_interrupt"
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
@@ -262,83 +260,21 @@ func Resolution(q *checkpoint.Question) string {
 		return Line(string(q.Status))
 	}
 	who := Line(by(q.AnsweredBy))
-	switch q.Kind {
-	case hitl.KindApprove:
-		var a hitl.ApproveAnswer
-		if decodeAnswer(q.Answer, &a) != nil {
-			return "answered " + who + ": " + JSON(q.Answer)
-		}
-		switch a.Decision {
-		case hitl.DecisionApprove:
-			return "approved " + who
-		case hitl.DecisionEdit:
-			return "edited " + who + ": " + argsLine(a.EditedArgs)
-		case hitl.DecisionDeny:
-			return "denied " + who + Line(paren(a.Reason))
-		}
-		return "answered " + who + ": " + JSON(q.Answer)
-	case kindToolInterrupt:
-		return interruptAnswer(q.Answer, who)
-	case hitl.KindConfirm:
-		switch yes, ok := confirmAnswer(q.Answer); {
-		case ok && yes:
-			return "answered " + who + ": yes"
-		case ok:
-			return "answered " + who + ": no"
-		}
-	case hitl.KindAsk:
-		var s string
-		if json.Unmarshal(q.Answer, &s) == nil {
-			return "answered " + who + ": " + Line(s)
-		}
+	a := qkind.Read(q.Kind, q.Answer)
+	switch {
+	case !a.Readable:
+	case a.Decision == hitl.DecisionApprove:
+		return "approved " + who
+	case a.Decision == hitl.DecisionEdit:
+		return "edited " + who + ": " + argsLine(a.Edits)
+	case a.Decision == hitl.DecisionDeny:
+		return "denied " + who + Line(paren(a.Reason))
+	case a.Decision == qkind.Yes || a.Decision == qkind.No:
+		return "answered " + who + ": " + a.Decision
+	case a.Words:
+		return "answered " + who + ": " + Line(a.Text)
 	}
 	return "answered " + who + ": " + JSON(q.Answer)
-}
-
-func decodeAnswer(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	return dec.Decode(v)
-}
-
-// interruptAnswer reads a tool_interrupt answer as interrupt.Interpret
-// does: true or {"action":"approve"} approves, {"action":"edit",
-// "arguments":{...}} edits, anything else denies.
-func interruptAnswer(raw json.RawMessage, who string) string {
-	var yes bool
-	if json.Unmarshal(raw, &yes) == nil {
-		if yes {
-			return "approved " + who
-		}
-		return "denied " + who
-	}
-	var d struct {
-		Action    string         `json:"action"`
-		Arguments map[string]any `json:"arguments"`
-		Message   string         `json:"message"`
-	}
-	if decodeAnswer(raw, &d) != nil {
-		return "denied " + who
-	}
-	switch {
-	case d.Action == "approve":
-		return "approved " + who
-	case d.Action == "edit" && d.Arguments != nil:
-		return "edited " + who + ": " + argsLine(d.Arguments)
-	}
-	return "denied " + who + Line(paren(d.Message))
-}
-
-// confirmAnswer reads a confirm answer: true, false or {"yes": bool}.
-func confirmAnswer(raw json.RawMessage) (yes, ok bool) {
-	if json.Unmarshal(raw, &yes) == nil {
-		return yes, true
-	}
-	var a hitl.ConfirmAnswer
-	if json.Unmarshal(raw, &a) == nil {
-		return a.Yes, true
-	}
-	return false, false
 }
 
 // Summary is one line saying what a question asks: for an approval the
@@ -350,37 +286,21 @@ func Summary(q *checkpoint.Question) string {
 	if q == nil {
 		return ""
 	}
+	if qkind.Of(q.Kind).Approval {
+		if c, err := qkind.CallOf(q); err == nil {
+			return Line(cmp.Or(c.Tool, q.Tool)) + ": " + argsLine(c.Args)
+		}
+	}
 	switch q.Kind {
-	case hitl.KindApprove, hitl.KindAsk, hitl.KindConfirm:
+	case hitl.KindAsk, hitl.KindConfirm:
 		req, err := hitl.RequestOf(q)
 		if err != nil {
 			break
 		}
-		p := req.Payload
-		switch q.Kind {
-		case hitl.KindAsk:
-			return Line(p.Question)
-		case hitl.KindConfirm:
-			return Line(p.Message)
+		if q.Kind == hitl.KindAsk {
+			return Line(req.Payload.Question)
 		}
-		tool := p.ToolName
-		if tool == "" {
-			tool = q.Tool
-		}
-		return Line(tool) + ": " + argsLine(p.Args)
-	case kindToolInterrupt:
-		var p struct {
-			ToolName  string         `json:"tool_name"`
-			Arguments map[string]any `json:"arguments"`
-		}
-		if decodeAnswer(q.Payload, &p) != nil {
-			break
-		}
-		tool := p.ToolName
-		if tool == "" {
-			tool = q.Tool
-		}
-		return Line(tool) + ": " + argsLine(p.Arguments)
+		return Line(req.Payload.Message)
 	}
 	return Line(fmt.Sprintf("%s: ", q.Kind)) + JSON(q.Payload)
 }

@@ -1,4 +1,4 @@
-package server
+package apiclient
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestUnescapeHTML(t *testing.T) {
 		t.Error("invalid JSON accepted")
 	}
 	// Stored JSON that is not valid is shown as text, not a broken body.
-	out, err := json.Marshal(struct{ P rawJSON }{rawJSON(`{"a":`)})
+	out, err := json.Marshal(struct{ P RawJSON }{RawJSON(`{"a":`)})
 	if err != nil || string(out) != `{"P":"{\"a\":"}` {
 		t.Errorf("invalid stored JSON: %s %v", out, err)
 	}
