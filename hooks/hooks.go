@@ -78,6 +78,10 @@ type Service struct {
 	stopped  sync.WaitGroup
 	stopOnce sync.Once
 
+	// slowOnly: every call is a run of the host (tests that compare
+	// the fast path with it).
+	slowOnly bool
+
 	mu        sync.Mutex
 	sessions  map[string]*session // by the session's first thread
 	closing   chan struct{}       // closed by Shutdown
@@ -313,6 +317,11 @@ type lane struct {
 	// running when the session was read: parked, or resumed at start).
 	held  bool
 	bytes int // the size of its messages, as last read or counted since
+	// known: version is the thread's version as this process last read
+	// or wrote it (0: no thread), for the fast path's compare-and-set;
+	// false once a run of the host may have written it since.
+	known   bool
+	version int64
 	// checked is when a held thread was last read, to see whether its
 	// run ended (an end this process may not have seen); waiting: it
 	// then had a question pending.
@@ -412,7 +421,8 @@ func (s *Service) readLanes(ctx context.Context, base string) (lanes []*lane, pr
 				}
 			}
 		}
-		lanes = append(lanes, &lane{n: n, thread: th.ID, held: th.Status == checkpoint.ThreadRunning, bytes: len(th.Messages)})
+		held := th.Status == checkpoint.ThreadRunning
+		lanes = append(lanes, &lane{n: n, thread: th.ID, held: held, bytes: len(th.Messages), known: !held, version: th.Version})
 	}
 }
 
@@ -613,6 +623,19 @@ func (s *Service) start(ctx context.Context, sess *session, p *payload, opts *Ca
 			s.freeLane(l, c)
 			return fail(err)
 		}
+		switch err := s.fastAllow(ctx, l, c, &env, text); {
+		case err == nil:
+			s.freeLane(l, c)
+			return c, nil
+		case !errors.Is(err, errNotFast):
+			s.freeLane(l, c)
+			return fail(err)
+		}
+		// The host's run writes the thread: its version is read again
+		// before the lane's next fast commit.
+		s.mu.Lock()
+		l.known = false
+		s.mu.Unlock()
 		_, _, err = s.host.Prompt(ctx, l.thread, text, &host.PromptOptions{IdempotencyKey: idempotencyKey(c.id)})
 		if errors.Is(err, host.ErrRunActive) && attempt < 16 {
 			// A run this process did not know of holds the thread (one
@@ -665,7 +688,7 @@ func (s *Service) pickLane(ctx context.Context, sess *session, c *call) (*lane, 
 			}
 		}
 		if deciding == 0 || time.Now().After(deadline) {
-			l := &lane{n: len(sess.lanes) + 1, busy: c}
+			l := &lane{n: len(sess.lanes) + 1, busy: c, known: true}
 			l.thread = laneThread(sess.base, l.n)
 			sess.lanes = append(sess.lanes, l)
 			c.lane = l
@@ -712,19 +735,19 @@ func (s *Service) recheckHeld(ctx context.Context, sess *session) {
 			continue
 		}
 		waiting := len(qs) > 0
-		idle, size := false, 0
+		idle, size, version := false, 0, int64(0)
 		if !waiting {
 			th, err := s.cfg.Store.LoadThread(ctx, l.thread)
 			if err != nil {
 				continue
 			}
-			idle, size = th.Status != checkpoint.ThreadRunning, len(th.Messages)
+			idle, size, version = th.Status != checkpoint.ThreadRunning, len(th.Messages), th.Version
 		}
 		s.mu.Lock()
 		if l.held {
 			l.waiting = waiting
 			if idle {
-				l.held, l.bytes = false, size
+				l.held, l.bytes, l.known, l.version = false, size, true, version
 			}
 		}
 		s.mu.Unlock()
