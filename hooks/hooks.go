@@ -38,12 +38,13 @@ type Config struct {
 	// installed hook must outwait.
 	MaxTimeout func() time.Duration
 	// ThreadBytes bounds a session's thread: once its messages pass it,
-	// the session's calls go on its next thread. Every call is a run, and
-	// a run reads and decodes its whole thread: a session kept on one
-	// thread would make each call slower than the last, some 3 ms more
-	// for every 100 KiB on a busy two-core machine (bench/README.md,
-	// "Coding agents' hooks"). Zero: 64 KiB, some 50 calls of a shell or
-	// a small edit.
+	// the session's calls go on its next thread. A call the host runs
+	// (one the policy asks about or blocks) reads and decodes its whole
+	// thread: a session kept on one thread would make each such call
+	// slower than the last, some 3 ms more for every 100 KiB on a busy
+	// two-core machine (bench/README.md, "Coding agents' hooks"); a call
+	// allowed at once reads none. Zero: 64 KiB, some 40 calls of a shell
+	// or a small edit.
 	ThreadBytes int
 	// Logger receives the service's own messages. Zero: slog.Default().
 	Logger *slog.Logger
@@ -54,8 +55,9 @@ type Config struct {
 // a person when the policy says so, and answered to the agent's hook;
 // each result it reports is recorded. A session of an agent is a thread
 // (named after the agent and the session id: claude-code:ID); each call
-// is one run on it, driven by the host like every other run, whose
-// "model" relays the agent's call: so a relayed call gets the durable
+// is one run on it, driven by the host like every other run (or, for a
+// call the policy allows at once, written as that run in one commit: see
+// package doc), whose "model" relays the agent's call: so a relayed call gets the durable
 // question bound to the call's digest, the compare-and-set answer,
 // deadlines, edits checked against the tool's schema and the policy, and
 // the audit log — the same mechanism as tollgate's own runs, not a copy.
@@ -302,6 +304,8 @@ type session struct {
 	seen   time.Time
 	// project is the directory the session's first call was made in.
 	project string
+	// open: the lanes before it are full (openLanes).
+	open int
 	// forgotten: calls of the session may be in its threads and not in
 	// calls (it was read from the store, or calls were swept): a call
 	// not in calls is looked for there.
@@ -353,6 +357,17 @@ type outcome struct {
 	allow  bool
 	input  json.RawMessage // allowed with another input (an edit, confinement)
 	reason string
+}
+
+// openLanes is the index of the session's first thread that is not
+// full: the ones before it take no call again (a thread only grows), so
+// that picking a thread costs the same however long the session.
+// Under s.mu.
+func (sess *session) openLanes(limit int) int {
+	for sess.open < len(sess.lanes) && sess.lanes[sess.open].bytes >= limit {
+		sess.open++
+	}
+	return sess.open
 }
 
 // signal wakes whoever waits for a lane of the session. Under s.mu.
@@ -672,7 +687,7 @@ func (s *Service) pickLane(ctx context.Context, sess *session, c *call) (*lane, 
 		s.recheckHeld(ctx, sess)
 		s.mu.Lock()
 		var candidates, deciding int
-		for _, l := range sess.lanes {
+		for _, l := range sess.lanes[sess.openLanes(s.cfg.ThreadBytes):] {
 			if l.bytes >= s.cfg.ThreadBytes {
 				continue
 			}
@@ -718,7 +733,7 @@ const (
 func (s *Service) recheckHeld(ctx context.Context, sess *session) {
 	s.mu.Lock()
 	var check []*lane
-	for _, l := range sess.lanes {
+	for _, l := range sess.lanes[sess.openLanes(s.cfg.ThreadBytes):] {
 		every := recheckRunning
 		if l.waiting {
 			every = recheckWaiting
