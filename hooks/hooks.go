@@ -57,10 +57,11 @@ type Config struct {
 // (named after the agent and the session id: claude-code:ID); each call
 // is one run on it, driven by the host like every other run (or, for a
 // call the policy allows at once, written as that run in one commit: see
-// package doc), whose "model" relays the agent's call: so a relayed call gets the durable
-// question bound to the call's digest, the compare-and-set answer,
-// deadlines, edits checked against the tool's schema and the policy, and
-// the audit log — the same mechanism as tollgate's own runs, not a copy.
+// the package's doc), whose "model" relays the agent's call: so a
+// relayed call gets the durable question bound to the call's digest, the
+// compare-and-set answer, deadlines, edits checked against the tool's
+// schema and the policy, and the audit log — the same mechanism as
+// tollgate's own runs, not a copy.
 //
 // A call the agent makes while every thread of its session waits for a
 // person (agents run some calls at once) goes on a further thread of the
