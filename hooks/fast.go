@@ -45,7 +45,7 @@ func (s *Service) fastAllow(ctx context.Context, l *lane, c *call, env *envelope
 		return errNotFast
 	}
 	s.mu.Lock()
-	known, version, runID := l.known, l.version, c.runID
+	known, version, runID, read := l.known, l.version, c.runID, l.read
 	s.mu.Unlock()
 	if !known {
 		// Read once, after a run of the host (or another process) wrote
@@ -59,9 +59,9 @@ func (s *Service) fastAllow(ctx context.Context, l *lane, c *call, env *envelope
 		case th.Status == checkpoint.ThreadRunning:
 			return errNotFast // the host's Prompt finds whose run it is
 		default:
-			version = th.Version
+			version, read = th.Version, true
 			s.mu.Lock()
-			l.bytes = len(th.Messages)
+			l.bytes, l.read = len(th.Messages), true
 			s.mu.Unlock()
 		}
 	}
@@ -87,10 +87,14 @@ func (s *Service) fastAllow(ctx context.Context, l *lane, c *call, env *envelope
 		return errNotFast
 	}
 	// Sent again after another process decided it (the hook's retry
-	// reached another replica): that run's record stands. Read before the
-	// commit, whose compare-and-set fails if the run is written after.
-	if recs, err := s.cfg.Store.ListToolCalls(ctx, l.thread, runID, c.id); err != nil || len(recs) > 0 {
-		return errNotFast
+	// reached another replica), on a thread read from the store: that
+	// run's record stands. Read before the commit, whose compare-and-set
+	// fails if the run is written after. A thread only this process has
+	// written holds no call it does not know.
+	if read {
+		if recs, err := s.cfg.Store.ListToolCalls(ctx, l.thread, runID, c.id); err != nil || len(recs) > 0 {
+			return errNotFast
+		}
 	}
 	hook := map[string]any{"decision": "allow", "agent": string(env.Agent)}
 	ran, reason, err := s.policyAllows(ctx, hook, l.thread, env.Tool, input, env)

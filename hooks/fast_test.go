@@ -208,3 +208,35 @@ func TestFastPathAcrossProcesses(t *testing.T) {
 		t.Errorf("a call sent again was written again: version %d, want 12", v)
 	}
 }
+
+// A call another process decided, sent again to one that has since read
+// the session's thread (its version is current there), is answered from
+// that record and not written again.
+func TestFastPathCallDecidedElsewhere(t *testing.T) {
+	t.Parallel()
+	store := storetest.New(t)
+	a, b := startFixture(t, store), startFixture(t, store)
+	t.Cleanup(func() {
+		for _, f := range []*fixture{a, b} {
+			f.svc.Shutdown()
+			f.host.Shutdown(context.Background())
+		}
+	})
+	const thread = "claude-code:elsewhere"
+	call := func(f *fixture, id, cmd, want string, msgs int) {
+		t.Helper()
+		if got := f.handle(t, hooks.ClaudeCode, pre("elsewhere", id, "Bash", bash(cmd)), nil); got.Decision != want {
+			t.Fatalf("call %s: %+v", id, got)
+		}
+		idle(t, store, thread, msgs)
+	}
+	call(b, "toolu_1", "ls", "allow", 4)  // b knows the session from its start
+	call(a, "toolu_2", "ls", "allow", 8)  // decided on a
+	call(b, "toolu_3", "dd", "deny", 12)  // b's host runs it
+	call(b, "toolu_4", "ls", "allow", 16) // b reads the thread: toolu_2 is in it
+	th, _ := store.LoadThread(context.Background(), thread)
+	call(b, "toolu_2", "ls", "allow", 16) // sent again to b
+	if again, _ := store.LoadThread(context.Background(), thread); again.Version != th.Version {
+		t.Errorf("the call decided on a was written again on b: version %d, then %d", th.Version, again.Version)
+	}
+}

@@ -327,6 +327,10 @@ type lane struct {
 	// false once a run of the host may have written it since.
 	known   bool
 	version int64
+	// read: what the thread holds was read from the store (not only
+	// written by this process): it may hold calls another process
+	// decided, which the fast path looks for before it writes a call.
+	read bool
 	// checked is when a held thread was last read, to see whether its
 	// run ended (an end this process may not have seen); waiting: it
 	// then had a question pending.
@@ -438,7 +442,7 @@ func (s *Service) readLanes(ctx context.Context, base string) (lanes []*lane, pr
 			}
 		}
 		held := th.Status == checkpoint.ThreadRunning
-		lanes = append(lanes, &lane{n: n, thread: th.ID, held: held, bytes: len(th.Messages), known: !held, version: th.Version})
+		lanes = append(lanes, &lane{n: n, thread: th.ID, held: held, bytes: len(th.Messages), known: !held, version: th.Version, read: true})
 	}
 }
 
@@ -763,7 +767,7 @@ func (s *Service) recheckHeld(ctx context.Context, sess *session) {
 		if l.held {
 			l.waiting = waiting
 			if idle {
-				l.held, l.bytes, l.known, l.version = false, size, true, version
+				l.held, l.bytes, l.known, l.version, l.read = false, size, true, version, true
 			}
 		}
 		s.mu.Unlock()
