@@ -163,13 +163,7 @@ func TestFastPathIsTheHostsRun(t *testing.T) {
 func TestFastPathAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	store := storetest.New(t)
-	a, b := startFixture(t, store), startFixture(t, store)
-	t.Cleanup(func() {
-		for _, f := range []*fixture{a, b} {
-			f.svc.Shutdown()
-			f.host.Shutdown(context.Background())
-		}
-	})
+	a, b := twoProcesses(t, store)
 	const thread = "claude-code:two"
 	version := func() int64 {
 		th, err := store.LoadThread(context.Background(), thread)
@@ -215,13 +209,7 @@ func TestFastPathAcrossProcesses(t *testing.T) {
 func TestFastPathCallDecidedElsewhere(t *testing.T) {
 	t.Parallel()
 	store := storetest.New(t)
-	a, b := startFixture(t, store), startFixture(t, store)
-	t.Cleanup(func() {
-		for _, f := range []*fixture{a, b} {
-			f.svc.Shutdown()
-			f.host.Shutdown(context.Background())
-		}
-	})
+	a, b := twoProcesses(t, store)
 	const thread = "claude-code:elsewhere"
 	call := func(f *fixture, id, cmd, want string, msgs int) {
 		t.Helper()
@@ -239,4 +227,18 @@ func TestFastPathCallDecidedElsewhere(t *testing.T) {
 	if again, _ := store.LoadThread(context.Background(), thread); again.Version != th.Version {
 		t.Errorf("the call decided on a was written again on b: version %d, then %d", th.Version, again.Version)
 	}
+}
+
+// twoProcesses are two services and hosts on one store (two replicas),
+// stopped at the test's end.
+func twoProcesses(t *testing.T, store checkpoint.Store) (a, b *fixture) {
+	t.Helper()
+	a, b = startFixture(t, store), startFixture(t, store)
+	t.Cleanup(func() {
+		for _, f := range []*fixture{a, b} {
+			f.svc.Shutdown()
+			f.host.Shutdown(context.Background())
+		}
+	})
+	return a, b
 }
