@@ -46,11 +46,18 @@ func insideByName(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
+// maxPath is the longest path resolve reads (Linux's PATH_MAX).
+const maxPath = 4096
+
 // resolve is the absolute path p with the symbolic links of its longest
 // part that exists here resolved, and the rest as named (clean). false
 // when that cannot be told: a part that exists but cannot be resolved (a
-// dangling link, a directory this process may not search).
+// dangling link, a directory this process may not search), or a path
+// longer than maxPath.
 func resolve(p string) (string, bool) {
+	if len(p) > maxPath {
+		return "", false // no system opens it; and each part is a look-up
+	}
 	parts := strings.Split(p, "/")
 	for n := len(parts); n > 0; n-- {
 		prefix := strings.Join(parts[:n], "/")

@@ -160,6 +160,7 @@ func TestPathInsideResolvesLinks(t *testing.T) {
 		{j("proj/src/upup/out/secret"), proj, false},
 		{"away/secret", proj, false}, // relative to dir
 		{"src/a.go", proj, true},
+		{j("proj") + strings.Repeat("/a", 4000), proj, false}, // longer than any system opens
 	}
 	for _, c := range cases {
 		if got := PathInside(c.p, c.dir); got != c.want {
