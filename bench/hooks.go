@@ -41,9 +41,9 @@ same run:
                  in this process that answers allow at once
 
 Beside them, one commit of a SQLite store on the same disk: the HTTP
-endpoint's decision of an allowed call takes two (the call's prompt, then
-the model's message with the executing claim) before the hook is
-answered, so two commits is its limit on this disk.
+endpoint's decision of an allowed call is one commit (the call's whole
+run and its audit entries) before the hook is answered, so one commit is
+its limit on this disk.
 
 The kinds take turns, N calls each a round, -pause apart (an agent's
 model works between two calls, and the run of the last one has ended);

@@ -36,6 +36,16 @@
 // answered, the rule, the digest, the latency, the result — and what the
 // agent reported back, from its PostToolUse hook ([OutputEvent]).
 //
+// A call the policy allows at once needs no run of the host: the service
+// asks the policy itself and writes what that run would have written (its
+// prompt, the relay's call, the call's record and result, the run's end,
+// and their audit entries) in one commit, a compare-and-set on the
+// thread's version as this process last wrote it; the agent is told
+// allow once it is durable. No thread is read for it, so an allowed call
+// costs the same however long its session. A version another process
+// (a replica) has moved on makes the commit write nothing, and the call
+// is a run of the host, which reads the thread.
+//
 // The agents' built-in tools have real schemas and meaning for policies:
 // Bash is a shell tool (shell: {Bash: command}) read by the policy's
 // shell analysis; Read, Write, Edit, MultiEdit and NotebookEdit carry
@@ -65,8 +75,8 @@
 //     made while every thread of its session waits for a person goes on
 //     a further thread of the session (claude-code:SESSION~2), so no call
 //     waits behind another's question. So does a call once the session's
-//     thread holds Config.ThreadBytes: each call is a run, and a run reads
-//     its whole thread.
+//     thread holds Config.ThreadBytes: a call the host runs (one asked or
+//     blocked) reads its whole thread.
 //
 // Codex (0.169) takes allow only with updatedInput (it is always sent),
 // runs a call whose hook says ask (never sent: a deny instead), and runs

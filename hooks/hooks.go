@@ -38,12 +38,13 @@ type Config struct {
 	// installed hook must outwait.
 	MaxTimeout func() time.Duration
 	// ThreadBytes bounds a session's thread: once its messages pass it,
-	// the session's calls go on its next thread. Every call is a run, and
-	// a run reads and decodes its whole thread: a session kept on one
-	// thread would make each call slower than the last, some 3 ms more
-	// for every 100 KiB on a busy two-core machine (bench/README.md,
-	// "Coding agents' hooks"). Zero: 64 KiB, some 50 calls of a shell or
-	// a small edit.
+	// the session's calls go on its next thread. A call the host runs
+	// (one the policy asks about or blocks) reads and decodes its whole
+	// thread: a session kept on one thread would make each such call
+	// slower than the last, some 3 ms more for every 100 KiB on a busy
+	// two-core machine (bench/README.md, "Coding agents' hooks"); a call
+	// allowed at once reads none. Zero: 64 KiB, some 40 calls of a shell
+	// or a small edit.
 	ThreadBytes int
 	// Logger receives the service's own messages. Zero: slog.Default().
 	Logger *slog.Logger
@@ -54,11 +55,13 @@ type Config struct {
 // a person when the policy says so, and answered to the agent's hook;
 // each result it reports is recorded. A session of an agent is a thread
 // (named after the agent and the session id: claude-code:ID); each call
-// is one run on it, driven by the host like every other run, whose
-// "model" relays the agent's call: so a relayed call gets the durable
-// question bound to the call's digest, the compare-and-set answer,
-// deadlines, edits checked against the tool's schema and the policy, and
-// the audit log — the same mechanism as tollgate's own runs, not a copy.
+// is one run on it, driven by the host like every other run (or, for a
+// call the policy allows at once, written as that run in one commit: see
+// the package's doc), whose "model" relays the agent's call: so a
+// relayed call gets the durable question bound to the call's digest, the
+// compare-and-set answer, deadlines, edits checked against the tool's
+// schema and the policy, and the audit log — the same mechanism as
+// tollgate's own runs, not a copy.
 //
 // A call the agent makes while every thread of its session waits for a
 // person (agents run some calls at once) goes on a further thread of the
@@ -77,6 +80,10 @@ type Service struct {
 	stop     chan struct{}
 	stopped  sync.WaitGroup
 	stopOnce sync.Once
+
+	// slowOnly: every call is a run of the host (tests that compare
+	// the fast path with it).
+	slowOnly bool
 
 	mu        sync.Mutex
 	sessions  map[string]*session // by the session's first thread
@@ -298,6 +305,8 @@ type session struct {
 	seen   time.Time
 	// project is the directory the session's first call was made in.
 	project string
+	// open: the lanes before it are full (openLanes).
+	open int
 	// forgotten: calls of the session may be in its threads and not in
 	// calls (it was read from the store, or calls were swept): a call
 	// not in calls is looked for there.
@@ -313,6 +322,15 @@ type lane struct {
 	// running when the session was read: parked, or resumed at start).
 	held  bool
 	bytes int // the size of its messages, as last read or counted since
+	// known: version is the thread's version as this process last read
+	// or wrote it (0: no thread), for the fast path's compare-and-set;
+	// false once a run of the host may have written it since.
+	known   bool
+	version int64
+	// read: what the thread holds was read from the store (not only
+	// written by this process): it may hold calls another process
+	// decided, which the fast path looks for before it writes a call.
+	read bool
 	// checked is when a held thread was last read, to see whether its
 	// run ended (an end this process may not have seen); waiting: it
 	// then had a question pending.
@@ -344,6 +362,17 @@ type outcome struct {
 	allow  bool
 	input  json.RawMessage // allowed with another input (an edit, confinement)
 	reason string
+}
+
+// openLanes is the index of the session's first thread that is not
+// full: the ones before it take no call again (a thread only grows), so
+// that picking a thread costs the same however long the session.
+// Under s.mu.
+func (sess *session) openLanes(limit int) int {
+	for sess.open < len(sess.lanes) && sess.lanes[sess.open].bytes >= limit {
+		sess.open++
+	}
+	return sess.open
 }
 
 // signal wakes whoever waits for a lane of the session. Under s.mu.
@@ -412,7 +441,8 @@ func (s *Service) readLanes(ctx context.Context, base string) (lanes []*lane, pr
 				}
 			}
 		}
-		lanes = append(lanes, &lane{n: n, thread: th.ID, held: th.Status == checkpoint.ThreadRunning, bytes: len(th.Messages)})
+		held := th.Status == checkpoint.ThreadRunning
+		lanes = append(lanes, &lane{n: n, thread: th.ID, held: held, bytes: len(th.Messages), known: !held, version: th.Version, read: true})
 	}
 }
 
@@ -613,6 +643,19 @@ func (s *Service) start(ctx context.Context, sess *session, p *payload, opts *Ca
 			s.freeLane(l, c)
 			return fail(err)
 		}
+		switch err := s.fastAllow(ctx, l, c, &env, text); {
+		case err == nil:
+			s.freeLane(l, c)
+			return c, nil
+		case !errors.Is(err, errNotFast):
+			s.freeLane(l, c)
+			return fail(err)
+		}
+		// The host's run writes the thread: its version is read again
+		// before the lane's next fast commit.
+		s.mu.Lock()
+		l.known = false
+		s.mu.Unlock()
 		_, _, err = s.host.Prompt(ctx, l.thread, text, &host.PromptOptions{IdempotencyKey: idempotencyKey(c.id)})
 		if errors.Is(err, host.ErrRunActive) && attempt < 16 {
 			// A run this process did not know of holds the thread (one
@@ -649,7 +692,7 @@ func (s *Service) pickLane(ctx context.Context, sess *session, c *call) (*lane, 
 		s.recheckHeld(ctx, sess)
 		s.mu.Lock()
 		var candidates, deciding int
-		for _, l := range sess.lanes {
+		for _, l := range sess.lanes[sess.openLanes(s.cfg.ThreadBytes):] {
 			if l.bytes >= s.cfg.ThreadBytes {
 				continue
 			}
@@ -665,7 +708,7 @@ func (s *Service) pickLane(ctx context.Context, sess *session, c *call) (*lane, 
 			}
 		}
 		if deciding == 0 || time.Now().After(deadline) {
-			l := &lane{n: len(sess.lanes) + 1, busy: c}
+			l := &lane{n: len(sess.lanes) + 1, busy: c, known: true}
 			l.thread = laneThread(sess.base, l.n)
 			sess.lanes = append(sess.lanes, l)
 			c.lane = l
@@ -695,7 +738,7 @@ const (
 func (s *Service) recheckHeld(ctx context.Context, sess *session) {
 	s.mu.Lock()
 	var check []*lane
-	for _, l := range sess.lanes {
+	for _, l := range sess.lanes[sess.openLanes(s.cfg.ThreadBytes):] {
 		every := recheckRunning
 		if l.waiting {
 			every = recheckWaiting
@@ -712,19 +755,19 @@ func (s *Service) recheckHeld(ctx context.Context, sess *session) {
 			continue
 		}
 		waiting := len(qs) > 0
-		idle, size := false, 0
+		idle, size, version := false, 0, int64(0)
 		if !waiting {
 			th, err := s.cfg.Store.LoadThread(ctx, l.thread)
 			if err != nil {
 				continue
 			}
-			idle, size = th.Status != checkpoint.ThreadRunning, len(th.Messages)
+			idle, size, version = th.Status != checkpoint.ThreadRunning, len(th.Messages), th.Version
 		}
 		s.mu.Lock()
 		if l.held {
 			l.waiting = waiting
 			if idle {
-				l.held, l.bytes = false, size
+				l.held, l.bytes, l.known, l.version, l.read = false, size, true, version, true
 			}
 		}
 		s.mu.Unlock()

@@ -138,15 +138,20 @@ func (r relay) Complete(ctx context.Context, req *agent.Request, _ func(string))
 	}
 	for _, m := range req.Messages[p+1:] {
 		if m.Result != nil && m.Result.CallID == env.Call {
-			text := "The call was not allowed; " + env.Agent.Title() + " was told why."
-			if h, ok := m.Result.Details["hook"].(map[string]any); ok && h["decision"] == "allow" {
-				text = env.Agent.Title() + " was told to run the call."
-			}
-			return &agent.Message{Role: agent.RoleAssistant, StopReason: agent.StopEndTurn, Text: text}, nil
+			h, _ := m.Result.Details["hook"].(map[string]any)
+			return &agent.Message{Role: agent.RoleAssistant, StopReason: agent.StopEndTurn, Text: endText(env, h["decision"] == "allow")}, nil
 		}
 	}
 	return &agent.Message{Role: agent.RoleAssistant, StopReason: agent.StopToolUse,
 		ToolCalls: []agent.ToolCall{{ID: env.Call, Name: env.Tool, Arguments: env.Input}}}, nil
+}
+
+// endText is the relay's last message of a call's run.
+func endText(env *envelope, allowed bool) string {
+	if allowed {
+		return env.Agent.Title() + " was told to run the call."
+	}
+	return "The call was not allowed; " + env.Agent.Title() + " was told why."
 }
 
 // policy is the service's policy as the hooks' threads run it: it sees
@@ -159,45 +164,50 @@ func (s *Service) policy() hitl.Policy {
 		if !ok {
 			return hitl.Deny("tollgate: this call did not come from a coding agent's hook")
 		}
-		pc := *c
-		pc.Dir = env.dir()
-		d := s.cfg.Policy(ctx, &pc)
-		if d.Action() == "approve" && env.Confine != nil && c.Tool == "Bash" && !env.Confine.Enforced {
-			why := env.Confine.WhyNot
-			if why == "" {
-				why = "the kernel there does not enforce the read-only profile"
-			}
-			d = hitl.AskUser(hitl.AskOptions{Details: map[string]any{"matched_rule": "confine",
-				"impact": "the policy allows this command, but the hook asked for it to run confined, and it cannot be on the agent's machine: " + why}})
-		}
-		if d.Action() != "ask" {
-			return d
-		}
-		timeout := d.Timeout()
-		if timeout <= 0 {
-			timeout = policy.DefaultTimeout
-		}
-		details := map[string]any{"agent": env.Agent.Title(), "session": env.Session}
-		if env.Cwd != "" {
-			details["cwd"] = env.Cwd
-		}
-		if d := env.dir(); d != env.Cwd {
-			details["project"] = d
-		}
-		if env.Transcript != "" {
-			details["transcript"] = env.Transcript
-		}
-		if w := time.Duration(env.WaitSeconds) * time.Second; w > 0 && w-waitMargin < timeout {
-			// The hook stops waiting then: a question open longer would
-			// count down to an answer nobody takes.
-			timeout = max(w-waitMargin-time.Second, time.Second)
-			details["hook_wait"] = fmt.Sprintf("the agent's hook waits %s, so this question lasts %s", w, timeout)
-		}
-		for k, v := range d.Details() {
-			details[k] = v
-		}
-		return hitl.AskUser(hitl.AskOptions{Timeout: timeout, Details: details})
+		return s.policyFor(ctx, c, env)
 	}
+}
+
+// policyFor is the service's policy on a call of env.
+func (s *Service) policyFor(ctx context.Context, c *hitl.PolicyContext, env *envelope) hitl.ApprovalDecision {
+	pc := *c
+	pc.Dir = env.dir()
+	d := s.cfg.Policy(ctx, &pc)
+	if d.Action() == "approve" && env.Confine != nil && c.Tool == "Bash" && !env.Confine.Enforced {
+		why := env.Confine.WhyNot
+		if why == "" {
+			why = "the kernel there does not enforce the read-only profile"
+		}
+		d = hitl.AskUser(hitl.AskOptions{Details: map[string]any{"matched_rule": "confine",
+			"impact": "the policy allows this command, but the hook asked for it to run confined, and it cannot be on the agent's machine: " + why}})
+	}
+	if d.Action() != "ask" {
+		return d
+	}
+	timeout := d.Timeout()
+	if timeout <= 0 {
+		timeout = policy.DefaultTimeout
+	}
+	details := map[string]any{"agent": env.Agent.Title(), "session": env.Session}
+	if env.Cwd != "" {
+		details["cwd"] = env.Cwd
+	}
+	if d := env.dir(); d != env.Cwd {
+		details["project"] = d
+	}
+	if env.Transcript != "" {
+		details["transcript"] = env.Transcript
+	}
+	if w := time.Duration(env.WaitSeconds) * time.Second; w > 0 && w-waitMargin < timeout {
+		// The hook stops waiting then: a question open longer would
+		// count down to an answer nobody takes.
+		timeout = max(w-waitMargin-time.Second, time.Second)
+		details["hook_wait"] = fmt.Sprintf("the agent's hook waits %s, so this question lasts %s", w, timeout)
+	}
+	for k, v := range d.Details() {
+		details[k] = v
+	}
+	return hitl.AskUser(hitl.AskOptions{Timeout: timeout, Details: details})
 }
 
 // handOn is the run of every relayed call the policy (or a person) let
@@ -228,34 +238,56 @@ func (s *Service) handOn(ctx context.Context, _ map[string]any) (agent.ToolResul
 	case err != nil && !errors.Is(err, checkpoint.ErrNotFound):
 		return agent.ToolResult{}, err
 	default:
-		reason = "tollgate: allowed by the policy"
-		profile := ""
-		if s.cfg.Explain != nil {
-			var args map[string]any
-			_ = json.Unmarshal(input, &args)
-			d := s.cfg.Explain(ctx, policy.Call{Tool: tc.Call.Name, Args: args, ThreadID: tc.ThreadID, Dir: env.dir()})
-			switch {
-			case d.Learned != nil:
-				// "(rule (learned))" would hide which rule and whose
-				// answer: the agent and the thread name them, as run does.
-				reason = "tollgate: " + d.Reason
-				hook["rule"] = d.Rule
-			case d.Rule != "":
-				reason += " (rule " + d.Rule + ")"
-				hook["rule"] = d.Rule
-			}
-			profile = d.Sandbox
-		}
-		if env.Confine != nil && tc.Call.Name == "Bash" {
-			confined, p, err := confine(input, env.Confine, profile)
-			if err != nil {
-				return agent.ToolResult{}, err
-			}
-			input = confined
-			hook["confined"] = p
-			reason += "; it runs confined (" + p + ")"
+		input, reason, err = s.policyAllows(ctx, hook, tc.ThreadID, tc.Call.Name, input, env)
+		if err != nil {
+			return agent.ToolResult{}, err
 		}
 	}
+	if c := s.callOn(tc.ThreadID, tc.Call.ID); c != nil {
+		s.decide(c, s.allowed(c, input, reason))
+	}
+	return allowResult(env, hook, reason, input), nil
+}
+
+// policyAllows is what a call the policy lets through runs with, and
+// why, told to the agent: the policy file's rule, and (when the hook asks
+// for confinement) the Bash command under tollgate sandbox exec. It fills
+// in hook, the result's record of what the agent was told.
+func (s *Service) policyAllows(ctx context.Context, hook map[string]any, thread, tool string, input json.RawMessage, env *envelope) (json.RawMessage, string, error) {
+	reason := "tollgate: allowed by the policy"
+	profile := ""
+	if s.cfg.Explain != nil {
+		var args map[string]any
+		_ = json.Unmarshal(input, &args)
+		d := s.cfg.Explain(ctx, policy.Call{Tool: tool, Args: args, ThreadID: thread, Dir: env.dir()})
+		switch {
+		case d.Learned != nil:
+			// "(rule (learned))" would hide which rule and whose
+			// answer: the agent and the thread name them, as run does.
+			reason = "tollgate: " + d.Reason
+			hook["rule"] = d.Rule
+		case d.Rule != "":
+			reason += " (rule " + d.Rule + ")"
+			hook["rule"] = d.Rule
+		}
+		profile = d.Sandbox
+	}
+	if env.Confine != nil && tool == "Bash" {
+		confined, p, err := confine(input, env.Confine, profile)
+		if err != nil {
+			return nil, "", err
+		}
+		input = confined
+		hook["confined"] = p
+		reason += "; it runs confined (" + p + ")"
+	}
+	return input, reason, nil
+}
+
+// allowResult is the result of a call the agent was told to run: what
+// it was told (hook, reason), and the input that runs when it is not the
+// call's own (confined).
+func allowResult(env *envelope, hook map[string]any, reason string, input json.RawMessage) agent.ToolResult {
 	hook["reason"] = reason
 	if _, ok := hook["confined"]; ok {
 		// What runs is not the call's input (an edit is: the call's
@@ -264,11 +296,8 @@ func (s *Service) handOn(ctx context.Context, _ map[string]any) (agent.ToolResul
 		_ = json.Unmarshal(input, &ran)
 		hook["input"] = ran
 	}
-	if c := s.callOn(tc.ThreadID, tc.Call.ID); c != nil {
-		s.decide(c, s.allowed(c, input, reason))
-	}
 	content := fmt.Sprintf("%s was told to run the call (%s).", env.Agent.Title(), strings.TrimPrefix(reason, "tollgate: "))
-	return agent.ToolResult{Content: content, Details: map[string]any{"hook": hook}}, nil
+	return agent.ToolResult{Content: content, Details: map[string]any{"hook": hook}}
 }
 
 // confine puts a Bash call's command under tollgate sandbox exec with the

@@ -1,30 +1,115 @@
 package policy
 
 import (
+	"errors"
+	"io/fs"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/tollgate-ai/tollgate/policy/shell"
 )
 
 // PathInside reports whether the file p lies in the directory dir (dir
-// itself included), reading both as names, not the file system: dir must
-// be absolute; p is absolute, or relative to dir. A path that climbs out
-// with "..", one that starts with "~" (a shell would expand it; a tool
-// would not), an empty one, and any path when dir is not absolute, are
-// not inside. Symbolic links are not followed: a link inside dir that
-// points out of it is inside by name (as a coding agent's own tools see
-// it, and as the policy's shell analysis sees the working directory).
-// Policy files call it path_inside(path, dir).
+// itself included): dir must be absolute; p is absolute, or relative to
+// dir. By name first: a path that climbs out with "..", one that starts
+// with "~" (a shell would expand it; a tool would not), an empty one, and
+// any path when dir is not absolute, are not inside. Then by what the
+// names are on this machine's file system: the symbolic links of p and
+// of dir that exist here are resolved, and p is inside only if what it
+// resolves to lies in what dir resolves to — so a link inside the
+// project that points out of it (or a dangling one, whose target a write
+// would create) is not inside. A path whose existing part cannot be
+// resolved here (a directory this process may not read) is not inside; a
+// part that does not exist (a file about to be written, a machine whose
+// files are elsewhere) is taken by its name. Policy files call it
+// path_inside(path, dir).
 func PathInside(p, dir string) bool {
 	if p == "" || !path.IsAbs(dir) || strings.HasPrefix(p, "~") || strings.ContainsRune(p, 0) {
 		return false
 	}
-	dir = path.Clean(dir)
 	if !path.IsAbs(p) {
-		p = path.Join(dir, p)
+		p = dir + "/" + p
 	}
-	p = path.Clean(p)
+	if !insideByName(path.Clean(p), path.Clean(dir)) {
+		return false
+	}
+	rp, ok1 := resolve(p)
+	rd, ok2 := resolve(dir)
+	return ok1 && ok2 && insideByName(rp, rd)
+}
+
+func insideByName(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// maxPath is the longest path resolve reads (Linux's PATH_MAX).
+const maxPath = 4096
+
+// resolve is the absolute path p with the symbolic links of its longest
+// part that exists here resolved, and the rest as named (clean). false
+// when that cannot be told: a part that exists but cannot be resolved (a
+// dangling link, a directory this process may not search), or a path
+// longer than maxPath.
+func resolve(p string) (string, bool) {
+	if len(p) > maxPath {
+		return "", false // no system opens it; and each part is a look-up
+	}
+	parts := strings.Split(p, "/")
+	for n := len(parts); n > 0; n-- {
+		prefix := strings.Join(parts[:n], "/")
+		if prefix == "" {
+			prefix = "/"
+		}
+		r, err := filepath.EvalSymlinks(prefix)
+		if err == nil {
+			// What follows does not exist here: a ".." in it cancels a
+			// name that does not exist (the kernel would refuse the path).
+			return path.Join(append([]string{r}, parts[n:]...)...), true
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", false
+		}
+		if _, err := os.Lstat(prefix); !errors.Is(err, fs.ErrNotExist) {
+			return "", false // it exists (a dangling link), or cannot be told
+		}
+	}
+	return path.Clean(p), true
+}
+
+// insideDir is c with the files it names by absolute paths inside dir
+// (PathInside: symbolic links resolved) taken off its Outside list: the
+// shell analysis knows no directory, and counts every absolute path as
+// outside the working directory; a call made in dir (a coding agent's
+// project) that names its own files by their absolute paths is not. Only
+// a plain name is taken off: not one computed at run time (Unknown), nor
+// a pattern, nor one with an expansion. nil when nothing is taken off.
+func insideDir(c *shell.Command, dir string) *shell.Command {
+	if dir == "" || len(c.Outside) == 0 || len(c.Outside) >= shell.MaxNotes {
+		return nil // a full list may have left out a file outside
+	}
+	var keep []string
+	dropped := false
+	for _, o := range c.Outside {
+		if strings.HasPrefix(o, "/") && !strings.ContainsAny(o, "$`*?[]{}\\\n") &&
+			!slices.Contains(c.Unknown, o) && PathInside(o, dir) {
+			dropped = true
+			continue
+		}
+		keep = append(keep, o)
+	}
+	if !dropped {
+		return nil
+	}
+	in := *c
+	in.Outside = keep
+	if in.Outside == nil {
+		in.Outside = []string{}
+	}
+	return &in
 }
 
 // URLHost is the host an http or https URL names, in lower case and

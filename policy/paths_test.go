@@ -2,6 +2,9 @@ package policy
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -101,6 +104,112 @@ func TestURLHost(t *testing.T) {
 	} {
 		if got := URLHost(in); got != want {
 			t.Errorf("URLHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Symbolic links that exist on this machine are resolved: a link inside
+// the project that points out of it, or a dangling one (a write through
+// it creates its target), is not inside, by path_inside nor by the shell
+// analysis's absolute paths; one that points inside is.
+func TestPathInsideResolvesLinks(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	proj, out := filepath.Join(root, "proj"), filepath.Join(root, "out")
+	for _, d := range []string{filepath.Join(proj, "src"), out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(proj, "src", "a.go"), filepath.Join(out, "secret")} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"proj/away":     out,                               // a directory outside
+		"proj/src/pw":   filepath.Join(out, "secret"),      // a file outside
+		"proj/dangling": filepath.Join(out, "new", "file"), // a write would create it
+		"proj/inner":    filepath.Join(proj, "src"),        // inside
+		"projlink":      proj,                              // the project by another name
+		"proj/src/up":   "..",                              // relative, inside
+		"proj/src/upup": "../..",                           // relative, out
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := func(parts ...string) string { return filepath.Join(append([]string{root}, parts...)...) }
+	cases := []struct {
+		p, dir string
+		want   bool
+	}{
+		{j("proj/src/a.go"), proj, true},
+		{j("proj/src/new.go"), proj, true},      // does not exist yet
+		{j("proj/new/dir/x.go"), proj, true},    // nor its directory
+		{j("proj/inner/a.go"), proj, true},      // a link inside to inside
+		{j("proj/src/up/src/a.go"), proj, true}, // a relative link inside
+		{j("projlink/src/a.go"), j("projlink"), true},
+		{j("proj/away/secret"), proj, false},
+		{j("proj/away/new"), proj, false},
+		{j("proj/away"), proj, false},
+		{j("proj/src/pw"), proj, false},
+		{j("proj/dangling"), proj, false},
+		{j("proj/dangling/x"), proj, false},
+		{j("proj/src/upup/out/secret"), proj, false},
+		{"away/secret", proj, false}, // relative to dir
+		{"src/a.go", proj, true},
+		{j("proj") + strings.Repeat("/a", 4000), proj, false}, // longer than any system opens
+	}
+	for _, c := range cases {
+		if got := PathInside(c.p, c.dir); got != c.want {
+			t.Errorf("PathInside(%q, %q) = %v, want %v", c.p, c.dir, got, c.want)
+		}
+	}
+
+	// The shell analysis: an absolute path inside the project is inside
+	// (it was outside, and asked, whatever the directory); one through a
+	// link out of it, or outside, or computed, or a pattern, is not.
+	p, err := Parse("shell.yaml", []byte(`version: 1
+default: ask
+shell:
+  Bash: command
+rules:
+  - name: reads
+    tool: Bash
+    command: [cat]
+    action: allow
+  - name: outside
+    tool: Bash
+    command: "*"
+    when: command.outside.size() > 0
+    action: ask
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]Action{
+		"cat " + j("proj/src/a.go"):                                           Allow,
+		"cat " + j("proj/src/a.go") + " src/a.go":                             Allow,
+		"cat " + j("proj/away/secret"):                                        Ask,
+		"cat " + j("proj/src/pw"):                                             Ask,
+		"cat " + j("out/secret"):                                              Ask,
+		"cat " + j("proj/../out/secret"):                                      Ask,
+		"cat " + j("proj/src") + "/*.go":                                      Ask,
+		"cat " + j("proj") + "/$f":                                            Ask,
+		"cat " + j("proj/src/a.go") + " " + j("out/secret"):                   Ask,
+		"cat " + j("proj/src/a.go") + " > " + j("out/copy"):                   Ask,
+		"cat " + strings.Repeat(j("proj/src/a.go")+" ", 20):                   Allow,
+		"cat " + strings.Repeat(j("proj/src/a.go")+" ", 20) + j("out/secret"): Ask,
+	} {
+		if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj}); d.Action != want {
+			t.Errorf("%s in %s: %s (%s), want %s", cmd, proj, d.Action, d.Reason, want)
+		}
+		// The same command string in another directory: the analysis's
+		// memo of the first is not this one's.
+		if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: j("elsewhere")}); d.Action != Ask {
+			t.Errorf("%s in %s: %s, want ask", cmd, j("elsewhere"), d.Action)
 		}
 	}
 }

@@ -569,6 +569,9 @@ type evaluation struct {
 	review     []string
 	dir        string    // the call's Dir
 	shell      *analysis // the command string's, for a shell call
+	// cmd, when set, is the shell command being decided as the call's Dir
+	// makes it (see insideDir): the analysis's, for any directory, is not.
+	cmd *shell.Command
 }
 
 // callSize returns the size of the call's tool, thread and arguments
@@ -597,6 +600,10 @@ func (p *Policy) try(ev *evaluation, r *rule, call *Call, a *analysis, i int, me
 	cmdSize := 0
 	if a != nil {
 		cmd, cmdSize = &a.Commands[i], a.sizes[i]
+		if ev.cmd != nil {
+			// Not the analysis's command: its memo is not this one's.
+			cmd, memo = ev.cmd, nil
+		}
 	}
 	if r.cond != nil {
 		if r.cond.callVars {
@@ -683,8 +690,10 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 		ev.add(Match{Rule: RuleDefault, Action: p.def, Reason: "the command string runs no command",
 			notLearnable: "the command string runs no command"}, nil)
 	}
+	defer func() { ev.cmd = nil }()
 	for i := range a.Commands {
 		c := &a.Commands[i]
+		ev.cmd = insideDir(c, call.Dir)
 		covered, skippedWrite := false, false
 		exact, globbed := tr.byName[c.Name], tr.globCmd
 		// Visit the rules for this name in file order: merge the two lists.

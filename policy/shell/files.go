@@ -271,9 +271,11 @@ func isNoFiles(name string) bool {
 }
 
 // file records that the command opens or lists the file w names; meta
-// means only its name and metadata are read. Once a file is found outside
-// or secret, later ones are recorded but not checked: one is enough to
-// ask, and the checks cost.
+// means only its name and metadata are read. Every file found outside is
+// noted (up to MaxNotes): a policy that knows the directory takes off the
+// ones inside it (policy's insideDir), and must see the others. Once a
+// file is found secret, later ones are recorded but not checked: one is
+// enough to ask.
 func (c *check) file(w word, meta bool) {
 	if c.cmd.Files == nil {
 		c.cmd.Files = make([]string, 0, min(len(c.args), 8))
@@ -286,10 +288,8 @@ func (c *check) file(w word, meta bool) {
 		if len(c.cmd.Unknown) == 0 {
 			c.unknown(outsideWord(w))
 		}
-	} else if len(c.cmd.Outside) == 0 {
-		if why := outsideWord(w); why != "" {
-			c.outside(why)
-		}
+	} else if why := outsideWord(w); why != "" {
+		c.outside(why)
 	}
 	if !meta && w.static && len(c.cmd.Secrets) == 0 && (secretPath(w.val, w.glob) || inGitDir(w.val, w.glob)) {
 		c.secret(w.val)
@@ -361,9 +361,11 @@ func (c *check) secret(why string) {
 	}
 }
 
-// maxNotes bounds the Outside and Secrets entries of one command: one is
-// enough to ask.
-const maxNotes = 16
+// MaxNotes bounds the Outside, Unknown and Secrets entries of one
+// command: a list that holds MaxNotes may have left some out.
+const MaxNotes = 16
+
+const maxNotes = MaxNotes
 
 func containsString(list []string, s string) bool {
 	for _, x := range list {

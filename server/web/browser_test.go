@@ -87,6 +87,12 @@ func (m model) Complete(ctx context.Context, req *agent.Request, onText func(str
 	}
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == agent.RoleUser {
 		for _, line := range strings.Split(req.Messages[n-1].Text, "\n") {
+			if c, ok := strings.CutPrefix(line, "call: "); ok {
+				// call: NAME {JSON}: a call of another tool (envOptions.tools).
+				name, args, _ := strings.Cut(c, " ")
+				call := agent.ToolCall{ID: fmt.Sprintf("call_%d", n), Name: name, Arguments: json.RawMessage(args)}
+				return &agent.Message{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{call}, StopReason: agent.StopToolUse}, nil
+			}
 			if q, ok := strings.CutPrefix(line, "ask: "); ok {
 				question, choices, _ := strings.Cut(q, "|")
 				args := map[string]any{"question": question}
@@ -147,6 +153,9 @@ type envOptions struct {
 	annotations map[string]any
 	// configure, if set, changes the server's configuration last.
 	configure func(*server.Config)
+	// tools are more tools, each of whose calls is asked ("call: NAME
+	// {JSON}" makes one).
+	tools []*agent.Tool
 }
 
 func newEnv(t *testing.T, dev bool) *env {
@@ -180,10 +189,16 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 		}
 		return "ran: " + a.Cmd, nil
 	}, &agent.ToolOptions{Annotations: o.annotations})
-	policy := hitl.ByTool(map[string]hitl.Policy{"bash": o.policy}, func(context.Context, *hitl.PolicyContext) hitl.ApprovalDecision { return hitl.Approve() })
+	byTool := map[string]hitl.Policy{"bash": o.policy}
+	for _, t := range o.tools {
+		byTool[t.Name()] = func(context.Context, *hitl.PolicyContext) hitl.ApprovalDecision {
+			return hitl.AskUser(hitl.AskOptions{})
+		}
+	}
+	policy := hitl.ByTool(byTool, func(context.Context, *hitl.PolicyContext) hitl.ApprovalDecision { return hitl.Approve() })
 	mw := hitl.NewApprovalPolicyMiddleware(hitl.NewCheckpointedChannel(store, "", nil), policy)
 	h, err := host.New(host.Config{Store: store, Logger: logger, DeadlinePoll: time.Second,
-		Agent: agent.Config{Provider: model{}, Tools: []*agent.Tool{bash, hitl.NewAskUserTool(nil)}, Middleware: []agent.Middleware{mw}, Logger: logger}})
+		Agent: agent.Config{Provider: model{}, Tools: append([]*agent.Tool{bash, hitl.NewAskUserTool(nil)}, o.tools...), Middleware: []agent.Middleware{mw}, Logger: logger}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@
 // /v1 of the same origin (server/API.md). Everything is embedded in the
 // binary: one html/template, the page's script and style sheet, the
 // script and style of "approve, and allow calls like this" (learn.js, a
-// module of its own), one icon. There is no build step and nothing is
+// module of its own), the view of a coding agent's Edit and MultiEdit
+// calls as diffs (edits.js, another), one icon. There is no build step and nothing is
 // loaded from another origin.
 //
 // What the page promises a reviewer:

@@ -102,6 +102,8 @@ type pageData struct {
 	// LearnJS and LearnCSS are "approve, and allow calls like this",
 	// a module of its own beside the page's script.
 	LearnJS, LearnCSS string
+	// EditsJS shows a coding agent's Edit and MultiEdit calls as diffs.
+	EditsJS string
 }
 
 type handler struct {
@@ -124,7 +126,7 @@ func Handler(opts Options) http.Handler {
 	set := loadAssets()
 	var buf bytes.Buffer
 	data := pageData{Options: opts, CSS: set.urls["app.css"], JS: set.urls["app.js"], Icon: set.urls["icon.svg"],
-		LearnJS: set.urls["learn.js"], LearnCSS: set.urls["learn.css"]}
+		LearnJS: set.urls["learn.js"], LearnCSS: set.urls["learn.css"], EditsJS: set.urls["edits.js"]}
 	if err := pageTemplate.Execute(&buf, data); err != nil {
 		panic("web: rendering the page: " + err.Error()) // the template is embedded: a bug, not an input
 	}

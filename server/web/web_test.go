@@ -84,12 +84,12 @@ func TestPage(t *testing.T) {
 			t.Errorf("script tag %q: only the page's own script file, no inline code", tag)
 		}
 	}
-	if n := strings.Count(page, "<script"); n != 2 {
-		t.Errorf("%d script tags, want 2: the page's and learn.js", n)
+	if n := strings.Count(page, "<script"); n != 3 {
+		t.Errorf("%d script tags, want 3: the page's, learn.js and edits.js", n)
 	}
 	refs := assetRef.FindAllStringSubmatch(page, -1)
-	if len(refs) != 5 {
-		t.Fatalf("asset references = %v, want the script, the style, the icon, and learn.js and learn.css", refs)
+	if len(refs) != 6 {
+		t.Fatalf("asset references = %v, want the script, the style, the icon, learn.js and learn.css, and edits.js", refs)
 	}
 	if !strings.Contains(page, `id="devbanner" class="devbanner" role="alert" hidden`) {
 		t.Error("the dev banner shows outside dev mode")

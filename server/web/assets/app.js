@@ -148,7 +148,19 @@ function valueView(v, shell, count) {
 	return block(pretty(v), 'code json', count);
 }
 
+// callView: a tool's own view of a call (edits.js: Edit as a diff), or
+// null; a view that fails leaves the call to the generic one.
+function callView(tool, a, count) {
+	const f = (globalThis.tollgateCallViews || {})[tool];
+	try {
+		return f ? f(a, { el, txt, count, rest: (o) => argsView(o, '', count) }) : null;
+	} catch {
+		return null;
+	}
+}
 function argsView(args, tool, count) {
+	const own = callView(tool, args, count);
+	if (own) return own;
 	const dl = el('dl', { class: 'args' });
 	const keys = args && typeof args === 'object' && !Array.isArray(args) ? Object.keys(args) : null;
 	if (!keys) {
@@ -1181,7 +1193,7 @@ function messageView(m) {
 		const calls = (m.tool_calls || []).map((c) => {
 			const a = c.arguments;
 			const onlyCmd = a && typeof a === 'object' && Object.keys(a).length === 1 && typeof a.cmd === 'string';
-			return el('div', { class: 'call' }, el('div', { class: 'cname' }, '→ ', el('code', null, txt(c.name)), el('span', { class: 'muted' }, ' ', txt(c.id))), onlyCmd ? block(a.cmd, 'code shell') : valueView(a, false));
+			return el('div', { class: 'call' }, el('div', { class: 'cname' }, '→ ', el('code', null, txt(c.name)), el('span', { class: 'muted' }, ' ', txt(c.id))), callView(c.name, a) || (onlyCmd ? block(a.cmd, 'code shell') : valueView(a, false)));
 		});
 		const cls = m.stop_reason === 'aborted' || m.stop_reason === 'error' ? 'assistant stopped' : 'assistant';
 		return entry(cls, 'assistant', m.created_at, m.text ? block(m.text, 'prose') : null, calls);
