@@ -152,7 +152,7 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 
 	fmt.Fprintf(stdout, "MCP gateway, allowed echo over streamable HTTP, store %s; %s, %d calls a kind a round\n", *storeKind, cpuModel(), *n)
-	fmt.Fprintf(stdout, "%-5s %-4s %-8s %9s %9s %9s %9s %9s %8s %8s  %s\n", "round", "c", "kind", "p50", "p99", "calls/s", "+p50", "x direct", "commits", "reads", "load")
+	fmt.Fprintf(stdout, "%-5s %-4s %-8s %9s %9s %9s %9s %9s %9s %8s %8s  %s\n", "round", "c", "kind", "p50", "p99", "calls/s", "+p50", "x direct", "cpu/call", "commits", "reads", "load")
 	type key struct {
 		c    int
 		kind string
@@ -160,6 +160,7 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	type fig struct {
 		p50, p99 time.Duration
 		rate     float64
+		cpu      time.Duration // the process's CPU time a call
 	}
 	all := map[key][]fig{}
 	for r := range *rounds {
@@ -181,9 +182,11 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 						return err
 					}
 				}
+				u0, s0 := cpuTime()
 				start := time.Now()
 				lat, err := callMany(ctx, ss, *n)
 				wall := time.Since(start)
+				u1, s1 := cpuTime()
 				if prof != nil && kind == "gateway" {
 					pprof.StopCPUProfile()
 					prof = nil // one profile: the first gateway run
@@ -202,32 +205,35 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 						}
 					}
 				}
-				got[kind] = fig{pct(lat, 50), pct(lat, 99), float64(len(lat)) / wall.Seconds()}
+				got[kind] = fig{pct(lat, 50), pct(lat, 99), float64(len(lat)) / wall.Seconds(), (u1 - u0 + s1 - s0) / time.Duration(max(1, len(lat)))}
 			}
 			load := loadAvg()
 			for _, kind := range []string{"direct", "gateway"} {
 				f := got[kind]
 				all[key{c, kind}] = append(all[key{c, kind}], f)
 				if kind == "direct" {
-					fmt.Fprintf(stdout, "%-5d %-4d %-8s %9s %9s %9.0f %9s %9s %8s %8s  %s\n", r+1, c, kind, ms(f.p50), ms(f.p99), f.rate, "", "", "", "", load)
+					fmt.Fprintf(stdout, "%-5d %-4d %-8s %9s %9s %9.0f %9s %9s %9s %8s %8s  %s\n", r+1, c, kind, ms(f.p50), ms(f.p99), f.rate, "", "", ms(f.cpu), "", "", load)
 					continue
 				}
 				d := got["direct"]
-				fmt.Fprintf(stdout, "%-5d %-4d %-8s %9s %9s %9.0f %9s %8.2f%% %8.1f %8.1f  %s\n", r+1, c, kind, ms(f.p50), ms(f.p99), f.rate,
-					ms(f.p50-d.p50), 100*f.rate/d.rate, commits, reads, load)
+				fmt.Fprintf(stdout, "%-5d %-4d %-8s %9s %9s %9.0f %9s %8.0f%% %9s %8.1f %8.1f  %s\n", r+1, c, kind, ms(f.p50), ms(f.p99), f.rate,
+					ms(f.p50-d.p50), 100*f.rate/d.rate, ms(f.cpu), commits, reads, load)
 			}
 		}
 	}
 	fmt.Fprintln(stdout, "medians of the rounds:")
 	for _, c := range cs {
 		d, gw := all[key{c, "direct"}], all[key{c, "gateway"}]
-		var dp, gp, dr, gr []float64
+		var dp, gp, dq, gq, dr, gr, dc, gc []float64
 		for i := range d {
 			dp, gp = append(dp, float64(d[i].p50)), append(gp, float64(gw[i].p50))
+			dq, gq = append(dq, float64(d[i].p99)), append(gq, float64(gw[i].p99))
 			dr, gr = append(dr, d[i].rate), append(gr, gw[i].rate)
+			dc, gc = append(dc, float64(d[i].cpu)), append(gc, float64(gw[i].cpu))
 		}
-		fmt.Fprintf(stdout, "  c=%d: direct p50 %s, %.0f calls/s; gateway p50 %s (+%s), %.0f calls/s (%.0f%% of direct)\n", c,
-			ms(time.Duration(median(dp))), median(dr), ms(time.Duration(median(gp))), ms(time.Duration(median(gp)-median(dp))), median(gr), 100*median(gr)/median(dr))
+		dur := func(xs []float64) string { return ms(time.Duration(median(xs))) }
+		fmt.Fprintf(stdout, "  c=%d: direct p50 %s p99 %s, %.0f calls/s, CPU %s a call; gateway p50 %s (+%s) p99 %s, %.0f calls/s (%.0f%% of direct), CPU %s a call\n", c,
+			dur(dp), dur(dq), median(dr), dur(dc), dur(gp), ms(time.Duration(median(gp)-median(dp))), dur(gq), median(gr), 100*median(gr)/median(dr), dur(gc))
 	}
 	return nil
 }

@@ -88,12 +88,17 @@ type gwOptions struct {
 	clock clock.Clock
 	// policy is the gateway's policy. Zero: gatewayPolicy.
 	policy string
+	// ledger records the in-process server's calls. Nil: a new one.
+	ledger *mcptest.Ledger
 }
 
 func newGateway(t *testing.T, o gwOptions) *gw {
 	t.Helper()
 	ctx := context.Background()
-	w := &gw{ledger: &mcptest.Ledger{}, store: o.store}
+	w := &gw{ledger: o.ledger, store: o.store}
+	if w.ledger == nil {
+		w.ledger = &mcptest.Ledger{}
+	}
 	if w.store == nil {
 		w.store = memory.New()
 	}
