@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -33,6 +34,9 @@ type commitLog struct {
 	commits []commitSeen
 	fail    int
 	err     error
+	// hold, if set, holds the commit of number fail (with no error)
+	// until it is closed; held is closed when that commit is reached.
+	hold, held chan struct{}
 }
 
 type commitSeen struct {
@@ -46,7 +50,10 @@ func (c *commitLog) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoin
 	c.commits = append(c.commits, commitSeen{b, c.ledger.Count("write_note")})
 	n := len(c.commits)
 	c.mu.Unlock()
-	if n == c.fail {
+	if n == c.fail && c.hold != nil {
+		close(c.held)
+		<-c.hold
+	} else if n == c.fail {
 		return nil, c.err
 	}
 	return c.Store.Commit(ctx, b)
@@ -202,5 +209,40 @@ func TestGatewayAllowedCallCutBeforeItsResult(t *testing.T) {
 	}
 	if n := ledger.Count("write_note"); n != 1 {
 		t.Fatalf("the server took %d calls, want 1", n)
+	}
+}
+
+// A client that cancels while its allowed call's thread is being written
+// gets its call refused, not made, as a run's liveness check refuses it;
+// the thread records it as aborted.
+func TestGatewayAllowedCallCancelledBeforeItIsMade(t *testing.T) {
+	ledger := &mcptest.Ledger{}
+	store := &commitLog{Store: memory.New(), ledger: ledger}
+	w := newGateway(t, gwOptions{store: store, ledger: ledger, policy: notesAllowed})
+	store.mu.Lock()
+	store.fail, store.hold, store.held = len(store.commits)+1, make(chan struct{}), make(chan struct{})
+	store.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := w.callAsync(ctx, "write_note", note)
+	<-store.held
+	cancel()
+	<-ch
+	time.Sleep(300 * time.Millisecond) // the cancel reaches the gateway's handler
+	close(store.hold)
+	var th *checkpoint.Thread
+	eventually(t, "the call's thread to go idle", func() bool {
+		ths, _, err := store.ListThreads(context.Background(), checkpoint.ThreadFilter{})
+		if err != nil || len(ths) != 1 {
+			return false
+		}
+		th, err = store.LoadThread(context.Background(), ths[0].ID)
+		return err == nil && th.Status == checkpoint.ThreadIdle
+	})
+	if n := ledger.Count("write_note"); n != 0 {
+		t.Fatalf("a call cancelled before it was made reached the server %d times", n)
+	}
+	evs, err := store.ListEvents(context.Background(), th.ID, 0, 0)
+	if err != nil || len(evs) != 3 || !strings.Contains(string(evs[1].Data), `"decision":"aborted"`) {
+		t.Fatalf("the audit log of a call cancelled before it was made: %v %v", evs, err)
 	}
 }

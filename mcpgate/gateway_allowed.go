@@ -48,7 +48,6 @@ const allowedCallID = "call_1"
 // caller makes the call a run, which decides it again (the policy is
 // free of side effects) and reports the arguments' problems.
 type allowedCall struct {
-	tool       *agent.Tool
 	args       json.RawMessage // canonical: what the policy saw and the server gets
 	user, asst agent.Message
 }
@@ -64,13 +63,15 @@ func (g *Gateway) allowed(ctx context.Context, e exposedTool, thread, prompt str
 	}
 	now := g.clock.Now()
 	runID := "run_" + newThreadID()[len("mcp-"):]
-	ac = allowedCall{tool: at, args: agent.CanonicalArgs(args),
+	ac = allowedCall{args: agent.CanonicalArgs(args),
 		user: agent.Message{Role: agent.RoleUser, Text: prompt, RunID: runID, CreatedAt: now},
 		asst: agent.Message{Role: agent.RoleAssistant, StopReason: agent.StopToolUse, RunID: runID, CreatedAt: now,
 			ToolCalls: []agent.ToolCall{{ID: allowedCallID, Name: e.agentName, Arguments: args}}}}
 	defer func() {
 		if r := recover(); r != nil {
-			ok = false // a policy that panics: the run asks a person
+			// A policy that panics: the run's middleware logs it and asks
+			// a person.
+			ok = false
 		}
 	}()
 	d := g.cfg.Policy(ctx, &hitl.PolicyContext{ThreadID: thread, CallID: allowedCallID, Tool: e.agentName,
@@ -82,6 +83,10 @@ func (g *Gateway) allowed(ctx context.Context, e exposedTool, thread, prompt str
 // call lc is, and answers it.
 func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *liveCall, e exposedTool, ac allowedCall) *mcp.CallToolResult {
 	runID := ac.user.RunID
+	if ctx.Err() != nil {
+		g.forget(lc)
+		return retryable("the call was cancelled")
+	}
 	first, err := encodeMessages(ac.user, ac.asst)
 	if err == nil {
 		_, err = g.cfg.Store.Commit(context.WithoutCancel(ctx), &checkpoint.Batch{
@@ -102,7 +107,19 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 	// the server may be midway): its outcome goes to the thread.
 	go func() {
 		defer g.forget(lc)
-		callCtx := WithProgress(context.WithoutCancel(ctx), func(n *mcp.ProgressNotificationParams) { lc.progress.forward(n, g.log) })
+		if gone(ctx, lc) {
+			// Cancelled while its thread was written: not made, as a run's
+			// liveness check refuses it.
+			answer <- retryable("the call was cancelled")
+			g.recordAllowed(lc.thread, runID, ac, agent.ToolResult{CallID: allowedCallID, ToolName: e.agentName, IsError: true,
+				Content: notLive, Details: map[string]any{"hitl": notLiveTrace()}, EndedAt: g.clock.Now()})
+			return
+		}
+		// Bounded as the agent bounds the tool: the server's timeout, a
+		// ping, a restart.
+		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.upstream.cfg.callTimeout()+pingTimeout+restartWait)
+		defer cancel()
+		callCtx = WithProgress(callCtx, func(n *mcp.ProgressNotificationParams) { lc.progress.forward(n, g.log) })
 		started := g.clock.Now()
 		res, err := e.upstream.Call(callCtx, e.tool.Name, ac.args)
 		r := agent.ToolResult{CallID: allowedCallID, ToolName: e.agentName, StartedAt: started, EndedAt: g.clock.Now()}
@@ -163,6 +180,9 @@ func (g *Gateway) recordAllowed(thread, runID string, ac allowedCall, r agent.To
 	}
 	entry := map[string]any{"call_id": allowedCallID, "tool": r.ToolName, "is_error": r.IsError,
 		"digest": agent.CallDigest(thread, allowedCallID, r.ToolName, ac.args)}
+	if h, ok := r.Details["hitl"]; ok {
+		entry["hitl"] = h
+	}
 	if r.IsError {
 		entry["reason"] = r.Content
 	}
@@ -184,6 +204,16 @@ func (g *Gateway) recordAllowed(thread, runID string, ac allowedCall, r agent.To
 	}
 	if err != nil {
 		g.log.Warn("tollgate: recording an allowed call's result; the next start records its outcome as unknown", "thread", thread, "err", err)
+	}
+}
+
+// gone: the client cancelled its call or ended its session.
+func gone(ctx context.Context, lc *liveCall) bool {
+	select {
+	case <-lc.ended:
+		return true
+	default:
+		return ctx.Err() != nil
 	}
 }
 

@@ -244,8 +244,14 @@ func (l *liveCheck) BeforeTool(ctx context.Context, call *agent.ToolCallContext)
 			return agent.Continue(), nil
 		}
 	}
-	return agent.Block("the MCP client's call no longer exists (it was cancelled, or the gateway restarted): not made", map[string]any{
-		"hitl": map[string]any{"decision": "aborted", "reason": "no client waits for the call"}}), nil
+	return agent.Block(notLive, map[string]any{"hitl": notLiveTrace()}), nil
+}
+
+// notLive is the result of a call no client waits for any more.
+const notLive = "the MCP client's call no longer exists (it was cancelled, or the gateway restarted): not made"
+
+func notLiveTrace() map[string]any {
+	return map[string]any{"decision": "aborted", "reason": "no client waits for the call"}
 }
 
 // relay is the gateway's "model": the first turn makes the client's call;
