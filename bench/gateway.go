@@ -42,8 +42,10 @@ streamable HTTP on loopback
 
 The kinds take turns, N calls each, at each concurrency of -c, -rounds
 times (the order of the two kinds alternates from round to round). For
-each: the latency's p50 and p99, calls a second, and for the gateway the
-store's write requests (commits) and reads a call. The load average is
+each: the latency's p50 and p99, calls a second, the process's CPU time a
+call, and for the gateway the store's write requests (commits), SQLite's
+transactions (txs: write requests committed together share one) and
+reads a call. The load average is
 printed with every round: figures are only comparable within a round.
 -cpuprofile profiles the gateway's calls only.
 `
@@ -152,7 +154,7 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 
 	fmt.Fprintf(stdout, "MCP gateway, allowed echo over streamable HTTP, store %s; %s, %d calls a kind a round\n", *storeKind, cpuModel(), *n)
-	fmt.Fprintf(stdout, "%-5s %-4s %-8s %9s %9s %9s %9s %9s %9s %8s %8s  %s\n", "round", "c", "kind", "p50", "p99", "calls/s", "+p50", "x direct", "cpu/call", "commits", "reads", "load")
+	fmt.Fprintf(stdout, "%-5s %-4s %-8s %9s %9s %9s %9s %9s %9s %8s %8s %8s  %s\n", "round", "c", "kind", "p50", "p99", "calls/s", "+p50", "x direct", "cpu/call", "commits", "txs", "reads", "load")
 	type key struct {
 		c    int
 		kind string
@@ -171,12 +173,14 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 			got := map[string]fig{}
 			var commits, reads float64
+			txs := -1.0 // SQLite transactions a call
 			for _, kind := range kinds {
 				ss := direct[:c]
 				if kind == "gateway" {
 					ss = gated[:c]
 				}
 				before := store.snapshot()
+				tx0, _, _ := writeStats(base)
 				if prof != nil && kind == "gateway" {
 					if err := pprof.StartCPUProfile(prof); err != nil {
 						return err
@@ -195,6 +199,9 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 					return err
 				}
 				if kind == "gateway" {
+					if tx1, _, ok := writeStats(base); ok {
+						txs = float64(tx1-tx0) / float64(len(lat))
+					}
 					after := store.snapshot()
 					for m, v := range after {
 						d := float64(v-before[m]) / float64(len(lat))
@@ -212,12 +219,12 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 				f := got[kind]
 				all[key{c, kind}] = append(all[key{c, kind}], f)
 				if kind == "direct" {
-					fmt.Fprintf(stdout, "%-5d %-4d %-8s %9s %9s %9.0f %9s %9s %9s %8s %8s  %s\n", r+1, c, kind, ms(f.p50), ms(f.p99), f.rate, "", "", ms(f.cpu), "", "", load)
+					fmt.Fprintf(stdout, "%-5d %-4d %-8s %9s %9s %9.0f %9s %9s %9s %8s %8s %8s  %s\n", r+1, c, kind, ms(f.p50), ms(f.p99), f.rate, "", "", ms(f.cpu), "", "", "", load)
 					continue
 				}
 				d := got["direct"]
-				fmt.Fprintf(stdout, "%-5d %-4d %-8s %9s %9s %9.0f %9s %8.0f%% %9s %8.1f %8.1f  %s\n", r+1, c, kind, ms(f.p50), ms(f.p99), f.rate,
-					ms(f.p50-d.p50), 100*f.rate/d.rate, ms(f.cpu), commits, reads, load)
+				fmt.Fprintf(stdout, "%-5d %-4d %-8s %9s %9s %9.0f %9s %8.0f%% %9s %8.1f %8.2f %8.1f  %s\n", r+1, c, kind, ms(f.p50), ms(f.p99), f.rate,
+					ms(f.p50-d.p50), 100*f.rate/d.rate, ms(f.cpu), commits, txs, reads, load)
 			}
 		}
 	}
