@@ -782,7 +782,10 @@ func TestGatewayForwardsUpstreamProgress(t *testing.T) {
 		}
 		return out
 	}
-	w := newGateway(t, gwOptions{policy: slowAllowed})
+	// The gateway's own notifications every 5 s, not the tests' 50 ms: on
+	// a loaded machine (load 30, -race) the server's first one came after
+	// 50 ms, and the gateway's went first.
+	w := newGateway(t, gwOptions{policy: slowAllowed, defaults: true})
 	if res := w.call(t, "slow", map[string]any{"ms": 400}); res.IsError {
 		t.Fatalf("slow: %s", text(res))
 	}
