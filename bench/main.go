@@ -32,6 +32,9 @@ Commands:
   cluster replicas on one PostgreSQL: answer on one to tool on another,
           memory with many parked runs, cycles/s of several against one
           (go run ./bench cluster -h)
+  gateway the latency the MCP gateway adds to an allowed call, and its
+          calls/s at 1 and 10 concurrent, beside direct calls to the
+          same server (go run ./bench gateway -h)
   hooks   the latency a coding agent's hook adds to an allowed call,
           command hook and HTTP endpoint, beside each one's raw limit
           (go run ./bench hooks -h)
@@ -52,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cycleCommand(ctx, args[1:], stdout, stderr)
 	case "cluster":
 		return clusterCommand(ctx, args[1:], stdout, stderr)
+	case "gateway":
+		return gatewayCommand(ctx, args[1:], stdout, stderr)
 	case "hooks":
 		return hooksCommand(ctx, args[1:], stdout, stderr)
 	case "notify":

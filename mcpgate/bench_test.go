@@ -195,8 +195,9 @@ func benchGateway(b *testing.B, store checkpoint.Store) (*mcpgate.Gateway, *mcp.
 }
 
 // BenchmarkGatewayAllowed: a client's call of an allowed tool through the
-// gateway, to its result (one agent run: prompt, model turn, claim, the
-// upstream call, result, final turn).
+// gateway, to its result (no run: the thread and its claim in one
+// commit, the upstream call, the result in a second commit once the
+// client has it).
 func BenchmarkGatewayAllowed(b *testing.B) {
 	for _, kind := range []string{"memory", "sqlite"} {
 		b.Run(kind, func(b *testing.B) {

@@ -14,15 +14,20 @@
 // like any other tool's.
 //
 // As a gateway for any MCP client: [NewGateway] builds an MCP server that
-// fronts upstreams. Each tools/call a client makes becomes one run of an
-// agent on a thread of its own, driven by a [host.Host]: the run's "model"
-// relays the client's call, the policy decides it, an asked call is a
-// durable question answered on the tollgate page, the command line, the
-// API or by the client's own user ([policy] rules with elicit), and the
-// tool's result goes back to the client. So a forwarded call gets exactly
-// what a native call gets — the question bound to the arguments' digest,
-// checked edits, deadlines, the audit log — and the run loop is the
-// agent's. The gateway serves clients over stdio ([Gateway.ServeStdio]) or
+// fronts upstreams. Each tools/call a client makes is a thread of its
+// own. A call the policy allows as it stands is made by the gateway at
+// once, in two writes: the thread, its claim and its audit entry before
+// the call reaches the server (a store that cannot take it refuses the
+// call), its result after the client has it. Any other call becomes one
+// run of an agent on its thread, driven by a [host.Host]: the run's
+// "model" relays the client's call, the policy decides it, an asked call
+// is a durable question answered on the tollgate page, the command line,
+// the API or by the client's own user ([policy] rules with elicit), and
+// the tool's result goes back to the client. So a forwarded call gets
+// exactly what a native call gets — the question bound to the arguments'
+// digest, checked edits, deadlines, the audit log — and the run loop is
+// the agent's; an allowed call's thread reads as a run's, message for
+// message and entry for entry. The gateway serves clients over stdio ([Gateway.ServeStdio]) or
 // streamable HTTP with a bearer token ([Gateway.HTTPHandler]); give
 // [Gateway.Host] to package server for the page and the API.
 //

@@ -63,12 +63,15 @@ type GatewayConfig struct {
 // command line, the API, or the client's own user by elicitation — while
 // the client gets progress notifications.
 //
-// Each forwarded call is one run of an [agent.Agent] on a thread of its
-// own, driven by a [host.Host]: its "model" relays the client's call and
-// reports its result, so the call gets everything a native tool call
-// gets — the policy, the durable question bound to the arguments' digest,
-// edits checked against the schema, deadlines, the audit log. The run
-// loop is the agent's; the gateway adds no second one.
+// Each forwarded call the policy does not allow outright is one run of an
+// [agent.Agent] on a thread of its own, driven by a [host.Host]: its
+// "model" relays the client's call and reports its result, so the call
+// gets everything a native tool call gets — the policy, the durable
+// question bound to the arguments' digest, edits checked against the
+// schema, deadlines, the audit log. The run loop is the agent's; the
+// gateway adds no second one. A call the policy allows as it stands needs
+// none of that: the gateway writes the thread such a run would write, in
+// two commits, the first before the call is made.
 type Gateway struct {
 	cfg    GatewayConfig
 	log    *slog.Logger

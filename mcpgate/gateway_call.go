@@ -84,6 +84,10 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 	if err != nil {
 		return errorResult("tollgate: the call's arguments are not JSON: " + err.Error())
 	}
+	// The envelope is signed: a message posted to a thread through the API
+	// cannot pass for a client's call.
+	prompt := fmt.Sprintf("MCP client %s calls tool %s of server %s.\n%s%s", client, e.tool.Name, e.upstream.Name(), envelopeMark, g.sign(string(env)))
+	ac, ok := g.allowed(ctx, e, thread, prompt, args)
 	lc := &liveCall{thread: thread, client: client, session: req.Session,
 		result: make(chan agent.ToolResult, 1), failed: make(chan error, 1), elicitNow: make(chan *checkpoint.Question, 1),
 		probe: make(chan struct{}, 1), ended: make(chan struct{})}
@@ -95,9 +99,9 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 	g.live[thread] = lc
 	g.lives.enter()
 	g.mu.Unlock()
-	// The envelope is signed: a message posted to a thread through the API
-	// cannot pass for a client's call.
-	prompt := fmt.Sprintf("MCP client %s calls tool %s of server %s.\n%s%s", client, e.tool.Name, e.upstream.Name(), envelopeMark, g.sign(string(env)))
+	if ok {
+		return g.runAllowed(ctx, req, lc, e, ac)
+	}
 	if _, _, err := g.host.Prompt(ctx, thread, prompt, nil); err != nil {
 		g.forget(lc)
 		if errors.Is(err, host.ErrClosed) {
@@ -240,8 +244,14 @@ func (l *liveCheck) BeforeTool(ctx context.Context, call *agent.ToolCallContext)
 			return agent.Continue(), nil
 		}
 	}
-	return agent.Block("the MCP client's call no longer exists (it was cancelled, or the gateway restarted): not made", map[string]any{
-		"hitl": map[string]any{"decision": "aborted", "reason": "no client waits for the call"}}), nil
+	return agent.Block(notLive, map[string]any{"hitl": notLiveTrace()}), nil
+}
+
+// notLive is the result of a call no client waits for any more.
+const notLive = "the MCP client's call no longer exists (it was cancelled, or the gateway restarted): not made"
+
+func notLiveTrace() map[string]any {
+	return map[string]any{"decision": "aborted", "reason": "no client waits for the call"}
 }
 
 // relay is the gateway's "model": the first turn makes the client's call;
@@ -282,7 +292,7 @@ func (r relay) Complete(ctx context.Context, req *agent.Request, _ func(string))
 		default:
 		}
 	}
-	return &agent.Message{Role: agent.RoleAssistant, Text: "relayed the result to the MCP client", StopReason: agent.StopEndTurn}, nil
+	return &agent.Message{Role: agent.RoleAssistant, Text: relayedText, StopReason: agent.StopEndTurn}, nil
 }
 
 // callOf finds the call of a thread's run: the envelope in the thread's

@@ -88,12 +88,17 @@ type gwOptions struct {
 	clock clock.Clock
 	// policy is the gateway's policy. Zero: gatewayPolicy.
 	policy string
+	// ledger records the in-process server's calls. Nil: a new one.
+	ledger *mcptest.Ledger
 }
 
 func newGateway(t *testing.T, o gwOptions) *gw {
 	t.Helper()
 	ctx := context.Background()
-	w := &gw{ledger: &mcptest.Ledger{}, store: o.store}
+	w := &gw{ledger: o.ledger, store: o.store}
+	if w.ledger == nil {
+		w.ledger = &mcptest.Ledger{}
+	}
 	if w.store == nil {
 		w.store = memory.New()
 	}
@@ -777,7 +782,10 @@ func TestGatewayForwardsUpstreamProgress(t *testing.T) {
 		}
 		return out
 	}
-	w := newGateway(t, gwOptions{policy: slowAllowed})
+	// The gateway's own notifications every 5 s, not the tests' 50 ms: on
+	// a loaded machine (load 30, -race) the server's first one came after
+	// 50 ms, and the gateway's went first.
+	w := newGateway(t, gwOptions{policy: slowAllowed, defaults: true})
 	if res := w.call(t, "slow", map[string]any{"ms": 400}); res.IsError {
 		t.Fatalf("slow: %s", text(res))
 	}

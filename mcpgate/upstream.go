@@ -109,6 +109,9 @@ type Upstream struct {
 	starting *exec.Cmd // the stdio process being started
 	proc     *exec.Cmd // the current session's stdio process, if any
 
+	// web is an HTTP server's connection pool, kept across sessions.
+	web *http.Transport
+
 	// progress routes the server's progress notifications to the calls
 	// that asked for them, by the token each call gave.
 	progressMu sync.Mutex
@@ -165,6 +168,15 @@ func Connect(ctx context.Context, cfg ServerConfig, opts *Options) (*Upstream, e
 	}
 	o := opts.orDefault()
 	u := &Upstream{cfg: cfg, opts: o, log: o.Logger.With("mcp_server", cfg.Name), ready: make(chan struct{}), stderr: newTail(4096)}
+	if cfg.URL != "" {
+		// Each call is a request of its own, and calls run side by side:
+		// http.DefaultTransport keeps 2 idle connections a host, so at 10
+		// calls at once 8 connections were opened and closed for each
+		// round of calls (issue 26: connect and close were 4% of the
+		// gateway's CPU).
+		u.web = http.DefaultTransport.(*http.Transport).Clone()
+		u.web.MaxIdleConnsPerHost = maxIdlePerServer
+	}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	if err := u.start(ctx, false); err != nil {
 		u.cancel()
@@ -219,10 +231,14 @@ func (u *Upstream) Close() error {
 	}
 	u.mu.Unlock()
 	u.cancel()
+	var err error
 	if cs != nil {
-		return cs.Close()
+		err = cs.Close()
 	}
-	return nil
+	if u.web != nil {
+		u.web.CloseIdleConnections()
+	}
+	return err
 }
 
 // start connects a session and reads its tools; on success it is the
@@ -355,7 +371,7 @@ func (u *Upstream) transport() (mcp.Transport, error) {
 			headers.Set(k, x)
 		}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL,
-			HTTPClient: &http.Client{Transport: &withHeaders{headers: headers, next: http.DefaultTransport}}}, nil
+			HTTPClient: &http.Client{Transport: &withHeaders{headers: headers, next: u.web}}}, nil
 	}
 	cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
 	cmd.Dir = u.cfg.Dir
@@ -403,6 +419,10 @@ func (u *Upstream) env() ([]string, error) {
 	}
 	return env, nil
 }
+
+// maxIdlePerServer bounds the idle connections kept to an HTTP server:
+// as many as the calls a gateway makes at once, within reason.
+const maxIdlePerServer = 64
 
 type withHeaders struct {
 	headers http.Header

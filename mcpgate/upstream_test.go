@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -595,5 +596,41 @@ func TestCallErrorsHoldNoSecrets(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "SEKRET1") || strings.Contains(err.Error(), "SEKRET2") || strings.Contains(err.Error(), "bob") {
 		t.Fatalf("the error repeats the URL's secrets: %v", err)
+	}
+}
+
+// Calls made side by side reuse the server's connections: ten at a time,
+// five times over, open about ten connections, not a new one for most
+// calls of each round (http.DefaultTransport keeps two idle a host).
+func TestUpstreamHTTPKeepsConnections(t *testing.T) {
+	var mu sync.Mutex
+	opened := 0
+	srv := mcptest.NewServer(nil, nil)
+	ts := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	opts, _ := upOptions(t)
+	u := upConnect(t, mcpgate.ServerConfig{Name: "t", URL: ts.URL}, opts)
+	const parallel, rounds = 10, 5
+	for range rounds {
+		var wg sync.WaitGroup
+		for range parallel {
+			wg.Go(func() { upCall(t, u, "echo", `{"text":"hi"}`) })
+		}
+		wg.Wait()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The session's own connections (its event stream, its first
+	// requests) and one a call at most of the first round.
+	if opened > 2*parallel {
+		t.Fatalf("%d calls opened %d connections to the server", parallel*rounds, opened)
 	}
 }
