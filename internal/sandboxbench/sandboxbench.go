@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,10 +54,17 @@ func Kinds(helpers []Named) []Kind {
 // Named is a helper binary and what to call it.
 type Named struct{ Name, Path string }
 
-// Build builds cmd/tollgate-sandbox into dir and returns its path.
-func Build(ctx context.Context, dir string) (string, error) {
-	out := dir + "/" + bash.HelperName
-	build := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", out, "github.com/tollgate-ai/tollgate/cmd/tollgate-sandbox")
+// Build builds cmd/tollgate-sandbox into dir as README's build does
+// (static: CGO_ENABLED=0; stripped) and returns its path. With cgo, it
+// builds it as a plain go build would where cgo is on: dynamically
+// linked (go-landlock's psx then wraps libc's pthread_create).
+func Build(ctx context.Context, dir string, cgo bool) (string, error) {
+	out := filepath.Join(dir, bash.HelperName)
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/tollgate-ai/tollgate/cmd/tollgate-sandbox")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if cgo {
+		build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	}
 	if b, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/tollgate-sandbox: %v\n%s", err, b)
 	}

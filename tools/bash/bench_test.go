@@ -21,7 +21,7 @@ func BenchmarkTrue(b *testing.B) {
 	if err := bash.Check().Enforceable(bash.ReadOnly); err != nil {
 		b.Skip(err)
 	}
-	helper, err := sandboxbench.Build(b.Context(), b.TempDir())
+	helper, err := sandboxbench.Build(b.Context(), b.TempDir(), false)
 	if err != nil {
 		b.Fatal(err)
 	}
