@@ -1,5 +1,3 @@
-//go:build linux
-
 // Package sandboxbench measures how long the bash tool takes to start
 // `true` under each profile and each helper binary, beside the raw limit
 // (bash -c true started directly), the kinds taking turns so that a busy
