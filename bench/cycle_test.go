@@ -13,9 +13,13 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/internal/pgtest"
+	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	bash.MaybeRunHelper() // TestSandboxShort
+	pgtest.Main(m)
+}
 
 // TestCycleShort runs go run ./bench cycle -short on every store so that
 // the benchmark cannot rot. It checks that the output makes sense — every

@@ -10,9 +10,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+
+	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
 func main() {
+	bash.MaybeRunHelper() // bench sandbox: Check starts this binary as the helper once
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -38,6 +41,8 @@ Commands:
   hooks   the latency a coding agent's hook adds to an allowed call,
           command hook and HTTP endpoint, beside each one's raw limit
           (go run ./bench hooks -h)
+  sandbox the bash tool's start of a command under each sandbox profile
+          and helper binary, beside bash -c true (go run ./bench sandbox -h)
   notify  a question's notification: commit to webhook received, beside
           a direct POST (go run ./bench notify -h)
 
@@ -61,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return hooksCommand(ctx, args[1:], stdout, stderr)
 	case "notify":
 		return notifyCommand(ctx, args[1:], stdout, stderr)
+	case "sandbox":
+		return sandboxCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -96,7 +96,10 @@ const sandboxCheckHelp = `usage: tollgate sandbox check [--json]
 
 Reports the kernel's Landlock ABI, the namespaces the bash tool's helper
 can enter, whether each sandbox profile is enforced, and what is and is
-not enforced on a confined command. A policy rule that requires a profile
+not enforced on a confined command. "helper:" is the binary started for
+each command: tollgate-sandbox next to tollgate (go install ./cmd/...
+installs both), or else tollgate itself, re-executed, which is as
+confining but slower to start, and the line below says why. A policy rule that requires a profile
 this machine cannot enforce asks instead of allowing. Exit status 1 when
 read-only or workspace-write is not enforced.
 

@@ -28,6 +28,11 @@ func TestSandboxCheck(t *testing.T) {
 	if code != want || !strings.Contains(out, "landlock ABI:") || !strings.Contains(out, "read-only ") {
 		t.Fatalf("exit %d, want %d:\n%s", code, want, out)
 	}
+	// The test binary has no helper binary next to it: it is its own, and
+	// says why.
+	if !strings.Contains(out, "helper:") || !strings.Contains(out, "no tollgate-sandbox next to") {
+		t.Fatalf("the report does not say which sandbox helper runs:\n%s", out)
+	}
 	code, out, _ = runCLI(t, "", "sandbox", "check", "--json")
 	if code != want || !strings.Contains(out, `"landlock_abi"`) || !strings.Contains(out, `"profiles"`) {
 		t.Fatalf("exit %d:\n%s", code, out)

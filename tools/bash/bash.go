@@ -5,8 +5,9 @@
 // It runs whatever it is given: put it behind a policy (package hitl or
 // interrupt, or a policy file) before a model can call it. Under a
 // confined [Profile] the kernel bounds what the command can do whatever
-// the policy decided: the tool starts a helper (the binary re-executing
-// itself, see [MaybeRunHelper]) that enters new user, network and PID
+// the policy decided: the tool starts a helper ([HelperName], the small
+// cmd/tollgate-sandbox, found next to the executable; or else the binary
+// re-executing itself, see [MaybeRunHelper]) that enters new user, network and PID
 // namespaces where it may, sets resource limits, drops capabilities,
 // applies a Landlock ruleset and then execs the shell with an allow-listed
 // environment. [Check] says what this kernel enforces. The calling process
@@ -25,7 +26,7 @@
 // namespace's init: the kernel kills every process in it when the shell
 // dies, and the shell gets SIGKILL when the agent's process dies (a
 // parent-death signal). Every other command, unconfined ones included,
-// runs under a supervisor, the binary re-executed like the sandbox helper:
+// runs under a supervisor, started like the sandbox helper:
 // its parent-death signal is one it catches, it is a child subreaper (what
 // is orphaned below it stays its descendant, whatever group or session it
 // is in), and it kills the shell's process group, every descendant it

@@ -12,7 +12,7 @@ import (
 // the process's first Check.
 func WithoutPidNamespace() {
 	for i := range nsChoices {
-		nsChoices[i].flags &^= unix.CLONE_NEWPID
+		nsChoices[i].Flags &^= unix.CLONE_NEWPID
 	}
 }
 
@@ -23,3 +23,7 @@ func WithoutPidNamespace() {
 func SuperviseForTest(budget time.Duration, spare string) {
 	supervisorTest.budget, supervisorTest.spare = budget, spare
 }
+
+// FindHelper is findHelper: the helper binary a process at self would
+// start, and why not HelperName next to it.
+var FindHelper = findHelper

@@ -18,14 +18,24 @@ const agentEnv = "TOLLGATE_BASH_TEST_AGENT"
 // have none.
 var agentMain func(config string)
 
+// helperEnv names a helper binary (cmd/tollgate-sandbox) the tests start
+// in place of the test binary (.ci/run runs them both ways).
+const helperEnv = "TOLLGATE_TEST_SANDBOX_HELPER"
+
 // probes are the modes of the test binary that commands run to attack the
 // sandbox (os.Args[1] names one; it gets the rest).
 var probes = map[string]func(args []string){}
 
 // TestMain lets the test binary be the sandbox helper (and the supervisor)
-// of the tools it builds, and an agent process that tests kill.
+// of the tools it builds (or the binary helperEnv names), and an agent process that tests kill.
 func TestMain(m *testing.M) {
 	bash.MaybeRunHelper()
+	if path := os.Getenv(helperEnv); path != "" {
+		if err := bash.SetHelper(path); err != nil {
+			fmt.Fprintln(os.Stderr, helperEnv+":", err)
+			os.Exit(2)
+		}
+	}
 	if len(os.Args) == 3 && os.Args[1] == "tollgate-unix-client" {
 		// Run by a confined command: connect to a UNIX socket outside.
 		c, err := net.Dial("unix", os.Args[2])

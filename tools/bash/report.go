@@ -12,6 +12,12 @@ import (
 // own sandbox helper.
 var helperWired atomic.Bool
 
+// HelperName is the sandbox helper binary (cmd/tollgate-sandbox): found
+// next to the process's executable, it is started for every command in
+// place of the executable itself, which then need not be re-executed.
+// `go install ./cmd/...` puts it beside tollgate.
+const HelperName = "tollgate-sandbox"
+
 // Report is what the kernel can enforce here, found by [Check].
 type Report struct {
 	OS string `json:"os"`
@@ -40,6 +46,11 @@ type Report struct {
 	// commands use ([Options.Sockets]); not found by Check: set by the
 	// caller before printing the report.
 	Sockets []string `json:"sockets,omitempty"`
+	// Helper is the binary started as the sandbox helper and the
+	// supervisor: [HelperName] next to the executable, or the executable
+	// itself (slower to start); HelperNote says why not HelperName.
+	Helper     string `json:"helper,omitempty"`
+	HelperNote string `json:"helper_note,omitempty"`
 	// HelperErr says why the sandbox helper cannot run, if it cannot.
 	HelperErr string `json:"helper_error,omitempty"`
 
@@ -60,7 +71,11 @@ func Check() Report {
 		return check() // not cached: MaybeRunHelper may still be called
 	}
 	checkOnce.Do(func() { checked = check() })
-	return checked
+	r := checked
+	if r.Helper != "" { // the helper now, which SetHelper may have changed
+		r.Helper, r.HelperNote, _ = helperPath()
+	}
+	return r
 }
 
 // Guarantee is one thing the kernel does or does not enforce on a
@@ -243,6 +258,12 @@ func (r Report) Write(w io.Writer) error {
 	}
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "namespaces:    user %s, network %s, pid %s, mount %s\n", yesNo(r.UserNS), yesNo(r.NetNS), yesNo(r.PidNS), yesNo(r.MountNS))
+	if r.Helper != "" {
+		fmt.Fprintf(&b, "helper:        %s\n", r.Helper)
+	}
+	if r.HelperNote != "" {
+		fmt.Fprintf(&b, "               %s\n", r.HelperNote)
+	}
 	if r.HelperErr != "" {
 		fmt.Fprintf(&b, "helper:        %s\n", r.HelperErr)
 	}

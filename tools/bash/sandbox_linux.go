@@ -3,56 +3,29 @@ package bash
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/tollgate-ai/tollgate/internal/sandboxhelper"
 	"golang.org/x/sys/unix"
 )
-
-// helperEnv marks a process started as the sandbox helper: the binary
-// re-executing itself. Its configuration comes on fd 3, and it reports a
-// failure to confine on fd 4 (closed on exec: EOF means the shell started).
-const helperEnv = "TOLLGATE_BASH_SANDBOX_HELPER"
-
-// helperConfig is what the tool tells the helper.
-type helperConfig struct {
-	Probe    bool     `json:"probe,omitempty"` // apply everything, then exit 0
-	Profile  Profile  `json:"profile"`
-	Dir      string   `json:"dir"`
-	Tmp      string   `json:"tmp"`
-	Shell    string   `json:"shell"`
-	Cmd      string   `json:"cmd"`
-	Env      []string `json:"env"`
-	CPU      uint64   `json:"cpu_seconds"`
-	FileSize uint64   `json:"file_size"`
-	Procs    uint64   `json:"procs"`
-	Memory   uint64   `json:"memory"` // RLIMIT_AS
-	// View: build the mount view (see setupView) with these masked paths
-	// and sockets; FreshProc: mount a /proc of the PID namespace, whose
-	// pid_max is PidMax (0: unchanged).
-	View      bool     `json:"view"`
-	Masked    []string `json:"masked,omitempty"`
-	Sockets   []string `json:"sockets,omitempty"`
-	FreshProc bool     `json:"fresh_proc,omitempty"`
-	PidMax    uint64   `json:"pid_max,omitempty"`
-}
 
 // MaybeRunHelper turns the process into the sandbox helper when it was
 // started as one, and never returns then. Otherwise it returns at once and
 // records that the binary can be its own helper. Call it first thing in
 // main, and in TestMain of packages whose tests run the tool confined:
-// confined profiles re-execute os.Executable() and need it there.
+// confined profiles start [HelperName] next to os.Executable() or, when
+// it is not there (or not usable, see [Check]), re-execute
+// os.Executable() and need it there. It is needed with the helper binary
+// too: without it, a confined profile is not enforced.
 //
 // The same binary is the supervisor of unconfined commands and of
 // confined ones without a PID namespace (see the package documentation):
@@ -60,192 +33,16 @@ type helperConfig struct {
 // direct child, and what it leaves in the background, or moves to another
 // process group, may outlive the process.
 func MaybeRunHelper() {
-	mode := os.Getenv(helperEnv)
-	if mode == "" {
-		helperWired.Store(true)
-		return
-	}
-	status := os.NewFile(4, "status")
-	var err error
-	if mode == superviseMode {
-		err = runSupervisor(status) // returns only if nothing was started
-	} else {
-		err = runHelper()
-	}
-	if err != nil {
-		fmt.Fprintf(status, "%v", err)
-		os.Exit(125)
-	}
-	os.Exit(0) // a probe
-}
-
-// readConfig reads a helper's configuration, the whole of fd 3 (which it
-// closes), into v, and keeps the status pipe (fd 4) from what the helper
-// execs or starts. Until the tool has sent it all, the helper starts
-// nothing: a tool that dies first sends none.
-func readConfig(v any) error {
-	unix.CloseOnExec(4)
-	cfgFile := os.NewFile(3, "config")
-	data, err := io.ReadAll(cfgFile)
-	cfgFile.Close()
-	if err == nil {
-		err = json.Unmarshal(data, v)
-	}
-	if err != nil {
-		return fmt.Errorf("reading the configuration: %w", err)
-	}
-	return nil
-}
-
-func runHelper() error {
-	var c helperConfig
-	if err := readConfig(&c); err != nil {
-		return err
-	}
-	for _, l := range []struct {
-		res int
-		v   uint64
-	}{{unix.RLIMIT_CPU, c.CPU}, {unix.RLIMIT_FSIZE, c.FileSize}, {unix.RLIMIT_NPROC, c.Procs}, {unix.RLIMIT_AS, c.Memory}, {unix.RLIMIT_CORE, 0}} {
-		var old unix.Rlimit
-		if err := unix.Getrlimit(l.res, &old); err != nil {
-			return fmt.Errorf("getrlimit %d: %w", l.res, err)
-		}
-		v := min(l.v, old.Max) // only lowered: raising needs privileges
-		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", l.res, err)
-		}
-	}
-	// Everything from here is per thread (bounding set, capabilities,
-	// no_new_privs, the Landlock domain) and the shell is exec'd from this
-	// thread, so it is locked and never unlocked. (Confining every thread
-	// of the process would read /proc/PID/task, which in the new PID
-	// namespace is another process's.)
-	runtime.LockOSThread()
-	// The parent-death signal is per thread too, the main thread's; a
-	// thread that is not the main one keeps none through the exec (found
-	// by TestChainDies: a few in a hundred shells in a PID namespace
-	// outlived the agent). The main thread has it until then, and kills
-	// the whole helper if the agent dies first.
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("parent-death signal: %w", err)
-	}
-	if c.View {
-		if err := setupView(c); err != nil {
-			return err
-		}
-	}
-	fd, flags, err := landlock.V11.BestEffort().NewRulesetFD(rules(c)...)
-	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	if err := dropBoundingCaps(); err != nil {
-		return err
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	if fd >= 0 {
-		if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
-			return fmt.Errorf("landlock: %w", err)
-		}
-		unix.Close(fd)
-	}
-	if err := clearCaps(); err != nil {
-		return err
-	}
-	if err := applySeccomp(c.Profile, c.Profile == WorkspaceWrite && len(c.Sockets) > 0); err != nil {
-		return err
-	}
-	if c.Probe {
-		return json.NewEncoder(os.Stdout).Encode(probeResult{SeccompOK: seccompEnforced})
-	}
-	// HOME is not readable under a confined profile, and programs such as
-	// git treat an unreadable ~/.gitconfig as fatal: HOME is the private
-	// TMPDIR instead (found by review: every allowed git command failed).
-	env := []string{"TMPDIR=" + c.Tmp, "HOME=" + c.Tmp}
-	for _, kv := range c.Env {
-		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
-			env = append(env, kv)
-		}
-	}
-	return syscall.Exec(c.Shell, []string{c.Shell, "-c", c.Cmd}, env)
-}
-
-// rules are the Landlock rules of a profile. Everything else is denied:
-// every file access right the kernel's ABI can restrict, TCP bind and
-// connect (ABI 4), signals and abstract UNIX sockets out of the sandbox
-// (ABI 6), pathname UNIX sockets (ABI 9), UDP (ABI 10).
-func rules(c helperConfig) []landlock.Rule {
-	rs := []landlock.Rule{
-		landlock.RODirs("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-			"/etc/alternatives", "/etc/terminfo", "/etc/ld.so.conf.d").IgnoreIfMissing(),
-		landlock.ROFiles("/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/ld.so.cache",
-			"/etc/ld.so.conf", "/etc/localtime", "/etc/timezone", "/etc/locale.alias", "/etc/gitconfig",
-			"/etc/inputrc", "/etc/magic", "/etc/magic.mime", "/etc/mime.types", "/etc/os-release",
-			"/etc/debian_version", "/etc/hostname", "/etc/hosts", "/dev/zero", "/dev/urandom", "/dev/random").IgnoreIfMissing(),
-		landlock.RWFiles("/dev/null").IgnoreIfMissing(),
-		landlock.RWDirs(c.Tmp).WithRefer(),
-	}
-	if c.Profile == WorkspaceWrite {
-		rs = append(rs, landlock.RWDirs(c.Dir).WithRefer())
-		if len(c.Sockets) > 0 { // connecting to them (ABI 9)
-			rs = append(rs, landlock.ROFiles(c.Sockets...).WithResolveUnix().IgnoreIfMissing())
-		}
-	} else {
-		rs = append(rs, landlock.RODirs(c.Dir))
-	}
-	return rs
-}
-
-// dropBoundingCaps empties the capability bounding set, so that no program
-// the command runs gains a capability (root included), while the helper
-// still has CAP_SETPCAP. A process without capabilities has nothing to
-// drop.
-func dropBoundingCaps() error {
-	if !hasCaps() {
-		return nil
-	}
-	for c := 0; c <= 63; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-			if errors.Is(err, unix.EINVAL) {
-				break // past the last capability
-			}
-			return fmt.Errorf("dropping capability %d: %w", c, err)
-		}
-	}
-	return unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-}
-
-func capData() (unix.CapUserHeader, [2]unix.CapUserData, error) {
-	h := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var d [2]unix.CapUserData
-	err := unix.Capget(&h, &d[0])
-	return h, d, err
-}
-
-func hasCaps() bool {
-	_, d, err := capData()
-	return err != nil || d[0].Permitted|d[1].Permitted|d[0].Effective|d[1].Effective != 0
-}
-
-// clearCaps drops the helper's own capabilities.
-func clearCaps() error {
-	if !hasCaps() {
-		return nil
-	}
-	h, _, _ := capData()
-	var d [2]unix.CapUserData
-	if err := unix.Capset(&h, &d[0]); err != nil {
-		return fmt.Errorf("dropping capabilities: %w", err)
-	}
-	return nil
+	sandboxhelper.Main() // returns only if this process is not a helper
+	helperWired.Store(true)
 }
 
 // namespaces are the clone flags the helper is started with.
-type namespaces struct {
-	flags uintptr
-	user  bool
-}
+type namespaces = sandboxhelper.Namespaces
+
+// seccompEnforced says whether the helper's seccomp filter blocks
+// metadata writes, io_uring and UNIX sockets on this architecture.
+const seccompEnforced = sandboxhelper.SeccompEnforced
 
 // nsChoices are the namespace sets tried, best first: a user namespace
 // (the command's capabilities mean nothing outside it, and process counts
@@ -257,20 +54,10 @@ type namespaces struct {
 // see setupView); without one tollgate's state cannot be hidden, and no
 // confined profile is enforced.
 var nsChoices = []namespaces{
-	{unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS, true},
-	{unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS, false},
-	{unix.CLONE_NEWUSER | unix.CLONE_NEWNS, true},
-	{0, false},
-}
-
-func (n namespaces) apply(a *syscall.SysProcAttr) {
-	a.Cloneflags = n.flags
-	if n.user {
-		uid, gid := os.Getuid(), os.Getgid()
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		a.GidMappingsEnableSetgroups = false
-	}
+	{Flags: unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS, User: true},
+	{Flags: unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS},
+	{Flags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS, User: true},
+	{},
 }
 
 // helperCommand prepares the helper for c; the caller starts it and calls
@@ -288,14 +75,15 @@ func (n namespaces) apply(a *syscall.SysProcAttr) {
 // itself is ignored, as by any init): the configuration is sent only after
 // Start returns, which is after the child set its death signal, and
 // without a configuration the helper starts nothing.
-func helperCommand(ctx context.Context, c helperConfig, ns namespaces) (*exec.Cmd, func(start error) error, error) {
+func helperCommand(ctx context.Context, c sandboxhelper.Config, ns namespaces) (*exec.Cmd, func(start error) error, error) {
+	c.Protocol = sandboxhelper.Protocol
 	data, err := json.Marshal(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	ns.apply(attr)
-	cmd, after, err := selfCommand(ctx, "1", data, c.Dir, attr, "sandbox helper")
+	ns.Apply(attr)
+	cmd, after, err := selfCommand(ctx, sandboxhelper.HelperMode, data, c.Dir, attr, "sandbox helper")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -303,15 +91,16 @@ func helperCommand(ctx context.Context, c helperConfig, ns namespaces) (*exec.Cm
 	return cmd, after, nil
 }
 
-// selfCommand prepares the binary re-executed as a helper in mode (the
-// value of helperEnv), in dir, with attr. The returned function, called
+// selfCommand prepares the helper binary (helperPath: HelperName, or
+// this binary re-executed) in mode (the value of sandboxhelper.Env), in
+// dir, with attr. The returned function, called
 // after Start, sends data on the helper's fd 3 and waits for its fd 4 to
 // close: a message there is a failure before the command started (failed
 // names the step in the error).
 func selfCommand(ctx context.Context, mode string, data []byte, dir string, attr *syscall.SysProcAttr, failed string) (*exec.Cmd, func(start error) error, error) {
-	exe, err := os.Executable()
+	exe, _, err := helperPath()
 	if err != nil {
-		return nil, nil, fmt.Errorf("finding the binary to run the %s: %w", failed, err)
+		return nil, nil, err
 	}
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
@@ -326,7 +115,7 @@ func selfCommand(ctx context.Context, mode string, data []byte, dir string, attr
 	cmd := exec.CommandContext(ctx, exe)
 	cmd.Args = []string{"tollgate-sandbox-helper"}
 	cmd.Dir = dir
-	cmd.Env = []string{helperEnv + "=" + mode}
+	cmd.Env = []string{sandboxhelper.Env + "=" + mode}
 	cmd.ExtraFiles = []*os.File{cfgR, stW}
 	cmd.SysProcAttr = attr
 	after := func(start error) error {
@@ -353,14 +142,9 @@ func selfCommand(ctx context.Context, mode string, data []byte, dir string, attr
 	return cmd, after, nil
 }
 
-// probeResult is what a probe prints on its stdout.
-type probeResult struct {
-	SeccompOK bool `json:"seccomp"`
-}
-
 // probe runs the helper once with ns and c (Probe is set) and reports
 // whether it confined itself.
-func probe(ns namespaces, c helperConfig) error {
+func probe(ns sandboxhelper.Namespaces, c sandboxhelper.Config) error {
 	dir, err := os.MkdirTemp("", "tollgate-sandbox-probe-")
 	if err != nil {
 		return err
@@ -368,7 +152,7 @@ func probe(ns namespaces, c helperConfig) error {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c.Probe, c.Profile, c.Dir, c.Tmp = true, ReadOnly, dir, dir
+	c.Probe, c.Profile, c.Dir, c.Tmp = true, string(ReadOnly), dir, dir
 	c.CPU, c.FileSize, c.Procs, c.Memory = 5, 1<<20, 1<<20, 1<<40
 	cmd, after, err := helperCommand(ctx, c, ns)
 	if err != nil {
@@ -385,7 +169,7 @@ func probe(ns namespaces, c helperConfig) error {
 	if err := cmd.Wait(); err != nil {
 		return err
 	}
-	var res probeResult
+	var res sandboxhelper.ProbeResult
 	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
 		return fmt.Errorf("the probe said %q: %w", out.String(), err)
 	}
@@ -428,9 +212,15 @@ func check() Report {
 		r.HelperErr = "bash.MaybeRunHelper() is not called at the start of main (or TestMain): the binary cannot be its own sandbox helper"
 		return r
 	}
+	path, note, err := helperPath()
+	if err != nil {
+		r.HelperErr = err.Error()
+		return r
+	}
+	r.Helper, r.HelperNote = path, note
 	var errs []string
 	for _, ns := range nsChoices {
-		c := helperConfig{View: ns.flags&unix.CLONE_NEWNS != 0, FreshProc: ns.flags&unix.CLONE_NEWPID != 0}
+		c := sandboxhelper.Config{View: ns.Flags&unix.CLONE_NEWNS != 0, FreshProc: ns.Flags&unix.CLONE_NEWPID != 0}
 		capped := false
 		if c.FreshProc && pidMaxPerNamespace() {
 			c.PidMax, capped = pidMax(512), true
@@ -444,9 +234,9 @@ func check() Report {
 			}
 		}
 		if err == nil {
-			r.UserNS = ns.user
-			r.NetNS = ns.flags&unix.CLONE_NEWNET != 0
-			r.PidNS = ns.flags&unix.CLONE_NEWPID != 0
+			r.UserNS = ns.User
+			r.NetNS = ns.Flags&unix.CLONE_NEWNET != 0
+			r.PidNS = ns.Flags&unix.CLONE_NEWPID != 0
 			r.MountNS = c.View
 			r.PidCap = capped
 			r.ns = ns
@@ -533,7 +323,7 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline str
 		return command{}, err
 	}
 	r := Check()
-	c := helperConfig{Profile: p, Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
+	c := sandboxhelper.Config{Protocol: sandboxhelper.Protocol, Profile: string(p), Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
 		Env: confinedEnv(o.Env), CPU: uint64((o.Limits.CPUTime + time.Second - 1) / time.Second),
 		FileSize: uint64(o.Limits.FileSize), Procs: uint64(o.Limits.Procs), Memory: uint64(o.Limits.Memory),
 		View: r.MountNS, Masked: masked, Sockets: sockets, FreshProc: r.MountNS && r.PidNS}
@@ -544,7 +334,7 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline str
 		cmd, after, err := helperCommand(ctx, c, r.ns) // the namespace takes the tree with the shell
 		return command{Cmd: cmd, after: after}, err
 	}
-	return supervisedCommand(ctx, superviseConfig{Confined: &c, Cloneflags: r.ns.flags, UserNS: r.ns.user}, dir, "sandbox helper")
+	return supervisedCommand(ctx, sandboxhelper.SuperviseConfig{Confined: &c, Cloneflags: r.ns.Flags, UserNS: r.ns.User}, dir, "sandbox helper")
 }
 
 // unconfinedCommand runs an unconfined shell under the supervisor, or,
@@ -560,7 +350,7 @@ func unconfinedCommand(ctx context.Context, o Options, cmdline string) (command,
 	if err != nil {
 		return command{}, err
 	}
-	return supervisedCommand(ctx, superviseConfig{Shell: shell, Cmd: cmdline, Env: shellEnv(o.Dir)}, o.Dir, "supervisor")
+	return supervisedCommand(ctx, sandboxhelper.SuperviseConfig{Shell: shell, Cmd: cmdline, Env: shellEnv(o.Dir)}, o.Dir, "supervisor")
 }
 
 // shellEnv is the environment of an unconfined shell: the process's, with
@@ -577,3 +367,24 @@ func shellEnv(dir string) []string {
 	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") })
 	return append(env, "PWD="+abs)
 }
+
+// absPaths makes paths absolute and clean, dropping empty ones.
+func absPaths(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if strings.TrimSpace(p) == "" {
+			continue
+		}
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// DefaultMasked are paths every confined command's view covers besides
+// [Options.Masked]: database data and socket directories outside /run and
+// /tmp (both empty in the view anyway), and POSIX shared memory.
+var DefaultMasked = []string{"/var/lib/postgresql", "/var/lib/mysql", "/var/pgsql_socket", "/dev/shm"}

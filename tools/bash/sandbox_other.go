@@ -15,6 +15,11 @@ func MaybeRunHelper() { helperWired.Store(true) }
 
 type namespaces struct{}
 
+// SetHelper: there is no sandbox helper off Linux.
+func SetHelper(string) error { return errors.New("the sandbox is Linux only") }
+
+func helperPath() (path, note string, err error) { return "", "", nil }
+
 // seccompEnforced: no seccomp off Linux.
 const seccompEnforced = false
 

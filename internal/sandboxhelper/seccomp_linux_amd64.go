@@ -1,4 +1,4 @@
-package bash
+package sandboxhelper
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ var ioUringSyscalls = []uint32{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER,
 // read-only, the metadata calls above too; any other architecture's or the
 // x32 ABI's calls too. Everything else is allowed (socketpair included: a
 // pair connects to nothing outside).
-func filter(p Profile, unixSockets bool) []unix.SockFilter {
+func filter(p string, unixSockets bool) []unix.SockFilter {
 	deny := unix.SockFilter{Code: bpfRetK, K: seccompRetErrno | uint32(unix.EPERM)}
 	allow := unix.SockFilter{Code: bpfRetK, K: seccompRetAllow}
 	refused := append([]uint32{}, ioUringSyscalls...)
@@ -95,8 +95,8 @@ func filter(p Profile, unixSockets bool) []unix.SockFilter {
 // then execs the shell: the filter is inherited). no_new_privs must be set.
 // unixSockets keeps socket(AF_UNIX) allowed (workspace-write with listed
 // sockets).
-func applySeccomp(p Profile, unixSockets bool) error {
-	if !p.confined() {
+func applySeccomp(p string, unixSockets bool) error {
+	if p != ReadOnly && p != WorkspaceWrite {
 		return nil
 	}
 	prog := filter(p, unixSockets)
@@ -107,6 +107,6 @@ func applySeccomp(p Profile, unixSockets bool) error {
 	return nil
 }
 
-// seccompEnforced says whether applySeccomp can block metadata writes,
+// SeccompEnforced says whether applySeccomp can block metadata writes,
 // io_uring and UNIX sockets on this architecture.
-const seccompEnforced = true
+const SeccompEnforced = true

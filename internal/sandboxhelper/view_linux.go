@@ -1,4 +1,4 @@
-package bash
+package sandboxhelper
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +18,7 @@ import (
 //   - every mount read-only (mount_setattr, recursively, on /);
 //   - the working directory as it is (writable under workspace-write,
 //     read-only otherwise), the private TMPDIR writable, and the sockets
-//     an operator listed ([Options.Sockets], workspace-write only), each a
+//     an operator listed (workspace-write only), each a
 //     clone of its mount taken before anything was covered, placed back
 //     at its path;
 //   - an empty, read-only /tmp and /run (and /var/run where it is a
@@ -28,7 +27,7 @@ import (
 //   - a fresh /proc of the command's PID namespace, read-only (host
 //     processes, and their command lines, are not in it); without a PID
 //     namespace, an empty /proc;
-//   - every masked path ([Options.Masked], [DefaultMasked]) covered by an
+//   - every masked path (Config.Masked) covered by an
 //     empty, read-only directory or file: tollgate's store, policy and
 //     tokens are not there to read or write, even inside the working
 //     directory. A masked path that does not exist when the command
@@ -58,7 +57,7 @@ type keep struct {
 }
 
 // setupView builds the view in the helper's mount namespace.
-func setupView(c helperConfig) error {
+func setupView(c Config) error {
 	fail := func(what string, err error) error { return fmt.Errorf("mount view: %s: %w", what, err) }
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fail("making mounts private", err)
@@ -209,20 +208,4 @@ func mask(path string, dir bool) error {
 		return fmt.Errorf("mount view: masking %s: %w", path, err)
 	}
 	return nil
-}
-
-// absPaths makes paths absolute and clean, dropping empty ones.
-func absPaths(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		if strings.TrimSpace(p) == "" {
-			continue
-		}
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
 }

@@ -1,0 +1,118 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/internal/sandboxbench"
+	"github.com/tollgate-ai/tollgate/tools/bash"
+)
+
+const sandboxUsage = `usage: go run ./bench sandbox [-n N] [-rounds R] [-tollgate PATH|none] [-cgo=false]
+
+How long the bash tool takes to run true, to its exit, under each sandbox
+profile, beside bash -c true started directly (the raw limit: what any
+command costs), the kinds taking turns, N starts each a round:
+
+  tollgate-sandbox   the helper binary (cmd/tollgate-sandbox, built as the
+                     README builds it: CGO_ENABLED=0, -ldflags="-s -w")
+  tollgate-sandbox (cgo)  the same built with cgo on: dynamically linked
+  tollgate           tollgate itself re-executed as the helper, as when no
+                     helper binary is next to it (built as the README
+                     builds it; -tollgate none leaves it out)
+
+Unconfined commands start the same binary as their supervisor.
+`
+
+func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench sandbox", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, sandboxUsage); fs.PrintDefaults() }
+	n := fs.Int("n", 100, "starts of each kind a round")
+	rounds := fs.Int("rounds", 3, "rounds")
+	tollgate := fs.String("tollgate", "", "the tollgate binary (default: built from ./cmd/tollgate; none: leave it out)")
+	cgo := fs.Bool("cgo", true, "measure a helper built with cgo (dynamically linked) too")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := bash.Check().Enforceable(bash.ReadOnly); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "tollgate-bench-sandbox-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintln(stderr, "building tollgate-sandbox...")
+	helper, err := sandboxbench.Build(ctx, dir, false)
+	if err != nil {
+		return err
+	}
+	helpers := []sandboxbench.Named{{Name: "tollgate-sandbox", Path: helper}}
+	if *cgo {
+		cdir := filepath.Join(dir, "cgo")
+		if err := os.Mkdir(cdir, 0o700); err != nil {
+			return err
+		}
+		h, err := sandboxbench.Build(ctx, cdir, true)
+		if err != nil {
+			return err
+		}
+		helpers = append(helpers, sandboxbench.Named{Name: "tollgate-sandbox (cgo)", Path: h})
+	}
+	switch *tollgate {
+	case "none":
+	case "":
+		*tollgate = filepath.Join(dir, "tollgate")
+		fmt.Fprintln(stderr, "building tollgate...")
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", *tollgate, "./cmd/tollgate")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		build.Stderr = stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building tollgate: %w", err)
+		}
+		fallthrough
+	default:
+		helpers = append(helpers, sandboxbench.Named{Name: "tollgate", Path: *tollgate})
+	}
+	defer bash.SetHelper("")
+	kinds := sandboxbench.Kinds(helpers)
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return err
+	}
+	m := machine()
+	samples := make([][]time.Duration, len(kinds))
+	for r := range *rounds {
+		for k, kind := range kinds {
+			if err := kind.Use(); err != nil {
+				return fmt.Errorf("%s: %w", kind.Name, err)
+			}
+			for range *n {
+				d, err := kind.Start(ctx, work)
+				if err != nil {
+					return fmt.Errorf("%s: %w", kind.Name, err)
+				}
+				samples[k] = append(samples[k], d)
+			}
+			fmt.Fprintf(stderr, "round %d/%d, %s: p50 %s\n", r+1, *rounds, kind.Name, ms(pct(samples[k], 50)))
+		}
+	}
+	r := bash.Check()
+	fmt.Fprintf(stdout, "tollgate bench sandbox — %d starts of true each in %d rounds; %s, %d CPUs, %s, kernel %s, Landlock ABI %d; load average %s at the start, %s at the end\n",
+		*n**rounds, *rounds, m.CPU, m.NumCPU, m.Go, m.Kernel, r.ABI, m.LoadBefore, loadAvg())
+	fmt.Fprintf(stdout, "%-58s %9s %9s %9s %12s\n", "", "p50", "p90", "p99", "p50 - raw")
+	for k, kind := range kinds {
+		s := statsOf(samples[k])
+		fmt.Fprintf(stdout, "%-58s %9s %9s %9s %12s\n", kind.Name, ms(s.P50), ms(s.P90), ms(s.P99), ms(s.P50-pct(samples[0], 50)))
+	}
+	return nil
+}
