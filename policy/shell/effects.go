@@ -2,8 +2,6 @@ package shell
 
 import (
 	"fmt"
-	"net/url"
-	"path"
 	"slices"
 	"strings"
 )
@@ -281,24 +279,7 @@ func (e *effects) command(i int, downloads map[string][]string) {
 	// Code it downloads and runs.
 	_, interp := interpreters[c.Name]
 	if interp || c.Name == "" && c.Dynamic {
-		var hosts []string
-		for _, r := range []span{c.stdin, c.subst} {
-			for j := r.from; j < r.to && j < len(e.a.Commands); j++ {
-				if f := &e.a.Commands[j]; fetchers[f.Name] {
-					hosts = append(hosts, hostsOf(f.Args)...)
-					if len(hosts) == 0 {
-						hosts = append(hosts, "the network")
-					}
-				}
-			}
-		}
-		for _, arg := range c.Args {
-			hosts = append(hosts, downloads[arg]...)
-		}
-		if len(hosts) > 0 {
-			s, objs := objects(dedupe(hosts))
-			add(EffectRunDownloaded, RiskHigh, "runs code downloaded from "+s, objs)
-		}
+		e.runsDownloaded(c, add, downloads)
 	}
 	if h, ok := downloads[c.Path]; ok && c.Name != "" {
 		s, objs := objects(h)
@@ -312,22 +293,7 @@ func (e *effects) command(i int, downloads map[string][]string) {
 		}
 	}
 
-	// Redirections that write.
-	for _, r := range c.Redirects {
-		if !r.Writes {
-			continue
-		}
-		verb := "writes "
-		if r.Op == ">>" || r.Op == "&>>" {
-			verb = "appends to "
-		}
-		risk := RiskMedium
-		if where(r.Target) != "" {
-			risk = RiskHigh
-		}
-		add(EffectWrite, risk, verb+r.Target+where(r.Target), []string{r.Target})
-		named[r.Target] = true
-	}
+	redirectWriteEffects(c, add, named)
 
 	switch {
 	case c.Dynamic:
@@ -351,26 +317,7 @@ func (e *effects) command(i int, downloads map[string][]string) {
 	}
 	modelSaid := said
 	if len(c.Review) > 0 {
-		// What the analysis could not vouch for, and no model above says:
-		// a reader that writes through an option (sed -i, sort -o, awk's
-		// print >), or runs what it cannot see. Never "harmless". An
-		// option or a variable that makes the program run another (git -c
-		// core.sshCommand=..., --upload-pack, GIT_SSH_COMMAND=...) is said
-		// even when a model said what the command does: "connects to the
-		// default remote (git fetch)" alone hid that it runs sh -c.
-		for _, r := range c.Review {
-			if modelSaid > 0 && !runsPrograms(r) {
-				continue
-			}
-			switch {
-			case strings.Contains(r, "delet"):
-				add(EffectDelete, RiskHigh, c.label()+" "+r, nil)
-			case c.Writes && (strings.Contains(r, "writ") || strings.Contains(r, "edit") || strings.Contains(r, "creat") || strings.Contains(r, "chang")):
-				add(EffectWrite, RiskMedium, c.label()+" "+r, nil)
-			default:
-				add(EffectUnknown, RiskMedium, c.label()+" "+r, nil)
-			}
-		}
+		reviewEffects(c, add, modelSaid)
 	}
 
 	if said == 0 && c.Name != "" && c.Name != "eval" && !readers[c.Name] && known[c.Name].check == nil {
@@ -379,8 +326,82 @@ func (e *effects) command(i int, downloads map[string][]string) {
 		add(EffectUnknown, RiskMedium, "runs "+c.label()+", whose effects tollgate does not know", nil)
 	}
 
-	// Files outside the working directory, and secrets, that no effect
-	// above named.
+	outsideEffects(c, add, named, downloaded)
+}
+
+// runsDownloaded adds the code an interpreter, or a command named at run
+// time, runs from what the string downloads: what a fetcher feeds it on
+// standard input or in a substitution, and files downloaded before.
+func (e *effects) runsDownloaded(c *Command, add addFunc, downloads map[string][]string) {
+	var hosts []string
+	for _, r := range []span{c.stdin, c.subst} {
+		for j := r.from; j < r.to && j < len(e.a.Commands); j++ {
+			if f := &e.a.Commands[j]; fetchers[f.Name] {
+				hosts = append(hosts, hostsOf(f.Args)...)
+				if len(hosts) == 0 {
+					hosts = append(hosts, "the network")
+				}
+			}
+		}
+	}
+	for _, arg := range c.Args {
+		hosts = append(hosts, downloads[arg]...)
+	}
+	if len(hosts) > 0 {
+		s, objs := objects(dedupe(hosts))
+		add(EffectRunDownloaded, RiskHigh, "runs code downloaded from "+s, objs)
+	}
+}
+
+// redirectWriteEffects adds the files c's redirections write, and notes
+// them in named.
+func redirectWriteEffects(c *Command, add addFunc, named map[string]bool) {
+	for _, r := range c.Redirects {
+		if !r.Writes {
+			continue
+		}
+		verb := "writes "
+		if r.Op == ">>" || r.Op == "&>>" {
+			verb = "appends to "
+		}
+		risk := RiskMedium
+		if where(r.Target) != "" {
+			risk = RiskHigh
+		}
+		add(EffectWrite, risk, verb+r.Target+where(r.Target), []string{r.Target})
+		named[r.Target] = true
+	}
+}
+
+// reviewEffects turns c's reasons for review into effects; modelSaid is
+// how many effects the models of c added.
+func reviewEffects(c *Command, add addFunc, modelSaid int) {
+	// What the analysis could not vouch for, and no model above says:
+	// a reader that writes through an option (sed -i, sort -o, awk's
+	// print >), or runs what it cannot see. Never "harmless". An
+	// option or a variable that makes the program run another (git -c
+	// core.sshCommand=..., --upload-pack, GIT_SSH_COMMAND=...) is said
+	// even when a model said what the command does: "connects to the
+	// default remote (git fetch)" alone hid that it runs sh -c.
+	for _, r := range c.Review {
+		if modelSaid > 0 && !runsPrograms(r) {
+			continue
+		}
+		switch {
+		case strings.Contains(r, "delet"):
+			add(EffectDelete, RiskHigh, c.label()+" "+r, nil)
+		case c.Writes && (strings.Contains(r, "writ") || strings.Contains(r, "edit") || strings.Contains(r, "creat") || strings.Contains(r, "chang")):
+			add(EffectWrite, RiskMedium, c.label()+" "+r, nil)
+		default:
+			add(EffectUnknown, RiskMedium, c.label()+" "+r, nil)
+		}
+	}
+}
+
+// outsideEffects adds the files outside the working directory, and the
+// secrets, that no effect above named; when c runs downloaded code, that
+// effect already says what its files named at run time are.
+func outsideEffects(c *Command, add addFunc, named map[string]bool, downloaded bool) {
 	var outside []string
 	for _, o := range c.Outside {
 		if !named[o] && !(downloaded && strings.HasPrefix(o, "a file named at run time: ")) {
@@ -422,7 +443,7 @@ func killEffect(c *Command, add addFunc, named map[string]bool) {
 
 // runsPrograms reports whether a review note says the command may run
 // other programs through an option or a variable (see the analysis's
-// notes in git.go and walk.go).
+// notes in git.go, vars.go and words.go).
 func runsPrograms(note string) bool {
 	for _, s := range []string{"runs a program", "can run programs", "decide what to run", "runs a command", "can run commands"} {
 		if strings.Contains(note, s) {
@@ -536,645 +557,6 @@ func riskOf(p string) Risk {
 		return RiskHigh
 	}
 	return RiskMedium
-}
-
-func deleteEffect(c *Command, add addFunc, named map[string]bool) {
-	ops, flags := operands(c.Args)
-	g := given(c, ops)
-	if len(ops) == 0 && g == "" {
-		return
-	}
-	recursive := c.Name == "rm" && hasFlag(flags, 'r', "--recursive") || hasFlag(flags, 'R')
-	s, objs := objects(ops)
-	text := "deletes " + s
-	risk := RiskMedium
-	if g != "" {
-		text, objs, risk = "deletes "+g, nil, RiskHigh
-	}
-	if recursive {
-		text += " recursively"
-		risk = RiskHigh
-	}
-	if anyOutside(ops) {
-		text += " (outside the working directory)"
-		risk = RiskHigh
-	}
-	if slices.ContainsFunc(ops, func(o string) bool { return strings.ContainsAny(o, "*?[") }) {
-		text += " (every file the pattern matches)"
-		risk = RiskHigh
-	}
-	add(EffectDelete, risk, text, objs)
-	for _, o := range ops {
-		named[o] = true
-	}
-}
-
-func findEffect(c *Command, add addFunc, named map[string]bool) {
-	if !slices.Contains(c.Args, "-delete") {
-		return
-	}
-	var start []string
-	for _, a := range c.Args {
-		if strings.HasPrefix(a, "-") || a == "(" || a == "!" {
-			break
-		}
-		start = append(start, a)
-	}
-	if len(start) == 0 {
-		start = []string{"."}
-	}
-	s, objs := objects(start)
-	add(EffectDelete, RiskHigh, "deletes every file find selects under "+s+" (find -delete)", objs)
-	for _, o := range start {
-		named[o] = true
-	}
-}
-
-func writeOperands(c *Command, add addFunc, named map[string]bool) {
-	ops, _ := operands(c.Args)
-	if c.Name == "truncate" {
-		ops = ops[:0:0]
-		_, operands, _ := optSpec{shortVal: "sr", longVal: []string{"--size", "--reference"}}.parse(staticWords(c.Args))
-		for _, o := range operands {
-			ops = append(ops, o.val)
-		}
-	}
-	if g := given(c, ops); g != "" {
-		ops = []string{g}
-	}
-	if len(ops) == 0 {
-		return
-	}
-	s, objs := objects(ops)
-	verb := map[string]string{"mkdir": "creates the directory ", "truncate": "truncates ", "mkfifo": "creates the pipe ", "mknod": "creates the device "}[c.Name]
-	if verb == "" {
-		verb = "writes "
-	}
-	add(EffectWrite, maxRisk(ops), verb+s+outsideNote(ops), objs)
-	for _, o := range ops {
-		named[o] = true
-	}
-}
-
-func copyEffect(c *Command, add addFunc, named map[string]bool) {
-	spec := optSpec{shortVal: "tSTbm", longVal: []string{"--target-directory", "--suffix", "--backup", "--mode", "--owner", "--group", "--exclude", "--include", "--filter", "--rsh", "--rsync-path", "--port"}}
-	if c.Name == "scp" {
-		spec = optSpec{shortVal: "cFiJlmoPSDX"}
-	}
-	if c.Name == "rsync" {
-		spec.shortVal = "efBTm"
-	}
-	opts, ops, _ := spec.parse(staticWords(c.Args))
-	var names []string
-	for _, o := range ops {
-		names = append(names, o.val)
-	}
-	dest := ""
-	for _, o := range opts {
-		if o.is('t', "--target-directory") {
-			dest = o.val
-		}
-	}
-	if dest == "" && len(names) >= 2 {
-		dest, names = names[len(names)-1], names[:len(names)-1]
-	}
-	if dest == "" || len(names) == 0 {
-		return
-	}
-	var hosts []string
-	for _, n := range append([]string{dest}, names...) {
-		if h := remotePath(n); h != "" {
-			hosts = append(hosts, h)
-		}
-	}
-	s, objs := objects(names)
-	flags := make([]string, 0, len(opts))
-	for _, o := range opts {
-		flags = append(flags, o.name)
-	}
-	switch {
-	case len(hosts) > 0:
-		hs, hobjs := objects(dedupe(hosts))
-		add(EffectNetwork, RiskMedium, "copies "+s+" to "+dest+" over the network ("+hs+")", hobjs)
-		if remotePath(dest) == "" {
-			add(EffectWrite, riskOf(dest), "writes "+dest+where(dest), []string{dest})
-		}
-		if hasFlag(flags, 0, "--delete", "--delete-before", "--delete-after", "--delete-during", "--delete-excluded") {
-			add(EffectDelete, RiskHigh, "deletes files in "+dest+" that "+s+" does not have (--delete)", []string{dest})
-		}
-	case c.Name == "mv":
-		add(EffectWrite, maxRisk(append([]string{dest}, names...)), "moves "+s+" to "+dest+outsideNote(append([]string{dest}, names...)), append(objs, dest))
-	case c.Name == "ln":
-		add(EffectWrite, riskOf(dest), "creates the link "+dest+" to "+s+where(dest), []string{dest})
-	default:
-		how := ""
-		if hasFlag(flags, 'r', "--recursive") || hasFlag(flags, 'R') || hasFlag(flags, 'a', "--archive") {
-			how = " recursively"
-		}
-		add(EffectWrite, riskOf(dest), "copies "+s+how+" to "+dest+where(dest), []string{dest})
-		if anyOutside(names) {
-			add(EffectReadOutside, RiskMedium, "reads outside the working directory: "+s, objs)
-		}
-		if hasFlag(flags, 0, "--delete") {
-			add(EffectDelete, RiskHigh, "deletes files in "+dest+" that "+s+" does not have (--delete)", []string{dest})
-		}
-	}
-	for _, n := range append(names, dest) {
-		named[n] = true
-	}
-}
-
-func modeEffect(c *Command, add addFunc, named map[string]bool) {
-	ops, flags := operands(c.Args)
-	if len(ops) < 2 {
-		return
-	}
-	what := map[string]string{"chmod": "the permissions", "chown": "the owner", "chgrp": "the group", "chattr": "the attributes", "setfacl": "the access lists"}[c.Name]
-	files := ops[1:]
-	if c.Name == "setfacl" {
-		files = ops
-	}
-	s, objs := objects(files)
-	text := "changes " + what + " of " + s
-	risk := maxRisk(files)
-	if hasFlag(flags, 'R', "--recursive") {
-		text += " recursively"
-		risk = RiskHigh
-	}
-	add(EffectWrite, risk, text+outsideNote(files), objs)
-	for _, f := range files {
-		named[f] = true
-	}
-}
-
-func archiveEffect(c *Command, add addFunc, named map[string]bool) {
-	ops, flags := operands(c.Args)
-	switch c.Name {
-	case "tar":
-		if c.Writes {
-			s, objs := objects(ops)
-			verb := "creates or changes the archive, or extracts files: "
-			if len(c.Args) > 0 && (hasFlag(flags, 'x', "--extract", "--get") || !strings.HasPrefix(c.Args[0], "-") && strings.Contains(c.Args[0], "x")) {
-				verb = "extracts files from "
-			}
-			add(EffectWrite, RiskMedium, verb+s, objs)
-		}
-	case "unzip", "patch":
-		s, objs := objects(ops)
-		add(EffectWrite, RiskMedium, "writes the files of "+s, objs)
-	default:
-		if len(ops) == 0 || hasFlag(flags, 'c', "--stdout") || hasFlag(flags, 'l', "--list") || hasFlag(flags, 't', "--test") {
-			return
-		}
-		s, objs := objects(ops)
-		add(EffectWrite, maxRisk(ops), c.Name+" writes "+s+" (and may replace the originals)", objs)
-	}
-	for _, o := range ops {
-		named[o] = true
-	}
-}
-
-// gitEffect: what a git subcommand does to the history, the working tree
-// and remotes.
-func gitEffect(c *Command, add addFunc, named map[string]bool) {
-	i := 0
-	for i < len(c.Args) && strings.HasPrefix(c.Args[i], "-") {
-		if gitGlobalValue[c.Args[i]] {
-			i++
-		}
-		i++
-	}
-	if i >= len(c.Args) {
-		return
-	}
-	sub, rest := c.Args[i], c.Args[i+1:]
-	ops, flags := operands(rest)
-	first := ""
-	if len(ops) > 0 {
-		first = ops[0]
-	}
-	hist := func(risk Risk, text string) { add(EffectGitHistory, risk, text+" (git "+sub+")", nil) }
-	remote := func(verb string) {
-		r := first
-		if r == "" {
-			r = "the default remote"
-		} else if h := hostsOf([]string{r}); len(h) > 0 {
-			r = h[0]
-		} else {
-			r = "the remote " + r
-		}
-		add(EffectNetwork, RiskMedium, verb+" "+r+" (git "+sub+")", []string{r})
-	}
-	switch sub {
-	case "push":
-		remote("connects to")
-		force := hasFlag(flags, 'f', "--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune") || hasFlag(flags, 'd') ||
-			slices.ContainsFunc(ops, func(o string) bool { return strings.HasPrefix(o, "+") || strings.HasPrefix(o, ":") })
-		if force {
-			hist(RiskHigh, "rewrites or deletes history on the remote")
-		} else {
-			hist(RiskMedium, "publishes commits to the remote")
-		}
-	case "pull":
-		remote("connects to")
-		hist(RiskMedium, "merges or rebases the remote's commits into the current branch")
-	case "fetch", "ls-remote", "remote":
-		if sub == "remote" && first != "update" {
-			if first != "" && first != "show" && first != "-v" {
-				add(EffectWrite, RiskMedium, "changes the repository's remotes (git remote "+first+")", nil)
-			}
-			return
-		}
-		if sub == "remote" {
-			first = ""
-		}
-		remote("connects to")
-	case "clone":
-		remote("downloads a repository from")
-		dest := ""
-		if len(ops) > 1 {
-			dest = ops[1]
-		} else if first != "" {
-			dest = strings.TrimSuffix(path.Base(strings.TrimSuffix(first, "/")), ".git")
-		}
-		if dest != "" {
-			add(EffectWrite, riskOf(dest), "writes the repository into "+dest+where(dest), []string{dest})
-		}
-	case "submodule":
-		if first == "update" || first == "add" || first == "sync" {
-			add(EffectNetwork, RiskMedium, "downloads submodules (git submodule "+first+")", nil)
-		}
-	case "commit":
-		if hasFlag(flags, 0, "--amend") {
-			hist(RiskHigh, "rewrites the last commit")
-		} else {
-			hist(RiskMedium, "adds a commit to the current branch")
-		}
-	case "rebase", "filter-branch", "filter-repo", "replace":
-		hist(RiskHigh, "rewrites commits")
-	case "reset":
-		if hasFlag(flags, 0, "--hard", "--keep", "--merge") {
-			hist(RiskHigh, "moves the branch and throws away uncommitted changes")
-		} else {
-			hist(RiskMedium, "moves the branch or unstages changes")
-		}
-	case "checkout", "switch", "restore":
-		if hasFlag(flags, 'f', "--force", "--discard-changes") || sub == "restore" || slices.Contains(rest, "--") || first == "." {
-			hist(RiskHigh, "throws away uncommitted changes")
-		} else if first != "" {
-			add(EffectWrite, RiskMedium, "changes the files of the working tree to "+first+" (git "+sub+")", []string{first})
-		}
-	case "clean":
-		if hasFlag(flags, 'n', "--dry-run") || !hasFlag(flags, 'f', "--force") {
-			return
-		}
-		what := "untracked files"
-		if hasFlag(flags, 'd') {
-			what = "untracked files and directories"
-		}
-		if hasFlag(flags, 'X') {
-			what = "ignored files"
-		}
-		in := "the working tree"
-		if len(ops) > 0 {
-			in, _ = objects(ops)
-		}
-		text := "deletes " + what + " in " + in
-		if hasFlag(flags, 'x') {
-			text = "deletes " + what + " in " + in + ", ignored ones too"
-		}
-		add(EffectDelete, RiskHigh, text+" (git clean)", ops)
-	case "merge", "cherry-pick", "revert", "am", "apply", "mergetool":
-		hist(RiskMedium, "adds commits or changes to the current branch")
-	case "branch":
-		if hasFlag(flags, 'D') || hasFlag(flags, 'd', "--delete") {
-			s, objs := objects(ops)
-			add(EffectGitHistory, RiskHigh, "deletes the branch "+s+" (git branch)", objs)
-		} else if c.Writes {
-			hist(RiskMedium, "creates or changes branches")
-		}
-	case "tag":
-		if hasFlag(flags, 'd', "--delete") {
-			hist(RiskHigh, "deletes tags")
-		} else if c.Writes {
-			hist(RiskMedium, "creates or changes tags")
-		}
-	case "stash":
-		switch first {
-		case "list", "show":
-		case "drop", "clear":
-			hist(RiskHigh, "throws away stashed changes")
-		default:
-			hist(RiskMedium, "sets uncommitted changes aside or brings them back")
-		}
-	case "update-ref", "reflog", "gc", "prune", "notes", "worktree":
-		if sub == "reflog" && (first == "" || first == "show") {
-			return
-		}
-		hist(RiskHigh, "changes references or prunes objects")
-	case "rm", "mv":
-		s, objs := objects(ops)
-		if sub == "rm" && !hasFlag(flags, 0, "--cached") {
-			add(EffectDelete, RiskMedium, "deletes "+s+" and stages the deletion (git rm)", objs)
-		} else {
-			add(EffectWrite, RiskMedium, "moves or unstages "+s+" (git "+sub+")", objs)
-		}
-	case "add", "stage":
-		s, _ := objects(ops)
-		add(EffectWrite, RiskLow, "stages "+s+" for the next commit (git add)", nil)
-	case "init":
-		add(EffectWrite, RiskMedium, "creates a git repository", nil)
-	case "config":
-		if !hasFlag(flags, 'l', "--list", "--get", "--get-all", "--get-regexp") && len(ops) >= 2 {
-			add(EffectWrite, RiskMedium, "changes git's configuration: "+ops[0], []string{ops[0]})
-		}
-	case "status", "log", "diff", "show", "blame", "rev-parse", "ls-files", "ls-tree", "cat-file", "grep", "shortlog", "describe", "rev-list", "help", "version", "count-objects", "whatchanged", "name-rev", "for-each-ref", "show-ref", "var", "check-ignore", "verify-commit":
-	default:
-		add(EffectUnknown, RiskMedium, "runs git "+sub+", whose effects tollgate does not know", nil)
-	}
-}
-
-func remoteEffect(c *Command, add addFunc, named map[string]bool) {
-	spec := optSpec{shortVal: "bcDeEFIiJlLmOopQRSWw", longVal: nil}
-	if c.Name != "ssh" {
-		spec = optSpec{shortVal: "pswWiqcxX"}
-	}
-	_, ops, _ := spec.parse(staticWords(c.Args))
-	if len(ops) == 0 {
-		return
-	}
-	host := ops[0].val
-	if _, h, ok := strings.Cut(host, "@"); ok {
-		host = h
-	}
-	if hs := hostsOf([]string{ops[0].val}); len(hs) > 0 {
-		host = hs[0]
-	}
-	add(EffectNetwork, RiskMedium, "connects to "+host, []string{host})
-	if c.Name == "ssh" && len(ops) > 1 {
-		var words []string
-		for _, o := range ops[1:] {
-			words = append(words, o.val)
-		}
-		add(EffectUnknown, RiskHigh, "runs a command on "+host+": "+strings.Join(words, " "), []string{host})
-	}
-}
-
-// packageEffect: package managers that download packages, and run their
-// install scripts.
-func packageEffect(c *Command, add addFunc, named map[string]bool) {
-	ops, _ := operands(c.Args)
-	sub := ""
-	if len(ops) > 0 {
-		sub = ops[0]
-	}
-	registry := map[string]string{"npm": "the npm registry", "pnpm": "the npm registry", "yarn": "the npm registry", "bun": "the npm registry", "npx": "the npm registry",
-		"pip": "the Python package index", "pip3": "the Python package index", "pipx": "the Python package index", "uv": "the Python package index", "uvx": "the Python package index", "poetry": "the Python package index",
-		"gem": "rubygems.org", "bundle": "rubygems.org", "cargo": "crates.io", "go": "the Go module proxy", "composer": "packagist.org"}[c.Name]
-	switch {
-	case c.Name == "npx" || c.Name == "uvx" || c.Name == "pipx" && sub == "run" || c.Name == "go" && sub == "run" && slices.ContainsFunc(ops, func(o string) bool { return strings.Contains(o, "@") }):
-		pkg := sub
-		if c.Name == "pipx" || c.Name == "go" {
-			pkg = ""
-			if len(ops) > 1 {
-				pkg = ops[1]
-			}
-		}
-		add(EffectRunDownloaded, RiskHigh, "runs "+pkg+", downloaded from "+registry, []string{registry})
-	case slices.Contains([]string{"install", "i", "add", "ci", "update", "upgrade", "sync", "get", "build", "download", "fetch", "publish", "require"}, sub) ||
-		(c.Name == "yarn" || c.Name == "bundle" || c.Name == "uv" && sub == "") && sub == "":
-		if c.Name == "go" && (sub == "build" || sub == "install" && !slices.ContainsFunc(ops, func(o string) bool { return strings.Contains(o, "@") })) {
-			add(EffectWrite, RiskMedium, "builds Go programs (and may download modules from "+registry+")", nil)
-			return
-		}
-		if sub == "publish" {
-			add(EffectNetwork, RiskHigh, "publishes a package to "+registry, []string{registry})
-			return
-		}
-		if sub == "build" || sub == "download" || sub == "fetch" || c.Name == "go" {
-			add(EffectNetwork, RiskMedium, "downloads packages from "+registry, []string{registry})
-			if sub == "build" {
-				add(EffectUnknown, RiskMedium, "runs the project's build ("+c.Name+" build)", nil)
-			}
-			return
-		}
-		add(EffectRunDownloaded, RiskHigh, "installs packages from "+registry+" and runs their install scripts", []string{registry})
-	case sub == "run" || sub == "test" || sub == "exec" || sub == "start":
-		add(EffectUnknown, RiskMedium, "runs the project's "+c.Name+" "+strings.Join(ops[:min(2, len(ops))], " ")+", whose effects tollgate does not know", nil)
-	case sub == "uninstall" || sub == "remove" || sub == "rm":
-		add(EffectDelete, RiskMedium, "removes packages ("+c.Name+" "+sub+")", nil)
-	case sub == "" || sub == "list" || sub == "ls" || sub == "show" || sub == "view" || sub == "version" || sub == "help" || sub == "env" || sub == "vet" || sub == "doc":
-	default:
-		add(EffectUnknown, RiskMedium, "runs "+c.Name+" "+sub+", whose effects tollgate does not know", nil)
-	}
-}
-
-func systemPackageEffect(c *Command, add addFunc, named map[string]bool) {
-	ops, _ := operands(c.Args)
-	if len(ops) == 0 {
-		return
-	}
-	switch ops[0] {
-	case "install", "upgrade", "update", "dist-upgrade", "full-upgrade", "add", "reinstall", "-S", "-Syu":
-		add(EffectRunDownloaded, RiskHigh, "installs system packages from the network and runs their install scripts ("+c.Name+" "+ops[0]+")", nil)
-	case "remove", "purge", "autoremove", "uninstall", "del", "erase":
-		add(EffectDelete, RiskHigh, "removes system packages ("+c.Name+" "+ops[0]+")", nil)
-	case "list", "search", "show", "info", "policy":
-	default:
-		add(EffectUnknown, RiskMedium, "runs "+c.Name+" "+ops[0]+", whose effects tollgate does not know", nil)
-	}
-}
-
-func dockerEffect(c *Command, add addFunc, named map[string]bool) {
-	ops, _ := operands(c.Args)
-	if len(ops) == 0 {
-		return
-	}
-	switch ops[0] {
-	case "pull", "push", "login", "search":
-		add(EffectNetwork, RiskMedium, "connects to a container registry ("+c.Name+" "+ops[0]+")", nil)
-	case "run", "exec", "create", "start", "compose":
-		add(EffectUnknown, RiskHigh, "runs containers ("+c.Name+" "+strings.Join(ops[:min(2, len(ops))], " ")+"), which may download images and mount files", nil)
-	case "rm", "rmi", "prune", "system", "volume", "image", "container", "network", "kill", "stop":
-		if slices.ContainsFunc(ops, func(o string) bool { return o == "prune" || o == "rm" || o == "rmi" }) || ops[0] == "kill" || ops[0] == "stop" {
-			add(EffectDelete, RiskHigh, "stops or deletes containers, images or volumes ("+c.Name+" "+strings.Join(ops[:min(2, len(ops))], " ")+")", nil)
-		}
-	case "build":
-		add(EffectUnknown, RiskMedium, "builds an image, running the Dockerfile's commands ("+c.Name+" build)", nil)
-	case "ps", "images", "inspect", "logs", "version", "info":
-	default:
-		add(EffectUnknown, RiskMedium, "runs "+c.Name+" "+ops[0]+", whose effects tollgate does not know", nil)
-	}
-}
-
-// fetch: what curl, wget and the like connect to, send and write.
-func (e *effects) fetch(c *Command, add addFunc, named map[string]bool, downloads map[string][]string) {
-	hosts := hostsOf(c.Args)
-	if len(hosts) == 0 {
-		hosts = []string{"the network"}
-	}
-	hs, hobjs := objects(hosts)
-	var out []string
-	upload := false
-	args := c.Args
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		next := func() string {
-			if i+1 < len(args) {
-				i++
-				return args[i]
-			}
-			return ""
-		}
-		switch {
-		case a == "-o" || a == "--output" || (c.Name == "wget" && (a == "-O" || a == "--output-document")):
-			out = append(out, next())
-		case strings.HasPrefix(a, "--output=") || strings.HasPrefix(a, "--output-document="):
-			_, v, _ := strings.Cut(a, "=")
-			out = append(out, v)
-		case len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a, outOpt(c.Name)) > 0:
-			// A bundle such as -sSo FILE, -qO- or -oFILE.
-			if v := a[strings.IndexByte(a, outOpt(c.Name))+1:]; v != "" {
-				out = append(out, v)
-			} else {
-				out = append(out, next())
-			}
-		case c.Name == "curl" && (a == "-O" || a == "--remote-name" || a == "--remote-name-all"):
-			out = append(out, "the file named as the URL's last part")
-		case a == "-d" || a == "--data" || a == "--data-binary" || a == "--data-raw" || a == "--data-urlencode" || a == "-F" || a == "--form" ||
-			a == "-T" || a == "--upload-file" || a == "--post-data" || a == "--post-file" || a == "--json" ||
-			strings.HasPrefix(a, "--data") || strings.HasPrefix(a, "--post-") || strings.HasPrefix(a, "--upload-file=") || strings.HasPrefix(a, "--json="):
-			upload = true
-		case a == "-X" || a == "--request" || a == "--method":
-			if m := strings.ToUpper(next()); m != "GET" && m != "HEAD" {
-				upload = true
-			}
-		}
-	}
-	if c.Name == "wget" && len(out) == 0 && !slices.Contains(args, "--spider") {
-		out = append(out, "a file named as the URL's last part")
-	}
-	verb := "connects to "
-	if upload {
-		verb = "sends data to "
-	}
-	risk := RiskMedium
-	if upload {
-		risk = RiskHigh
-	}
-	add(EffectNetwork, risk, verb+hs, hobjs)
-	for _, o := range out {
-		if o == "" || o == "-" || o == "/dev/null" || o == "/dev/stdout" {
-			continue
-		}
-		add(EffectWrite, riskOf(o), "writes "+o+" (downloaded from "+hs+")"+where(o), []string{o})
-		named[o] = true
-		downloads[o] = append(downloads[o], hosts...)
-		downloads["./"+strings.TrimPrefix(o, "./")] = append(downloads["./"+strings.TrimPrefix(o, "./")], hosts...)
-	}
-}
-
-// outOpt is the short option of a fetcher that names the file it writes.
-func outOpt(name string) byte {
-	if name == "wget" {
-		return 'O'
-	}
-	return 'o'
-}
-
-// hostsOf returns the hosts that URL-like arguments name, in order,
-// each once: scheme://host/..., user@host:path, and bare host.tld/path.
-func hostsOf(args []string) []string {
-	var out []string
-	for _, a := range args {
-		if h := hostOf(a); h != "" && !slices.Contains(out, h) {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-func hostOf(a string) string {
-	if strings.HasPrefix(a, "-") {
-		if _, v, ok := strings.Cut(a, "="); ok && strings.Contains(v, "://") {
-			a = v
-		} else {
-			return ""
-		}
-	}
-	if i := strings.Index(a, "://"); i > 0 {
-		if u, err := url.Parse(a); err == nil && u.Hostname() != "" {
-			return u.Hostname()
-		}
-		rest := a[i+3:]
-		if j := strings.IndexAny(rest, "/?#"); j >= 0 {
-			rest = rest[:j]
-		}
-		if _, h, ok := strings.Cut(rest, "@"); ok {
-			rest = h
-		}
-		return rest
-	}
-	if h := remotePath(a); h != "" {
-		return h
-	}
-	host, _, _ := strings.Cut(a, "/")
-	host, _, _ = strings.Cut(host, ":")
-	if isHostName(host) {
-		return host
-	}
-	return ""
-}
-
-// remotePath returns the host of an scp-like user@host:path, or "".
-func remotePath(a string) string {
-	i := strings.IndexByte(a, ':')
-	if i <= 0 || strings.Contains(a[:i], "/") {
-		return ""
-	}
-	h := a[:i]
-	if _, hh, ok := strings.Cut(h, "@"); ok {
-		h = hh
-	}
-	if isHostName(h) || strings.Contains(a[:i], "@") && h != "" {
-		return h
-	}
-	return ""
-}
-
-// isHostName reports whether s looks like a DNS name with a dot and a
-// top-level part of letters (example.com), or an IPv4 address.
-func isHostName(s string) bool {
-	dot := strings.LastIndexByte(s, '.')
-	if dot <= 0 || dot == len(s)-1 || len(s) > 253 {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '.' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return false
-		}
-	}
-	tld := s[dot+1:]
-	allDigits := strings.Trim(s, "0123456789.") == ""
-	if allDigits {
-		return strings.Count(s, ".") == 3
-	}
-	for _, r := range tld {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
-			return false
-		}
-	}
-	// A file name such as notes.txt or main.go is not a host.
-	return !fileSuffixes[strings.ToLower(tld)]
-}
-
-var fileSuffixes = map[string]bool{
-	"txt": true, "md": true, "go": true, "py": true, "js": true, "ts": true, "sh": true, "json": true, "yaml": true, "yml": true,
-	"toml": true, "log": true, "c": true, "h": true, "rs": true, "java": true, "rb": true, "tar": true, "gz": true, "tgz": true,
-	"zip": true, "html": true, "css": true, "csv": true, "xml": true, "lock": true, "mod": true, "sum": true, "cfg": true,
-	"conf": true, "ini": true, "env": true, "pem": true, "key": true, "png": true, "jpg": true, "svg": true, "pdf": true,
-	"bak": true, "tmp": true, "old": true, "out": true, "o": true, "a": true, "so": true, "jsx": true, "tsx": true, "vue": true,
-	"lua": true, "pl": true, "php": true, "swift": true, "kt": true, "db": true, "sql": true, "img": true, "iso": true, "bin": true,
 }
 
 // staticWords turns arguments into words for optSpec.parse.
