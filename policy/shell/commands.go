@@ -11,10 +11,10 @@ import (
 // This file holds what every command's check uses (options, launches,
 // reasons), the table of the commands the package knows, and the models
 // of find and of the readers whose options write or run programs (sort,
-// tar, pagers, ...). Each family of its own has a file: git.go; sed, awk
-// and jq in scripts.go; wrappers.go; builtins.go; and the option models
-// of read-only commands in models.go. Which arguments name files is in
-// files.go.
+// tar, pagers, ...). Each family of its own has a file: git.go; sed.go,
+// awk.go and jq.go; wrappers.go; builtins.go; and the option models of
+// read-only commands in models.go. Which arguments name files is in
+// files.go, and which names may hold credentials in secrets.go.
 
 // check is the analysis of one command by the knowledge the package has of
 // its name.
