@@ -27,65 +27,7 @@ const DefaultCostLimit = 100_000
 // whole call (tool, args, thread) and one for per-command rules, which also
 // see the command. Helpers analyse command strings through cache.
 func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
-	analyze := func(v ref.Val) (*shell.Analysis, ref.Val) {
-		s, ok := v.(types.String)
-		if !ok {
-			return nil, types.NewErr("expected a command string, got %s", v.Type())
-		}
-		a := cache.analyze(string(s))
-		if a.Err != nil {
-			return nil, types.NewErr("%v", a.Err)
-		}
-		return a.Analysis, nil
-	}
-	names := func(v ref.Val) ([]string, ref.Val) {
-		l, ok := v.(traits.Lister)
-		if !ok {
-			return nil, types.NewErr("expected a list of names")
-		}
-		var out []string
-		for it := l.Iterator(); it.HasNext() == types.True; {
-			s, ok := it.Next().(types.String)
-			if !ok {
-				return nil, types.NewErr("expected a list of strings")
-			}
-			out = append(out, string(s))
-		}
-		return out, nil
-	}
-	inList := func(name string, list []string) bool {
-		for _, pat := range list {
-			if matchName(pat, name) {
-				return true
-			}
-		}
-		return false
-	}
-	// commandsIn is commands_all_in (all: every command the shell would
-	// run, and at least one) or commands_any_in (any of them) named in the
-	// list; a command whose name is computed (dynamic) never is.
-	commandsIn := func(all bool) func(v, l ref.Val) ref.Val {
-		return func(v, l ref.Val) ref.Val {
-			a, errv := analyze(v)
-			if errv != nil {
-				return errv
-			}
-			list, errv := names(l)
-			if errv != nil {
-				return errv
-			}
-			if all && len(a.Commands) == 0 {
-				return types.False
-			}
-			for i := range a.Commands {
-				c := &a.Commands[i]
-				if in := !c.Dynamic && inList(c.Name, list); in != all {
-					return types.Bool(in)
-				}
-			}
-			return types.Bool(all)
-		}
-	}
+	sh := celShell{cache: cache}
 	strList := cel.ListType(cel.StringType)
 	common := []cel.EnvOption{
 		cel.Variable("tool", cel.StringType),
@@ -100,58 +42,27 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 		cel.CrossTypeNumericComparisons(true),
 		cel.Function("commands",
 			cel.Overload("commands_string", []*cel.Type{cel.StringType}, strList,
-				cel.UnaryBinding(func(v ref.Val) ref.Val {
-					a, errv := analyze(v)
-					if errv != nil {
-						return errv
-					}
-					return types.NewStringList(types.DefaultTypeAdapter, a.Names())
-				}))),
+				cel.UnaryBinding(sh.commands))),
 		cel.Function("commands_all_in",
 			cel.Overload("commands_all_in_string_list", []*cel.Type{cel.StringType, strList}, cel.BoolType,
-				cel.BinaryBinding(commandsIn(true)))),
+				cel.BinaryBinding(sh.commandsIn(true)))),
 		cel.Function("commands_any_in",
 			cel.Overload("commands_any_in_string_list", []*cel.Type{cel.StringType, strList}, cel.BoolType,
-				cel.BinaryBinding(commandsIn(false)))),
+				cel.BinaryBinding(sh.commandsIn(false)))),
 		cel.Function("writes_files",
 			cel.Overload("writes_files_string", []*cel.Type{cel.StringType}, cel.BoolType,
-				cel.UnaryBinding(func(v ref.Val) ref.Val {
-					a, errv := analyze(v)
-					if errv != nil {
-						return errv
-					}
-					return types.Bool(a.Writes())
-				}))),
+				cel.UnaryBinding(sh.writesFiles))),
 		cel.Function("path_inside",
 			cel.Overload("path_inside_string_string", []*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
-				cel.BinaryBinding(func(p, d ref.Val) ref.Val {
-					ps, ok1 := p.(types.String)
-					ds, ok2 := d.(types.String)
-					if !ok1 || !ok2 {
-						return types.NewErr("path_inside takes two strings")
-					}
-					return types.Bool(PathInside(string(ps), string(ds)))
-				}))),
+				cel.BinaryBinding(celPathInside))),
 		cel.Function("url_host",
 			cel.Overload("url_host_string", []*cel.Type{cel.StringType}, cel.StringType,
-				cel.UnaryBinding(func(u ref.Val) ref.Val {
-					us, ok := u.(types.String)
-					if !ok {
-						return types.NewErr("url_host takes a string")
-					}
-					return types.String(URLHost(string(us)))
-				}))),
+				cel.UnaryBinding(celURLHost))),
 		pathTest("path_secret", shell.SecretPath),
 		pathTest("path_in_git", shell.InGitDir),
 		cel.Function("shell_review",
 			cel.Overload("shell_review_string", []*cel.Type{cel.StringType}, strList,
-				cel.UnaryBinding(func(v ref.Val) ref.Val {
-					s, ok := v.(types.String)
-					if !ok {
-						return types.NewErr("expected a command string")
-					}
-					return types.NewStringList(types.DefaultTypeAdapter, cache.analyze(string(s)).reasons)
-				}))),
+				cel.UnaryBinding(sh.review))),
 	}
 	call, err = cel.NewEnv(common...)
 	if err != nil {
@@ -159,6 +70,123 @@ func celEnvs(cache *analysisCache) (call, command *cel.Env, err error) {
 	}
 	command, err = call.Extend(cel.Variable("command", cel.ObjectType("shell.Command")))
 	return call, command, err
+}
+
+// celShell holds the condition functions that analyse command strings,
+// through cache.
+type celShell struct {
+	cache *analysisCache
+}
+
+func (sh celShell) analyze(v ref.Val) (*shell.Analysis, ref.Val) {
+	s, ok := v.(types.String)
+	if !ok {
+		return nil, types.NewErr("expected a command string, got %s", v.Type())
+	}
+	a := sh.cache.analyze(string(s))
+	if a.Err != nil {
+		return nil, types.NewErr("%v", a.Err)
+	}
+	return a.Analysis, nil
+}
+
+// commands is commands(string): the names of the commands it runs.
+func (sh celShell) commands(v ref.Val) ref.Val {
+	a, errv := sh.analyze(v)
+	if errv != nil {
+		return errv
+	}
+	return types.NewStringList(types.DefaultTypeAdapter, a.Names())
+}
+
+// commandsIn is commands_all_in (all: every command the shell would
+// run, and at least one) or commands_any_in (any of them) named in the
+// list; a command whose name is computed (dynamic) never is.
+func (sh celShell) commandsIn(all bool) func(v, l ref.Val) ref.Val {
+	return func(v, l ref.Val) ref.Val {
+		a, errv := sh.analyze(v)
+		if errv != nil {
+			return errv
+		}
+		list, errv := celNames(l)
+		if errv != nil {
+			return errv
+		}
+		if all && len(a.Commands) == 0 {
+			return types.False
+		}
+		for i := range a.Commands {
+			c := &a.Commands[i]
+			if in := !c.Dynamic && inNameList(c.Name, list); in != all {
+				return types.Bool(in)
+			}
+		}
+		return types.Bool(all)
+	}
+}
+
+// writesFiles is writes_files(string).
+func (sh celShell) writesFiles(v ref.Val) ref.Val {
+	a, errv := sh.analyze(v)
+	if errv != nil {
+		return errv
+	}
+	return types.Bool(a.Writes())
+}
+
+// review is shell_review(string): why the analysis asks a person.
+func (sh celShell) review(v ref.Val) ref.Val {
+	s, ok := v.(types.String)
+	if !ok {
+		return types.NewErr("expected a command string")
+	}
+	return types.NewStringList(types.DefaultTypeAdapter, sh.cache.analyze(string(s)).reasons)
+}
+
+// celNames reads a CEL list of names.
+func celNames(v ref.Val) ([]string, ref.Val) {
+	l, ok := v.(traits.Lister)
+	if !ok {
+		return nil, types.NewErr("expected a list of names")
+	}
+	var out []string
+	for it := l.Iterator(); it.HasNext() == types.True; {
+		s, ok := it.Next().(types.String)
+		if !ok {
+			return nil, types.NewErr("expected a list of strings")
+		}
+		out = append(out, string(s))
+	}
+	return out, nil
+}
+
+// inNameList reports whether a pattern of list matches name.
+func inNameList(name string, list []string) bool {
+	for _, pat := range list {
+		if matchName(pat, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// celPathInside is path_inside(path, dir).
+func celPathInside(p, d ref.Val) ref.Val {
+	ps, ok1 := p.(types.String)
+	ds, ok2 := d.(types.String)
+	if !ok1 || !ok2 {
+		return types.NewErr("path_inside takes two strings")
+	}
+	return types.Bool(PathInside(string(ps), string(ds)))
+}
+
+// celURLHost is url_host(url).
+func celURLHost(u ref.Val) ref.Val {
+	us, ok := u.(types.String)
+	if !ok {
+		return types.NewErr("url_host takes a string")
+	}
+	return types.String(URLHost(string(us)))
 }
 
 // pathTest is a condition function of one path that tests its name.
