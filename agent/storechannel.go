@@ -183,47 +183,34 @@ func watch(store checkpoint.Store, poll time.Duration, thread, question string) 
 	}
 }
 
+// run serves the waiters until ctx ends (the last waiter left) and
+// [checkpoint.Follow]'s channel closes after it.
 func (w *watcher) run(ctx context.Context) {
-	var notes <-chan checkpoint.Notification
-	subscribe := func() {
-		n, err := w.store.Subscribe(ctx)
-		if err == nil {
-			notes = n
-		}
-	}
-	// A store that cannot subscribe now is tried again at every tick.
-	subscribe()
+	// A feed that ends (the store lost its connection, or is closing)
+	// wakes everyone to re-read, and is subscribed again with backoff; the
+	// Resync that follows wakes everyone again. A store that cannot
+	// subscribe now is tried again likewise: its error is not the
+	// waiters' (they read the question at every tick meanwhile).
+	notes, _ := checkpoint.Follow(ctx, w.store, &checkpoint.FollowOptions{OnLost: w.wakeAll})
 	close(w.subscribed)
 	ticker := time.NewTicker(w.poll)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-ctx.Done():
-			return
 		case n, ok := <-notes:
-			if !ok {
-				// The feed ended (the store lost its connection, or is
-				// closing): wake everyone to re-read, and subscribe again
-				// at the next tick.
-				notes = nil
-				w.wakeAll()
-				continue
-			}
-			if n.QuestionID == "" {
+			switch {
+			case !ok:
+				return // ctx ended
+			case n.QuestionID == "":
 				w.wakeAll() // a resync: anything may have changed
-				continue
-			}
-			if n.Kind == checkpoint.QuestionCreated {
+			case n.Kind == checkpoint.QuestionCreated:
 				// A waiter waits for a resolution; the creation of its
 				// question (heard after the waiter's first read, as the
 				// asking run's own often is) changes nothing it waits for.
-				continue
+			default:
+				w.wake(waitKey{n.ThreadID, n.QuestionID})
 			}
-			w.wake(waitKey{n.ThreadID, n.QuestionID})
 		case <-ticker.C:
-			if notes == nil {
-				subscribe()
-			}
 			w.wakeAll()
 		}
 	}

@@ -121,3 +121,76 @@ func TestStoreChannelResolvedHanded(t *testing.T) {
 		t.Errorf("the wait read the question %d more times after it was handed the resolution", n)
 	}
 }
+
+// gapFeed's notifications are a silent feed until the test closes it (a
+// store's connection to its database dropped); then Subscribe is the
+// store's, once the test closes again. Each read tells its status, as
+// readCounting's do.
+type gapFeed struct {
+	*readCounting
+	silent chan checkpoint.Notification
+	again  chan struct{}
+}
+
+func (s *gapFeed) Subscribe(ctx context.Context) (<-chan checkpoint.Notification, error) {
+	select {
+	case <-s.silent:
+	default:
+		return s.silent, nil
+	}
+	select {
+	case <-s.again:
+	case <-ctx.Done():
+	}
+	return s.Store.Subscribe(ctx)
+}
+
+// A feed that ends wakes the waiters to read, and is subscribed again
+// (not at the next poll, an hour away): they read again after it, and
+// hear a resolution on the new feed.
+func TestStoreChannelFollowsAFeedThatEnds(t *testing.T) {
+	t.Parallel()
+	s := &gapFeed{readCounting: &readCounting{Store: memory.New(), reads: make(chan checkpoint.QuestionStatus, 16)},
+		silent: make(chan checkpoint.Notification), again: make(chan struct{})}
+	ctx := t.Context()
+	if _, _, err := s.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "t", ID: "q", Kind: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	var got *checkpoint.Question
+	waited := make(chan error, 1)
+	go func() {
+		var err error
+		got, err = (&agent.StoreChannel{Store: s, PollInterval: time.Hour}).Wait(ctx, "t", "q")
+		waited <- err
+	}()
+	guard := time.After(10 * time.Second) // a guard, not a timing
+	read := func(what string) {
+		t.Helper()
+		select {
+		case st := <-s.reads:
+			if st != checkpoint.QuestionPending {
+				t.Fatalf("%s: %s", what, st)
+			}
+		case <-guard:
+			t.Fatalf("no %s in 10 s", what)
+		}
+	}
+	read("first read")
+	close(s.silent)
+	read("read when the feed ended")
+	// Subscribed again only now: the read the Resync causes cannot be
+	// the one before.
+	close(s.again)
+	read("read after subscribing again")
+	if _, err := s.ResolveQuestion(ctx, "t", "q", checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "x", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil || got.Status != checkpoint.QuestionAborted {
+			t.Fatalf("Wait = %+v, %v", got, err)
+		}
+	case <-guard:
+		t.Fatal("the resolution on the new feed did not end the wait in 10 s")
+	}
+}

@@ -28,7 +28,9 @@
 //   - by [Host.Answer] in this process: at once;
 //   - by any other process on the same store (the CLI, a library call, a
 //     second service): through the store's notifications, one
-//     subscription for every parked run;
+//     subscription for every parked run (subscribed again when the
+//     store's feed ends, and the runs re-read: an answer may have come
+//     meanwhile);
 //   - by its deadline: the host keeps a timer for the earliest pending
 //     deadline in the store (re-read at start-up, on each new question,
 //     and every DeadlinePoll in case a notification was missed) and

@@ -218,9 +218,15 @@ func (h *Host) Start(ctx context.Context) error {
 	h.mu.Unlock()
 	// Subscribed before anything is read, so that nothing resolved during
 	// start-up is missed.
-	notes, err := h.store.Subscribe(h.ctx)
-	if err != nil {
+	notes, err := h.follow()
+	// stop ends a start that failed, and waits for follow's goroutine.
+	stop := func() {
 		h.cancel()
+		for range notes {
+		}
+	}
+	if err != nil {
+		stop()
 		return fmt.Errorf("host: subscribing to the store: %w", err)
 	}
 	if h.coord != nil {
@@ -241,7 +247,7 @@ func (h *Host) Start(ctx context.Context) error {
 		return nil
 	}
 	if err := h.reconcile(h.ctx); err != nil {
-		h.cancel()
+		stop()
 		return err
 	}
 	h.loops.Add(2)

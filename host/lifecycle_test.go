@@ -2,11 +2,13 @@ package host_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storetest"
 )
@@ -65,4 +67,42 @@ func TestShutdownWaitsForTheResyncItStarted(t *testing.T) {
 	}
 	close(s.release)
 	<-shut
+}
+
+// gapStore's notifications are a silent feed until the test closes it:
+// what happens meanwhile is never notified, as when a store's connection
+// to its database drops. Once it is closed, Subscribe is the store's.
+type gapStore struct {
+	checkpoint.Store
+	silent chan checkpoint.Notification
+}
+
+func (s *gapStore) Subscribe(ctx context.Context) (<-chan checkpoint.Notification, error) {
+	select {
+	case <-s.silent:
+		return s.Store.Subscribe(ctx)
+	default:
+		return s.silent, nil
+	}
+}
+
+// A feed that ends is subscribed again, and the host re-reads its runs
+// then: a run whose question was answered in the gap resumes, though no
+// notification of the answer ever came.
+func TestFeedThatEndsIsFollowedAndTheRunsReRead(t *testing.T) {
+	t.Parallel()
+	s := &gapStore{Store: storetest.New(t), silent: make(chan checkpoint.Notification)}
+	f := newFixture(t, s, 0, nil)
+	h := f.start(t)
+	q := f.promptParked(t, h, "t1", "$ touch x", 1)[0]
+	other := hitl.NewCheckpointedChannel(s.Store, "t1", nil) // another process
+	if err := other.Answer(context.Background(), q.ID, hitl.ApproveAnswer{Decision: "deny", Reason: "not today"}); err != nil {
+		t.Fatal(err)
+	}
+	close(s.silent)
+	eventually(t, "the run to end", f.idle(t, "t1"))
+	_, msgs := f.thread(t, "t1")
+	if !strings.Contains(lastText(msgs), "not today") {
+		t.Fatalf("final message %q does not give the reason", lastText(msgs))
+	}
 }

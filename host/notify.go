@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
@@ -60,91 +59,64 @@ func (h *Host) reconcile(ctx context.Context) error {
 	return nil
 }
 
-func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
-	defer h.loops.Done()
-	var lastResub time.Time
-	for {
-		select {
-		case <-h.ctx.Done():
-			return
-		case n, ok := <-notes:
-			if !ok {
-				if h.ctx.Err() != nil {
-					return
-				}
-				// The store ended the feed: subscribe again, and read
-				// what may have been missed meanwhile.
-				h.log.Warn("tollgate: store notifications ended; subscribing again")
-				// A store that ends every feed at once (being closed) must
-				// not turn this into a busy loop.
-				if time.Since(lastResub) < time.Second {
-					select {
-					case <-h.ctx.Done():
-						return
-					case <-time.After(time.Second):
-					}
-				}
-				lastResub = time.Now()
-				notes = h.resubscribe()
-				continue
-			}
-			switch n.Kind {
-			case checkpoint.QuestionResolved:
-				if h.coord != nil {
-					// Whichever replica takes its job resumes it: it is no
-					// longer parked as far as this host knows.
-					h.forget(n.ThreadID, true)
-				}
-				if h.consumeSelfResolved(n.ThreadID, n.QuestionID) {
-					continue
-				}
-				h.kick(n.ThreadID)
-			case checkpoint.QuestionCreated:
-				if h.coord != nil {
-					// The run went on (here or on another replica): it did
-					// not stay failed. (Parked it may be: by this host, the
-					// notification coming after the park.)
-					h.forget(n.ThreadID, false)
-				}
-				h.poke()
-			case checkpoint.Resync:
-				if h.coord != nil {
-					// The coordinator has its own record of runs; a
-					// question created meanwhile may have a deadline.
-					h.poke()
-					continue
-				}
-				// Read apart, not to hold up the notifications; waited for
-				// by Shutdown with the loops.
-				h.loops.Add(1)
-				go func() {
-					defer h.loops.Done()
-					if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
-						h.log.Error("tollgate: re-reading runs after a resync", "err", err)
-					}
-				}()
-			}
-		}
-	}
+// follow is the store's notifications for the host's life
+// ([checkpoint.Follow]): a feed that ends is subscribed again, with
+// backoff, and a Resync follows, on which notificationLoop re-reads the
+// runs. The channel closes once h.ctx ends; whoever drains it to the end
+// has waited for the goroutine that feeds it.
+func (h *Host) follow() (<-chan checkpoint.Notification, error) {
+	return checkpoint.Follow(h.ctx, h.store, &checkpoint.FollowOptions{
+		OnLost:  func() { h.log.Warn("tollgate: store notifications ended; subscribing again") },
+		OnError: func(err error) { h.log.Error("tollgate: subscribing to the store", "err", err) },
+	})
 }
 
-func (h *Host) resubscribe() <-chan checkpoint.Notification {
-	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
-		notes, err := h.store.Subscribe(h.ctx)
-		if err == nil {
-			if h.coord != nil {
-				return notes
-			}
-			if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
-				h.log.Error("tollgate: re-reading runs after subscribing again", "err", err)
-			}
-			return notes
+// notificationLoop acts on the store's notifications until follow's
+// channel closes (h.ctx ended).
+func (h *Host) notificationLoop(notes <-chan checkpoint.Notification) {
+	defer h.loops.Done()
+	for n := range notes {
+		if h.ctx.Err() != nil {
+			continue // shutting down: drained, not acted on
 		}
-		h.log.Error("tollgate: subscribing to the store", "err", err)
-		select {
-		case <-h.ctx.Done():
-			return nil
-		case <-time.After(delay):
+		switch n.Kind {
+		case checkpoint.QuestionResolved:
+			if h.coord != nil {
+				// Whichever replica takes its job resumes it: it is no
+				// longer parked as far as this host knows.
+				h.forget(n.ThreadID, true)
+			}
+			if h.consumeSelfResolved(n.ThreadID, n.QuestionID) {
+				continue
+			}
+			h.kick(n.ThreadID)
+		case checkpoint.QuestionCreated:
+			if h.coord != nil {
+				// The run went on (here or on another replica): it did
+				// not stay failed. (Parked it may be: by this host, the
+				// notification coming after the park.)
+				h.forget(n.ThreadID, false)
+			}
+			h.poke()
+		case checkpoint.Resync:
+			// Sent by the store when it dropped notifications, and by
+			// follow after subscribing again: anything may have been
+			// missed meanwhile.
+			if h.coord != nil {
+				// The coordinator has its own record of runs; a
+				// question created meanwhile may have a deadline.
+				h.poke()
+				continue
+			}
+			// Read apart, not to hold up the notifications; waited for
+			// by Shutdown with the loops.
+			h.loops.Add(1)
+			go func() {
+				defer h.loops.Done()
+				if err := h.reconcile(h.ctx); err != nil && h.ctx.Err() == nil {
+					h.log.Error("tollgate: re-reading runs after a resync", "err", err)
+				}
+			}()
 		}
 	}
 }
