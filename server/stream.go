@@ -214,6 +214,8 @@ func (s *Server) startLoops() error {
 		}})
 	if err != nil {
 		stopFollow()
+		for range notes { // Follow's goroutine ends with its channel
+		}
 		unsubscribe()
 		return fmt.Errorf("server: subscribing to the store: %w", err)
 	}
