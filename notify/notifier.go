@@ -297,15 +297,28 @@ func (n *Notifier) Deliveries(ctx context.Context, state checkpoint.DeliveryStat
 // start on a store, Run begins at the log's end: what happened before
 // notifications were configured is not sent.
 func (n *Notifier) Run(ctx context.Context) error {
-	notes, err := n.store.Subscribe(ctx)
-	if err != nil {
-		return fmt.Errorf("notify: %w", err)
-	}
+	// The store's notifications only wake the loop sooner: while its feed
+	// is away the poll goes on, and Follow subscribes again.
+	follow, stopFollow := context.WithCancel(ctx)
+	notes, err := checkpoint.Follow(follow, n.store, &checkpoint.FollowOptions{
+		OnLost: func() { n.log.Warn("tollgate: notifications: the store's feed ended; subscribing again") },
+		OnError: func(err error) {
+			n.log.Warn("tollgate: notifications: subscribing to the store again", "err", err)
+		}})
+	woken := make(chan struct{})
 	go func() {
+		defer close(woken)
 		for range notes {
 			n.Wake()
 		}
 	}()
+	defer func() {
+		stopFollow()
+		<-woken
+	}()
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
 	cursor, err := n.startCursor(ctx)
 	if err != nil {
 		return err
