@@ -87,4 +87,12 @@
 // [Agent.Subscribe] streams typed events in order; see [Subscription] for
 // what a slow subscriber sees. Durable events also go to the
 // checkpointer's event log, the audit trail.
+//
+// # Names
+//
+// [Decision] is what a before-tool middleware tells the run loop
+// (continue, replace the arguments, block); the approval layers above
+// have decisions of their own (policy.Decision, hitl.ApprovalDecision,
+// interrupt.ToolDecision), which end in one of these. docs/ARCHITECTURE.md
+// ("Names") says which is which.
 package agent

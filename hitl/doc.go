@@ -61,4 +61,12 @@
 // Decisions and what the model sees are listed on
 // [ApprovalPolicyMiddleware]. Deadlines are absolute and survive restarts;
 // [CheckpointedChannel.AnswerIn] lists the answers it refuses.
+//
+// # Names
+//
+// [ApprovalDecision] is what an approval function ([Policy], SPEC's
+// policy argument) returns; it is not policy.Decision, the policy
+// engine's verdict, which policy.Policy.HITL adapts into one. [Channel] is an
+// agent.Channel that can also be subscribed to and answered.
+// docs/ARCHITECTURE.md ("Names") lists the four decisions.
 package hitl

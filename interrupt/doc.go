@@ -67,4 +67,10 @@
 // keys replacing the call's; anything else denies, with the decision's
 // message as the reason. A plain JSON object works like a ToolDecision. A
 // denied call is a [*ToolDeniedError].
+//
+// # Names
+//
+// [ToolDecision] is a reviewer's answer, named by SPEC; the policy's
+// verdict is policy.Decision and a middleware's is agent.Decision
+// (docs/ARCHITECTURE.md, "Names").
 package interrupt

@@ -76,4 +76,11 @@
 // with [Reloadable], and test it with cases written in the file (tests:)
 // or beside it (NAME_test.yaml) through [Policy.RunTests] or
 // "tollgate policy test".
+//
+// # Names
+//
+// [Decision] is the engine's verdict; when the text says "the policy
+// decided", it means this one. hitl.ApprovalDecision, interrupt.ToolDecision
+// and agent.Decision are the approval function's, the reviewer's and the
+// run loop's (docs/ARCHITECTURE.md, "Names").
 package policy
