@@ -4,12 +4,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -198,22 +196,7 @@ func cycleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	rep.Machine.LoadAfter = loadAvg()
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	js = append(js, '\n')
-	if o.jsonFile != "" {
-		if err := os.WriteFile(o.jsonFile, js, 0o644); err != nil {
-			return err
-		}
-	}
-	if o.jsonOut {
-		_, err := stdout.Write(js)
-		return err
-	}
-	rep.print(stdout)
-	return nil
+	return emitReport(stdout, rep, o.jsonFile, o.jsonOut)
 }
 
 // profilePath names the profile of one store and loop count when a run

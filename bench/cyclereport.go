@@ -13,15 +13,44 @@ import (
 	"time"
 )
 
-// printReportFile prints the tables of a report written with -json-file.
-func printReportFile(file string, stdout io.Writer) error {
+// emitReport writes rep as JSON to jsonFile (if named), then prints it
+// to stdout: as JSON with jsonOut, else its tables.
+func emitReport(stdout io.Writer, rep interface{ print(io.Writer) }, jsonFile string, jsonOut bool) error {
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	js = append(js, '\n')
+	if jsonFile != "" {
+		if err := os.WriteFile(jsonFile, js, 0o644); err != nil {
+			return err
+		}
+	}
+	if jsonOut {
+		_, err := stdout.Write(js)
+		return err
+	}
+	rep.print(stdout)
+	return nil
+}
+
+// readReport reads a report written with -json-file into rep.
+func readReport(file string, rep any) error {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
-	var rep report
-	if err := json.Unmarshal(b, &rep); err != nil {
+	if err := json.Unmarshal(b, rep); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+// printReportFile prints the tables of a report written with -json-file.
+func printReportFile(file string, stdout io.Writer) error {
+	var rep report
+	if err := readReport(file, &rep); err != nil {
+		return err
 	}
 	for _, l := range rep.Results {
 		l.summarize()
