@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,10 +55,11 @@ type clusterOptions struct {
 
 var clusterParts = []string{"latency", "memory", "cycles", "idle"}
 
-func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// parseClusterFlags reads the cluster command's flags; printFile is
+// -print's report, read before the other flags are checked.
+func parseClusterFlags(args []string, stderr io.Writer) (o clusterOptions, printFile string, err error) {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o clusterOptions
 	fs.StringVar(&o.dsn, "store", "", "the PostgreSQL server, `postgres://...` (required): the benchmark makes a database of its own on it, and drops it at the end")
 	parts := fs.String("parts", strings.Join(clusterParts, ","), "what to measure, comma-separated: latency (answer on B → tool on A), memory (three tollgate serve replicas with -parked runs), cycles (three replicas against one), idle (the database's transactions a second with -replicas tollgate serve replicas nobody uses)")
 	fs.IntVar(&o.latencyN, "latency", 500, "latency: answers measured per way of answering (over the rounds)")
@@ -85,7 +85,7 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark's database")
 	fs.BoolVar(&o.jsonOut, "json", false, "print JSON instead of tables")
 	fs.StringVar(&o.jsonFile, "json-file", "", "also write the JSON to `file`")
-	printFile := fs.String("print", "", "print the tables of a report written with -json-file, and measure nothing")
+	printFlag := fs.String("print", "", "print the tables of a report written with -json-file, and measure nothing")
 	fs.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")
 	fs.BoolVar(&o.short, "short", false, "small counts, to check the benchmark works (a minute, most of it building tollgate)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of the latency series and of the last cycles round of each loop count and replica count to `file` (file-PART-....ext)")
@@ -94,23 +94,14 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, "", err
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return o, "", fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *printFile != "" {
-		b, err := os.ReadFile(*printFile)
-		if err != nil {
-			return err
-		}
-		var rep clusterReport
-		if err := json.Unmarshal(b, &rep); err != nil {
-			return fmt.Errorf("%s: %w", *printFile, err)
-		}
-		rep.print(stdout)
-		return nil
+	if *printFlag != "" {
+		return o, *printFlag, nil
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -135,10 +126,30 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if !strings.HasPrefix(o.dsn, "postgres://") && !strings.HasPrefix(o.dsn, "postgresql://") {
 		fs.Usage()
-		return errors.New("want -store postgres://...: the replicas share one PostgreSQL database")
+		return o, "", errors.New("want -store postgres://...: the replicas share one PostgreSQL database")
 	}
-	o.parts = map[string]bool{}
-	for p := range strings.SplitSeq(*parts, ",") {
+	if o.parts, err = parseParts(*parts); err != nil {
+		return o, "", err
+	}
+	if o.loops, err = parseLoops(*loops); err != nil {
+		return o, "", err
+	}
+	if o.rounds < 1 || o.latencyN < 1 || o.burst < 1 || o.n < 1 || o.replicas < 2 || o.answers > o.parked {
+		return o, "", errors.New("want -rounds, -latency, -burst and -n of at least 1, -replicas of at least 2, and -answer no more than -parked")
+	}
+	if o.latencyWarm <= 0 {
+		o.latencyWarm = max(20, o.burst)
+	}
+	if o.latencyConns <= 0 {
+		o.latencyConns = max(4, o.burst)
+	}
+	return o, "", nil
+}
+
+// parseParts reads -parts: known parts, comma-separated.
+func parseParts(s string) (map[string]bool, error) {
+	parts := map[string]bool{}
+	for p := range strings.SplitSeq(s, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
 			continue
@@ -148,22 +159,25 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			known = known || k == p
 		}
 		if !known {
-			return fmt.Errorf("-parts: unknown part %q (want %s)", p, strings.Join(clusterParts, ", "))
+			return nil, fmt.Errorf("-parts: unknown part %q (want %s)", p, strings.Join(clusterParts, ", "))
 		}
-		o.parts[p] = true
+		parts[p] = true
 	}
-	var err error
-	if o.loops, err = parseLoops(*loops); err != nil {
+	return parts, nil
+}
+
+func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, printFile, err := parseClusterFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	if o.rounds < 1 || o.latencyN < 1 || o.burst < 1 || o.n < 1 || o.replicas < 2 || o.answers > o.parked {
-		return errors.New("want -rounds, -latency, -burst and -n of at least 1, -replicas of at least 2, and -answer no more than -parked")
-	}
-	if o.latencyWarm <= 0 {
-		o.latencyWarm = max(20, o.burst)
-	}
-	if o.latencyConns <= 0 {
-		o.latencyConns = max(4, o.burst)
+	if printFile != "" {
+		var rep clusterReport
+		if err := readReport(printFile, &rep); err != nil {
+			return err
+		}
+		rep.print(stdout)
+		return nil
 	}
 	progress := func(format string, a ...any) {
 		if !o.quiet {
@@ -174,22 +188,7 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	js = append(js, '\n')
-	if o.jsonFile != "" {
-		if err := os.WriteFile(o.jsonFile, js, 0o644); err != nil {
-			return err
-		}
-	}
-	if o.jsonOut {
-		_, err := stdout.Write(js)
-		return err
-	}
-	rep.print(stdout)
-	return nil
+	return emitReport(stdout, rep, o.jsonFile, o.jsonOut)
 }
 
 // clusterReport is what go run ./bench cluster measured.

@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"regexp"
-	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -247,134 +244,35 @@ func runClusterCycleRound(ctx context.Context, b *backend, w *clusterWorld, rc r
 		}
 		rs = append(rs, r)
 	}
-	prompts, answers, tools := make([]atomic.Int64, k), make([]atomic.Int64, k), make([]atomic.Int64, k)
-	prompt := cyclePrompt(o.argBytes)
-	cycle := func(ctx context.Context, thread string) (clusterCycleSample, error) {
-		cw := w.wait(thread)
-		defer w.done(thread)
-		timer := time.NewTimer(waitLimit)
-		defer timer.Stop()
-		p := rand.IntN(k)
-		prompts[p].Add(1)
-		t0 := time.Now()
-		if _, _, err := rs[p].h.Prompt(ctx, thread, prompt, nil); err != nil {
-			return clusterCycleSample{}, fmt.Errorf("prompt %s on replica %d: %w", thread, p+1, err)
-		}
-		select {
-		case qv := <-cw.question:
-			a := rand.IntN(k)
-			answers[a].Add(1)
-			if _, err := rs[a].h.Answer(ctx, thread, qv.ID, approveAnswer(qv), "bench"); err != nil {
-				return clusterCycleSample{}, fmt.Errorf("answer %s/%s on replica %d: %w", thread, qv.ID, a+1, err)
-			}
-		case <-timer.C:
-			return clusterCycleSample{}, fmt.Errorf("%s: no question after %s (%s)", thread, waitLimit, describeThread(ctx, rs[0].store, thread, rs...))
-		case <-ctx.Done():
-			return clusterCycleSample{}, ctx.Err()
-		}
-		t1 := time.Now()
-		select {
-		case fin := <-cw.finished:
-			if fin.Err != nil || fin.Message == nil {
-				return clusterCycleSample{}, fmt.Errorf("%s: the run ended with %v", thread, fin.Err)
-			}
-		case <-timer.C:
-			return clusterCycleSample{}, fmt.Errorf("%s: the run did not finish within %s of its prompt (%s)", thread, waitLimit, describeThread(ctx, rs[0].store, thread, rs...))
-		case <-ctx.Done():
-			return clusterCycleSample{}, ctx.Err()
-		}
-		t2 := time.Now()
-		var ts toolStart
-		select {
-		case ts = <-cw.tool:
-		default:
-			return clusterCycleSample{}, fmt.Errorf("%s: the run finished but the tool never ran", thread)
-		}
-		if len(cw.tool) > 0 {
-			return clusterCycleSample{}, fmt.Errorf("%s: the tool ran twice", thread)
-		}
-		tools[ts.replica-1].Add(1)
-		s := clusterCycleSample{answerToTool: ts.at.Sub(t1), cycle: t2.Sub(t0), moved: ts.replica != p+1}
-		if s.answerToTool < 0 {
-			s.answerToTool, s.early = 0, true
-		}
-		return s, nil
-	}
-	run := func(total int, tag string) ([]clusterCycleSample, error) {
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		var next atomic.Int64
-		per := make([][]clusterCycleSample, loops)
-		var wg sync.WaitGroup
-		for i := range loops {
-			wg.Go(func() {
-				for {
-					n := next.Add(1)
-					if n > int64(total) {
-						return
-					}
-					s, err := cycle(ctx, fmt.Sprintf("%s-%d", tag, n))
-					if err != nil {
-						cancel(err)
-						return
-					}
-					per[i] = append(per[i], s)
-				}
-			})
-		}
-		wg.Wait()
-		if err := context.Cause(ctx); err != nil {
-			return nil, err
-		}
-		var all []clusterCycleSample
-		for _, p := range per {
-			all = append(all, p...)
-		}
-		return all, nil
-	}
+	cc := &clusterCycler{w: w, rs: rs, prompt: cyclePrompt(o.argBytes),
+		prompts: make([]atomic.Int64, k), answers: make([]atomic.Int64, k), tools: make([]atomic.Int64, k)}
 	tag := fmt.Sprintf("cyc%d-%s", k, randomHex(4))
 	warm := max(2*loops, o.n/10)
-	if _, err := run(warm, tag+"w"); err != nil {
+	if _, err := cc.run(ctx, loops, warm, tag+"w"); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	if err := waitQuiet(ctx, rs...); err != nil {
 		return nil, err
 	}
 	for i := range k {
-		prompts[i].Store(0)
-		answers[i].Store(0)
-		tools[i].Store(0)
+		cc.prompts[i].Store(0)
+		cc.answers[i].Store(0)
+		cc.tools[i].Store(0)
 	}
 	if w.statements {
 		resetStatements(ctx, b)
 	}
 	srvBefore := b.serverCPU(ctx)
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-	}
-	user0, sys0 := cpuTime()
-	start := time.Now()
-	samples, err := run(o.n, tag)
-	el := time.Since(start)
-	if err == nil {
-		err = waitQuiet(ctx, rs...)
-	}
-	user1, sys1 := cpuTime()
-	if cpuProfile != "" {
-		pprof.StopCPUProfile()
-	}
+	var samples []clusterCycleSample
+	sec, err := measureSection(cpuProfile, func() (err error) {
+		samples, err = cc.run(ctx, loops, o.n, tag)
+		return err
+	}, func() error { return waitQuiet(ctx, rs...) })
 	if err != nil {
 		return nil, err
 	}
-	cr := &clusterCycleRound{Replicas: k, Cycles: len(samples), Warmup: warm, Seconds: el.Seconds(), PerSecond: float64(len(samples)) / el.Seconds(),
-		CPU: user1 - user0 + sys1 - sys0}
+	cr := &clusterCycleRound{Replicas: k, Cycles: len(samples), Warmup: warm, Seconds: sec.elapsed.Seconds(), PerSecond: float64(len(samples)) / sec.elapsed.Seconds(),
+		CPU: sec.user + sec.sys}
 	if w.statements {
 		cr.Statements = readStatements(ctx, b, 20, "total_exec_time")
 	}
@@ -393,9 +291,9 @@ func runClusterCycleRound(ctx context.Context, b *backend, w *clusterWorld, rc r
 	}
 	cr.AnswerToTool, cr.Cycle = statsOf(a2t), statsOf(cyc)
 	for i, r := range rs {
-		cr.Prompts = append(cr.Prompts, prompts[i].Load())
-		cr.Answers = append(cr.Answers, answers[i].Load())
-		cr.ToolRuns = append(cr.ToolRuns, tools[i].Load())
+		cr.Prompts = append(cr.Prompts, cc.prompts[i].Load())
+		cr.Answers = append(cr.Answers, cc.answers[i].Load())
+		cr.ToolRuns = append(cr.ToolRuns, cc.tools[i].Load())
 		if r.c != nil {
 			cr.Clusters = append(cr.Clusters, r.c.Stats())
 		}
@@ -413,6 +311,78 @@ func runClusterCycleRound(ctx context.Context, b *backend, w *clusterWorld, rc r
 	cr.WALSyncs = pgAfter.WALSync - pgBefore.WALSync
 	cr.WALBytes = pgAfter.WALLSN - pgBefore.WALLSN
 	return cr, nil
+}
+
+// clusterCycler runs approval cycles across in-process replicas and
+// counts, by replica, the prompts, the answers and the tool runs.
+type clusterCycler struct {
+	w                       *clusterWorld
+	rs                      []*inReplica
+	prompt                  string
+	prompts, answers, tools []atomic.Int64
+}
+
+// cycle runs one cycle on thread: prompted on a random replica, answered
+// on a random replica.
+func (c *clusterCycler) cycle(ctx context.Context, thread string) (clusterCycleSample, error) {
+	cw := c.w.wait(thread)
+	defer c.w.done(thread)
+	timer := time.NewTimer(waitLimit)
+	defer timer.Stop()
+	p := rand.IntN(len(c.rs))
+	c.prompts[p].Add(1)
+	t0 := time.Now()
+	if _, _, err := c.rs[p].h.Prompt(ctx, thread, c.prompt, nil); err != nil {
+		return clusterCycleSample{}, fmt.Errorf("prompt %s on replica %d: %w", thread, p+1, err)
+	}
+	select {
+	case qv := <-cw.question:
+		a := rand.IntN(len(c.rs))
+		c.answers[a].Add(1)
+		if _, err := c.rs[a].h.Answer(ctx, thread, qv.ID, approveAnswer(qv), "bench"); err != nil {
+			return clusterCycleSample{}, fmt.Errorf("answer %s/%s on replica %d: %w", thread, qv.ID, a+1, err)
+		}
+	case <-timer.C:
+		return clusterCycleSample{}, fmt.Errorf("%s: no question after %s (%s)", thread, waitLimit, describeThread(ctx, c.rs[0].store, thread, c.rs...))
+	case <-ctx.Done():
+		return clusterCycleSample{}, ctx.Err()
+	}
+	t1 := time.Now()
+	select {
+	case fin := <-cw.finished:
+		if fin.Err != nil || fin.Message == nil {
+			return clusterCycleSample{}, fmt.Errorf("%s: the run ended with %v", thread, fin.Err)
+		}
+	case <-timer.C:
+		return clusterCycleSample{}, fmt.Errorf("%s: the run did not finish within %s of its prompt (%s)", thread, waitLimit, describeThread(ctx, c.rs[0].store, thread, c.rs...))
+	case <-ctx.Done():
+		return clusterCycleSample{}, ctx.Err()
+	}
+	t2 := time.Now()
+	var ts toolStart
+	select {
+	case ts = <-cw.tool:
+	default:
+		return clusterCycleSample{}, fmt.Errorf("%s: the run finished but the tool never ran", thread)
+	}
+	if len(cw.tool) > 0 {
+		return clusterCycleSample{}, fmt.Errorf("%s: the tool ran twice", thread)
+	}
+	c.tools[ts.replica-1].Add(1)
+	s := clusterCycleSample{answerToTool: ts.at.Sub(t1), cycle: t2.Sub(t0), moved: ts.replica != p+1}
+	if s.answerToTool < 0 {
+		s.answerToTool, s.early = 0, true
+	}
+	return s, nil
+}
+
+// run runs total cycles from loops goroutines, on threads named after
+// tag, and stops at the first error.
+func (c *clusterCycler) run(ctx context.Context, loops, total int, tag string) ([]clusterCycleSample, error) {
+	stop := func(n int64) bool { return n > int64(total) }
+	return runLoops(ctx, loops, stop, func(ctx context.Context, n int64) (clusterCycleSample, error) {
+		return c.cycle(ctx, fmt.Sprintf("%s-%d", tag, n))
+	})
 }
 
 func printClusterCycles(w io.Writer, cs []*clusterCycles) {

@@ -232,20 +232,29 @@ func (c *cycleHost) cycle(ctx context.Context, thread, prompt string) (sample, e
 // loops runs cycles from loops goroutines, back to back, until total
 // cycles have started (or, with total 0, until d has passed).
 func (c *cycleHost) loops(ctx context.Context, loops, total int, d time.Duration, tag, prompt string) ([]sample, error) {
+	deadline := time.Now().Add(d)
+	stop := func(k int64) bool { return total > 0 && k > int64(total) || total == 0 && time.Now().After(deadline) }
+	return runLoops(ctx, loops, stop, func(ctx context.Context, k int64) (sample, error) {
+		return c.cycle(ctx, fmt.Sprintf("%s-%d", tag, k), prompt)
+	})
+}
+
+// runLoops calls cycle from loops goroutines, back to back, with 1, 2,
+// 3... until stop says so, or the first error, which cancels the others.
+func runLoops[S any](ctx context.Context, loops int, stop func(k int64) bool, cycle func(ctx context.Context, k int64) (S, error)) ([]S, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
-	deadline := time.Now().Add(d)
-	per := make([][]sample, loops)
+	per := make([][]S, loops)
 	var wg sync.WaitGroup
 	for i := range loops {
 		wg.Go(func() {
 			for {
 				k := next.Add(1)
-				if total > 0 && k > int64(total) || total == 0 && time.Now().After(deadline) {
+				if stop(k) {
 					return
 				}
-				s, err := c.cycle(ctx, fmt.Sprintf("%s-%d", tag, k), prompt)
+				s, err := cycle(ctx, k)
 				if err != nil {
 					cancel(err)
 					return
@@ -258,7 +267,7 @@ func (c *cycleHost) loops(ctx context.Context, loops, total int, d time.Duration
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
-	var all []sample
+	var all []S
 	for _, p := range per {
 		all = append(all, p...)
 	}
@@ -379,33 +388,14 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 			return nil, err
 		}
 	}
-	if rc.cpuProfile != "" {
-		f, err := os.Create(rc.cpuProfile)
-		if err != nil {
-			return nil, err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return nil, err
-		}
-		defer f.Close()
-	}
-	m0 := mallocs()
-	user0, sys0 := cpuTime()
-	start := time.Now()
-	samples, err := ch.loops(ctx, rc.loops, rc.n, rc.d, tag, rc.prompt)
-	el := time.Since(start)
-	if err == nil {
-		err = ch.waitQuiet(ctx)
-	}
-	user1, sys1 := cpuTime()
-	m1 := mallocs()
+	var samples []sample
+	sec, err := measureSection(rc.cpuProfile, func() (err error) {
+		samples, err = ch.loops(ctx, rc.loops, rc.n, rc.d, tag, rc.prompt)
+		return err
+	}, func() error { return ch.waitQuiet(ctx) })
 	var stmts1, trips1 int64
 	if b.trace != nil {
 		stmts1, trips1 = b.trace.counts()
-	}
-	if rc.cpuProfile != "" {
-		pprof.StopCPUProfile()
 	}
 	if err != nil {
 		return nil, err
@@ -415,39 +405,19 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 			return nil, err
 		}
 	}
-	r := &cycleRound{Cycles: len(samples), Warmup: rc.warmup, Seconds: el.Seconds(), PerSecond: float64(len(samples)) / el.Seconds(),
-		CPU: user1 - user0 + sys1 - sys0, UserCPU: user1 - user0, SysCPU: sys1 - sys0, Mallocs: m1 - m0, ToolRuns: ch.runs.Load() - runsBefore, Dropped: ch.h.Dropped(),
+	r := &cycleRound{Cycles: len(samples), Warmup: rc.warmup, Seconds: sec.elapsed.Seconds(), PerSecond: float64(len(samples)) / sec.elapsed.Seconds(),
+		CPU: sec.user + sec.sys, UserCPU: sec.user, SysCPU: sec.sys, Mallocs: sec.mallocs, ToolRuns: ch.runs.Load() - runsBefore, Dropped: ch.h.Dropped(),
 		Statements: stmts1 - stmts0, RoundTrips: trips1 - trips0}
 	if d, ok := cpuDelta(srvBefore, b.serverCPU(ctx)); ok {
 		r.ServerCPU, r.HasSrvCPU = d, true
 	}
 	if cs != nil {
-		after := cs.snapshot()
-		r.ByMethod = map[string]int64{}
-		for k, v := range after {
-			if d := v - countsBefore[k]; d != 0 {
-				r.ByMethod[k] = d
-				if writeMethods[k] {
-					r.Writes += d
-				} else {
-					r.Reads += d
-				}
-			}
-		}
+		r.countCalls(countsBefore, cs.snapshot())
 	}
 	if tx, batches, ok := writeStats(raw); ok && hasWS {
 		r.HasWriteStats, r.Transactions, r.Batches = true, tx-txBefore, batches-batchesBefore
 	}
-	var a2t, cyc []time.Duration
-	for _, s := range samples {
-		a2t = append(a2t, s.answerToTool)
-		cyc = append(cyc, s.cycle)
-		if s.early {
-			r.Early++
-		}
-	}
-	r.AnswerToToolP50, r.AnswerToToolP99 = pct(a2t, 50), pct(a2t, 99)
-	r.CycleP50, r.CycleP99 = pct(cyc, 50), pct(cyc, 99)
+	r.setLatencies(samples)
 	closeAll()
 	if b.kind == "postgres" {
 		b.waitSessionsGone(ctx)
@@ -462,6 +432,73 @@ func runCycleRound(ctx context.Context, b *backend, rc roundConfig) (*cycleRound
 		r.WALBytes = pgAfter.WALLSN - pgBefore.WALLSN
 	}
 	return r, nil
+}
+
+// measureSection runs run, then quiet, under a CPU profile written to
+// cpuProfile (if named), and measures them: the wall time of run alone,
+// the process's CPU time and its allocations through both.
+func measureSection(cpuProfile string, run, quiet func() error) (section, error) {
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return section{}, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return section{}, err
+		}
+		defer f.Close()
+	}
+	m0 := mallocs()
+	user0, sys0 := cpuTime()
+	start := time.Now()
+	err := run()
+	el := time.Since(start)
+	if err == nil {
+		err = quiet()
+	}
+	user1, sys1 := cpuTime()
+	m1 := mallocs()
+	if cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	return section{elapsed: el, user: user1 - user0, sys: sys1 - sys0, mallocs: m1 - m0}, err
+}
+
+// section is what measureSection measured.
+type section struct {
+	elapsed, user, sys time.Duration
+	mallocs            uint64
+}
+
+// countCalls sets the store calls made between two snapshots of the
+// counting store, by method, and the writes and reads among them.
+func (r *cycleRound) countCalls(before, after map[string]int64) {
+	r.ByMethod = map[string]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			r.ByMethod[k] = d
+			if writeMethods[k] {
+				r.Writes += d
+			} else {
+				r.Reads += d
+			}
+		}
+	}
+}
+
+// setLatencies sets the round's latencies from its cycles.
+func (r *cycleRound) setLatencies(samples []sample) {
+	var a2t, cyc []time.Duration
+	for _, s := range samples {
+		a2t = append(a2t, s.answerToTool)
+		cyc = append(cyc, s.cycle)
+		if s.early {
+			r.Early++
+		}
+	}
+	r.AnswerToToolP50, r.AnswerToToolP99 = pct(a2t, 50), pct(a2t, 99)
+	r.CycleP50, r.CycleP99 = pct(cyc, 50), pct(cyc, 99)
 }
 
 func writeHeapProfile(path string) error {

@@ -70,20 +70,8 @@ func hooksCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer os.RemoveAll(dir)
-	for _, b := range []struct {
-		path *string
-		pkg  string
-	}{{bin, "tollgate"}, {small, "tollgate-hook"}} {
-		if *b.path != "" {
-			continue
-		}
-		*b.path = filepath.Join(dir, b.pkg)
-		fmt.Fprintf(stderr, "building %s...\n", b.pkg)
-		build := exec.CommandContext(ctx, "go", "build", "-o", *b.path, "./cmd/"+b.pkg)
-		build.Stderr = stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building %s: %w", b.pkg, err)
-		}
+	if err := buildHookBinaries(ctx, dir, stderr, bin, small); err != nil {
+		return err
 	}
 	const secret = "bench-hook-secret-0123456789"
 	tokenFile := filepath.Join(dir, "hook.token")
@@ -146,29 +134,70 @@ func hooksCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return postHook(ctx, base+"/v1/hooks/claude-code", secret, payload("http", i))
 		}},
 	}
+	samples, err := sampleHooks(kinds, *n, *rounds, *pause, stderr)
+	if err != nil {
+		return err
+	}
+	printHooks(stdout, kinds, samples, *n, *rounds)
+	return nil
+}
+
+type hookKind struct {
+	name string
+	call func(i int) (string, error)
+}
+
+// buildHookBinaries builds tollgate and tollgate-hook into dir, each
+// unless its path is given.
+func buildHookBinaries(ctx context.Context, dir string, stderr io.Writer, bin, small *string) error {
+	for _, b := range []struct {
+		path *string
+		pkg  string
+	}{{bin, "tollgate"}, {small, "tollgate-hook"}} {
+		if *b.path != "" {
+			continue
+		}
+		*b.path = filepath.Join(dir, b.pkg)
+		fmt.Fprintf(stderr, "building %s...\n", b.pkg)
+		build := exec.CommandContext(ctx, "go", "build", "-o", *b.path, "./cmd/"+b.pkg)
+		build.Stderr = stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building %s: %w", b.pkg, err)
+		}
+	}
+	return nil
+}
+
+// sampleHooks calls every kind n times a round, the kinds in turn, with
+// pause between calls, and returns each kind's latencies.
+func sampleHooks(kinds []hookKind, n, rounds int, pause time.Duration, stderr io.Writer) ([][]time.Duration, error) {
 	samples := make([][]time.Duration, len(kinds))
 	call := 0
-	for r := 0; r < *rounds; r++ {
+	for r := 0; r < rounds; r++ {
 		for k := range kinds {
-			for i := 0; i < *n; i++ {
+			for i := 0; i < n; i++ {
 				start := time.Now()
 				ans, err := kinds[k].call(call)
 				d := time.Since(start)
 				call++
 				if err != nil {
-					return fmt.Errorf("%s: %w", kinds[k].name, err)
+					return nil, fmt.Errorf("%s: %w", kinds[k].name, err)
 				}
 				if !strings.Contains(ans, `"permissionDecision":"allow"`) {
-					return fmt.Errorf("%s: not allowed: %s", kinds[k].name, ans)
+					return nil, fmt.Errorf("%s: not allowed: %s", kinds[k].name, ans)
 				}
 				samples[k] = append(samples[k], d)
-				time.Sleep(*pause)
+				time.Sleep(pause)
 			}
-			fmt.Fprintf(stderr, "round %d/%d, %s: p50 %s p99 %s\n", r+1, *rounds, kinds[k].name, ms(pct(samples[k], 50)), ms(pct(samples[k], 99)))
+			fmt.Fprintf(stderr, "round %d/%d, %s: p50 %s p99 %s\n", r+1, rounds, kinds[k].name, ms(pct(samples[k], 50)), ms(pct(samples[k], 99)))
 		}
 	}
+	return samples, nil
+}
+
+func printHooks(stdout io.Writer, kinds []hookKind, samples [][]time.Duration, n, rounds int) {
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(stdout, "tollgate bench hooks — %d calls of each kind in %d rounds; load average %s\n", *n**rounds, *rounds, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Fprintf(stdout, "tollgate bench hooks — %d calls of each kind in %d rounds; load average %s\n", n*rounds, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Fprintf(stdout, "%-45s %10s %10s %10s\n", "", "p50", "p90", "p99")
 	for k, kd := range kinds {
 		s := statsOf(samples[k])
@@ -178,12 +207,6 @@ func hooksCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		raw, tg := statsOf(samples[pair[0]]), statsOf(samples[pair[1]])
 		fmt.Fprintf(stdout, "added: %-38s %10s %10s %10s\n", kinds[pair[1]].name, ms(tg.P50-raw.P50), ms(tg.P90-raw.P90), ms(tg.P99-raw.P99))
 	}
-	return nil
-}
-
-type hookKind struct {
-	name string
-	call func(i int) (string, error)
 }
 
 const allowJSON = `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}`

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -60,30 +58,14 @@ func parked(ctx context.Context, b *backend, k, loops int, wrap bool) (*parkedRe
 	tag := "park-" + randomHex(4)
 	prompt := cyclePrompt(1024)
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, loops)
-	for range loops {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(k) {
-					return
-				}
-				// Nobody waits for these threads: their questions stay
-				// pending and the runs park.
-				if _, _, err := ch.h.Prompt(ctx, fmt.Sprintf("%s-%d", tag, i), prompt, nil); err != nil {
-					errc <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	select {
-	case err := <-errc:
+	err = eachOf(loops, k, func(i int) error {
+		// Nobody waits for these threads: their questions stay
+		// pending and the runs park.
+		_, _, err := ch.h.Prompt(ctx, fmt.Sprintf("%s-%d", tag, i+1), prompt, nil)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("parking runs: %w", err)
-	default:
 	}
 	deadline := time.Now().Add(60*time.Second + time.Duration(k)*10*time.Millisecond)
 	for ch.h.Stats().Parked < k {

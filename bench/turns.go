@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
@@ -87,30 +88,8 @@ func threadTurns(ctx context.Context, b *backend, t, resultBytes int, wrap bool)
 		store = cs
 	}
 	res := &turnsResult{Store: b.label, Turns: t, ResultBytes: resultBytes}
-	var written func() int64
-	switch b.kind {
-	case "sqlite":
-		res.WrittenBy = "write(2)/pwrite(2) bytes of this process (/proc/self/io wchar): WAL and checkpoints"
-		written = writtenBytes
-	case "postgres":
-		res.WrittenBy = "WAL bytes of the server (pg_current_wal_insert_lsn difference)"
-		written = func() int64 { return b.walLSN(ctx) }
-	default:
-		res.WrittenBy = "not measured (memory)"
-		written = func() int64 { return -1 }
-	}
-	turns := make([]scripted.Turn, 0, t+1)
-	for i := 1; i <= t; i++ {
-		turns = append(turns, scripted.Turn{Text: "Reading the next file.",
-			ToolCalls: []agent.ToolCall{scripted.Call(fmt.Sprintf("call_r%05d", i), "read", readArgs{Path: fmt.Sprintf("src/pkg%03d/file%05d.go", i%97, i)})}})
-	}
-	turns = append(turns, scripted.Turn{Text: "Read them all."})
-
-	type mark struct {
-		enter, after time.Time
-		written      int64
-	}
-	marks := make([]mark, t+1) // marks[i]: the i-th call starting; marks[0]: the prompt
+	written := res.writtenBy(ctx, b)
+	marks := make([]turnStart, t+1) // marks[i]: the i-th call starting; marks[0]: the prompt
 	calls := 0
 	rng := rand.New(rand.NewPCG(1, 2))
 	letters := []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ")
@@ -119,7 +98,7 @@ func threadTurns(ctx context.Context, b *backend, t, resultBytes int, wrap bool)
 		calls++
 		w := written()
 		if calls <= t {
-			marks[calls] = mark{enter: enter, after: time.Now(), written: w}
+			marks[calls] = turnStart{enter: enter, after: time.Now(), written: w}
 		}
 		out := make([]byte, resultBytes)
 		for i := range out {
@@ -129,7 +108,7 @@ func threadTurns(ctx context.Context, b *backend, t, resultBytes int, wrap bool)
 	}, nil)
 	ch := hitl.NewCheckpointedChannel(store, "", nil)
 	thread := "turns-" + randomHex(4)
-	a, err := agent.New(agent.Config{Provider: scripted.New(turns...), Tools: []*agent.Tool{read}, Checkpointer: store, Channel: ch,
+	a, err := agent.New(agent.Config{Provider: scripted.New(readTurns(t)...), Tools: []*agent.Tool{read}, Checkpointer: store, Channel: ch,
 		ThreadID: thread, MaxTurns: t + 2, Logger: quiet,
 		Middleware: []agent.Middleware{hitl.NewApprovalPolicyMiddleware(ch, benchPolicy)}})
 	if err != nil {
@@ -146,7 +125,7 @@ func threadTurns(ctx context.Context, b *backend, t, resultBytes int, wrap bool)
 	}
 	w0 := written()
 	start := time.Now()
-	marks[0] = mark{enter: start, after: start, written: w0}
+	marks[0] = turnStart{enter: start, after: start, written: w0}
 	msg, err := a.Prompt(ctx, "Read every file of the project.")
 	res.Total = time.Since(start)
 	if err != nil {
@@ -171,21 +150,66 @@ func threadTurns(ctx context.Context, b *backend, t, resultBytes int, wrap bool)
 			}
 		}
 	}
+	if err := res.setMarks(ctx, store, thread, marks); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// turnStart is the moment a call of the thread's tool started: when it
+// was entered, after it read the bytes written so far, and those.
+type turnStart struct {
+	enter, after time.Time
+	written      int64
+}
+
+// writtenBy says how the bytes written are counted on b, and returns
+// the counter (-1: not measured).
+func (res *turnsResult) writtenBy(ctx context.Context, b *backend) func() int64 {
+	switch b.kind {
+	case "sqlite":
+		res.WrittenBy = "write(2)/pwrite(2) bytes of this process (/proc/self/io wchar): WAL and checkpoints"
+		return writtenBytes
+	case "postgres":
+		res.WrittenBy = "WAL bytes of the server (pg_current_wal_insert_lsn difference)"
+		return func() int64 { return b.walLSN(ctx) }
+	default:
+		res.WrittenBy = "not measured (memory)"
+		return func() int64 { return -1 }
+	}
+}
+
+// readTurns is the model's script: t turns that each call read, then an
+// answer.
+func readTurns(t int) []scripted.Turn {
+	turns := make([]scripted.Turn, 0, t+1)
+	for i := 1; i <= t; i++ {
+		turns = append(turns, scripted.Turn{Text: "Reading the next file.",
+			ToolCalls: []agent.ToolCall{scripted.Call(fmt.Sprintf("call_r%05d", i), "read", readArgs{Path: fmt.Sprintf("src/pkg%03d/file%05d.go", i%97, i)})}})
+	}
+	turns = append(turns, scripted.Turn{Text: "Read them all."})
+	return turns
+}
+
+// setMarks sets the thread's size and its per-step figures at the turns
+// of turnMarks, from the calls' starts (marks[0]: the prompt).
+func (res *turnsResult) setMarks(ctx context.Context, store checkpoint.Store, thread string, marks []turnStart) error {
+	t := len(marks) - 1
 	th, err := store.LoadThread(ctx, thread)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.ThreadBytes = len(th.Messages)
 	var msgs []json.RawMessage
 	if err := json.Unmarshal(th.Messages, &msgs); err != nil {
-		return nil, err
+		return err
 	}
 	// msgs: the prompt, then per turn i the model's message (2i-1) and
 	// the tool's result (2i), then the final answer. Step i (the call of
 	// turn i-1 finishing to the call of turn i starting) adds the result
 	// of turn i-1 and the model's message of turn i.
 	if len(msgs) < 2*t+1 {
-		return nil, fmt.Errorf("thread of %d turns has %d messages", t, len(msgs))
+		return fmt.Errorf("thread of %d turns has %d messages", t, len(msgs))
 	}
 	content := func(i int) int {
 		n := len(msgs[2*i-1])
@@ -216,5 +240,5 @@ func threadTurns(ctx context.Context, b *backend, t, resultBytes int, wrap bool)
 		}
 		res.Marks = append(res.Marks, m)
 	}
-	return res, nil
+	return nil
 }

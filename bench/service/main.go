@@ -171,6 +171,33 @@ func measure(n int, idle time.Duration, answers, pages int) error {
 	fmt.Printf("store calls while idle: %.2f/s over %s (plus the SQLite store's own poll for other processes' writes: 1 query/s)\n",
 		float64(calls)/idle.Seconds(), idle)
 
+	rawRT, page, err := pageTimes(client, base, pages)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("queue first page (50 of %d, deadline order): p50 %s p99 %s; raw limit GET /healthz p50 %s p99 %s\n",
+		n, pct(page, 50), pct(page, 99), pct(rawRT, 50), pct(rawRT, 99))
+
+	// Answers: from the moment the answer's response is read to the tool
+	// starting in the resumed run.
+	lat, fromSend, err := answerTimes(ctx, raw, client, base, &started, min(answers, n))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("answer response -> tool started (%d answers): p50 %s p99 %s (0: the tool started before the response was read); answer request sent -> tool started: p50 %s p99 %s\n",
+		len(lat), pct(lat, 50), pct(lat, 99), pct(fromSend, 50), pct(fromSend, 99))
+
+	srv.Close()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	h.Shutdown(sctx)
+	return nil
+}
+
+// pageTimes times pages fetches of the queue's first page and as many
+// of GET /healthz, the raw limit, interleaved.
+func pageTimes(client *http.Client, base string, pages int) (rawRT, page []time.Duration, err error) {
 	get := func(path string) (time.Duration, error) {
 		t := time.Now()
 		resp, err := client.Get(base + path)
@@ -184,7 +211,6 @@ func measure(n int, idle time.Duration, answers, pages int) error {
 		}
 		return time.Since(t), nil
 	}
-	var rawRT, page []time.Duration
 	for i := range pages {
 		// Interleaved, so both see the same machine.
 		paths := []string{"/healthz", "/v1/questions?status=pending&order=deadline&limit=50"}
@@ -194,7 +220,7 @@ func measure(n int, idle time.Duration, answers, pages int) error {
 		for _, p := range paths {
 			d, err := get(p)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			if p == "/healthz" {
 				rawRT = append(rawRT, d)
@@ -203,29 +229,29 @@ func measure(n int, idle time.Duration, answers, pages int) error {
 			}
 		}
 	}
-	fmt.Printf("queue first page (50 of %d, deadline order): p50 %s p99 %s; raw limit GET /healthz p50 %s p99 %s\n",
-		n, pct(page, 50), pct(page, 99), pct(rawRT, 50), pct(rawRT, 99))
+	return rawRT, page, nil
+}
 
-	// Answers: from the moment the answer's response is read to the tool
-	// starting in the resumed run.
-	var lat, fromSend []time.Duration
-	for i := range min(answers, n) {
+// answerTimes approves the questions of the first answers seeded runs
+// and times each until its tool started (started: by thread).
+func answerTimes(ctx context.Context, raw checkpoint.Store, client *http.Client, base string, started *sync.Map, answers int) (lat, fromSend []time.Duration, err error) {
+	for i := range answers {
 		thread := threadID(i)
 		q, err := raw.GetQuestion(ctx, thread, hitl.QuestionID(callID(i)))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		body := fmt.Sprintf(`{"decision":"approve","digest":%q}`, q.Digest)
 		sent := time.Now()
 		resp, err := client.Post(base+"/v1/questions/"+thread+"/"+q.ID+"/answer", "application/json", strings.NewReader(body))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		answered := time.Now()
 		if resp.StatusCode != 200 {
-			return fmt.Errorf("answer %s: %s", q.ID, resp.Status)
+			return nil, nil, fmt.Errorf("answer %s: %s", q.ID, resp.Status)
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -235,20 +261,12 @@ func measure(n int, idle time.Duration, answers, pages int) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("tool of %s never started", thread)
+				return nil, nil, fmt.Errorf("tool of %s never started", thread)
 			}
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	fmt.Printf("answer response -> tool started (%d answers): p50 %s p99 %s (0: the tool started before the response was read); answer request sent -> tool started: p50 %s p99 %s\n",
-		len(lat), pct(lat, 50), pct(lat, 99), pct(fromSend, 50), pct(fromSend, 99))
-
-	srv.Close()
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	hs.Shutdown(sctx)
-	h.Shutdown(sctx)
-	return nil
+	return lat, fromSend, nil
 }
 
 func threadID(i int) string { return fmt.Sprintf("bench-%06d", i) }
