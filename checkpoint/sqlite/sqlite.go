@@ -179,58 +179,23 @@ func migrations() ([]migration, error) {
 // ([ErrNewerSchema]). [Options].MustExist and [Options].ReadOnly open only
 // a database that is there and up to date, and change nothing in it.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Synchronous == "" {
-		o.Synchronous = "FULL"
-	}
-	if sync := strings.ToUpper(o.Synchronous); slices.Contains([]string{"OFF", "NORMAL", "FULL", "EXTRA"}, sync) {
-		o.Synchronous = sync
-	} else {
-		return nil, fmt.Errorf("sqlite: Synchronous %q: want FULL, EXTRA, NORMAL or OFF", o.Synchronous)
-	}
-	if o.BusyTimeout <= 0 {
-		o.BusyTimeout = 10 * time.Second
-	}
-	if o.Readers <= 0 {
-		o.Readers = 4
-	}
-	if o.PollInterval == 0 {
-		o.PollInterval = time.Second
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
+	o, err := openOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	migs, err := migrations()
 	if err != nil {
 		return nil, err
 	}
 
-	if o.ReadOnly {
-		o.MustExist = true
-	}
 	s := &Store{clk: o.Clock, log: o.Logger, readOnly: o.ReadOnly}
 	if path == ":memory:" && o.MustExist {
 		return nil, errors.New("sqlite: MustExist: an in-memory database never exists before Open")
 	}
 	if path == ":memory:" {
-		s.memory = true
-		// One connection that never closes: an in-memory database lives
-		// and dies with its connection, so readers and the writer share it.
-		db, err := sql.Open("sqlite", "file:tollgate-"+randomName()+"?mode=memory&_txlock=immediate")
-		if err != nil {
+		if err := s.openMemory(); err != nil {
 			return nil, err
 		}
-		db.SetMaxOpenConns(1)
-		db.SetMaxIdleConns(1)
-		db.SetConnMaxLifetime(0)
-		db.SetConnMaxIdleTime(0)
-		s.w, s.r = db, db
 	} else {
 		if path == "" {
 			return nil, errors.New("sqlite: empty path")
@@ -244,61 +209,15 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		if err := inspect(ctx, abs, len(migs), o.BusyTimeout, o.MustExist, o.ReadOnly); err != nil {
 			return nil, err
 		}
-		busy := strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
 		if o.ReadOnly {
-			params, err := readOnlyParams(abs)
-			if err != nil {
+			if err := s.openReadOnly(ctx, abs, o); err != nil {
 				return nil, err
-			}
-			params["_pragma"] = []string{"busy_timeout(" + busy + ")", "query_only(1)"}
-			r, err := sql.Open("sqlite", fileURI(abs, params))
-			if err != nil {
-				return nil, err
-			}
-			r.SetMaxOpenConns(o.Readers)
-			r.SetMaxIdleConns(o.Readers)
-			s.w, s.r = r, r
-			if err := s.prepare(ctx); err != nil {
-				s.closeDBs()
-				return nil, openError(abs, err)
 			}
 			s.hub = newHub(s, o.PollInterval)
 			return s, nil
 		}
-		// No journal_mode here: switching to WAL is done once, by
-		// enableWAL (SQLite does not wait for a lock there), and is
-		// persistent in the file.
-		wParams := url.Values{
-			"_pragma": {"busy_timeout(" + busy + ")", "synchronous(" + o.Synchronous + ")"},
-			"_txlock": {"immediate"},
-		}
-		rParams := url.Values{
-			"_pragma": {"busy_timeout(" + busy + ")", "query_only(1)"},
-		}
-		if o.MustExist {
-			// A file removed since inspect is not created again.
-			wParams.Set("mode", "rw")
-			rParams.Set("mode", "rw")
-		}
-		w, err := sql.Open("sqlite", fileURI(abs, wParams))
-		if err != nil {
+		if err := s.openFile(ctx, abs, o); err != nil {
 			return nil, err
-		}
-		w.SetMaxOpenConns(1)
-		w.SetMaxIdleConns(1)
-		w.SetConnMaxLifetime(0)
-		w.SetConnMaxIdleTime(0)
-		r, err := sql.Open("sqlite", fileURI(abs, rParams))
-		if err != nil {
-			w.Close()
-			return nil, err
-		}
-		r.SetMaxOpenConns(o.Readers)
-		r.SetMaxIdleConns(o.Readers)
-		s.w, s.r = w, r
-		if err := enableWAL(ctx, w, o.BusyTimeout); err != nil {
-			s.closeDBs()
-			return nil, openError(abs, err)
 		}
 	}
 	if err := s.migrate(ctx, migs, o.MustExist); err != nil {
@@ -316,6 +235,129 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s.hub = newHub(s, poll)
 	s.wr = newWriter(s)
 	return s, nil
+}
+
+// openOptions is opts (which may be nil) with its defaults filled in.
+func openOptions(opts *Options) (Options, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Synchronous == "" {
+		o.Synchronous = "FULL"
+	}
+	if sync := strings.ToUpper(o.Synchronous); slices.Contains([]string{"OFF", "NORMAL", "FULL", "EXTRA"}, sync) {
+		o.Synchronous = sync
+	} else {
+		return o, fmt.Errorf("sqlite: Synchronous %q: want FULL, EXTRA, NORMAL or OFF", o.Synchronous)
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReadOnly {
+		o.MustExist = true
+	}
+	return o, nil
+}
+
+// openMemory opens a private in-memory database.
+func (s *Store) openMemory() error {
+	s.memory = true
+	// One connection that never closes: an in-memory database lives
+	// and dies with its connection, so readers and the writer share it.
+	db, err := sql.Open("sqlite", "file:tollgate-"+randomName()+"?mode=memory&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	singleConn(db)
+	s.w, s.r = db, db
+	return nil
+}
+
+// singleConn keeps db to one connection that is never closed.
+func singleConn(db *sql.DB) {
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+}
+
+// busyPragma is the busy_timeout pragma of o's connections.
+func busyPragma(o Options) string {
+	return "busy_timeout(" + strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10) + ")"
+}
+
+// openReadOnly opens the database file abs, inspected, for reading only:
+// one pool of query-only connections serves as writer and readers.
+func (s *Store) openReadOnly(ctx context.Context, abs string, o Options) error {
+	params, err := readOnlyParams(abs)
+	if err != nil {
+		return err
+	}
+	params["_pragma"] = []string{busyPragma(o), "query_only(1)"}
+	r, err := sql.Open("sqlite", fileURI(abs, params))
+	if err != nil {
+		return err
+	}
+	r.SetMaxOpenConns(o.Readers)
+	r.SetMaxIdleConns(o.Readers)
+	s.w, s.r = r, r
+	if err := s.prepare(ctx); err != nil {
+		s.closeDBs()
+		return openError(abs, err)
+	}
+	return nil
+}
+
+// openFile opens the database file abs, inspected: one writer
+// connection and a pool of readers, in WAL mode.
+func (s *Store) openFile(ctx context.Context, abs string, o Options) error {
+	busy := busyPragma(o)
+	// No journal_mode here: switching to WAL is done once, by
+	// enableWAL (SQLite does not wait for a lock there), and is
+	// persistent in the file.
+	wParams := url.Values{
+		"_pragma": {busy, "synchronous(" + o.Synchronous + ")"},
+		"_txlock": {"immediate"},
+	}
+	rParams := url.Values{
+		"_pragma": {busy, "query_only(1)"},
+	}
+	if o.MustExist {
+		// A file removed since inspect is not created again.
+		wParams.Set("mode", "rw")
+		rParams.Set("mode", "rw")
+	}
+	w, err := sql.Open("sqlite", fileURI(abs, wParams))
+	if err != nil {
+		return err
+	}
+	singleConn(w)
+	r, err := sql.Open("sqlite", fileURI(abs, rParams))
+	if err != nil {
+		w.Close()
+		return err
+	}
+	r.SetMaxOpenConns(o.Readers)
+	r.SetMaxIdleConns(o.Readers)
+	s.w, s.r = w, r
+	if err := enableWAL(ctx, w, o.BusyTimeout); err != nil {
+		s.closeDBs()
+		return openError(abs, err)
+	}
+	return nil
 }
 
 // openError is err, wrapping [ErrReadOnly] too when SQLite said it may
