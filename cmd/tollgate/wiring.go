@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
@@ -10,7 +13,7 @@ import (
 
 // The wiring the serving commands share (run, serve, mcp-gateway): each
 // keeps its flags and what it prints, and builds what they have in common
-// here.
+// here: the store and the HTTP server.
 
 // openOwnStore opens the store of a command that drives its runs alone,
 // with no lease (run, mcp-gateway), its directory made first when it is
@@ -29,4 +32,11 @@ func openOwnStore(ctx context.Context, url string, defaults ...string) (store ch
 		}
 	}
 	return store, served, nil
+}
+
+// newHTTPServer is the http.Server of serve and mcp-gateway: bounded
+// header reads and idle connections, its errors logged as warnings.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
