@@ -148,139 +148,165 @@ func Parse(name string, data []byte, getenv func(string) string) (*Config, error
 		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, true))
 	}
 	c.secrets = map[string][]byte{}
-	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{name}, a...)...))
-	}
-	secret := func(what, env, file string, required bool) []byte {
-		switch {
-		case env != "" && file != "":
-			bad("%s: give %s_env or %s_file, not both", what, what, what)
-		case env != "":
-			v := getenv(env)
-			if v == "" {
-				bad("%s: the environment variable %s is empty or not set", what, env)
-			}
-			return []byte(v)
-		case file != "":
-			if !filepath.IsAbs(file) {
-				file = filepath.Join(filepath.Dir(name), file)
-			}
-			c.files = append(c.files, file)
-			b, err := os.ReadFile(file)
-			if err != nil {
-				bad("%s: %v", what, err)
-				return nil
-			}
-			b = bytes.TrimSpace(b)
-			if len(b) == 0 {
-				bad("%s: the file %s is empty", what, file)
-			}
-			return b
-		case required:
-			bad("%s: name its environment variable (%s_env) or file (%s_file)", what, what, what)
-		}
-		return nil
-	}
+	p := &parse{name: name, getenv: getenv, c: &c}
 	if c.BaseURL != "" {
 		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("base_url %q: want http(s)://host[:port][/path]", c.BaseURL)
+			p.bad("base_url %q: want http(s)://host[:port][/path]", c.BaseURL)
 		}
 		c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	}
-	if k := secret("action_secret", c.ActionSecretEnv, c.ActionSecretFile, false); k != nil {
+	if k := p.secret("action_secret", c.ActionSecretEnv, c.ActionSecretFile, false); k != nil {
 		if len(k) < 32 {
-			bad("action_secret: at least 32 bytes (this one has %d): make one with head -c 32 /dev/urandom | base64", len(k))
+			p.bad("action_secret: at least 32 bytes (this one has %d): make one with head -c 32 /dev/urandom | base64", len(k))
 		}
 		c.secrets["action"] = k
 	}
 	if c.MaxAttempts < 0 {
-		bad("max_attempts %d: must not be negative", c.MaxAttempts)
+		p.bad("max_attempts %d: must not be negative", c.MaxAttempts)
 	}
 	if s := c.Slack; s != nil {
-		if k := secret("token", s.TokenEnv, s.TokenFile, true); k != nil {
-			c.secrets["slack_token"] = k
-		}
-		if k := secret("signing_secret", s.SigningSecretEnv, s.SigningSecretFile, true); k != nil {
-			c.secrets["slack_signing"] = k
-		}
-		if s.APIURL != "" {
-			if err := checkURL(s.APIURL); err != nil {
-				bad("slack: api_url: %v", err)
-			}
-			if !strings.HasSuffix(s.APIURL, "/") {
-				s.APIURL += "/"
-			}
-		}
+		p.slack(s)
 	}
 	if s := c.SMTP; s != nil {
-		if s.Host == "" || s.From == "" {
-			bad("smtp: host and from are required")
-		}
-		if s.Port == 0 {
-			s.Port = 587
-		}
-		switch s.TLS {
-		case "":
-			s.TLS = "starttls"
-		case "starttls", "tls":
-		case "none":
-			if !loopbackHost(s.Host) {
-				bad("smtp: tls none sends the password and the messages in the clear: only to a loopback host, not %q", s.Host)
-			}
-		default:
-			bad("smtp: tls %q: want starttls, tls or none", s.TLS)
-		}
-		if s.Username != "" {
-			if k := secret("password", s.PasswordEnv, s.PasswordFile, true); k != nil {
-				c.secrets["smtp_password"] = k
-			}
-		}
-		if s.AnswerLinks && c.BaseURL == "" {
-			bad("smtp: answer_links needs base_url (the links open this server's confirmation page)")
-		}
+		p.smtp(s)
 	}
 	for _, g := range c.Default {
 		if c.Groups[g] == nil {
-			bad("default names group %q, which groups does not define", g)
+			p.bad("default names group %q, which groups does not define", g)
 		}
 	}
 	for name, g := range c.Groups {
-		if g == nil {
-			bad("group %q is empty", name)
-			continue
-		}
-		for i, w := range g.Webhooks {
-			if err := checkURL(w.URL); err != nil {
-				bad("group %q: webhook %d: %v", name, i+1, err)
-				continue
-			}
-			k := secret("secret", w.SecretEnv, w.SecretFile, true)
-			if k == nil {
-				continue
-			}
-			key, err := webhookKey(string(k))
-			if err != nil {
-				bad("group %q: webhook %s: %v", name, w.URL, err)
-			}
-			w.key = key
-		}
-		if len(g.Slack) > 0 && c.Slack == nil {
-			bad("group %q names Slack channels, and there is no slack: section", name)
-		}
-		if len(g.Email) > 0 && c.SMTP == nil {
-			bad("group %q names mail addresses, and there is no smtp: section", name)
-		}
-		for _, a := range g.Email {
-			if !strings.Contains(a, "@") || strings.ContainsAny(a, "\r\n<> ") {
-				bad("group %q: %q is not a mail address", name, a)
-			}
-		}
+		p.group(name, g)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
 	}
 	return &c, nil
+}
+
+// parse is one [Parse]: the configuration read so far and every problem
+// found in it, so that all are reported at once.
+type parse struct {
+	name   string
+	getenv func(string) string
+	c      *Config
+	errs   []error
+}
+
+func (p *parse) bad(format string, a ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s: "+format, append([]any{p.name}, a...)...))
+}
+
+// secret reads the secret what from the environment variable env or the
+// file (relative to the configuration's folder); nil when neither is
+// given or it cannot be read.
+func (p *parse) secret(what, env, file string, required bool) []byte {
+	switch {
+	case env != "" && file != "":
+		p.bad("%s: give %s_env or %s_file, not both", what, what, what)
+	case env != "":
+		v := p.getenv(env)
+		if v == "" {
+			p.bad("%s: the environment variable %s is empty or not set", what, env)
+		}
+		return []byte(v)
+	case file != "":
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(filepath.Dir(p.name), file)
+		}
+		p.c.files = append(p.c.files, file)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			p.bad("%s: %v", what, err)
+			return nil
+		}
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
+			p.bad("%s: the file %s is empty", what, file)
+		}
+		return b
+	case required:
+		p.bad("%s: name its environment variable (%s_env) or file (%s_file)", what, what, what)
+	}
+	return nil
+}
+
+func (p *parse) slack(s *SlackConfig) {
+	if k := p.secret("token", s.TokenEnv, s.TokenFile, true); k != nil {
+		p.c.secrets["slack_token"] = k
+	}
+	if k := p.secret("signing_secret", s.SigningSecretEnv, s.SigningSecretFile, true); k != nil {
+		p.c.secrets["slack_signing"] = k
+	}
+	if s.APIURL != "" {
+		if err := checkURL(s.APIURL); err != nil {
+			p.bad("slack: api_url: %v", err)
+		}
+		if !strings.HasSuffix(s.APIURL, "/") {
+			s.APIURL += "/"
+		}
+	}
+}
+
+func (p *parse) smtp(s *SMTPConfig) {
+	if s.Host == "" || s.From == "" {
+		p.bad("smtp: host and from are required")
+	}
+	if s.Port == 0 {
+		s.Port = 587
+	}
+	switch s.TLS {
+	case "":
+		s.TLS = "starttls"
+	case "starttls", "tls":
+	case "none":
+		if !loopbackHost(s.Host) {
+			p.bad("smtp: tls none sends the password and the messages in the clear: only to a loopback host, not %q", s.Host)
+		}
+	default:
+		p.bad("smtp: tls %q: want starttls, tls or none", s.TLS)
+	}
+	if s.Username != "" {
+		if k := p.secret("password", s.PasswordEnv, s.PasswordFile, true); k != nil {
+			p.c.secrets["smtp_password"] = k
+		}
+	}
+	if s.AnswerLinks && p.c.BaseURL == "" {
+		p.bad("smtp: answer_links needs base_url (the links open this server's confirmation page)")
+	}
+}
+
+func (p *parse) group(name string, g *Group) {
+	if g == nil {
+		p.bad("group %q is empty", name)
+		return
+	}
+	for i, w := range g.Webhooks {
+		if err := checkURL(w.URL); err != nil {
+			p.bad("group %q: webhook %d: %v", name, i+1, err)
+			continue
+		}
+		k := p.secret("secret", w.SecretEnv, w.SecretFile, true)
+		if k == nil {
+			continue
+		}
+		key, err := webhookKey(string(k))
+		if err != nil {
+			p.bad("group %q: webhook %s: %v", name, w.URL, err)
+		}
+		w.key = key
+	}
+	if len(g.Slack) > 0 && p.c.Slack == nil {
+		p.bad("group %q names Slack channels, and there is no slack: section", name)
+	}
+	if len(g.Email) > 0 && p.c.SMTP == nil {
+		p.bad("group %q names mail addresses, and there is no smtp: section", name)
+	}
+	for _, a := range g.Email {
+		if !strings.Contains(a, "@") || strings.ContainsAny(a, "\r\n<> ") {
+			p.bad("group %q: %q is not a mail address", name, a)
+		}
+	}
 }
 
 // SecretFiles are the files the configuration read its secrets from

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	crand "crypto/rand"
 	"database/sql"
@@ -20,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	msqlite "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
@@ -179,58 +177,23 @@ func migrations() ([]migration, error) {
 // ([ErrNewerSchema]). [Options].MustExist and [Options].ReadOnly open only
 // a database that is there and up to date, and change nothing in it.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Synchronous == "" {
-		o.Synchronous = "FULL"
-	}
-	if sync := strings.ToUpper(o.Synchronous); slices.Contains([]string{"OFF", "NORMAL", "FULL", "EXTRA"}, sync) {
-		o.Synchronous = sync
-	} else {
-		return nil, fmt.Errorf("sqlite: Synchronous %q: want FULL, EXTRA, NORMAL or OFF", o.Synchronous)
-	}
-	if o.BusyTimeout <= 0 {
-		o.BusyTimeout = 10 * time.Second
-	}
-	if o.Readers <= 0 {
-		o.Readers = 4
-	}
-	if o.PollInterval == 0 {
-		o.PollInterval = time.Second
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
+	o, err := openOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	migs, err := migrations()
 	if err != nil {
 		return nil, err
 	}
 
-	if o.ReadOnly {
-		o.MustExist = true
-	}
 	s := &Store{clk: o.Clock, log: o.Logger, readOnly: o.ReadOnly}
 	if path == ":memory:" && o.MustExist {
 		return nil, errors.New("sqlite: MustExist: an in-memory database never exists before Open")
 	}
 	if path == ":memory:" {
-		s.memory = true
-		// One connection that never closes: an in-memory database lives
-		// and dies with its connection, so readers and the writer share it.
-		db, err := sql.Open("sqlite", "file:tollgate-"+randomName()+"?mode=memory&_txlock=immediate")
-		if err != nil {
+		if err := s.openMemory(); err != nil {
 			return nil, err
 		}
-		db.SetMaxOpenConns(1)
-		db.SetMaxIdleConns(1)
-		db.SetConnMaxLifetime(0)
-		db.SetConnMaxIdleTime(0)
-		s.w, s.r = db, db
 	} else {
 		if path == "" {
 			return nil, errors.New("sqlite: empty path")
@@ -244,61 +207,15 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		if err := inspect(ctx, abs, len(migs), o.BusyTimeout, o.MustExist, o.ReadOnly); err != nil {
 			return nil, err
 		}
-		busy := strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
 		if o.ReadOnly {
-			params, err := readOnlyParams(abs)
-			if err != nil {
+			if err := s.openReadOnly(ctx, abs, o); err != nil {
 				return nil, err
-			}
-			params["_pragma"] = []string{"busy_timeout(" + busy + ")", "query_only(1)"}
-			r, err := sql.Open("sqlite", fileURI(abs, params))
-			if err != nil {
-				return nil, err
-			}
-			r.SetMaxOpenConns(o.Readers)
-			r.SetMaxIdleConns(o.Readers)
-			s.w, s.r = r, r
-			if err := s.prepare(ctx); err != nil {
-				s.closeDBs()
-				return nil, openError(abs, err)
 			}
 			s.hub = newHub(s, o.PollInterval)
 			return s, nil
 		}
-		// No journal_mode here: switching to WAL is done once, by
-		// enableWAL (SQLite does not wait for a lock there), and is
-		// persistent in the file.
-		wParams := url.Values{
-			"_pragma": {"busy_timeout(" + busy + ")", "synchronous(" + o.Synchronous + ")"},
-			"_txlock": {"immediate"},
-		}
-		rParams := url.Values{
-			"_pragma": {"busy_timeout(" + busy + ")", "query_only(1)"},
-		}
-		if o.MustExist {
-			// A file removed since inspect is not created again.
-			wParams.Set("mode", "rw")
-			rParams.Set("mode", "rw")
-		}
-		w, err := sql.Open("sqlite", fileURI(abs, wParams))
-		if err != nil {
+		if err := s.openFile(ctx, abs, o); err != nil {
 			return nil, err
-		}
-		w.SetMaxOpenConns(1)
-		w.SetMaxIdleConns(1)
-		w.SetConnMaxLifetime(0)
-		w.SetConnMaxIdleTime(0)
-		r, err := sql.Open("sqlite", fileURI(abs, rParams))
-		if err != nil {
-			w.Close()
-			return nil, err
-		}
-		r.SetMaxOpenConns(o.Readers)
-		r.SetMaxIdleConns(o.Readers)
-		s.w, s.r = w, r
-		if err := enableWAL(ctx, w, o.BusyTimeout); err != nil {
-			s.closeDBs()
-			return nil, openError(abs, err)
 		}
 	}
 	if err := s.migrate(ctx, migs, o.MustExist); err != nil {
@@ -316,6 +233,129 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s.hub = newHub(s, poll)
 	s.wr = newWriter(s)
 	return s, nil
+}
+
+// openOptions is opts (which may be nil) with its defaults filled in.
+func openOptions(opts *Options) (Options, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Synchronous == "" {
+		o.Synchronous = "FULL"
+	}
+	if sync := strings.ToUpper(o.Synchronous); slices.Contains([]string{"OFF", "NORMAL", "FULL", "EXTRA"}, sync) {
+		o.Synchronous = sync
+	} else {
+		return o, fmt.Errorf("sqlite: Synchronous %q: want FULL, EXTRA, NORMAL or OFF", o.Synchronous)
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReadOnly {
+		o.MustExist = true
+	}
+	return o, nil
+}
+
+// openMemory opens a private in-memory database.
+func (s *Store) openMemory() error {
+	s.memory = true
+	// One connection that never closes: an in-memory database lives
+	// and dies with its connection, so readers and the writer share it.
+	db, err := sql.Open("sqlite", "file:tollgate-"+randomName()+"?mode=memory&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	singleConn(db)
+	s.w, s.r = db, db
+	return nil
+}
+
+// singleConn keeps db to one connection that is never closed.
+func singleConn(db *sql.DB) {
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+}
+
+// busyPragma is the busy_timeout pragma of o's connections.
+func busyPragma(o Options) string {
+	return "busy_timeout(" + strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10) + ")"
+}
+
+// openReadOnly opens the database file abs, inspected, for reading only:
+// one pool of query-only connections serves as writer and readers.
+func (s *Store) openReadOnly(ctx context.Context, abs string, o Options) error {
+	params, err := readOnlyParams(abs)
+	if err != nil {
+		return err
+	}
+	params["_pragma"] = []string{busyPragma(o), "query_only(1)"}
+	r, err := sql.Open("sqlite", fileURI(abs, params))
+	if err != nil {
+		return err
+	}
+	r.SetMaxOpenConns(o.Readers)
+	r.SetMaxIdleConns(o.Readers)
+	s.w, s.r = r, r
+	if err := s.prepare(ctx); err != nil {
+		s.closeDBs()
+		return openError(abs, err)
+	}
+	return nil
+}
+
+// openFile opens the database file abs, inspected: one writer
+// connection and a pool of readers, in WAL mode.
+func (s *Store) openFile(ctx context.Context, abs string, o Options) error {
+	busy := busyPragma(o)
+	// No journal_mode here: switching to WAL is done once, by
+	// enableWAL (SQLite does not wait for a lock there), and is
+	// persistent in the file.
+	wParams := url.Values{
+		"_pragma": {busy, "synchronous(" + o.Synchronous + ")"},
+		"_txlock": {"immediate"},
+	}
+	rParams := url.Values{
+		"_pragma": {busy, "query_only(1)"},
+	}
+	if o.MustExist {
+		// A file removed since inspect is not created again.
+		wParams.Set("mode", "rw")
+		rParams.Set("mode", "rw")
+	}
+	w, err := sql.Open("sqlite", fileURI(abs, wParams))
+	if err != nil {
+		return err
+	}
+	singleConn(w)
+	r, err := sql.Open("sqlite", fileURI(abs, rParams))
+	if err != nil {
+		w.Close()
+		return err
+	}
+	r.SetMaxOpenConns(o.Readers)
+	r.SetMaxIdleConns(o.Readers)
+	s.w, s.r = w, r
+	if err := enableWAL(ctx, w, o.BusyTimeout); err != nil {
+		s.closeDBs()
+		return openError(abs, err)
+	}
+	return nil
 }
 
 // openError is err, wrapping [ErrReadOnly] too when SQLite said it may
@@ -382,166 +422,6 @@ func randomName() string {
 func fileURI(abs string, params url.Values) string {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true}
 	return u.String() + "?" + params.Encode()
-}
-
-var sqliteHeader = []byte("SQLite format 3\x00")
-
-// inspect refuses a file that exists and is not a tollgate database, or
-// whose schema is newer than known, without writing to it; with
-// mustExist, also a file that is not there, holds no tollgate database or
-// has an older schema, and unless readOnly, one this process may not
-// write.
-func inspect(ctx context.Context, abs string, known int, busy time.Duration, mustExist, readOnly bool) error {
-	f, err := os.Open(abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		if mustExist {
-			return fmt.Errorf("sqlite: no database at %s: %w", abs, fs.ErrNotExist)
-		}
-		return nil // created on open
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: %w", err)
-	}
-	head := make([]byte, len(sqliteHeader))
-	n, err := io.ReadFull(f, head)
-	f.Close()
-	if n == 0 && (err == io.EOF) {
-		if mustExist {
-			return fmt.Errorf("%w: %s is an empty file", ErrNotTollgate, abs)
-		}
-		return nil // an empty file is an empty database
-	}
-	if err != nil && err != io.ErrUnexpectedEOF || !bytes.Equal(head[:n], sqliteHeader) {
-		return fmt.Errorf("%w: %s is not an SQLite file", ErrNotTollgate, abs)
-	}
-	if mustExist && !readOnly {
-		// Opening the file for writing changes nothing in it (nor its
-		// times); SQLite would fall back to reading it without a word,
-		// and fail at the first write.
-		f, err := os.OpenFile(abs, os.O_RDWR, 0)
-		if err != nil {
-			if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-				return fmt.Errorf("%w: %s may not be written by this process: %w", ErrReadOnly, abs, err)
-			}
-			return fmt.Errorf("sqlite: %w", err)
-		}
-		f.Close()
-	}
-
-	// Read-only, and no pragma that writes (busy_timeout only waits for
-	// another process migrating the file). For ReadOnly, as the store's
-	// connections will be: creating nothing beside the file either.
-	params := url.Values{"mode": {"ro"}}
-	if readOnly {
-		if params, err = readOnlyParams(abs); err != nil {
-			return err
-		}
-	}
-	params["_pragma"] = []string{"busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")"}
-	db, err := sql.Open("sqlite", fileURI(abs, params))
-	if err != nil {
-		return fmt.Errorf("sqlite: inspect %s: %w", abs, err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	// One read transaction: the header (application_id) and the tables
-	// must come from the same moment, or another process migrating the
-	// file in between makes a new tollgate database look like something
-	// else's (tables without the application_id).
-	var st dbState
-	tx, err := db.BeginTx(ctx, nil)
-	if err == nil {
-		st, err = readState(ctx, tx)
-		tx.Rollback()
-	}
-	if corrupt(err) {
-		return fmt.Errorf("%w: %s: %w", ErrCorrupt, abs, err)
-	}
-	if err != nil {
-		return openError(abs, fmt.Errorf("sqlite: inspect %s: %w", abs, err))
-	}
-	if mustExist && st.appID == 0 && len(st.tables) == 0 {
-		return fmt.Errorf("%w: %s is an empty SQLite database", ErrNotTollgate, abs)
-	}
-	if err := st.check(abs, known); err != nil {
-		return err
-	}
-	if mustExist {
-		return st.current(abs, known)
-	}
-	return nil
-}
-
-// current refuses a tollgate database whose schema is older than known
-// (or that has no tables yet: a file whose creation did not finish).
-func (st dbState) current(name string, known int) error {
-	if st.version < known {
-		return fmt.Errorf("%w: %s has schema version %d, this tollgate needs %d; a program that keeps the store (tollgate serve) upgrades it when it opens it",
-			ErrOlderSchema, name, st.version, known)
-	}
-	return nil
-}
-
-// dbState is what decides whether a database may be opened.
-type dbState struct {
-	appID   int64
-	tables  []string // user tables
-	version int      // schema version, 0 when none
-}
-
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func readState(ctx context.Context, q querier) (dbState, error) {
-	var st dbState
-	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&st.appID); err != nil {
-		return st, err
-	}
-	rows, err := q.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
-	if err != nil {
-		return st, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return st, err
-		}
-		st.tables = append(st.tables, name)
-	}
-	if err := rows.Err(); err != nil {
-		return st, err
-	}
-	if st.appID == applicationID && slices.Contains(st.tables, "schema_version") {
-		var v sql.NullInt64
-		if err := q.QueryRowContext(ctx, "SELECT max(version) FROM schema_version").Scan(&v); err != nil {
-			return st, err
-		}
-		st.version = int(v.Int64)
-	}
-	return st, nil
-}
-
-func (st dbState) check(name string, known int) error {
-	switch {
-	case st.appID == applicationID:
-		if st.version > known {
-			return fmt.Errorf("%w: %s has schema version %d, this binary knows up to %d; upgrade tollgate", ErrNewerSchema, name, st.version, known)
-		}
-		return nil
-	case st.appID == 0 && len(st.tables) == 0:
-		return nil // a new, empty database
-	case st.appID != 0:
-		return fmt.Errorf("%w: %s belongs to another application (SQLite application_id %#x)", ErrNotTollgate, name, st.appID)
-	default:
-		shown := st.tables
-		if len(shown) > 5 {
-			shown = append(shown[:5:5], "...")
-		}
-		return fmt.Errorf("%w: %s is an SQLite database of something else (tables %s)", ErrNotTollgate, name, strings.Join(shown, ", "))
-	}
 }
 
 // enableWAL switches the database to WAL mode (a no-op if it is already),

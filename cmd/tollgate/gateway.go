@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
-	"github.com/tollgate-ai/tollgate/cluster"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
 	"github.com/tollgate-ai/tollgate/mcpgate"
@@ -142,36 +140,21 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fail(1, err)
 	}
 	defer ln.Close()
-	store, err := openStore(ctx, *storeURL, gatewayStore())
+	store, served, err := openOwnStore(ctx, *storeURL, gatewayStore())
 	if err != nil {
 		return fail(1, err)
 	}
 	defer store.Close()
-	if pg, ok := store.(*postgres.Store); ok {
+	if served {
 		// Replicas would resume the gateway's threads with their own
 		// agent, which has none of these tools.
-		if in, err := cluster.InUse(ctx, pg); err != nil {
-			return fail(1, err)
-		} else if in {
-			return fail(2, errors.New("this database is served by tollgate serve replicas: give the gateway a store of its own (another database or schema, or sqlite:PATH)"))
-		}
+		return fail(2, errors.New("this database is served by tollgate serve replicas: give the gateway a store of its own (another database or schema, or sqlite:PATH)"))
 	}
-	// A server's tools can change once the gateway runs (it said so, or
-	// it was restarted): the gateway tells its clients.
-	var started atomic.Pointer[mcpgate.Gateway]
-	changed := func(server string) {
-		if g := started.Load(); g != nil {
-			g.ToolsChanged(server)
-		}
-	}
-	servers, err := mcpgate.ConnectAll(ctx, configs, &mcpgate.Options{Logger: log, KeepResults: true, ToolsChanged: changed})
+	servers, started, err := gatewayServers(ctx, configs, log)
 	if err != nil {
 		return fail(1, err)
 	}
 	defer servers.Close()
-	for _, p := range servers.Problems() {
-		log.Warn("tollgate: MCP " + p)
-	}
 	url := "http://" + ln.Addr().String() + "/"
 	g, err := mcpgate.NewGateway(mcpgate.GatewayConfig{Servers: servers, Store: store, Policy: approval, Hidden: hidden,
 		Progress: *progress, ReviewURL: url, Logger: log, Version: version})
@@ -190,22 +173,52 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		_ = g.Shutdown(context.WithoutCancel(ctx))
 		return fail(2, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", readDeadline(srv.Handler(), 30*time.Second))
-	if !*stdio {
-		h, err := g.HTTPHandler(mcpToken)
-		if err != nil {
-			return fail(2, err)
-		}
-		mux.Handle("/mcp", h)
+	hs, err := gatewayHTTP(srv, g, *stdio, mcpToken, log)
+	if err != nil {
+		return fail(2, err)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- hs.Serve(ln) }()
 
 	return gatewayUntilStopped(ctx, g, srv, hs, servers, serveErr, gatewaySaid{say: say, url: url, reviewerWhere: reviewerWhere,
 		tokenWhere: tokenWhere, store: *storeURL, policy: policyName, stdio: *stdio}, *grace, log)
+}
+
+// gatewayServers connects the MCP servers the gateway fronts (the caller
+// closes them), warning of each tool left out. Once the gateway is stored
+// in started, it tells its clients when a server's tools change.
+func gatewayServers(ctx context.Context, configs []mcpgate.ServerConfig, log *slog.Logger) (*mcpgate.Servers, *atomic.Pointer[mcpgate.Gateway], error) {
+	// A server's tools can change once the gateway runs (it said so, or
+	// it was restarted): the gateway tells its clients.
+	started := new(atomic.Pointer[mcpgate.Gateway])
+	changed := func(server string) {
+		if g := started.Load(); g != nil {
+			g.ToolsChanged(server)
+		}
+	}
+	servers, err := mcpgate.ConnectAll(ctx, configs, &mcpgate.Options{Logger: log, KeepResults: true, ToolsChanged: changed})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range servers.Problems() {
+		log.Warn("tollgate: MCP " + p)
+	}
+	return servers, started, nil
+}
+
+// gatewayHTTP is the gateway's HTTP server: the page and the API of srv,
+// and (without stdio) the MCP endpoint /mcp with its bearer token.
+func gatewayHTTP(srv *server.Server, g *mcpgate.Gateway, stdio bool, mcpToken string, log *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/", readDeadline(srv.Handler(), 30*time.Second))
+	if !stdio {
+		h, err := g.HTTPHandler(mcpToken)
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/mcp", h)
+	}
+	return newHTTPServer(mux, log), nil
 }
 
 // gatewaySaid is what the gateway says when it starts: where its page and

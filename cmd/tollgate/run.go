@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,11 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/checkpoint/postgres"
-	"github.com/tollgate-ai/tollgate/cluster"
+	"github.com/tollgate-ai/tollgate/agent"
+	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
 	"github.com/tollgate-ai/tollgate/internal/storeurl"
+	"github.com/tollgate-ai/tollgate/mcpgate"
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
@@ -103,20 +104,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		printHelp(fs, stderr)
 		return exitUsage
 	}
-	durable := *storeURL != "memory"
-	switch {
-	case *resume && *thread == "":
-		fmt.Fprintln(stderr, "tollgate: --resume needs --thread")
-		return exitUsage
-	case *resume && !durable:
-		fmt.Fprintln(stderr, "tollgate: --resume needs a durable --store (sqlite:PATH or postgres://...): a memory store forgets the run when the process ends")
-		return exitUsage
-	case *noWait && !durable:
-		fmt.Fprintln(stderr, "tollgate: --no-wait needs a durable --store (sqlite:PATH or postgres://...): with memory the waiting run would be lost on exit")
-		return exitUsage
-	}
-	if reserved(*by) {
-		fmt.Fprintf(stderr, "tollgate: --by %q is reserved; give the name of the person answering\n", *by)
+	if problem := runFlagsProblem(*resume, *noWait, *thread, *storeURL, *by); problem != "" {
+		fmt.Fprintln(stderr, "tollgate:", problem)
 		return exitUsage
 	}
 	mcpConfigs, err := mcpf.configs()
@@ -129,13 +118,9 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		*thread = time.Now().UTC().Format("run-20060102-150405.000")
 	}
 
-	provider, model, err := providerFor(*modelSpec)
+	provider, model, err := runModel(*modelSpec)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
-		return exitUsage
-	}
-	if problem := credentialProblem(*modelSpec); problem != "" {
-		fmt.Fprintln(stderr, "tollgate:", problem)
 		return exitUsage
 	}
 	// The run outlives ctx's cancellation: a signal is handled below (an
@@ -143,52 +128,24 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// the run resumable, as SIGTERM does.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
-	store, err := storeurl.Open(runCtx, *storeURL)
+	store, served, err := openOwnStore(runCtx, *storeURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitFailed
 	}
 	defer store.Close()
-	if pg, ok := store.(*postgres.Store); ok {
+	if served {
 		// This host drives the store's runs alone, with no lease: on a
 		// store replicas serve, it would drive theirs too.
-		switch in, err := cluster.InUse(runCtx, pg); {
-		case err != nil:
-			fmt.Fprintln(stderr, "tollgate:", err)
-			return exitFailed
-		case in:
-			fmt.Fprintf(stderr, "tollgate: %s has been served by tollgate serve replicas (cluster mode): tollgate run drives a store alone, and would drive their runs; give it a store of its own (--store sqlite:FILE, or another database), and answer the replicas' questions with tollgate questions --server URL or --store %s\n", storeurl.Redacted(*storeURL), storeurl.Redacted(*storeURL))
-			return exitUsage
-		}
+		fmt.Fprintf(stderr, "tollgate: %s has been served by tollgate serve replicas (cluster mode): tollgate run drives a store alone, and would drive their runs; give it a store of its own (--store sqlite:FILE, or another database), and answer the replicas' questions with tollgate questions --server URL or --store %s\n", storeurl.Redacted(*storeURL), storeurl.Redacted(*storeURL))
+		return exitUsage
 	}
-	// Without --policy every call is asked, and said as a policy says it:
-	// why, and what a bash command would do.
-	askAll, err := policy.Parse("run's ask-every-call policy", []byte("version: 1\ndefault: ask\nshell: {bash: cmd}\nrules: []\n"), policyOptions())
+	lp, err := runPolicy(runCtx, store, *policyFile, *dir, *allowAll, *timeout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitFailed
 	}
-	asked := askAll.HITL()
-	var approval hitl.Policy = func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
-		if *allowAll {
-			return hitl.Approve()
-		}
-		return hitl.AskUser(hitl.AskOptions{Timeout: *timeout, Details: asked(ctx, c).Details()})
-	}
-	var decide func(context.Context, json.RawMessage) (string, error)
-	var current func() *policy.Policy
-	var policyDigest func() string
-	if *policyFile != "" {
-		// A broken edit of the file keeps the policy in force and says why.
-		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		lp, err := loadPolicy(runCtx, *policyFile, log, policyWatch{}, learningOptions(store, *dir, log))
-		if err != nil {
-			fmt.Fprintln(stderr, "tollgate:", err)
-			return exitFailed
-		}
-		approval, decide, current, policyDigest = lp.approval, lp.decide, lp.current, lp.digest
-	}
-	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout, Masked: statePaths(*storeURL, *policyFile)}, decide)
+	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout, Masked: statePaths(*storeURL, *policyFile)}, lp.decide)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitUsage
@@ -204,46 +161,24 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, sigStop)
 	defer signal.Stop(sigs)
 
-	// The MCP servers' tools are known before the agent is made; the
-	// servers are closed on return, once drive has stopped the host.
-	servers, err := connectMCP(ctx, mcpConfigs, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		func(line string) { fmt.Fprintln(stderr, line) })
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return exitFailed
+	cfg, servers, code := runAgent(ctx, mcpConfigs, bashAgent(store, provider, model, bashOpts, lp.approval, nil), stderr)
+	if code != exitFinished {
+		return code
 	}
 	if servers != nil {
 		defer servers.Close()
-		fmt.Fprintln(stderr, "tollgate:", mcpSummary(servers))
 	}
-	cfg, err := withMCP(bashAgent(store, provider, model, bashOpts, approval, nil), servers)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return exitUsage
-	}
-	cfg.PolicyDigest = policyDigest
-	// The same host as the service: a run that waits parks, and resumes
-	// when its question is answered here, from another process, or by the
-	// deadline.
-	// It drives this thread only: the store's other unfinished runs are
-	// their hosts' (a serve's, another run's), with their directories and
-	// policies.
-	own := *thread
-	h, err := host.New(host.Config{Store: store, Agent: cfg, Threads: func(id string) bool { return id == own }})
+	cfg.PolicyDigest = lp.digest
+	h, events, unsubscribe, err := startRunHost(runCtx, store, cfg, *thread)
 	if err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		return exitFailed
 	}
-	events, unsubscribe := h.Subscribe(4096)
 	defer unsubscribe()
-	if err := h.Start(runCtx); err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return exitFailed
-	}
 	t := newTerminal(h, *thread, *storeURL, *by, stdin, stdout, stderr)
 	t.noWait, t.resumed = *noWait, *resume
-	if current != nil {
-		t.learning = terminalLearning(h, current)
+	if lp.current != nil {
+		t.learning = terminalLearning(h, lp.current)
 	}
 	defer t.close()
 	fmt.Fprintf(stdout, "thread %s\n", *thread)
@@ -259,6 +194,108 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitFailed
 	}
 	return t.drive(runCtx, ctx.Done(), events, sigs)
+}
+
+// runFlagsProblem says what is wrong with run's --resume, --no-wait and
+// --by as given, or "".
+func runFlagsProblem(resume, noWait bool, thread, storeURL, by string) string {
+	durable := storeURL != "memory"
+	switch {
+	case resume && thread == "":
+		return "--resume needs --thread"
+	case resume && !durable:
+		return "--resume needs a durable --store (sqlite:PATH or postgres://...): a memory store forgets the run when the process ends"
+	case noWait && !durable:
+		return "--no-wait needs a durable --store (sqlite:PATH or postgres://...): with memory the waiting run would be lost on exit"
+	}
+	if reserved(by) {
+		return fmt.Sprintf("--by %q is reserved; give the name of the person answering", by)
+	}
+	return ""
+}
+
+// runModel is the model --model names; one whose credentials are missing
+// is an error that says which.
+func runModel(spec string) (agent.Provider, agent.Model, error) {
+	provider, model, err := providerFor(spec)
+	if err != nil {
+		return nil, model, err
+	}
+	if problem := credentialProblem(spec); problem != "" {
+		return nil, model, errors.New(problem)
+	}
+	return provider, model, nil
+}
+
+// runPolicy is run's policy: the file's (the built-in one for builtin),
+// reloaded when it changes, or without a file every call asked (run
+// without --allow-all) with the deadline timeout. Without a file, only
+// the approval is set.
+func runPolicy(ctx context.Context, store checkpoint.Store, file, dir string, allowAll bool, timeout time.Duration, stderr io.Writer) (*loadedPolicy, error) {
+	// Without --policy every call is asked, and said as a policy says it:
+	// why, and what a bash command would do.
+	askAll, err := policy.Parse("run's ask-every-call policy", []byte("version: 1\ndefault: ask\nshell: {bash: cmd}\nrules: []\n"), policyOptions())
+	if err != nil {
+		return nil, err
+	}
+	if file != "" {
+		// A broken edit of the file keeps the policy in force and says why.
+		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		return loadPolicy(ctx, file, log, policyWatch{}, learningOptions(store, dir, log))
+	}
+	asked := askAll.HITL()
+	return &loadedPolicy{approval: func(ctx context.Context, c *hitl.PolicyContext) hitl.ApprovalDecision {
+		if allowAll {
+			return hitl.Approve()
+		}
+		return hitl.AskUser(hitl.AskOptions{Timeout: timeout, Details: asked(ctx, c).Details()})
+	}}, nil
+}
+
+// runAgent connects the MCP servers (the caller closes them) and adds
+// their tools to cfg, saying so on stderr. A code that is not
+// exitFinished is run's exit status, the error said on stderr.
+func runAgent(ctx context.Context, configs []mcpgate.ServerConfig, cfg agent.Config, stderr io.Writer) (agent.Config, *mcpgate.Servers, int) {
+	// The MCP servers' tools are known before the agent is made; the
+	// servers are closed on return, once drive has stopped the host.
+	servers, err := connectMCP(ctx, configs, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		func(line string) { fmt.Fprintln(stderr, line) })
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return cfg, nil, exitFailed
+	}
+	if servers != nil {
+		fmt.Fprintln(stderr, "tollgate:", mcpSummary(servers))
+	}
+	if cfg, err = withMCP(cfg, servers); err != nil {
+		if servers != nil {
+			servers.Close()
+		}
+		fmt.Fprintln(stderr, "tollgate:", err)
+		return cfg, nil, exitUsage
+	}
+	return cfg, servers, exitFinished
+}
+
+// startRunHost starts the host of run's thread, subscribed to its events
+// from the start; unsubscribe when done.
+func startRunHost(ctx context.Context, store checkpoint.Store, cfg agent.Config, thread string) (*host.Host, <-chan agent.Event, func(), error) {
+	// The same host as the service: a run that waits parks, and resumes
+	// when its question is answered here, from another process, or by the
+	// deadline.
+	// It drives this thread only: the store's other unfinished runs are
+	// their hosts' (a serve's, another run's), with their directories and
+	// policies.
+	h, err := host.New(host.Config{Store: store, Agent: cfg, Threads: func(id string) bool { return id == thread }})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	events, unsubscribe := h.Subscribe(4096)
+	if err := h.Start(ctx); err != nil {
+		unsubscribe()
+		return nil, nil, nil, err
+	}
+	return h, events, unsubscribe, nil
 }
 
 // reserved names are recorded by the runtime itself: an answer given as

@@ -112,12 +112,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log, Kinds: []host.Kind{hookSvc.Kind()}}
-	var notifier *notify.Notifier
-	if notifyCfg != nil {
-		if notifier, err = notify.New(notify.Options{Config: notifyCfg, Store: store, Logger: log}); err != nil {
-			fmt.Fprintln(stderr, "tollgate serve:", err)
-			return 1
-		}
+	notifier, err := newNotifier(notifyCfg, store, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "tollgate serve:", err)
+		return 1
 	}
 	// On PostgreSQL every replica is one of a cluster, be it the only one:
 	// runs, answers and deadlines go through River's jobs and leases, so
@@ -131,16 +129,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer coord.Close()
 		hcfg.Coordinator = coord
 	}
-	h, err := host.New(hcfg)
+	h, err := startHost(ctx, hcfg, hookSvc)
 	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
-	}
-	if err := h.Start(ctx); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
-	}
-	if err := hookSvc.Start(h); err != nil {
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 1
 	}
@@ -169,8 +159,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "tollgate serve:", err)
 		return 2
 	}
-	hs := &http.Server{Handler: readDeadline(srv.Handler(), 30*time.Second), ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := newHTTPServer(readDeadline(srv.Handler(), 30*time.Second), log)
 	shownStore := storeurl.Redacted(*storeURL)
 	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", lp.name, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
 	log.Info("tollgate: coding agents' hooks at http://"+ln.Addr().String()+"/v1/hooks/claude-code and /v1/hooks/codex (tollgate hook install)", "hook_policy", hookLP.name)
@@ -180,6 +169,31 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), shownStore, lp.name, af.model)
 
 	return serveUntilStopped(ctx, ln, hs, srv, h, hookSvc, servers, coord != nil, *grace, log, stdout)
+}
+
+// newNotifier is the notifier of serve's notifications file; none (nil)
+// without one.
+func newNotifier(cfg *notify.Config, store checkpoint.Store, log *slog.Logger) (*notify.Notifier, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	return notify.New(notify.Options{Config: cfg, Store: store, Logger: log})
+}
+
+// startHost makes and starts serve's host, then the coding agents' hook
+// service on it.
+func startHost(ctx context.Context, cfg host.Config, hookSvc *hooks.Service) (*host.Host, error) {
+	h, err := host.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err := hookSvc.Start(h); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // openAgent opens serve's store (made where it is not yet), connects the

@@ -1,0 +1,89 @@
+package mcpgate
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func (u *Upstream) transport() (mcp.Transport, error) {
+	if u.cfg.URL != "" {
+		headers := http.Header{}
+		for k, v := range u.cfg.Headers {
+			x, err := expand(v)
+			if err != nil {
+				return nil, fmt.Errorf("mcpgate: server %s: header %s: %w", u.cfg.Name, k, err)
+			}
+			headers.Set(k, x)
+		}
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL,
+			HTTPClient: &http.Client{Transport: &withHeaders{headers: headers, next: u.web}}}, nil
+	}
+	cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
+	cmd.Dir = u.cfg.Dir
+	env, err := u.env()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = env
+	u.stderr.reset()
+	cmd.Stderr = &logWriter{tail: u.stderr, log: u.log}
+	u.mu.Lock()
+	u.starting = cmd
+	u.mu.Unlock()
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+}
+
+// passedEnv is what a stdio server gets of tollgate's environment unless
+// its config says inherit_env: what programs need to run, not the keys
+// tollgate holds (a third-party server is not given ANTHROPIC_API_KEY).
+var passedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM",
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "SYSTEMROOT", "APPDATA", "LOCALAPPDATA", "USERPROFILE"}
+
+func (u *Upstream) env() ([]string, error) {
+	var env []string
+	if u.cfg.InheritEnv {
+		env = os.Environ()
+	} else {
+		for _, k := range passedEnv {
+			if v, ok := os.LookupEnv(k); ok {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	keys := make([]string, 0, len(u.cfg.Env))
+	for k := range u.cfg.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v, err := expand(u.cfg.Env[k])
+		if err != nil {
+			return nil, fmt.Errorf("mcpgate: server %s: env %s: %w", u.cfg.Name, k, err)
+		}
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+// maxIdlePerServer bounds the idle connections kept to an HTTP server:
+// as many as the calls a gateway makes at once, within reason.
+const maxIdlePerServer = 64
+
+type withHeaders struct {
+	headers http.Header
+	next    http.RoundTripper
+}
+
+func (w *withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range w.headers {
+		r.Header[k] = v
+	}
+	return w.next.RoundTrip(r)
+}
