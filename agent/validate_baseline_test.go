@@ -12,8 +12,10 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -172,7 +174,7 @@ func (v *baselineWalker) walk(path string, x any, s *jsonschema.Schema) {
 			}
 			if s.AdditionalProperties != nil {
 				if s.AdditionalProperties.Not != nil && reflect.DeepEqual(s.AdditionalProperties.Not, &jsonschema.Schema{}) {
-					v.add(p, "unknown argument (allowed: %s)", strings.Join(sortedKeys(s.Properties), ", "))
+					v.add(p, "unknown argument (allowed: %s)", strings.Join(slices.Sorted(maps.Keys(s.Properties)), ", "))
 					continue
 				}
 				v.walk(p, x[k], s.AdditionalProperties)

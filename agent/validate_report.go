@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -341,10 +342,10 @@ func argumentOr(parent, what string) string {
 func (c *compiledSchema) allowedNames(s map[string]any) string {
 	var names []string
 	if props, ok := s["properties"].(map[string]any); ok {
-		names = sortedKeys(props)
+		names = slices.Sorted(maps.Keys(props))
 	}
 	if pp, ok := s["patternProperties"].(map[string]any); ok && len(pp) > 0 {
-		pats := sortedKeys(pp)
+		pats := slices.Sorted(maps.Keys(pp))
 		for i, p := range pats {
 			pats[i] = strconv.Quote(p)
 		}
@@ -534,15 +535,6 @@ func numberOf(x any) (float64, bool) {
 		return n, true
 	}
 	return 0, false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func escapePointer(s string) string {
