@@ -155,12 +155,17 @@ func (d Decision) Why() string {
 			if seen[m.Rule] {
 				continue
 			}
-			p := "rule " + m.Rule
+			p, reason := "rule "+m.Rule, m.Reason
+			if reason == defaultReason(m.Action, m.Rule) {
+				// A rule without a reason of its own: its default names
+				// the rule already ("rule X asks for a person").
+				p, reason = reason, ""
+			}
 			if m.Command != "" && d.Action != Allow {
 				p += " (" + m.Command + ")"
 			}
-			if m.Reason != "" {
-				p += ": " + m.Reason
+			if reason != "" {
+				p += ": " + reason
 			}
 			parts = append(parts, p)
 		}

@@ -215,3 +215,31 @@ func TestWhyAndEffects(t *testing.T) {
 		t.Errorf("touch unconfined: runs %q", d.Runs)
 	}
 }
+
+// A rule without a reason is named once in why: "rule git-push asks for a
+// person (git push)", not "rule git-push (git push): rule git-push asks
+// for a person" (found by a newcomer reading the page).
+func TestWhyOfARuleWithoutAReason(t *testing.T) {
+	t.Parallel()
+	p, err := Parse("p.yaml", []byte(`
+version: 1
+default: allow
+rules:
+  - {name: git-push, tool: bash, command: git, when: 'command.args.exists(a, a == "push")', action: ask}
+  - {name: no-dd, tool: bash, command: [dd], action: block}
+  - {name: rm, tool: bash, command: [rm], action: ask, reason: deletes files}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]string{
+		"git push":       "rule git-push asks for a person (git push)",
+		"dd if=a of=b":   "blocked by rule no-dd (dd if=a of=b)",
+		"rm -r build":    "rule rm (rm -r build): deletes files",
+		"ls && git push": "rule git-push asks for a person (git push)",
+	} {
+		if got := p.Evaluate(context.Background(), bash(cmd)).Why(); got != want {
+			t.Errorf("%q: why %q, want %q", cmd, got, want)
+		}
+	}
+}

@@ -478,12 +478,7 @@ func (l *loader) rule(n ast.Node, i int, p *Policy, names map[string]bool) *load
 		r.whenSrc, r.whenNode = doc.When, field(m, "when")
 	}
 	if r.reason == "" {
-		switch r.action {
-		case Block:
-			r.reason = "blocked by rule " + r.name
-		case Ask:
-			r.reason = "rule " + r.name + " asks for a person"
-		}
+		r.reason = defaultReason(r.action, r.name)
 	}
 	if len(l.errs) > nerr {
 		return nil
@@ -623,4 +618,16 @@ func posOf(n ast.Node) int {
 		return tk.Position.Line
 	}
 	return 0
+}
+
+// defaultReason is the reason of a rule that gives none: the model reads
+// a block's, the reviewer an ask's.
+func defaultReason(a Action, rule string) string {
+	switch a {
+	case Block:
+		return "blocked by rule " + rule
+	case Ask:
+		return "rule " + rule + " asks for a person"
+	}
+	return ""
 }

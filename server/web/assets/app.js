@@ -490,8 +490,14 @@ function gist(q) {
 	if (q.kind === 'ask') return p.question || '';
 	if (q.kind === 'confirm') return p.message || '';
 	const args = p.args || p.arguments || {};
-	return args && typeof args === 'object' ? (typeof args.cmd === 'string' ? args.cmd : JSON.stringify(args)) : String(args);
+	if (!args || typeof args !== 'object') return String(args);
+	const k = gistKeys.find((k) => typeof args[k] === 'string');
+	return k ? args[k] : JSON.stringify(args);
 }
+// The argument that says what a call does: a shell's cmd (tollgate's bash,
+// Codex) or command (Claude Code's Bash), a file tool's path, a fetch's
+// URL, a search's query or pattern. Other calls show their JSON.
+const gistKeys = ['cmd', 'command', 'file_path', 'notebook_path', 'url', 'query', 'pattern', 'path'];
 const summary = (q) => (q.kind === 'ask' || q.kind === 'confirm' ? q.kind : q.tool || (q.payload || {}).tool_name || q.kind) + ': ' + gist(q);
 
 // row: an item of the queue or the history: what, its state, a line, where.
@@ -806,6 +812,7 @@ function factsView(d, count) {
 	};
 	if (d.why) delete d.matched_rule;
 	if ([].concat(d.review || []).every((r) => (d.why || '').includes(r))) delete d.review;
+	if (d.dir != null && d.dir === d.cwd) delete d.dir; // a hook's call: the agent's cwd is where the answer holds
 	add('why', 'why');
 	add('rule', 'matched_rule');
 	add('risk', 'risk', (r) => el('span', { class: 'risk r-' + r }, t(r)));
