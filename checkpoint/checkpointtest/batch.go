@@ -209,21 +209,17 @@ func testBatchesEmpty(t *testing.T, setup setupFunc) {
 	}
 }
 
-func testBatchesAllOrNothing(t *testing.T, setup setupFunc) {
-	s := setup(t)
-	type setupCase func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error)
-	extra := func(thread string, th *checkpoint.Thread, b *checkpoint.Batch) *checkpoint.Batch {
-		if b.Thread == nil {
-			b.Thread = appendTo(th, `{"lost":true}`)
-		}
-		b.ToolCalls = append(b.ToolCalls, &checkpoint.ToolCall{ThreadID: thread, RunID: "run-1", CallID: "fresh", Tool: "bash", Args: json.RawMessage(`{}`), State: checkpoint.ToolCallExecuting})
-		b.Events = append(b.Events, event(thread, "lost"))
-		return b
-	}
-	cases := map[string]struct {
-		batch setupCase
-		want  error
-	}{
+// allOrNothingCase is one of AllOrNothing's losing batches, built on the
+// thread the subtest sets up, and the error its Commit must return.
+type allOrNothingCase struct {
+	batch setupCase
+	want  error
+}
+
+type setupCase func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error)
+
+func allOrNothingCases() map[string]allOrNothingCase {
+	return map[string]allOrNothingCase{
 		"StaleVersion": {func(thread string, th *checkpoint.Thread) (*checkpoint.Batch, error) {
 			w := appendTo(th, `{"stale":true}`)
 			w.Version--
@@ -288,6 +284,19 @@ func testBatchesAllOrNothing(t *testing.T, setup setupFunc) {
 			return &checkpoint.Batch{Thread: w}, nil
 		}, checkpoint.ErrNotFound},
 	}
+}
+
+func testBatchesAllOrNothing(t *testing.T, setup setupFunc) {
+	s := setup(t)
+	extra := func(thread string, th *checkpoint.Thread, b *checkpoint.Batch) *checkpoint.Batch {
+		if b.Thread == nil {
+			b.Thread = appendTo(th, `{"lost":true}`)
+		}
+		b.ToolCalls = append(b.ToolCalls, &checkpoint.ToolCall{ThreadID: thread, RunID: "run-1", CallID: "fresh", Tool: "bash", Args: json.RawMessage(`{}`), State: checkpoint.ToolCallExecuting})
+		b.Events = append(b.Events, event(thread, "lost"))
+		return b
+	}
+	cases := allOrNothingCases()
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			thread := id("thread")
