@@ -75,188 +75,196 @@ func threadIDs(ts []*checkpoint.Thread) []string {
 func testListThreads(t *testing.T, setup setupFunc) {
 	// Every field but Messages, in order: ties of CreatedAt broken by ID
 	// in byte order (not a collation's: "B" before "_" before "a").
-	t.Run("List", func(t *testing.T) {
-		s := setup(t)
-		base := id("thread")
-		var want []*checkpoint.Thread
-		for i, suffix := range []string{"A", "a", "B", "_", "é", "b", "A0", "z", "Z", "-"} {
-			th := &checkpoint.Thread{
-				ID: base + "/" + suffix, Status: checkpoint.ThreadIdle, RunID: fmt.Sprint("run-", i),
-				Messages: []byte(`[{"role":"user","content":"` + strings.Repeat("long conversation ", 1000) + `"}]`),
-				// Three instants, so that most threads tie with others.
-				CreatedAt: t0.Add(time.Duration(i%3) * time.Second),
-			}
-			if i%2 == 1 {
-				th.Status = checkpoint.ThreadRunning
-			}
-			mustCreateThread(t, s, th)
-			if i%4 == 0 { // a few saves: Version and UpdatedAt of a saved thread
-				th.RunID = "run-again"
-				if err := s.SaveThread(ctx(t), th); err != nil {
-					t.Fatal(err)
-				}
-			}
-			loaded, err := s.LoadThread(ctx(t), th.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, loaded)
-		}
-		slices.SortFunc(want, threadOrder)
-		for _, f := range []checkpoint.ThreadFilter{
-			{}, {Limit: 1}, {Limit: 3}, {Limit: 10}, {Limit: 11},
-			{Status: checkpoint.ThreadRunning}, {Status: checkpoint.ThreadRunning, Limit: 2},
-			{Status: checkpoint.ThreadIdle, Limit: 4}, {Status: "stopped"},
-		} {
-			var w []*checkpoint.Thread
-			for _, th := range want {
-				if f.Status == "" || th.Status == f.Status {
-					w = append(w, th)
-				}
-			}
-			got := listThreads(t, s, f, nil)
-			if !slices.Equal(threadIDs(got), threadIDs(w)) {
-				t.Errorf("ListThreads(%+v):\n got %q\nwant %q", f, threadIDs(got), threadIDs(w))
-				continue
-			}
-			for i, g := range got {
-				l := w[i]
-				if g.Version != l.Version || g.Status != l.Status || g.RunID != l.RunID {
-					t.Errorf("listed %s = version %d, %s, run %q; LoadThread says %d, %s, %q", g.ID, g.Version, g.Status, g.RunID, l.Version, l.Status, l.RunID)
-				}
-				checkTime(t, g.ID+" CreatedAt", g.CreatedAt, l.CreatedAt)
-				checkTime(t, g.ID+" UpdatedAt", g.UpdatedAt, l.UpdatedAt)
-			}
-		}
-	})
+	t.Run("List", func(t *testing.T) { testListThreadsList(t, setup) })
 
-	t.Run("ListDefaultLimit", func(t *testing.T) {
-		s := setup(t)
-		for i := range 101 {
-			mustCreateThread(t, s, &checkpoint.Thread{ID: id("thread"), CreatedAt: t0.Add(time.Duration(i) * time.Millisecond)})
-		}
-		ts, next, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{})
-		if err != nil || len(ts) != 100 || next == "" {
-			t.Fatalf("ListThreads(no limit) = %d threads, cursor %q, %v; want 100 and a cursor", len(ts), next, err)
-		}
-		rest, next, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{After: next})
-		if err != nil || len(rest) != 1 || next != "" || !rest[0].CreatedAt.Equal(t0) {
-			t.Fatalf("ListThreads(page 2) = %d threads, cursor %q, %v; want the first one created", len(rest), next, err)
-		}
-	})
+	t.Run("ListDefaultLimit", func(t *testing.T) { testListThreadsListDefaultLimit(t, setup) })
 
 	// Threads are created, and runs start and end, between pages: the
 	// threads that run from start to end come exactly once, the others at
 	// most once, and all newest first.
-	t.Run("ListPagingWhileWriting", func(t *testing.T) {
-		s := setup(t)
-		byID := map[string]*checkpoint.Thread{}
-		create := func(name string, created time.Time, status checkpoint.ThreadStatus) *checkpoint.Thread {
-			th := mustCreateThread(t, s, &checkpoint.Thread{ID: id(name), Status: status, RunID: "run-1", CreatedAt: created})
-			byID[th.ID] = th
-			return th
+	t.Run("ListPagingWhileWriting", func(t *testing.T) { testListThreadsListPagingWhileWriting(t, setup) })
+
+	t.Run("ListBadCursors", func(t *testing.T) { testListThreadsListBadCursors(t, setup) })
+}
+
+func testListThreadsList(t *testing.T, setup setupFunc) {
+	s := setup(t)
+	base := id("thread")
+	var want []*checkpoint.Thread
+	for i, suffix := range []string{"A", "a", "B", "_", "é", "b", "A0", "z", "Z", "-"} {
+		th := &checkpoint.Thread{
+			ID: base + "/" + suffix, Status: checkpoint.ThreadIdle, RunID: fmt.Sprint("run-", i),
+			Messages: []byte(`[{"role":"user","content":"` + strings.Repeat("long conversation ", 1000) + `"}]`),
+			// Three instants, so that most threads tie with others.
+			CreatedAt: t0.Add(time.Duration(i%3) * time.Second),
 		}
-		var initial []*checkpoint.Thread
-		for i := range 30 {
-			initial = append(initial, create("thread", t0.Add(time.Duration(i/2)*time.Second), checkpoint.ThreadRunning))
+		if i%2 == 1 {
+			th.Status = checkpoint.ThreadRunning
 		}
-		setStatus := func(th *checkpoint.Thread, status checkpoint.ThreadStatus) {
-			th.Status = status
+		mustCreateThread(t, s, th)
+		if i%4 == 0 { // a few saves: Version and UpdatedAt of a saved thread
+			th.RunID = "run-again"
 			if err := s.SaveThread(ctx(t), th); err != nil {
 				t.Fatal(err)
 			}
 		}
-		ended := map[string]bool{}
-		seen := map[string]bool{}
-		round := 0
-		got := listThreads(t, s, checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning, Limit: 4}, func(page []*checkpoint.Thread) {
-			round++
-			last := page[len(page)-1]
-			for _, th := range page {
-				seen[th.ID] = true
-			}
-			// Created while paging: after everything, before everything,
-			// and at the instant of the position reached.
-			create(fmt.Sprint("new-late-", round), t0.Add(time.Hour), checkpoint.ThreadRunning)
-			create(fmt.Sprint("new-early-", round), t0.Add(-time.Hour), checkpoint.ThreadRunning)
-			create(fmt.Sprint("new-same-", round), last.CreatedAt, checkpoint.ThreadRunning)
-			// A run not listed yet ends; a listed one ends; one starts
-			// on an idle thread.
-			for _, th := range initial {
-				if !seen[th.ID] && !ended[th.ID] {
-					setStatus(th, checkpoint.ThreadIdle)
-					ended[th.ID] = true
-					break
-				}
-			}
-			setStatus(byID[page[0].ID], checkpoint.ThreadIdle)
-			ended[page[0].ID] = true
-			setStatus(create(fmt.Sprint("idle-", round), t0.Add(time.Duration(round)*time.Second), checkpoint.ThreadIdle), checkpoint.ThreadRunning)
-		})
-		if round < 4 {
-			t.Fatalf("only %d pages", round+1)
+		loaded, err := s.LoadThread(ctx(t), th.ID)
+		if err != nil {
+			t.Fatal(err)
 		}
-		count := map[string]int{}
-		for i, th := range got {
-			count[th.ID]++
-			if count[th.ID] > 1 {
-				t.Errorf("%s listed twice", th.ID)
-			}
-			if i > 0 && threadOrder(got[i-1], th) >= 0 {
-				t.Errorf("%s listed after %s: not newest first", th.ID, got[i-1].ID)
+		want = append(want, loaded)
+	}
+	slices.SortFunc(want, threadOrder)
+	for _, f := range []checkpoint.ThreadFilter{
+		{}, {Limit: 1}, {Limit: 3}, {Limit: 10}, {Limit: 11},
+		{Status: checkpoint.ThreadRunning}, {Status: checkpoint.ThreadRunning, Limit: 2},
+		{Status: checkpoint.ThreadIdle, Limit: 4}, {Status: "stopped"},
+	} {
+		var w []*checkpoint.Thread
+		for _, th := range want {
+			if f.Status == "" || th.Status == f.Status {
+				w = append(w, th)
 			}
 		}
-		for _, th := range initial {
-			if !ended[th.ID] && count[th.ID] != 1 {
-				t.Errorf("%s, running from start to end, listed %d times", th.ID, count[th.ID])
-			}
+		got := listThreads(t, s, f, nil)
+		if !slices.Equal(threadIDs(got), threadIDs(w)) {
+			t.Errorf("ListThreads(%+v):\n got %q\nwant %q", f, threadIDs(got), threadIDs(w))
+			continue
 		}
-		for key := range count {
-			if strings.HasPrefix(key, "new-late-") {
-				t.Errorf("%s, created after the first page with a later CreatedAt, was listed", key)
+		for i, g := range got {
+			l := w[i]
+			if g.Version != l.Version || g.Status != l.Status || g.RunID != l.RunID {
+				t.Errorf("listed %s = version %d, %s, run %q; LoadThread says %d, %s, %q", g.ID, g.Version, g.Status, g.RunID, l.Version, l.Status, l.RunID)
 			}
+			checkTime(t, g.ID+" CreatedAt", g.CreatedAt, l.CreatedAt)
+			checkTime(t, g.ID+" UpdatedAt", g.UpdatedAt, l.UpdatedAt)
 		}
-	})
+	}
+}
 
-	t.Run("ListBadCursors", func(t *testing.T) {
-		s := setup(t)
-		for i := range 3 {
-			mustCreateThread(t, s, &checkpoint.Thread{ID: id("thread"), CreatedAt: t0.Add(time.Duration(i) * time.Second)})
+func testListThreadsListDefaultLimit(t *testing.T, setup setupFunc) {
+	s := setup(t)
+	for i := range 101 {
+		mustCreateThread(t, s, &checkpoint.Thread{ID: id("thread"), CreatedAt: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	ts, next, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{})
+	if err != nil || len(ts) != 100 || next == "" {
+		t.Fatalf("ListThreads(no limit) = %d threads, cursor %q, %v; want 100 and a cursor", len(ts), next, err)
+	}
+	rest, next, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{After: next})
+	if err != nil || len(rest) != 1 || next != "" || !rest[0].CreatedAt.Equal(t0) {
+		t.Fatalf("ListThreads(page 2) = %d threads, cursor %q, %v; want the first one created", len(rest), next, err)
+	}
+}
+
+func testListThreadsListPagingWhileWriting(t *testing.T, setup setupFunc) {
+	s := setup(t)
+	byID := map[string]*checkpoint.Thread{}
+	create := func(name string, created time.Time, status checkpoint.ThreadStatus) *checkpoint.Thread {
+		th := mustCreateThread(t, s, &checkpoint.Thread{ID: id(name), Status: status, RunID: "run-1", CreatedAt: created})
+		byID[th.ID] = th
+		return th
+	}
+	var initial []*checkpoint.Thread
+	for i := range 30 {
+		initial = append(initial, create("thread", t0.Add(time.Duration(i/2)*time.Second), checkpoint.ThreadRunning))
+	}
+	setStatus := func(th *checkpoint.Thread, status checkpoint.ThreadStatus) {
+		th.Status = status
+		if err := s.SaveThread(ctx(t), th); err != nil {
+			t.Fatal(err)
 		}
-		_, good, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{Limit: 1})
-		if err != nil || good == "" {
-			t.Fatalf("ListThreads(1) = cursor %q, %v", good, err)
+	}
+	ended := map[string]bool{}
+	seen := map[string]bool{}
+	round := 0
+	got := listThreads(t, s, checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning, Limit: 4}, func(page []*checkpoint.Thread) {
+		round++
+		last := page[len(page)-1]
+		for _, th := range page {
+			seen[th.ID] = true
 		}
-		mustCreateQuestion(t, s, newQuestion(id("thread"), "q1"))
-		mustCreateQuestion(t, s, newQuestion(id("thread"), "q2"))
-		_, questionCursor, err := s.ListQuestions(ctx(t), checkpoint.QuestionFilter{Limit: 1})
-		if err != nil || questionCursor == "" {
-			t.Fatalf("ListQuestions(1) = cursor %q, %v", questionCursor, err)
-		}
-		b, _ := base64.RawURLEncoding.DecodeString(good)
-		padded := base64.URLEncoding.EncodeToString(b)
-		if padded == good {
-			// A cursor of a length that needs no padding (the thread IDs'
-			// numbers differ with the tests run): give it one.
-			padded += "=="
-		}
-		for what, bad := range map[string]string{
-			"a cursor of ListQuestions": questionCursor,
-			"a truncated cursor":        good[:len(good)-1],
-			"a cursor with padding":     padded,
-			"a cursor and more":         good + "A",
-			"garbage":                   "not a cursor!",
-			"a number":                  "5",
-			"a forged cursor":           base64.RawURLEncoding.EncodeToString([]byte("t1.0.0.thread")),
-		} {
-			if ts, next, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{After: bad}); !errors.Is(err, checkpoint.ErrBadCursor) {
-				t.Errorf("ListThreads(%s) = %d threads, cursor %q, %v; want ErrBadCursor", what, len(ts), next, err)
+		// Created while paging: after everything, before everything,
+		// and at the instant of the position reached.
+		create(fmt.Sprint("new-late-", round), t0.Add(time.Hour), checkpoint.ThreadRunning)
+		create(fmt.Sprint("new-early-", round), t0.Add(-time.Hour), checkpoint.ThreadRunning)
+		create(fmt.Sprint("new-same-", round), last.CreatedAt, checkpoint.ThreadRunning)
+		// A run not listed yet ends; a listed one ends; one starts
+		// on an idle thread.
+		for _, th := range initial {
+			if !seen[th.ID] && !ended[th.ID] {
+				setStatus(th, checkpoint.ThreadIdle)
+				ended[th.ID] = true
+				break
 			}
 		}
-		if ts, _, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{After: good}); err != nil || len(ts) != 2 {
-			t.Errorf("ListThreads(good cursor) after the refusals = %d threads, %v; want 2", len(ts), err)
-		}
+		setStatus(byID[page[0].ID], checkpoint.ThreadIdle)
+		ended[page[0].ID] = true
+		setStatus(create(fmt.Sprint("idle-", round), t0.Add(time.Duration(round)*time.Second), checkpoint.ThreadIdle), checkpoint.ThreadRunning)
 	})
+	if round < 4 {
+		t.Fatalf("only %d pages", round+1)
+	}
+	count := map[string]int{}
+	for i, th := range got {
+		count[th.ID]++
+		if count[th.ID] > 1 {
+			t.Errorf("%s listed twice", th.ID)
+		}
+		if i > 0 && threadOrder(got[i-1], th) >= 0 {
+			t.Errorf("%s listed after %s: not newest first", th.ID, got[i-1].ID)
+		}
+	}
+	for _, th := range initial {
+		if !ended[th.ID] && count[th.ID] != 1 {
+			t.Errorf("%s, running from start to end, listed %d times", th.ID, count[th.ID])
+		}
+	}
+	for key := range count {
+		if strings.HasPrefix(key, "new-late-") {
+			t.Errorf("%s, created after the first page with a later CreatedAt, was listed", key)
+		}
+	}
+}
+
+func testListThreadsListBadCursors(t *testing.T, setup setupFunc) {
+	s := setup(t)
+	for i := range 3 {
+		mustCreateThread(t, s, &checkpoint.Thread{ID: id("thread"), CreatedAt: t0.Add(time.Duration(i) * time.Second)})
+	}
+	_, good, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{Limit: 1})
+	if err != nil || good == "" {
+		t.Fatalf("ListThreads(1) = cursor %q, %v", good, err)
+	}
+	mustCreateQuestion(t, s, newQuestion(id("thread"), "q1"))
+	mustCreateQuestion(t, s, newQuestion(id("thread"), "q2"))
+	_, questionCursor, err := s.ListQuestions(ctx(t), checkpoint.QuestionFilter{Limit: 1})
+	if err != nil || questionCursor == "" {
+		t.Fatalf("ListQuestions(1) = cursor %q, %v", questionCursor, err)
+	}
+	b, _ := base64.RawURLEncoding.DecodeString(good)
+	padded := base64.URLEncoding.EncodeToString(b)
+	if padded == good {
+		// A cursor of a length that needs no padding (the thread IDs'
+		// numbers differ with the tests run): give it one.
+		padded += "=="
+	}
+	for what, bad := range map[string]string{
+		"a cursor of ListQuestions": questionCursor,
+		"a truncated cursor":        good[:len(good)-1],
+		"a cursor with padding":     padded,
+		"a cursor and more":         good + "A",
+		"garbage":                   "not a cursor!",
+		"a number":                  "5",
+		"a forged cursor":           base64.RawURLEncoding.EncodeToString([]byte("t1.0.0.thread")),
+	} {
+		if ts, next, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{After: bad}); !errors.Is(err, checkpoint.ErrBadCursor) {
+			t.Errorf("ListThreads(%s) = %d threads, cursor %q, %v; want ErrBadCursor", what, len(ts), next, err)
+		}
+	}
+	if ts, _, err := s.ListThreads(ctx(t), checkpoint.ThreadFilter{After: good}); err != nil || len(ts) != 2 {
+		t.Errorf("ListThreads(good cursor) after the refusals = %d threads, %v; want 2", len(ts), err)
+	}
 }
 
 func testListThreadsFiltered(t *testing.T, setup setupFunc) {
