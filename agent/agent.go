@@ -268,6 +268,14 @@ func (a *Agent) Tool(name string) *Tool {
 // buffer events (zero: 256). See [Subscription] for what it sees.
 func (a *Agent) Subscribe(buffer int) *Subscription { return a.events.subscribe(buffer) }
 
+// SubscribeFunc calls f with each of the agent's events, in order, from
+// the goroutine that emits it, until stop is called; once stop returns, f
+// is not called again. f must not block (it holds up the run and every
+// other subscriber) and must not subscribe to or emit the agent's events:
+// it suits a subscriber that only hands events on, without a goroutine
+// and a buffer of its own.
+func (a *Agent) SubscribeFunc(f func(Event)) (stop func()) { return a.events.subscribeFunc(f) }
+
 // Messages returns the thread's messages as stored.
 func (a *Agent) Messages(ctx context.Context) ([]Message, error) {
 	th, err := a.store.LoadThread(ctx, a.threadID)

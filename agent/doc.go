@@ -85,7 +85,9 @@
 // # Events
 //
 // [Agent.Subscribe] streams typed events in order; see [Subscription] for
-// what a slow subscriber sees. Durable events also go to the
+// what a slow subscriber sees. [Agent.SubscribeFunc] hands them, in the
+// same order, to a function that must not block, from the goroutine that
+// emits them (a host hands every run's events on this way). Durable events also go to the
 // checkpointer's event log, the audit trail.
 //
 // # Names

@@ -118,6 +118,7 @@ type Subscription struct {
 	C <-chan Event
 
 	c         chan Event
+	fn        func(Event) // SubscribeFunc's, instead of c
 	hub       *eventHub
 	done      chan struct{} // closed by Close, without the hub's lock
 	closeOnce sync.Once
@@ -161,12 +162,28 @@ func (h *eventHub) subscribe(buffer int) *Subscription {
 	return s
 }
 
+// subscribeFunc adds f as a subscriber called in publish, under the
+// hub's lock.
+func (h *eventHub) subscribeFunc(f func(Event)) (stop func()) {
+	s := &Subscription{fn: f, hub: h}
+	h.mu.Lock()
+	h.subs = append(h.subs, s)
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.removeLocked(s, nil)
+	}
+}
+
 func (h *eventHub) removeLocked(s *Subscription, err error) {
 	if s.closed {
 		return
 	}
 	s.closed, s.err = true, err
-	close(s.c)
+	if s.c != nil {
+		close(s.c)
+	}
 	for i, x := range h.subs {
 		if x == s {
 			h.subs = append(h.subs[:i], h.subs[i+1:]...)
@@ -192,6 +209,10 @@ func (h *eventHub) publish(e Event, setSeq func(int64)) {
 	}
 	var gone []leaving
 	for _, s := range h.subs {
+		if s.fn != nil {
+			s.fn(e)
+			continue
+		}
 		select {
 		case s.c <- e:
 			continue

@@ -47,7 +47,7 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 	}
 	defer release()
 	ctx = actx
-	stopForwarding := h.forward(a, 64)
+	stopForwarding := h.forward(a)
 	err = a.AbortPending(ctx, reason)
 	stopForwarding()
 	h.mu.Lock()

@@ -81,7 +81,7 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		// while its context lasts.
 		ctx = agent.WithSoleDriver(lease.Context(ctx))
 	}
-	defer h.forward(r.agent, 1024)()
+	defer h.forward(r.agent)()
 	var outage storeOutage
 	for {
 		_, err := step(ctx)

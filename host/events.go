@@ -35,20 +35,11 @@ func (h *Host) Dropped() int64 { return h.events.droppedCount() }
 
 // forward publishes a's events to the host's subscribers until the
 // returned function is called; that function returns once the last of
-// them is published (nothing is left forwarding).
-func (h *Host) forward(a *agent.Agent, buffer int) (stop func()) {
-	sub := a.Subscribe(buffer)
-	forwarded := make(chan struct{})
-	go func() {
-		defer close(forwarded)
-		for e := range sub.C {
-			h.events.publish(e)
-		}
-	}()
-	return func() {
-		sub.Close()
-		<-forwarded
-	}
+// them is published (nothing is left forwarding). The events are handed
+// on from the goroutine that emits them: the host's fan never blocks, so
+// a drive needs no goroutine and buffer of its own to forward them.
+func (h *Host) forward(a *agent.Agent) (stop func()) {
+	return a.SubscribeFunc(h.events.publish)
 }
 
 // eventFan hands events to subscribers without ever blocking a run.
