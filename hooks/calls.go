@@ -22,7 +22,7 @@ func (s *Service) callFor(ctx context.Context, sess *session, p *payload, opts *
 			s.mu.Unlock()
 			return nil, otherCall(p)
 		}
-		c.waiters++
+		s.addWaiter(c)
 		s.mu.Unlock()
 		return c, nil
 	}
@@ -130,10 +130,11 @@ func (s *Service) register(sess *session, p *payload, set func(*call)) (c *call,
 		if old.key != key {
 			return nil, false, otherCall(p)
 		}
-		old.waiters++
+		s.addWaiter(old)
 		return old, false, nil
 	}
-	c = &call{id: p.ToolUseID, tool: p.ToolName, key: key, input: p.ToolInput, sess: sess, done: make(chan struct{}), waiters: 1}
+	c = &call{id: p.ToolUseID, tool: p.ToolName, key: key, input: p.ToolInput, sess: sess, done: make(chan struct{})}
+	s.addWaiter(c)
 	if set != nil {
 		set(c)
 	}

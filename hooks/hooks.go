@@ -85,6 +85,8 @@ type Service struct {
 	sessions  map[string]*session // by the session's first thread
 	closing   chan struct{}       // closed by Shutdown
 	lastSweep time.Time
+	waiters   int           // hooks waiting for their call's outcome, in all sessions
+	drained   chan struct{} // made by Shutdown while waiters > 0; closed when none is left
 }
 
 // New returns a service for cfg.
@@ -162,11 +164,19 @@ func (s *Service) Shutdown() {
 	default:
 		close(s.closing)
 	}
+	if s.waiters > 0 && s.drained == nil {
+		s.drained = make(chan struct{})
+	}
+	drained := s.drained
 	s.mu.Unlock()
 	// Waiters answer, and withdraw what they must, within a moment.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && s.waiting() > 0 {
-		time.Sleep(10 * time.Millisecond)
+	if drained != nil {
+		t := time.NewTimer(5 * time.Second)
+		select {
+		case <-drained:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	s.stopOnce.Do(func() {
 		if s.unsub != nil {
@@ -177,16 +187,20 @@ func (s *Service) Shutdown() {
 	})
 }
 
-func (s *Service) waiting() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, sess := range s.sessions {
-		for _, c := range sess.calls {
-			n += c.waiters
-		}
+// addWaiter counts a hook waiting for c's outcome; s.mu is held.
+func (s *Service) addWaiter(c *call) {
+	c.waiters++
+	s.waiters++
+}
+
+// doneWaiter counts one less; the last one tells Shutdown. s.mu is held.
+func (s *Service) doneWaiter(c *call) {
+	c.waiters--
+	s.waiters--
+	if s.waiters == 0 && s.drained != nil {
+		close(s.drained)
+		s.drained = nil
 	}
-	return n
 }
 
 // CallOptions say who calls and how it waits.

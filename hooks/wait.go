@@ -43,7 +43,7 @@ const pollEvery = 500 * time.Millisecond
 func (s *Service) await(ctx context.Context, c *call, opts *CallOptions) (outcome, waitStatus) {
 	defer func() {
 		s.mu.Lock()
-		c.waiters--
+		s.doneWaiter(c)
 		s.mu.Unlock()
 	}()
 	var limit <-chan time.Time

@@ -200,7 +200,13 @@ func (g *Gateway) recordAllowed(thread, runID string, ac allowedCall, r agent.To
 		if err == nil || !errors.Is(err, checkpoint.ErrUnavailable) || try == 3 {
 			break
 		}
-		time.Sleep(time.Duration(50<<try) * time.Millisecond)
+		// Waited on the gateway's clock, and no longer than the write may take.
+		wait, stop := g.clock.After(time.Duration(50<<try) * time.Millisecond)
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		stop()
 	}
 	if err != nil {
 		g.log.Warn("tollgate: recording an allowed call's result; the next start records its outcome as unknown", "thread", thread, "err", err)
