@@ -148,6 +148,9 @@ type Store struct {
 	wc *wconn
 	// wr commits every write (nil when readOnly).
 	wr *writer
+	// ckpt checkpoints the WAL of a database file (nil in memory and
+	// when readOnly).
+	ckpt *walCheckpointer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -326,10 +329,13 @@ func (s *Store) openFile(ctx context.Context, abs string, o Options) error {
 	// No journal_mode here: switching to WAL is done once, by
 	// enableWAL (SQLite does not wait for a lock there), and is
 	// persistent in the file.
+	// The WAL is checkpointed beside the writer (walcheckpoint.go), and
+	// by its commits only under a sustained load.
 	wParams := url.Values{
-		"_pragma": {busy, "synchronous(" + o.Synchronous + ")"},
+		"_pragma": {busy, "synchronous(" + o.Synchronous + ")", "wal_autocheckpoint(" + strconv.Itoa(writerCheckpointPages) + ")"},
 		"_txlock": {"immediate"},
 	}
+	cParams := url.Values{"_pragma": {busy}}
 	rParams := url.Values{
 		"_pragma": {busy, "query_only(1)"},
 	}
@@ -338,6 +344,7 @@ func (s *Store) openFile(ctx context.Context, abs string, o Options) error {
 		wParams.Set("mode", "rw")
 		rParams.Set("mode", "rw")
 	}
+	cParams.Set("mode", "rw") // the writer's has made the file
 	w, err := sql.Open("sqlite", fileURI(abs, wParams))
 	if err != nil {
 		return err
@@ -355,6 +362,13 @@ func (s *Store) openFile(ctx context.Context, abs string, o Options) error {
 		s.closeDBs()
 		return openError(abs, err)
 	}
+	c, err := sql.Open("sqlite", fileURI(abs, cParams))
+	if err != nil {
+		s.closeDBs()
+		return err
+	}
+	singleConn(c)
+	s.ckpt = newWALCheckpointer(c, s.log)
 	return nil
 }
 
@@ -538,9 +552,17 @@ func (s *Store) closeDBs() error {
 			conn.Close()
 		}
 	}
+	if s.ckpt != nil {
+		s.ckpt.stop()
+	}
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
+	}
+	if s.ckpt != nil {
+		// Last: the last connection to close copies what is left of
+		// the WAL into the file and removes it.
+		err = errors.Join(err, s.ckpt.db.Close())
 	}
 	return err
 }

@@ -282,6 +282,9 @@ func (w *writer) groupOn(c *wconn, dtx driver.Tx, g []*op) {
 	}
 	w.transactions.Add(1)
 	w.batches.Add(int64(len(written)))
+	if s.ckpt != nil {
+		s.ckpt.committed()
+	}
 	for _, o := range written {
 		s.hub.published(o.notes)
 	}
