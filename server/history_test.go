@@ -87,7 +87,10 @@ func TestThreadHistory(t *testing.T) {
 	// which is what a gated agent holds (before, a coding agent's hook
 	// token could keep the store busy scanning and the reviewers' list of
 	// questions took seconds). A client lists threads without one.
-	f.do("GET", "/v1/threads?q=notes.txt", clientSecret, nil).want(t, http.StatusForbidden, "forbidden")
+	// The refusal names the CLI's flag too: its user never wrote q.
+	if r := f.do("GET", "/v1/threads?q=notes.txt", clientSecret, nil).want(t, http.StatusForbidden, "forbidden"); !strings.Contains(string(r.body), "threads list --search") {
+		t.Errorf("a client's search refused with %s", r.body)
+	}
 	f.do("GET", "/v1/threads?state=waiting", clientSecret, nil).want(t, http.StatusOK, "")
 	// bob sees the team-b threads only.
 	if m := f.do("GET", "/v1/threads?state=waiting", bobSecret, nil).want(t, http.StatusOK, "").json(t); len(m["threads"].([]any)) != 0 {

@@ -327,7 +327,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, id *identit
 		// reviewer's question list for 15 s. A client token is what a
 		// gated agent holds (a coding agent's hook); the history is the
 		// reviewers'.
-		return forbidden("token %q is a client's: searching the threads' messages (q) is for reviewers and admins", id.name)
+		return forbidden("token %q is a client's: searching the threads' messages (q; threads list --search) is for reviewers and admins", id.name)
 	}
 	limit, err := intParam(q, "limit", 50, 1, 200)
 	if err != nil {
