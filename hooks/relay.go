@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -40,12 +43,52 @@ type envelope struct {
 	Confine     *Confine `json:"confine,omitempty"`
 }
 
-// dir is the directory the policy reads as dir: the session's project.
+// dir is the directory the policy reads as dir: the session's project;
+// none — so that no file is inside it — when that is no project but a
+// directory holding much more (broadProject). The agent says where it
+// works, and a session started in the home directory (or a hostile
+// payload saying "/") would otherwise have ~/.bashrc, ~/.gitconfig or
+// /etc/cron.d inside its "project", written without a question.
 func (e *envelope) dir() string {
-	if e.Project != "" {
-		return e.Project
+	d := e.Project
+	if d == "" {
+		d = e.Cwd
 	}
-	return e.Cwd
+	if broadProject(d) {
+		return ""
+	}
+	return d
+}
+
+// broadProject reports whether d cannot be taken for a project: not an
+// absolute path, the root or a directory just under it (/etc, /home,
+// /tmp), a home directory (/home/NAME, /Users/NAME, this process's home)
+// or a directory above this process's home; its symbolic links resolved
+// where it exists here (/proc/self/root is /).
+func broadProject(d string) bool {
+	if !path.IsAbs(d) {
+		return true
+	}
+	d = path.Clean(d)
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		d = r
+	}
+	if strings.Count(d, "/") <= 1 {
+		return true // "/", "/etc", "/home", "/tmp", "/root"
+	}
+	if parent := path.Dir(d); parent == "/home" || parent == "/Users" {
+		return true
+	}
+	if home, err := os.UserHomeDir(); err == nil && path.IsAbs(home) {
+		if r, err := filepath.EvalSymlinks(home); err == nil {
+			home = r
+		}
+		home = path.Clean(home)
+		if home == d || strings.HasPrefix(home, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // EnvelopeMark starts the last line of a call's prompt, which holds the

@@ -243,7 +243,7 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 	defer func() { ev.cmd = nil }()
 	for i := range a.Commands {
 		c := &a.Commands[i]
-		ev.cmd = insideDir(c, call.Dir)
+		ev.cmd = inDir(c, call.Dir)
 		covered, skippedWrite := false, false
 		exact, globbed := tr.byName[c.Name], tr.globCmd
 		// Visit the rules for this name in file order: merge the two lists.

@@ -80,6 +80,97 @@ func resolve(p string) (string, bool) {
 	return path.Clean(p), true
 }
 
+// PathSecret reports whether the file p may hold credentials by its name
+// (.env, *.pem, .ssh/, a repository's config, ...: the shell analysis's
+// list) — or, for an absolute p, by the name it has once the symbolic
+// links that exist here are resolved: a project's notes.txt that links to
+// .env is a secret. Policy files call it path_secret(path).
+func PathSecret(p string) bool {
+	return shell.SecretPath(p) || linkedTo(p, shell.SecretPath)
+}
+
+// PathInGit reports whether the file p lies in a .git directory, by its
+// name or, for an absolute p, by what its symbolic links resolve to here:
+// a project's tools/ that links to .git/hooks is in .git (a hook written
+// there runs at the next commit). Policy files call it path_in_git(path).
+func PathInGit(p string) bool {
+	return shell.InGitDir(p) || linkedTo(p, shell.InGitDir)
+}
+
+// linkedTo reports whether the absolute path p, its symbolic links
+// resolved, passes test where p itself did not. A relative p is left to
+// its name (it is relative to a directory the caller knows); a path whose
+// links cannot be resolved here is left to path_inside, which says it is
+// not inside.
+func linkedTo(p string, test func(string) bool) bool {
+	if !path.IsAbs(p) || strings.ContainsRune(p, 0) {
+		return false
+	}
+	r, ok := resolve(path.Clean(p))
+	return ok && r != path.Clean(p) && test(r)
+}
+
+// linkedNames is what the relative names of c — its files, its
+// redirections' targets — lead to through the symbolic links under dir:
+// a name that resolves out of dir, into a .git directory or to a secret's
+// name is returned in out (or secrets), to be noted as the analysis notes
+// such a name written out. The analysis reads names, never the file
+// system; a cloned project can hold a link named notes.txt to .env, or
+// home/ to /root.
+func linkedNames(c *shell.Command, dir string) (out, secrets []string) {
+	if dir == "" || !path.IsAbs(dir) {
+		return nil, nil
+	}
+	rd, ok := resolve(path.Clean(dir))
+	if !ok {
+		return nil, nil
+	}
+	names := slices.Clone(c.Files)
+	for _, r := range c.Redirects {
+		if !r.Dynamic && r.Target != "" && r.Op != "<<<" && r.Op != ">&" && r.Op != "<&" {
+			names = append(names, r.Target)
+		}
+	}
+	for _, f := range names {
+		if f == "" || strings.HasPrefix(f, "/") || strings.HasPrefix(f, "~") || strings.HasPrefix(f, "-") ||
+			strings.ContainsAny(f, "$`*?[]{}\\\n\x00") || slices.Contains(c.Outside, f) {
+			continue
+		}
+		p := path.Join(dir, f)
+		r, ok := resolve(p)
+		switch {
+		case ok && r == path.Clean(p):
+			continue // no link on the way
+		case !ok || !insideByName(r, rd) || shell.InGitDir(r) && !shell.InGitDir(f):
+			out = append(out, f)
+		}
+		if ok && shell.SecretPath(r) && !shell.SecretPath(f) {
+			secrets = append(secrets, f)
+		}
+	}
+	return out, secrets
+}
+
+// inDir is c as it stands in dir: the files it names by absolute paths
+// inside dir taken off its Outside list (insideDir), and the relative
+// names that symbolic links lead out of dir, into .git or to a secret
+// added to its Outside or Secrets (linkedNames). nil when nothing changes.
+func inDir(c *shell.Command, dir string) *shell.Command {
+	in := insideDir(c, dir)
+	base := c
+	if in != nil {
+		base = in
+	}
+	out, secrets := linkedNames(base, dir)
+	if len(out) == 0 && len(secrets) == 0 {
+		return in
+	}
+	cp := *base
+	cp.Outside = append(slices.Clone(base.Outside), out...)
+	cp.Secrets = append(slices.Clone(base.Secrets), secrets...)
+	return &cp
+}
+
 // insideDir is c with the files it names by absolute paths inside dir
 // (PathInside: symbolic links resolved) taken off its Outside list: the
 // shell analysis knows no directory, and counts every absolute path as
