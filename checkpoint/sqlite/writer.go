@@ -256,7 +256,15 @@ func (w *writer) groupOn(c *wconn, dtx driver.Tx, g []*op) {
 	}
 	if abort != nil {
 		dtx.Rollback()
-		failAll(fmt.Errorf("sqlite: write transaction: %w", abort))
+		err := fmt.Errorf("sqlite: write transaction: %w", abort)
+		failAll(err)
+		// The batches the loop did not reach (and the one whose savepoint
+		// failed) were not written either.
+		for _, o := range g {
+			if o.err == nil {
+				o.err, o.written, o.notes, o.out.EventSeqs = err, false, nil, nil
+			}
+		}
 		return
 	}
 	if len(written) == 0 {
