@@ -153,6 +153,7 @@ func (s *Service) start(ctx context.Context, sess *session, p *payload, opts *Ca
 		if sess.calls[c.id] == c {
 			delete(sess.calls, c.id)
 		}
+		s.doneWaiter(c) // its hook does not await it
 		s.mu.Unlock()
 		return nil, err
 	}
