@@ -75,8 +75,15 @@ func walBytes(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
+// truncateWAL empties the WAL. The store's own checkpointer may be
+// copying it at that moment (it holds SQLite's checkpoint lock, and
+// TRUNCATE then says busy): it is stopped for the test, its pending run
+// waited for.
 func truncateWAL(t *testing.T, s *Store) {
 	t.Helper()
+	if s.ckpt != nil {
+		s.ckpt.stop()
+	}
 	var busy, frames, done int
 	if err := s.w.QueryRowContext(t.Context(), "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done); err != nil || busy != 0 {
 		t.Fatalf("checkpoint: busy %d, %v", busy, err)
