@@ -42,11 +42,19 @@
 //
 // # A helper from another build
 //
-// The configuration a helper reads is Config or SuperviseConfig as JSON.
-// A helper binary left from another build of tollgate could drop a field
-// it does not know (a masked path, a limit) and run the command without
-// it, so the helper reads only a configuration it knows whole: unknown
-// fields are refused, and so is another Protocol (a version and a hash of
-// both types' fields). tools/bash asks a helper binary its Protocol
-// (ProtocolMode) before it uses it, and re-executes itself otherwise.
+// A helper binary left from another build of tollgate (after
+// `go install ./cmd/tollgate` alone, say) may confine a command otherwise
+// than this build would: other Landlock rules, another seccomp filter,
+// mount view or masking, an older go-landlock; and it could drop a field
+// of its configuration (Config or SuperviseConfig, as JSON) it does not
+// know (a masked path, a limit) and run the command without it. So the
+// two sides compare their Protocol: a version, then a hash of both
+// types' fields, of this package's source (embedded: every .go file but
+// the tests) and of the Go version, then a hash of the versions of the
+// modules the helper links (go-landlock, golang.org/x/sys). tools/bash
+// asks a helper binary its Protocol (ProtocolMode) before it uses it,
+// and re-executes itself otherwise; the helper refuses a configuration
+// from another Protocol, and one with fields it does not know. Only a
+// test binary, whose build information lists no modules, is compared
+// without the modules' versions (SameProtocol).
 package sandboxhelper

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"os"
-	"reflect"
 	"runtime"
 	"strings"
 	"syscall"
@@ -25,7 +23,7 @@ import (
 const Env = "TOLLGATE_BASH_SANDBOX_HELPER"
 
 // HelperMode is the value of Env that makes a process the sandbox helper;
-// ProtocolMode makes it print Protocol and exit (a helper binary is asked
+// ProtocolMode makes it print Protocol() and exit (a helper binary is asked
 // before it is used).
 const (
 	HelperMode   = "1"
@@ -70,34 +68,6 @@ type ProbeResult struct {
 	SeccompOK bool `json:"seccomp"`
 }
 
-// Protocol names the configuration this build of the helper reads: a
-// version, bumped when a field's meaning changes, and a hash of the
-// fields of Config and SuperviseConfig (names, JSON keys, types), which
-// changes by itself when one is added, removed or renamed. A helper
-// binary left from another build refuses what it cannot read exactly,
-// rather than ignore a field (a masked path, a limit) it does not know:
-// tollgate's probe sees the refusal and runs itself as the helper.
-var Protocol = protocol()
-
-// protocolVersion is bumped when what a field means changes.
-const protocolVersion = 1
-
-func protocol() string {
-	h := fnv.New64a()
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			fmt.Fprintf(h, "%s %s %s;", f.Name, f.Tag.Get("json"), f.Type)
-			if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
-				walk(f.Type.Elem())
-			}
-		}
-	}
-	walk(reflect.TypeFor[SuperviseConfig]())
-	return fmt.Sprintf("%d-%016x", protocolVersion, h.Sum64())
-}
-
 // Namespaces are the clone flags the helper is started with; User adds
 // the user namespace's identity mappings (the caller's uid and gid).
 type Namespaces struct {
@@ -132,7 +102,7 @@ func Main() {
 	case HelperMode:
 		err = runHelper()
 	case ProtocolMode:
-		fmt.Println(Protocol)
+		fmt.Println(Protocol())
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -158,8 +128,8 @@ func readConfig(v any, proto *string) error {
 		dec.DisallowUnknownFields()
 		err = dec.Decode(v)
 	}
-	if err == nil && *proto != Protocol {
-		err = fmt.Errorf("this helper (protocol %s) was built from other source than the tollgate that started it (protocol %q): build both from one checkout (go install ./cmd/...)", Protocol, *proto)
+	if err == nil && !SameProtocol(*proto) {
+		err = fmt.Errorf("this helper (protocol %s) was built from other source than the tollgate that started it (protocol %q): build both from one checkout (go install ./cmd/...)", Protocol(), *proto)
 	}
 	if err != nil {
 		return fmt.Errorf("reading the configuration: %w", err)

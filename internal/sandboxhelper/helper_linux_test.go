@@ -62,7 +62,7 @@ func TestRefusesAnotherBuild(t *testing.T) {
 			want string
 		}{
 			{"another protocol", map[string]any{"protocol": "0-0000000000000000", "shell": "/bin/true"}, "built from other source"},
-			{"an unknown field", map[string]any{"protocol": sandboxhelper.Protocol, "shell": "/bin/true", "masked_later": []string{"/secret"}}, `unknown field "masked_later"`},
+			{"an unknown field", map[string]any{"protocol": sandboxhelper.Protocol(), "shell": "/bin/true", "masked_later": []string{"/secret"}}, `unknown field "masked_later"`},
 		}
 		for _, c := range cases {
 			t.Run(mode+"/"+c.name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestProtocolMode(t *testing.T) {
 	cmd := exec.Command(exe)
 	cmd.Env = []string{sandboxhelper.Env + "=" + sandboxhelper.ProtocolMode}
 	out, err := cmd.Output()
-	if err != nil || strings.TrimSpace(string(out)) != sandboxhelper.Protocol {
-		t.Fatalf("protocol mode printed %q (%v), want %s", out, err, sandboxhelper.Protocol)
+	if err != nil || strings.TrimSpace(string(out)) != sandboxhelper.Protocol() {
+		t.Fatalf("protocol mode printed %q (%v), want %s", out, err, sandboxhelper.Protocol())
 	}
 }

@@ -78,7 +78,7 @@ func SetHelper(path string) error {
 //     sticky bit, such as /tmp, may be: there no one else can rename or
 //     remove what is not theirs). Whoever can replace the helper can run
 //     code as every confined command's parent, unconfined;
-//   - it speaks this build's protocol (sandboxhelper.Protocol, asked of
+//   - it speaks this build's protocol (sandboxhelper.Protocol(), asked of
 //     it): a helper left from another build of tollgate must not read a
 //     configuration it does not know whole (a masked path, a limit).
 //
@@ -159,8 +159,8 @@ func askProtocol(path string) error {
 	if err != nil {
 		return fmt.Errorf("asking its protocol: %w", err)
 	}
-	if got := strings.TrimSpace(string(out)); got != sandboxhelper.Protocol {
-		return fmt.Errorf("it is from another build (protocol %q, this one %s): install both from one checkout (go install ./cmd/...)", got, sandboxhelper.Protocol)
+	if got := strings.TrimSpace(string(out)); !sandboxhelper.SameProtocol(got) {
+		return fmt.Errorf("it is from another build (protocol %q, this one %s): install both from one checkout (go install ./cmd/...)", got, sandboxhelper.Protocol())
 	}
 	return nil
 }

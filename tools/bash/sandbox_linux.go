@@ -76,7 +76,7 @@ var nsChoices = []namespaces{
 // Start returns, which is after the child set its death signal, and
 // without a configuration the helper starts nothing.
 func helperCommand(ctx context.Context, c sandboxhelper.Config, ns namespaces) (*exec.Cmd, func(start error) error, error) {
-	c.Protocol = sandboxhelper.Protocol
+	c.Protocol = sandboxhelper.Protocol()
 	data, err := json.Marshal(c)
 	if err != nil {
 		return nil, nil, err
@@ -323,7 +323,7 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline str
 		return command{}, err
 	}
 	r := Check()
-	c := sandboxhelper.Config{Protocol: sandboxhelper.Protocol, Profile: string(p), Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
+	c := sandboxhelper.Config{Protocol: sandboxhelper.Protocol(), Profile: string(p), Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
 		Env: confinedEnv(o.Env), CPU: uint64((o.Limits.CPUTime + time.Second - 1) / time.Second),
 		FileSize: uint64(o.Limits.FileSize), Procs: uint64(o.Limits.Procs), Memory: uint64(o.Limits.Memory),
 		View: r.MountNS, Masked: masked, Sockets: sockets, FreshProc: r.MountNS && r.PidNS}

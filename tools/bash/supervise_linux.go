@@ -36,7 +36,7 @@ var supervisorTest struct {
 // processes it could not stop: stopped, called after Wait, turns that
 // into an error.
 func supervisedCommand(ctx context.Context, c sandboxhelper.SuperviseConfig, dir, failed string) (command, error) {
-	c.Protocol, c.Parent = sandboxhelper.Protocol, os.Getpid()
+	c.Protocol, c.Parent = sandboxhelper.Protocol(), os.Getpid()
 	c.Budget, c.Spare = stopBudget, supervisorTest.spare
 	if supervisorTest.budget > 0 {
 		c.Budget = supervisorTest.budget
