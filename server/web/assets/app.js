@@ -469,7 +469,7 @@ function addQ(q, isNew) {
 	if (isNew && !had) {
 		announce('New question: ' + summary(q) + '. ' + queue.size + ' waiting.');
 		// Told on the desktop, once the reviewer allowed it, when the page is not in view.
-		if (D.hidden && self.Notification && Notification.permission === 'granted') new Notification('tollgate asks', { body: summary(q).slice(0, 200), tag: k }).onclick = () => (focus(), pick(k));
+		if (D.hidden && self.Notification && Notification.permission === 'granted') new Notification('tollgate asks', { body: summary(q, 160), tag: k }).onclick = () => (focus(), pick(k));
 	}
 	if (!sel) select(k);
 }
@@ -484,25 +484,27 @@ function removeQ(k, info) {
 	}
 }
 
-// gist: the question in one line (for the queue).
+// gist: a question's first line; more: what it leaves out.
 function gist(q) {
 	const p = q.payload || {};
-	if (q.kind === 'ask') return p.question || '';
-	if (q.kind === 'confirm') return p.message || '';
-	const args = p.args || p.arguments || {};
-	if (!args || typeof args !== 'object') return String(args);
-	const k = gistKeys.find((k) => typeof args[k] === 'string');
-	return k ? args[k] : JSON.stringify(args);
+	const a = p.args || p.arguments || {};
+	const k = !['ask', 'confirm'].includes(q.kind) && typeof a === 'object' && gistKeys.find((k) => typeof a[k] === 'string');
+	const s = q.kind === 'ask' ? p.question || '' : q.kind === 'confirm' ? p.message || '' : k ? a[k] : typeof a === 'object' ? JSON.stringify(a) : String(a);
+	const n = lines(s.trimEnd()) - 1;
+	const o = k ? Object.keys(a).filter((x) => x !== k && x !== 'description').length : 0;
+	return { line: s.split('\n')[0], more: [n && '+' + n + ' line' + (n > 1 ? 's' : ''), o && '+' + o + ' arg' + (o > 1 ? 's' : '')].filter(Boolean).join(', ') };
 }
 // The argument that says what a call does: a shell's cmd (tollgate's bash,
 // Codex) or command (Claude Code's Bash), a file tool's path, a fetch's
 // URL, a search's query or pattern. Other calls show their JSON.
 const gistKeys = ['cmd', 'command', 'file_path', 'notebook_path', 'url', 'query', 'pattern', 'path'];
-const summary = (q) => (q.kind === 'ask' || q.kind === 'confirm' ? q.kind : q.tool || (q.payload || {}).tool_name || q.kind) + ': ' + gist(q);
+// summary: max cuts the line, not the mark.
+const summary = (q, max = 200, g = gist(q)) =>
+	(q.kind === 'ask' || q.kind === 'confirm' ? q.kind : q.tool || (q.payload || {}).tool_name || q.kind) + ': ' + g.line.slice(0, max) + (g.more ? ' … ' + g.more : '');
 
-// row: an item of the queue or the history: what, its state, a line, where.
-const row = (tag, props, what, state, line, meta) => el(tag, Object.assign({ class: 'qitem' }, props), el('span', { class: 'qtop' }, what, el('span', { class: 'grow' }), state),
-	line == null ? null : el('span', { class: 'qsum' }, txt(line.split('\n')[0])), el('span', { class: 'qmeta' }, meta));
+// row: an item of the queue or the history: what, its state, a gist, where.
+const row = (tag, props, what, state, g, meta) => el(tag, Object.assign({ class: 'qitem' }, props), el('span', { class: 'qtop' }, what, el('span', { class: 'grow' }), state),
+	g == null ? null : el('span', { class: 'qsum' }, el('span', { class: 'qline' }, txt(g.line)), g.more ? el('span', { class: 'qmore' }, '… ' + g.more) : null), el('span', { class: 'qmeta' }, meta));
 function renderQueue() {
 	sortQueue();
 	const list = $('queue-list');
@@ -515,7 +517,7 @@ function renderQueue() {
 			[el('span', { class: 'kind k-' + q.kind }, q.kind === 'approve' || q.kind === 'tool_interrupt' ? q.tool || p.tool_name || 'tool' : q.kind),
 				hiddenChars(q) ? el('span', { class: 'warn-dot', title: 'contains invisible or direction-changing characters' }, '⚠') : null],
 			countdown(q), gist(q), ['thread ', txt(q.thread_id), ' · ', when(q.created_at)]);
-		const box = el('input', { type: 'checkbox', class: 'qpick', checked: picked.has(k), 'aria-label': 'select ' + summary(q).slice(0, 80), onchange: () => togglePick(k) });
+		const box = el('input', { type: 'checkbox', class: 'qpick', checked: picked.has(k), 'aria-label': 'select ' + summary(q, 60), onchange: () => togglePick(k) });
 		list.append(el('li', { class: picked.has(k) ? 'picked' : null }, box, b));
 	}
 	renderBulk();
@@ -548,6 +550,8 @@ function togglePick(k, range) {
 	renderQueue();
 }
 const hiddenChars = (q, p = q.payload || {}) => countSpecial(p.args || p.arguments || p.question || p.message || '') > 0;
+// alone: why a call is not approved with others.
+const alone = (q, g = gist(q)) => (hiddenChars(q) ? 'it has hidden characters' : g.more ? 'it is shown in part (' + g.more + ')' : '');
 // likeKey: calls alike have the same tool, programs, effects and risks
 // (a shell's command is args.cmd, or a coding agent's args.command; each
 // effect names its own command after a cd or in a pipeline).
@@ -562,6 +566,9 @@ function renderBulk() {
 	$('bulk-deny').textContent = 'Deny ' + n + '…';
 	for (const id of ['bulk-approve', 'bulk-deny', 'bulk-send-deny']) $(id).disabled = !n || bulk.busy;
 	$('bulk-approve').parentNode.hidden = !n;
+	const solo = [...picked].filter((k) => alone(queue.get(k))).length;
+	$('bulk-alone').hidden = !solo;
+	$('bulk-solo').textContent = solo;
 	const ul = $('bulk-results');
 	const bad = bulk.results.filter((r) => r.why);
 	clear(ul);
@@ -575,7 +582,7 @@ async function sendBulk(decision) {
 	shown.mine = picked.has(sel); // answered here, not elsewhere
 	for (const k of keys) {
 		const q = queue.get(k);
-		let why = q.kind !== 'approve' && q.kind !== 'tool_interrupt' ? 'a question of kind ' + q.kind + ' is answered alone' : decision === 'approve' && hiddenChars(q) ? 'not approved: it has hidden characters, so approve it alone' : '';
+		let why = q.kind !== 'approve' && q.kind !== 'tool_interrupt' ? 'a question of kind ' + q.kind + ' is answered alone' : decision === 'approve' && alone(q) ? 'not approved: ' + alone(q) + ', so approve it alone' : '';
 		const r = why ? null : await call('POST', qPath(q) + '/answer', answerBody(q, decision, reason));
 		if (!why) why = !r ? 'not sent: the server cannot be reached' : r.ok ? '' : explain(r);
 		if (r && (r.ok || ['already_answered', 'expired', 'aborted'].includes(r.err.code))) {
