@@ -59,7 +59,13 @@ func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
 // newFixtureWith is newFixture with the policy's options (learned rules).
 func newFixtureWith(t *testing.T, opts *policy.Options) *fixture {
 	t.Helper()
-	f := startFixtureWith(t, storetest.New(t), opts, 0)
+	return newFixtureOf(t, testPolicy, opts)
+}
+
+// newFixtureOf is newFixture with the policy file src.
+func newFixtureOf(t *testing.T, src string, opts *policy.Options) *fixture {
+	t.Helper()
+	f := startFixtureWith(t, storetest.New(t), src, opts, 0)
 	t.Cleanup(func() {
 		f.svc.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -75,12 +81,12 @@ func startFixture(t *testing.T, store checkpoint.Store, threadBytes ...int) *fix
 	if len(threadBytes) > 0 {
 		tb = threadBytes[0]
 	}
-	return startFixtureWith(t, store, nil, tb)
+	return startFixtureWith(t, store, testPolicy, nil, tb)
 }
 
-func startFixtureWith(t *testing.T, store checkpoint.Store, opts *policy.Options, threadBytes int) *fixture {
+func startFixtureWith(t *testing.T, store checkpoint.Store, src string, opts *policy.Options, threadBytes int) *fixture {
 	t.Helper()
-	p, err := policy.Parse("hooks.yaml", []byte(testPolicy), opts)
+	p, err := policy.Parse("hooks.yaml", []byte(src), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

