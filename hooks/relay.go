@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -79,17 +80,22 @@ func broadProject(d string) bool {
 	if parent := path.Dir(d); parent == "/home" || parent == "/Users" {
 		return true
 	}
-	if home, err := os.UserHomeDir(); err == nil && path.IsAbs(home) {
-		if r, err := filepath.EvalSymlinks(home); err == nil {
-			home = r
-		}
-		home = path.Clean(home)
-		if home == d || strings.HasPrefix(home, d+"/") {
-			return true
-		}
-	}
-	return false
+	home := resolvedHome()
+	return home != "" && (home == d || strings.HasPrefix(home, d+"/"))
 }
+
+// resolvedHome is this process's home directory, its links resolved; ""
+// when it has none. Read once: broadProject runs for every call.
+var resolvedHome = sync.OnceValue(func() string {
+	home, err := os.UserHomeDir()
+	if err != nil || !path.IsAbs(home) {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(home); err == nil {
+		home = r
+	}
+	return path.Clean(home)
+})
 
 // EnvelopeMark starts the last line of a call's prompt, which holds the
 // call as JSON (threads show leaves the line out).

@@ -2,10 +2,13 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-ai/tollgate/policy/shell"
 )
 
 func TestPathInside(t *testing.T) {
@@ -211,5 +214,24 @@ rules:
 		if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: j("elsewhere")}); d.Action != Ask {
 			t.Errorf("%s in %s: %s, want ask", cmd, j("elsewhere"), d.Action)
 		}
+	}
+}
+
+// A command naming more files than linkedNames looks up is taken to
+// reach outside (it is asked), not left unchecked; one under the bound is
+// as it was.
+func TestLinkedNamesBound(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	many := &shell.Command{Name: "cat"}
+	for i := range maxLinkChecks + 1 {
+		many.Files = append(many.Files, fmt.Sprintf("f%d", i))
+	}
+	if out, _ := linkedNames(many, dir); len(out) != 1 || !strings.Contains(out[0], "too many to check") {
+		t.Errorf("%d files: outside %q", len(many.Files), out)
+	}
+	many.Files = many.Files[:maxLinkChecks]
+	if out, secrets := linkedNames(many, dir); out != nil || secrets != nil {
+		t.Errorf("%d plain files: outside %q, secrets %q", len(many.Files), out, secrets)
 	}
 }
