@@ -149,7 +149,7 @@ func (a *Agent) abortQuestions(ctx context.Context, reason string) error {
 		r := checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort", Reason: reason, At: a.clock.Now()}
 		_, cerr := a.store.Commit(ctx, &checkpoint.Batch{
 			Resolve: &checkpoint.Resolve{ThreadID: q.ThreadID, ID: q.ID, Resolution: r},
-			Events:  []*checkpoint.Event{ResolutionEvent(q, r)},
+			Events:  []*checkpoint.Event{checkpoint.ResolutionEvent(q, r)},
 		})
 		if cerr != nil && !errors.Is(cerr, checkpoint.ErrConflict) {
 			return fmt.Errorf("agent: aborting question %s: %w", q.ID, cerr)

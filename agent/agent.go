@@ -383,24 +383,16 @@ func (a *Agent) PromptWith(ctx context.Context, text string, opts *PromptOptions
 // (its outcome is unknown) unless its tool is idempotent, and questions are
 // found by their ids rather than asked again. ErrNoRun when there is
 // nothing to resume.
-func (a *Agent) Resume(ctx context.Context) (*Message, error) {
-	return a.ResumeWith(ctx, nil)
-}
-
-// ResumeOptions tune [Agent.ResumeWith].
-type ResumeOptions struct {
-	// Resolved are questions of the agent's thread the caller has just
-	// resolved (the Question a Commit with a Resolve returned) or read
-	// resolved. The run uses them instead of reading them again: a
-	// resolution is never changed. Pending questions, and questions of
-	// other threads, are ignored. Pass only what the store returned: the
-	// run takes these answers as the store's (the call's digest is still
-	// checked), so a made-up resolution would be acted on unaudited.
-	Resolved []*checkpoint.Question
-}
-
-// ResumeWith is [Agent.Resume] with options.
-func (a *Agent) ResumeWith(ctx context.Context, opts *ResumeOptions) (*Message, error) {
+//
+// resolved are questions of the agent's thread the caller has just
+// resolved (the Question a Commit with a Resolve returned) or read
+// resolved, as a host has when an answer wakes a parked run: the run uses
+// them instead of reading them again, a resolution never being changed.
+// Pending questions, and questions of other threads, are ignored. Pass
+// only what the store returned: the run takes these answers as the
+// store's (the call's digest is still checked), so a made-up resolution
+// would be acted on unaudited.
+func (a *Agent) Resume(ctx context.Context, resolved ...*checkpoint.Question) (*Message, error) {
 	if !a.beginRun() {
 		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
 	}
@@ -423,11 +415,9 @@ func (a *Agent) ResumeWith(ctx context.Context, opts *ResumeOptions) (*Message, 
 		return nil, fmt.Errorf("agent: thread %s is running run %s but has no messages", th.ID, th.RunID)
 	}
 	rs := &runState{a: a, th: th}
-	if opts != nil {
-		for _, q := range opts.Resolved {
-			if q != nil && q.ThreadID == a.threadID && q.Status != checkpoint.QuestionPending {
-				rs.noteRead(q)
-			}
+	for _, q := range resolved {
+		if q != nil && q.ThreadID == a.threadID && q.Status != checkpoint.QuestionPending {
+			rs.noteRead(q)
 		}
 	}
 	a.emit(&RunStartedEvent{meta: a.meta(th.RunID), Resumed: true})

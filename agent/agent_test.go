@@ -389,7 +389,7 @@ func answer(t *testing.T, s checkpoint.Store, thread, id, ans string) {
 	r := checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: json.RawMessage(ans), By: "tester", At: time.Now()}
 	if _, err := s.Commit(context.Background(), &checkpoint.Batch{
 		Resolve: &checkpoint.Resolve{ThreadID: thread, ID: id, Resolution: r},
-		Events:  []*checkpoint.Event{agent.ResolutionEvent(q, r)},
+		Events:  []*checkpoint.Event{checkpoint.ResolutionEvent(q, r)},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -96,14 +96,14 @@ func UserMessage(text string) Message { return Message{Role: RoleUser, Text: tex
 // ToolResultMessage wraps r in a tool message.
 func ToolResultMessage(r ToolResult) Message { return Message{Role: RoleTool, Result: &r} }
 
-// OpenCalls returns the tool calls of a thread's turn in progress: those
+// openCalls returns the tool calls of a thread's turn in progress: those
 // of its last assistant message that no tool message answers yet (the
 // agent appends a turn's results when the turn ends, while each call's
 // result is recorded as it completes: [checkpoint.Store.ListToolCalls]
 // with these ids reads them). messages is the thread's encoded messages
 // ([checkpoint.Thread.Messages]); none when the last assistant message
 // has all its results or calls no tool.
-func OpenCalls(messages json.RawMessage) ([]ToolCall, error) {
+func openCalls(messages json.RawMessage) ([]ToolCall, error) {
 	if len(messages) == 0 {
 		return nil, nil
 	}
@@ -162,8 +162,9 @@ const (
 	CallDone    = "done"
 )
 
-// TurnProgress returns the calls of a thread's turn in progress
-// ([OpenCalls]) and where each is, read from the tool call records the
+// TurnProgress returns the calls of a thread's turn in progress (those
+// of its last assistant message that no tool message answers yet) and
+// where each is, read from the tool call records the
 // agent writes as each call starts and ends: a result shows as soon as
 // its call completes, not when the whole turn does. None unless a run is
 // in progress.
@@ -171,7 +172,7 @@ func TurnProgress(ctx context.Context, store checkpoint.Store, th *checkpoint.Th
 	if th.Status != checkpoint.ThreadRunning {
 		return nil, nil
 	}
-	open, err := OpenCalls(th.Messages)
+	open, err := openCalls(th.Messages)
 	if err != nil || len(open) == 0 {
 		return nil, err
 	}

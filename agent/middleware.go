@@ -139,9 +139,9 @@ func (c *ToolCallContext) CallDigest() string {
 	return c.digest
 }
 
-// ArgsDigest is [ArgsDigest] of the call's tool and RawArgs: the digest
+// argsDigest is [ArgsDigest] of the call's tool and RawArgs: the digest
 // of questions asked before digests bound the call.
-func (c *ToolCallContext) ArgsDigest() string {
+func (c *ToolCallContext) argsDigest() string {
 	return digestCanonical(c.Call.Name, c.canonicalArgs())
 }
 
@@ -171,7 +171,7 @@ func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoi
 	if q.Digest != "" && q.Digest == c.CallDigest() {
 		// A question about this call stored by a version whose digests
 		// bound only the tool and arguments is the same question.
-		legacy = c.ArgsDigest()
+		legacy = c.argsDigest()
 	}
 	return c.agent.ask(ctx, c.run, q, legacy)
 }
@@ -180,7 +180,7 @@ func (c *ToolCallContext) Ask(ctx context.Context, q QuestionRequest) (*checkpoi
 // or an error wrapping checkpoint.ErrNotFound. Middleware use it to let an
 // answer already given decide, before they consult anything that may have
 // changed since (a reloaded policy, say). A resolved question the run has
-// already read, or was handed when it resumed ([ResumeOptions]), is
+// already read, or was handed when it resumed ([Agent.Resume]), is
 // returned as it was read: a resolution is never changed.
 func (c *ToolCallContext) Question(ctx context.Context, id string) (*checkpoint.Question, error) {
 	if c.agent == nil {

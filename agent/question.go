@@ -188,16 +188,6 @@ func (a *Agent) ask(ctx context.Context, rs *runState, req QuestionRequest, lega
 	return resolved, nil
 }
 
-// ResolutionEvent is [checkpoint.ResolutionEvent]: the question_resolved
-// audit entry of resolving q (as read, pending) with r, to be committed
-// with the resolution (a [checkpoint.Batch] with Resolve and this event;
-// stores refuse a resolution without it). r.At must be set. Whoever
-// resolves questions (hitl's channels, host, TimeOut, AbortPending) uses
-// it.
-func ResolutionEvent(q *checkpoint.Question, r checkpoint.Resolution) *checkpoint.Event {
-	return checkpoint.ResolutionEvent(q, r)
-}
-
 // writeQuestion writes q, with its payload, before anyone is told: a crash
 // after this finds the question on resume; a crash before it asks again
 // with the same id. The audit entry is in the same write, so it exists
@@ -289,7 +279,7 @@ func TimeOut(ctx context.Context, store checkpoint.Store, q *checkpoint.Question
 	res := checkpoint.Resolution{Status: checkpoint.QuestionTimedOut, By: "timeout", At: at}
 	c, err := store.Commit(ctx, &checkpoint.Batch{
 		Resolve: &checkpoint.Resolve{ThreadID: q.ThreadID, ID: q.ID, Resolution: res},
-		Events:  []*checkpoint.Event{ResolutionEvent(q, res)},
+		Events:  []*checkpoint.Event{checkpoint.ResolutionEvent(q, res)},
 	})
 	var r *checkpoint.Question
 	switch {

@@ -107,7 +107,7 @@ func TestStoreChannelResolvedHanded(t *testing.T) {
 	res := checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"approve"}`), By: "ann", At: time.Now()}
 	c, err := s.Commit(ctx, &checkpoint.Batch{
 		Resolve: &checkpoint.Resolve{ThreadID: "t", ID: "q", Resolution: res},
-		Events:  []*checkpoint.Event{agent.ResolutionEvent(&checkpoint.Question{ThreadID: "t", ID: "q", Kind: "approve"}, res)},
+		Events:  []*checkpoint.Event{checkpoint.ResolutionEvent(&checkpoint.Question{ThreadID: "t", ID: "q", Kind: "approve"}, res)},
 	})
 	if err != nil {
 		t.Fatal(err)

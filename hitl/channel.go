@@ -364,7 +364,7 @@ func (c *CheckpointedChannel) AnswerWith(ctx context.Context, threadID, question
 	res := checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: raw, By: by, At: now}
 	committed, err := c.store.Commit(ctx, &checkpoint.Batch{
 		Resolve: &checkpoint.Resolve{ThreadID: threadID, ID: questionID, Resolution: res},
-		Events:  []*checkpoint.Event{agent.ResolutionEvent(q, res)},
+		Events:  []*checkpoint.Event{checkpoint.ResolutionEvent(q, res)},
 	})
 	switch {
 	case err == nil:

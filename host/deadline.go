@@ -9,31 +9,23 @@ import (
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
-// timeout resolves q as timed out by the same compare-and-set as an
-// answer: if an answer won, that answer is returned.
+// timeout resolves q as timed out, its deadline having passed, by the
+// compare-and-set an answer makes (the winner returned when an answer or
+// another host came first), and tells the host's subscribers and the run.
+// The host's deadline loop and its parking channel call it.
 func (h *Host) timeout(ctx context.Context, q *checkpoint.Question) (*checkpoint.Question, error) {
-	r, _, err := h.TimeOut(ctx, q)
-	return r, err
-}
-
-// TimeOut resolves q as timed out, its deadline having passed, by the
-// compare-and-set an answer makes (won false, and the winner returned,
-// when an answer or another host came first), and tells the host's
-// subscribers and the run. The host's deadline loop calls it; so may a
-// [Coordinator] that learns of a deadline otherwise.
-func (h *Host) TimeOut(ctx context.Context, q *checkpoint.Question) (resolved *checkpoint.Question, won bool, err error) {
 	h.markSelfResolved(q.ThreadID, q.ID) // resolved() resumes the run, once
 	r, won, err := agent.TimeOut(ctx, h.store, q, h.clock.Now())
 	if !won {
 		h.consumeSelfResolved(q.ThreadID, q.ID)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("host: question %s: %w", q.ID, err)
+		return nil, fmt.Errorf("host: question %s: %w", q.ID, err)
 	}
 	if won {
 		h.resolved(ctx, r)
 	}
-	return r, won, nil
+	return r, nil
 }
 
 // poke makes the deadline loop re-read the earliest deadline now.

@@ -18,7 +18,7 @@ func (h *Host) resumeStep(r *run) func(context.Context) (*agent.Message, error) 
 		qs := r.handed
 		r.handed = nil
 		h.mu.Unlock()
-		return r.agent.ResumeWith(ctx, &agent.ResumeOptions{Resolved: qs})
+		return r.agent.Resume(ctx, qs...)
 	}
 }
 

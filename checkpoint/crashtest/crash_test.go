@@ -570,7 +570,7 @@ func (r *reviewer) answer(ctx context.Context, t *testing.T, q *checkpoint.Quest
 	r.hold.RLock()
 	c, err := r.store.Commit(ctx, &checkpoint.Batch{
 		Resolve: &checkpoint.Resolve{ThreadID: q.ThreadID, ID: q.ID, Resolution: res},
-		Events:  []*checkpoint.Event{agent.ResolutionEvent(q, res)},
+		Events:  []*checkpoint.Event{checkpoint.ResolutionEvent(q, res)},
 	})
 	r.hold.RUnlock()
 	var got *checkpoint.Question
