@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/internal/pgtest"
@@ -120,6 +121,10 @@ type crasher struct {
 	// expiredWhileDown counts late questions whose deadline passed while
 	// no child ran, and whose late answer was refused.
 	expiredWhileDown int
+	children         int // started, naming their database sessions
+	// sessionWaits counts the kills after which a child's server sessions
+	// outlived it (waitSessionsGone).
+	sessionWaits int
 }
 
 type child struct {
@@ -127,6 +132,9 @@ type child struct {
 	out    *bytes.Buffer
 	exited chan error
 	done   bool
+	// appName is the application_name of the child's PostgreSQL sessions
+	// (PGAPPNAME), by which its parent finds them after a SIGKILL.
+	appName string
 }
 
 func crash(t *testing.T, spec childSpec, kills int) {
@@ -179,6 +187,9 @@ func crash(t *testing.T, spec childSpec, kills int) {
 	}
 	stopReviewing()
 	reviewing.Wait()
+	if c.sessionWaits > 0 {
+		t.Logf("%s: after %d of %d kills the child's server sessions outlived it, and the next child waited for them", spec.Store, c.sessionWaits, killed)
+	}
 
 	st := check(t, store, spec, rev, round)
 	st.races = readRaces(t, spec.Signals)
@@ -236,9 +247,11 @@ func (c *crasher) start(spec childSpec) *child {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	// Under the race detector a process sleeps 1s before it exits (to let
 	// reports of racing goroutines in): not for children that are done.
-	cmd.Env = append(os.Environ(), childEnv+"="+string(raw),
+	c.children++
+	appName := fmt.Sprintf("tollgate-crashchild-%d-%d", os.Getpid(), c.children)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(raw), "PGAPPNAME="+appName,
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	ch := &child{cmd: cmd, out: &bytes.Buffer{}, exited: make(chan error, 1)}
+	ch := &child{cmd: cmd, out: &bytes.Buffer{}, exited: make(chan error, 1), appName: appName}
 	cmd.Stdout, cmd.Stderr = ch.out, ch.out
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -280,6 +293,41 @@ func (c *crasher) waitAll(children []*child) {
 		}
 		c.ledger.next() // keep up with the files
 		c.signals.next()
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitSessionsGone waits until the PostgreSQL server has ended a killed
+// child's sessions. A process dies at once, but a statement its server
+// session was running goes on to its end: a commit sent just before the
+// SIGKILL can land after the next child has read the thread, which then
+// meets a version and a claim it did not expect ("claimed by another
+// driver") and counts it a failure outside pair rounds. A restarted
+// process in production meets such a late commit as a lost race, which
+// the compare-and-set refuses; the harness waits so that each child sees
+// a settled store, as its checks assume.
+func (c *crasher) waitSessionsGone(ch *child) {
+	pg, ok := c.store.(interface{ Pool() *pgxpool.Pool })
+	if !ok {
+		return
+	}
+	limit := time.Now().Add(30 * time.Second)
+	for looks := 0; ; looks++ {
+		var n int
+		err := pg.Pool().QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, ch.appName).Scan(&n)
+		if err != nil {
+			c.t.Fatalf("reading the killed child's sessions: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+		if looks == 0 {
+			c.sessionWaits++
+		}
+		if time.Now().After(limit) {
+			c.t.Fatalf("round %d: %d sessions of the killed child %s still open after 30 s", c.spec.Round, n, ch.appName)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -335,6 +383,7 @@ func (c *crasher) killAt(children []*child, tg target) bool {
 			ch.cmd.Process.Kill()
 			<-ch.exited
 			ch.done = true
+			c.waitSessionsGone(ch)
 		}
 	}
 	c.byTarget[tg]++
