@@ -117,8 +117,10 @@ func linkedTo(p string, test func(string) bool) bool {
 // name is returned in out (or secrets), to be noted as the analysis notes
 // such a name written out. The analysis reads names, never the file
 // system; a cloned project can hold a link named notes.txt to .env, or
-// home/ to /root.
-func linkedNames(c *shell.Command, dir string) (out, secrets []string) {
+// home/ to /root. cds are the other directories the names may be
+// relative to, those the command string's cd commands enter (cdDirs): a
+// name is looked up under each, and noted if it leads out under any.
+func linkedNames(c *shell.Command, dir string, cds ...string) (out, secrets []string) {
 	if dir == "" || !path.IsAbs(dir) {
 		return nil, nil
 	}
@@ -132,7 +134,8 @@ func linkedNames(c *shell.Command, dir string) (out, secrets []string) {
 			names = append(names, r.Target)
 		}
 	}
-	if len(names) > maxLinkChecks {
+	bases := append([]string{dir}, cds...)
+	if len(names)*len(bases) > maxLinkChecks {
 		// Each name is a few look-ups on every evaluation of the call:
 		// past this many, the command is taken to reach outside.
 		return []string{fmt.Sprintf("%d files, too many to check for symbolic links", len(names))}, nil
@@ -142,19 +145,69 @@ func linkedNames(c *shell.Command, dir string) (out, secrets []string) {
 			strings.ContainsAny(f, "$`*?[]{}\\\n\x00") || slices.Contains(c.Outside, f) {
 			continue
 		}
-		p := path.Join(dir, f)
-		r, ok := resolve(p)
-		switch {
-		case ok && r == path.Clean(p):
-			continue // no link on the way
-		case !ok || !insideByName(r, rd) || shell.InGitDir(r) && !shell.InGitDir(f):
+		isOut, isSecret := false, false
+		for _, b := range bases {
+			p := path.Join(b, f)
+			r, ok := resolve(p)
+			switch {
+			case ok && r == path.Clean(p) && insideByName(r, path.Clean(dir)):
+				continue // no link on the way
+			case !ok || !insideByName(r, rd) || shell.InGitDir(r) && !shell.InGitDir(f):
+				isOut = true
+			}
+			isSecret = isSecret || ok && shell.SecretPath(r) && !shell.SecretPath(f)
+		}
+		if isOut {
 			out = append(out, f)
 		}
-		if ok && shell.SecretPath(r) && !shell.SecretPath(f) {
+		if isSecret {
 			secrets = append(secrets, f)
 		}
 	}
 	return out, secrets
+}
+
+// maxCdDirs is how many directories cdDirs follows a command string into.
+const maxCdDirs = 8
+
+// cdDirs are the directories other than dir that the relative names of
+// the commands may be relative to: those the string's cd and pushd enter
+// (cd sub && cat notes.txt reads sub/notes.txt, which a link can lead out
+// of the project while ./notes.txt does not exist). Each static target is
+// followed from every directory found before it, as the analysis does
+// not know which ran; a target computed at run time, or one out of dir,
+// is already noted outside by the analysis. tooMany reports that more
+// than maxCdDirs were found: the commands are then taken to reach
+// outside. None without a cd, the common case.
+func cdDirs(cmds []shell.Command, dir string) (dirs []string, tooMany bool) {
+	if dir == "" || !path.IsAbs(dir) {
+		return nil, false
+	}
+	for i := range cmds {
+		c := &cmds[i]
+		if c.Name != "cd" && c.Name != "pushd" || len(c.Files) == 0 {
+			continue
+		}
+		t := c.Files[0]
+		if t == "" || strings.HasPrefix(t, "~") || strings.HasPrefix(t, "-") || strings.ContainsAny(t, "$`*?[]{}\\\n\x00") {
+			continue
+		}
+		from := append([]string{dir}, dirs...)
+		for _, b := range from {
+			d := path.Join(b, t)
+			if path.IsAbs(t) {
+				d = path.Clean(t)
+			}
+			if d == dir || slices.Contains(dirs, d) {
+				continue
+			}
+			if len(dirs) == maxCdDirs {
+				return nil, true
+			}
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs, false
 }
 
 // maxLinkChecks is how many names of one command linkedNames looks up.
@@ -162,21 +215,35 @@ const maxLinkChecks = 64
 
 // inDir is c as it stands in dir: the files it names by absolute paths
 // inside dir taken off its Outside list (insideDir), and the relative
-// names that symbolic links lead out of dir, into .git or to a secret
-// added to its Outside or Secrets (linkedNames). nil when nothing changes.
-func inDir(c *shell.Command, dir string) *shell.Command {
+// names that symbolic links lead out of dir, into .git or to a secret —
+// looked up in dir and in the directories cds the command string's cd
+// commands enter — added to its Outside or Secrets (linkedNames). nil
+// when nothing changes.
+func inDir(c *shell.Command, dir string, cds ...string) *shell.Command {
 	in := insideDir(c, dir)
 	base := c
 	if in != nil {
 		base = in
 	}
-	out, secrets := linkedNames(base, dir)
+	out, secrets := linkedNames(base, dir, cds...)
 	if len(out) == 0 && len(secrets) == 0 {
 		return in
 	}
 	cp := *base
 	cp.Outside = append(slices.Clone(base.Outside), out...)
 	cp.Secrets = append(slices.Clone(base.Secrets), secrets...)
+	return &cp
+}
+
+// withOutside is c (as in, when inDir changed it) with note added to its
+// Outside list.
+func withOutside(c, in *shell.Command, note string) *shell.Command {
+	base := c
+	if in != nil {
+		base = in
+	}
+	cp := *base
+	cp.Outside = append(slices.Clone(base.Outside), note)
 	return &cp
 }
 

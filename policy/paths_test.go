@@ -235,3 +235,67 @@ func TestLinkedNamesBound(t *testing.T) {
 		t.Errorf("%d plain files: outside %q, secrets %q", len(many.Files), out, secrets)
 	}
 }
+
+// A relative name after a cd is relative to where the cd went: a link
+// there that leads out of the project, into .git or to a secret is
+// noted as the same link in the project's own directory is, however the
+// string enters the directory (cd, pushd, a subshell, an absolute path
+// inside the project, one cd after another).
+func TestLinksAfterCd(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	proj := filepath.Join(root, "proj")
+	for _, d := range []string{"proj/sub/deeper", "proj/.git/hooks", "out"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "out/secret"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(proj, ".env"), []byte("KEY=x"), 0o600)
+	os.WriteFile(filepath.Join(proj, "sub/plain.txt"), []byte("x"), 0o644)
+	for link, to := range map[string]string{
+		"sub/n.txt": "../../out/secret", "sub/e.txt": "../.env", "sub/hooks": "../.git/hooks",
+		"sub/deeper/n.txt": "../../../out/secret",
+	} {
+		if err := os.Symlink(to, filepath.Join(proj, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := Parse("cd.yaml", []byte(`version: 1
+default: ask
+shell:
+  Bash: command
+rules:
+  - name: reads and moves
+    tool: Bash
+    command: [cat, cd, pushd, echo]
+    action: allow
+    allow_writes: true
+  - name: outside
+    tool: Bash
+    command: "*"
+    when: command.outside.size() > 0 || command.secrets.size() > 0
+    action: ask
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]Action{
+		"cd sub && cat plain.txt":                               Allow,
+		"cat sub/plain.txt":                                     Allow,
+		"cd sub && cat n.txt":                                   Ask,
+		"cd sub; cat e.txt":                                     Ask,
+		"(cd sub && cat n.txt)":                                 Ask,
+		"pushd sub && cat n.txt":                                Ask,
+		"cd " + filepath.Join(proj, "sub") + " && cat n.txt":    Ask,
+		"cd sub && cd deeper && cat n.txt":                      Ask,
+		"cd sub && echo x > hooks/pre-commit":                   Ask,
+		"cat n.txt":                                             Allow, // no such file in the project's own directory
+		"cd sub/deeper && cat plain.txt":                        Allow,
+		strings.Repeat("cd a && cd b && ", 5) + "cat plain.txt": Ask, // more directories than are looked in
+	} {
+		if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj}); d.Action != want {
+			t.Errorf("%s: %s (%s), want %s", cmd, d.Action, d.Reason, want)
+		}
+	}
+}
