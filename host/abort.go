@@ -8,7 +8,10 @@ import (
 // Abort closes the thread's unfinished run (SPEC "Abort"): a run in
 // progress here is stopped, every unresolved call gets a synthetic deny,
 // pending questions are aborted, and a terminal message with stop reason
-// "aborted" is stored. Nothing to abort is not an error.
+// "aborted" is stored. Nothing to abort is not an error. Once Shutdown has
+// begun, only a run in progress here is aborted; another thread's gets
+// [ErrClosed]. A host not started aborts too (a command line closing a
+// thread needs no loops).
 func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 	h.mu.Lock()
 	r := h.runs[threadID]
@@ -29,6 +32,13 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 		delete(h.failed, threadID)
 		h.mu.Unlock()
 		return err
+	}
+	if h.closing {
+		// Shutdown waits only for the runs it knew of: an abort begun
+		// now could still be writing when the caller closes the store.
+		// The run stays as it is, for the next start to abort or go on.
+		h.mu.Unlock()
+		return ErrClosed
 	}
 	a, err := h.newAgent(threadID)
 	if err != nil {

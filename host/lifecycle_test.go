@@ -106,3 +106,34 @@ func TestFeedThatEndsIsFollowedAndTheRunsReRead(t *testing.T) {
 		t.Fatalf("final message %q does not give the reason", lastText(msgs))
 	}
 }
+
+// An abort asked once Shutdown has begun, of a thread no run of this host
+// holds, is refused (ErrClosed) and writes nothing: Shutdown does not wait
+// for it, so it could still be writing when the caller closes the store.
+// The parked run stays as it was, pending, for the next start.
+func TestAbortAfterShutdownIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, time.Minute, nil)
+	h := f.start(t)
+	f.promptParked(t, h, "t1", "$ touch a", 1)
+	if _, err := h.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Abort(context.Background(), "t1", "too late"); err != host.ErrClosed {
+		t.Fatalf("Abort after Shutdown = %v, want ErrClosed", err)
+	}
+	if th, _ := f.thread(t, "t1"); th.Status != checkpoint.ThreadRunning || len(f.pending(t, "t1")) != 1 {
+		t.Fatalf("after the refused abort: %s, %d pending", th.Status, len(f.pending(t, "t1")))
+	}
+	// A host never started aborts (a command line closing a thread).
+	h2, err := host.New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Abort(context.Background(), "t1", "closed from the command line"); err != nil {
+		t.Fatal(err)
+	}
+	if th, _ := f.thread(t, "t1"); th.Status != checkpoint.ThreadIdle {
+		t.Fatalf("after the abort: %s", th.Status)
+	}
+}
