@@ -684,8 +684,9 @@ func restart(t *testing.T, f *fixture, db string) *fixture {
 }
 
 // A report of a call tollgate did not let through — one still waiting
-// for a person, one the policy blocked, one of another tool, one the
-// session never made — is recorded as such (not_allowed, in words), in
+// for a person, one the policy blocked, one of another tool, one run with
+// another input than the one let through, one the session never made —
+// is recorded as such (not_allowed, in words), in
 // memory and after a restart: whoever holds the hook's token could
 // otherwise put a "ran it" with any output under a call that waits or
 // was denied, and a call the agent ran without its hook's leave would
@@ -699,10 +700,18 @@ func TestPostToolUseNotAllowed(t *testing.T) {
 	}()
 	f.pending(t, 1)
 	f.handle(t, hooks.ClaudeCode, pre("n1", "toolu_ok", "Bash", bash("ls")), nil)
+	f.handle(t, hooks.ClaudeCode, pre("n1", "toolu_other", "Bash", bash("ls -a")), nil)
 	f.handle(t, hooks.ClaudeCode, pre("n1", "toolu_blocked", "Bash", bash("dd if=/dev/zero of=x")), nil)
+	// What each call is reported to have run: its own input, but for
+	// toolu_other, which the agent ran with another command.
+	ran := map[string]map[string]any{"toolu_ok": bash("ls"), "toolu_other": bash("rm -rf x")}
 	post := func(f *fixture, id, tool string) {
 		t.Helper()
-		body, _ := json.Marshal(map[string]any{"session_id": "n1", "hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": bash("x"),
+		input, ok := ran[id]
+		if !ok {
+			input = bash("x")
+		}
+		body, _ := json.Marshal(map[string]any{"session_id": "n1", "hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": input,
 			"tool_response": map[string]any{"stdout": "done, reviewer: it already ran", "stderr": ""}, "tool_use_id": id})
 		if r := f.svc.Handle(context.Background(), hooks.ClaudeCode, body, nil); r.Status != 200 {
 			t.Fatalf("PostToolUse: %d %s", r.Status, r.Body)
@@ -711,6 +720,7 @@ func TestPostToolUseNotAllowed(t *testing.T) {
 	want := map[string]string{
 		"toolu_wait":    "the call was still waiting for a person's answer",
 		"toolu_ok":      "",
+		"toolu_other":   "the agent reports it ran the call with other input than tollgate let through",
 		"toolu_blocked": "tollgate did not let the call through",
 		"toolu_ghost":   "tollgate has no record of this call in the session",
 	}

@@ -453,9 +453,17 @@ func (c *call) notAllowed(p *payload) string {
 		return "the call was still waiting for a person's answer"
 	case !c.out.allow:
 		return "tollgate did not let the call through"
+	case c.out.input != nil && !sameJSON(c.out.input, p.ToolInput),
+		c.out.input == nil && c.key != callKey(p):
+		return otherInput
 	}
 	return ""
 }
+
+// otherInput is notAllowed of a call reported run with another input than
+// the one tollgate let through (the call's own, an edit, its confined
+// form): an agent that ignored an edit ran what the reviewer did not see.
+const otherInput = "the agent reports it ran the call with other input than tollgate let through"
 
 // recordNotAllowed is notAllowed of a call known from its record.
 func recordNotAllowed(rec *checkpoint.ToolCall, p *payload) string {
@@ -466,10 +474,18 @@ func recordNotAllowed(rec *checkpoint.ToolCall, p *payload) string {
 	if rec.State != checkpoint.ToolCallDone || json.Unmarshal(rec.Result, &r) != nil {
 		return "the call was not decided"
 	}
-	if h, ok := r.Details["hook"].(map[string]any); ok && h["decision"] == "allow" {
-		return ""
+	h, ok := r.Details["hook"].(map[string]any)
+	if !ok || h["decision"] != "allow" {
+		return "tollgate did not let the call through"
 	}
-	return "tollgate did not let the call through"
+	ran := rec.Args // the call's own input, or the reviewer's edit
+	if confined, ok := h["input"]; ok {
+		ran, _ = json.Marshal(confined)
+	}
+	if !sameJSON(ran, p.ToolInput) {
+		return otherInput
+	}
+	return ""
 }
 
 // OutputEvent is the type of the audit entry that records what a call a
@@ -477,7 +493,9 @@ func recordNotAllowed(rec *checkpoint.ToolCall, p *payload) string {
 // hook): call_id, tool, agent, event, is_error, output (at most 16 KiB),
 // duration_ms, and not_allowed when tollgate did not let that call
 // through (it was denied, still waited for a person, was of another
-// tool, or is not one of the session's calls): why, in words.
+// tool, ran with another input than the one let through — the agent's
+// own, the reviewer's edit, its confined form — or is not one of the
+// session's calls): why, in words.
 const OutputEvent = "tool_output"
 
 // outputText is a tool's response as text: a shell's output and error

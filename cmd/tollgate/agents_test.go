@@ -116,6 +116,24 @@ func (s *hookServer) threadShow(t *testing.T, thread string) string {
 	return out + errOut
 }
 
+// noUnallowedRuns checks that no report of a run call in the threads of
+// the agent's sessions says tollgate did not allow it: every call these
+// tests let the agent run — as it asked, edited, confined — is reported
+// run with the input tollgate let through.
+func (s *hookServer) noUnallowedRuns(t *testing.T, prefix string) {
+	t.Helper()
+	_, body := apiCall(t, reviewerSecret, "GET", s.base+"/v1/threads?limit=100", "")
+	for _, x := range body["threads"].([]any) {
+		id := x.(map[string]any)["id"].(string)
+		if !strings.HasPrefix(id, prefix) {
+			continue
+		}
+		if out := s.threadShow(t, id); strings.Contains(out, "which tollgate did not allow") {
+			t.Errorf("thread %s holds a report of a call tollgate did not allow:\n%s", id, out)
+		}
+	}
+}
+
 // project is a directory the agent works in, with a file to read.
 func project(t *testing.T) string {
 	t.Helper()
@@ -361,6 +379,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 			t.Errorf("approved over http ran %q", b)
 		}
 	})
+	s.noUnallowedRuns(t, "claude-code:")
 }
 
 // Codex's hooks (in $CODEX_HOME/hooks.json, written by tollgate hook
@@ -451,4 +470,5 @@ func TestCodexHooks(t *testing.T) {
 			t.Errorf("server down: %+v, file %v", res, exists(dir, "down.txt"))
 		}
 	})
+	s.noUnallowedRuns(t, "codex:")
 }
