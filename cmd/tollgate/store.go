@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -125,6 +126,15 @@ func statePaths(storeURL string, files ...string) []string {
 
 // storePasswordRefusal says why a --store URL with a password is refused.
 const storePasswordRefusal = "--store carries a password, which every process on this machine can read in its command line: give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE), or the whole URL in TOLLGATE_STORE"
+
+// storePassword refuses (exit status 2) a --store given on the command
+// line with a password in it (storePasswordRefusal).
+func storePassword(fs *flagSet, url string) error {
+	if given(fs, "store") && storeurl.HasPassword(url) {
+		return withCode(2, errors.New(storePasswordRefusal))
+	}
+	return nil
+}
 
 // stateInside returns the first of paths inside dir (or dir itself), or "".
 func stateInside(dir string, paths []string) string {
