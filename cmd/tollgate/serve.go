@@ -73,12 +73,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	tokens, mcpConfigs, code := serveChecks(stderr, log, *tokensFile, &af, maxStreams, *addr, dev, &mcpf)
-	if code != 0 {
-		return code
-	}
 	w := newWiring("tollgate serve", stderr, log)
 	defer w.close()
+	tokens, mcpConfigs, err := serveChecks(log, *tokensFile, &af, maxStreams, *addr, dev, &mcpf)
+	if err != nil {
+		return w.fail(withCode(2, err))
+	}
 	// Bound first: a second serve started by mistake on a busy port must
 	// stop before its host resumes anything in the store.
 	ln, err := w.listen(*addr)
@@ -88,9 +88,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := storePassword(fs, *storeURL); err != nil {
 		return w.fail(err)
 	}
-	notifyCfg, notices, code := serveState(stderr, log, *notifyConfig, *storeURL, *tokensFile, *hookPolicy, *stateInDir, &af)
-	if code != 0 {
-		return code
+	notifyCfg, notices, err := serveState(log, *notifyConfig, *storeURL, *tokensFile, *hookPolicy, *stateInDir, &af)
+	if err != nil {
+		return w.fail(withCode(2, err))
 	}
 	s := &serving{af: &af, storeURL: *storeURL, hookPolicy: *hookPolicy, mcpConfigs: mcpConfigs, notifyCfg: notifyCfg, notices: notices,
 		lease: *lease, samePolicy: *samePolicy,
@@ -231,73 +231,63 @@ func serveModelLabel(model string) string {
 // user's terms: the tokens, the policy's reload, the streams' cap, the
 // address (dev mode on a loopback address only), the model and the MCP
 // servers. It sets dev for a loopback address without tokens, and
-// maxStreams to the server's "no cap" for 0. A code that is not 0 is
-// serve's exit status, the error said on stderr.
-func serveChecks(stderr io.Writer, log *slog.Logger, tokensFile string, af *agentFlags, maxStreams *int, addr string, dev *bool, mcpf *mcpFlags) ([]server.Token, []mcpgate.ServerConfig, int) {
+// maxStreams to the server's "no cap" for 0. An error is a flag's (exit
+// status 2).
+func serveChecks(log *slog.Logger, tokensFile string, af *agentFlags, maxStreams *int, addr string, dev *bool, mcpf *mcpFlags) ([]server.Token, []mcpgate.ServerConfig, error) {
 	tokens, err := loadTokens(tokensFile)
 	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, 2
+		return nil, nil, err
 	}
 	if _, err := parsePolicyReload(af.reload); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, 2
+		return nil, nil, err
 	}
 	if *maxStreams < 0 {
-		fmt.Fprintf(stderr, "tollgate serve: --max-streams-per-token %d: give a number of streams, or 0 for no limit\n", *maxStreams)
-		return nil, nil, 2
+		return nil, nil, fmt.Errorf("--max-streams-per-token %d: give a number of streams, or 0 for no limit", *maxStreams)
 	}
 	if *maxStreams == 0 {
 		*maxStreams = -1 // the server's "no cap"
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		fmt.Fprintf(stderr, "tollgate serve: --addr %q: want host:port, such as 127.0.0.1:8080 or :8080\n", addr)
-		return nil, nil, 2
+		return nil, nil, fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8080 or :8080", addr)
 	}
 	loopback := isLoopback(addr)
 	if len(tokens) == 0 && !*dev {
 		if !loopback {
-			fmt.Fprintf(stderr, "tollgate serve: no tokens configured and %s is not a loopback address: give --tokens FILE or TOLLGATE_TOKENS (see 'tollgate token new'), or listen on 127.0.0.1 for dev mode\n", addr)
-			return nil, nil, 2
+			return nil, nil, fmt.Errorf("no tokens configured and %s is not a loopback address: give --tokens FILE or TOLLGATE_TOKENS (see 'tollgate token new'), or listen on 127.0.0.1 for dev mode", addr)
 		}
 		*dev = true
 	}
 	if *dev && !loopback {
-		fmt.Fprintf(stderr, "tollgate serve: dev mode (no authentication) only listens on a loopback address, not %s\n", addr)
-		return nil, nil, 2
+		return nil, nil, fmt.Errorf("dev mode (no authentication) only listens on a loopback address, not %s", addr)
 	}
 
 	if _, _, err := providerFor(af.model); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, 2
+		return nil, nil, err
 	}
 	if problem := credentialProblem(af.model); problem != "" {
 		log.Warn("tollgate: " + problem)
 	}
 	mcpConfigs, err := mcpf.configs()
 	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, 2
+		return nil, nil, err
 	}
-	return tokens, mcpConfigs, 0
+	return tokens, mcpConfigs, nil
 }
 
 // serveState loads the notifications' file, and refuses tollgate's state
 // (the store, the policy, the tokens, the notifications' files) inside
 // the bash tool's directory unless stateInDir; it tells af what is
-// tollgate's state. A code that is not 0 is serve's exit status.
-func serveState(stderr io.Writer, log *slog.Logger, notifyConfig, storeURL, tokensFile, hookPolicy string, stateInDir bool, af *agentFlags) (*notify.Config, *noticeBoard, int) {
+// tollgate's state. An error is a flag's (exit status 2).
+func serveState(log *slog.Logger, notifyConfig, storeURL, tokensFile, hookPolicy string, stateInDir bool, af *agentFlags) (*notify.Config, *noticeBoard, error) {
 	var err error
 	var notifyCfg *notify.Config
 	var notifyFiles []string
 	if notifyConfig != "" {
 		if notifyCfg, err = notify.Load(notifyConfig, os.Getenv); err != nil {
-			fmt.Fprintln(stderr, "tollgate serve:", err)
-			return nil, nil, 2
+			return nil, nil, err
 		}
 		if err := checkNotifyGroups(notifyCfg, af.policyFile); err != nil {
-			fmt.Fprintln(stderr, "tollgate serve:", err)
-			return nil, nil, 2
+			return nil, nil, err
 		}
 		// The file names the webhooks and whose presses answer; its
 		// secret files sign the answers: a command that could rewrite
@@ -307,15 +297,14 @@ func serveState(stderr io.Writer, log *slog.Logger, notifyConfig, storeURL, toke
 	state := statePaths(storeURL, append([]string{af.policyFile, tokensFile, hookPolicy}, notifyFiles...)...)
 	if p := stateInside(af.dir, state); p != "" {
 		if !stateInDir {
-			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
-			return nil, nil, 2
+			return nil, nil, fmt.Errorf("%s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
 		}
 		log.Warn("tollgate's state is inside the bash tool's working directory: unconfined and approved commands can rewrite it (--allow-state-in-workdir)", "path", p, "dir", af.dir)
 	}
 	af.masked = state
 	notices := &noticeBoard{fixed: af.sandbox.notices()}
 	af.loosened = notices.policyLoosened
-	return notifyCfg, notices, 0
+	return notifyCfg, notices, nil
 }
 
 // serveCluster makes the cluster a replica on PostgreSQL is one of, be it
