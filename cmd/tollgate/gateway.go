@@ -111,9 +111,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	// Attack D of issue 21: the gateway's tokens in a directory its
 	// filesystem server reads, returned by an allowed read_file.
-	tokens, reviewerWhere, code, err := gatewayAccess(configs, *storeURL, *tokenFile, *reviewerFile, *policyFile, *tokensFile, *addr, *dev, *stateInRoots, log)
+	tokens, reviewerWhere, err := gatewayAccess(configs, *storeURL, *tokenFile, *reviewerFile, *policyFile, *tokensFile, *addr, *dev, *stateInRoots, log)
 	if err != nil {
-		return w.fail(withCode(code, err))
+		return w.fail(withCode(2, err))
 	}
 	notices := &noticeBoard{}
 	watch, err := w.watch(ctx, reload, notices.policyLoosened)
@@ -288,8 +288,8 @@ func gatewayUntilStopped(ctx context.Context, g *mcpgate.Gateway, srv *server.Se
 // server is given is refused (unless stateInRoots), the tokens are
 // loaded, dev mode takes a loopback address, and without tokens the
 // reviewers' token is read or made (reviewerWhere says where). An error
-// comes with the command's exit status.
-func gatewayAccess(configs []mcpgate.ServerConfig, storeURL, tokenFile, reviewerFile, policyFile, tokensFile, addr string, dev, stateInRoots bool, log *slog.Logger) (tokens []server.Token, reviewerWhere string, code int, err error) {
+// is a flag's (exit status 2).
+func gatewayAccess(configs []mcpgate.ServerConfig, storeURL, tokenFile, reviewerFile, policyFile, tokensFile, addr string, dev, stateInRoots bool, log *slog.Logger) (tokens []server.Token, reviewerWhere string, err error) {
 	var files []string
 	for env, f := range map[string]string{"TOLLGATE_GATEWAY_TOKEN": tokenFile, "TOLLGATE_GATEWAY_REVIEWER_TOKEN": reviewerFile} {
 		if os.Getenv(env) == "" {
@@ -303,31 +303,31 @@ func gatewayAccess(configs []mcpgate.ServerConfig, storeURL, tokenFile, reviewer
 			continue
 		}
 		if !stateInRoots {
-			return nil, "", 2, fmt.Errorf("%s is inside %s, a directory MCP server %s is given: an allowed call of its tools could read it (the reviewers' token) or rewrite it, and approve its own calls; keep it elsewhere (--store, --token-file, --reviewer-token-file, --tokens, --policy), or give --allow-state-in-mcp-roots to take that risk", p, r.dir, r.server)
+			return nil, "", fmt.Errorf("%s is inside %s, a directory MCP server %s is given: an allowed call of its tools could read it (the reviewers' token) or rewrite it, and approve its own calls; keep it elsewhere (--store, --token-file, --reviewer-token-file, --tokens, --policy), or give --allow-state-in-mcp-roots to take that risk", p, r.dir, r.server)
 		}
 		log.Warn("tollgate's state is inside a directory an MCP server is given: its tools can read and rewrite it (--allow-state-in-mcp-roots)", "path", p, "server", r.server, "dir", r.dir)
 	}
 	tokens, err = loadTokens(tokensFile)
 	if err != nil {
-		return nil, "", 2, err
+		return nil, "", err
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, "", 2, fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8090", addr)
+		return nil, "", fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8090", addr)
 	}
 	if dev && !isLoopback(addr) {
-		return nil, "", 2, fmt.Errorf("--dev (no authentication) only listens on a loopback address, not %s", addr)
+		return nil, "", fmt.Errorf("--dev (no authentication) only listens on a loopback address, not %s", addr)
 	}
 	// Unlike serve, the gateway has no dev mode by default: the agent it
 	// gates runs on this machine, and could approve its own calls.
 	if len(tokens) == 0 && !dev {
 		secret, where, err := secretFile("TOLLGATE_GATEWAY_REVIEWER_TOKEN", reviewerFile, "the reviewers' token")
 		if err != nil {
-			return nil, "", 2, err
+			return nil, "", err
 		}
 		tokens = []server.Token{{Name: "reviewer", Role: server.RoleAdmin, SHA256: server.HashToken(secret)}}
 		reviewerWhere = where
 	}
-	return tokens, reviewerWhere, 0, nil
+	return tokens, reviewerWhere, nil
 }
 
 // gatewayMCPToken is the MCP endpoint's bearer token and where it is kept
