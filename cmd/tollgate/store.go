@@ -158,8 +158,8 @@ func stateInside(dir string, paths []string) string {
 }
 
 // openStore opens the store a serving command keeps its state in (serve,
-// mcp-gateway): its directory is made first when it is a default one
-// (ensureStoreDir).
+// run, mcp-gateway, by wiring.openStore): its directory is made first
+// when it is a default one (ensureStoreDir).
 func openStore(ctx context.Context, url string, defaults ...string) (checkpoint.Store, error) {
 	if err := ensureStoreDir(url, defaults...); err != nil {
 		return nil, err
