@@ -21,7 +21,6 @@ import (
 	"github.com/tollgate-ai/tollgate/mcpgate"
 	"github.com/tollgate-ai/tollgate/policy"
 	"github.com/tollgate-ai/tollgate/server"
-	"github.com/tollgate-ai/tollgate/server/web"
 )
 
 func init() {
@@ -91,10 +90,8 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return code
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	fail := func(code int, err error) int {
-		fmt.Fprintln(stderr, "tollgate mcp-gateway:", err)
-		return code
-	}
+	w := newWiring("tollgate mcp-gateway", stderr, log)
+	defer w.close()
 	// In stdio mode standard output is the protocol: tollgate says nothing
 	// there.
 	say := stdout
@@ -104,84 +101,114 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 	configs, err := mcpf.configs()
 	if err != nil {
-		return fail(2, err)
+		return w.fail(withCode(2, err))
 	}
 	if len(configs) == 0 {
-		return fail(2, errors.New("no MCP servers to front: give --mcp NAME=COMMAND (or NAME=URL) or --mcp-config FILE"))
+		return w.fail(withCode(2, errors.New("no MCP servers to front: give --mcp NAME=COMMAND (or NAME=URL) or --mcp-config FILE")))
 	}
-	if given(fs, "store") && storeurl.HasPassword(*storeURL) {
-		return fail(2, errors.New(storePasswordRefusal))
+	if err := storePassword(fs, *storeURL); err != nil {
+		return w.fail(err)
 	}
 	// Attack D of issue 21: the gateway's tokens in a directory its
 	// filesystem server reads, returned by an allowed read_file.
-	tokens, reviewerWhere, code, err := gatewayAccess(configs, *storeURL, *tokenFile, *reviewerFile, *policyFile, *tokensFile, *addr, *dev, *stateInRoots, log)
+	tokens, reviewerWhere, err := gatewayAccess(configs, *storeURL, *tokenFile, *reviewerFile, *policyFile, *tokensFile, *addr, *dev, *stateInRoots, log)
 	if err != nil {
-		return fail(code, err)
-	}
-	manual, err := parsePolicyReload(reload)
-	if err != nil {
-		return fail(2, err)
-	}
-	if manual {
-		holdHUP(ctx, log)
+		return w.fail(withCode(2, err))
 	}
 	notices := &noticeBoard{}
-	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log, policyWatch{manual: manual, loosened: notices.policyLoosened})
+	watch, err := w.watch(ctx, reload, notices.policyLoosened)
 	if err != nil {
-		return fail(2, err)
+		return w.fail(err)
+	}
+	approval, hidden, policyName, err := gatewayPolicyOf(ctx, *policyFile, log, watch)
+	if err != nil {
+		return w.fail(withCode(2, err))
 	}
 	mcpToken, tokenWhere, err := gatewayMCPToken(*stdio, *tokenFile, tokens)
 	if err != nil {
-		return fail(2, err)
+		return w.fail(withCode(2, err))
 	}
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fail(1, err)
+	gw := &gatewaying{storeURL: *storeURL, configs: configs, stdio: *stdio, mcpToken: mcpToken,
+		gcfg: mcpgate.GatewayConfig{Policy: approval, Hidden: hidden, Progress: *progress, Logger: log, Version: version},
+		scfg: server.Config{Logger: log, Tokens: tokens, DevMode: *dev, ListenAddr: *addr, Notices: notices.list}}
+	if err := gw.wire(ctx, w); err != nil {
+		return w.fail(err)
 	}
-	defer ln.Close()
-	store, served, err := openOwnStore(ctx, *storeURL, gatewayStore())
-	if err != nil {
-		return fail(1, err)
-	}
-	defer store.Close()
-	if served {
-		// Replicas would resume the gateway's threads with their own
-		// agent, which has none of these tools.
-		return fail(2, errors.New("this database is served by tollgate serve replicas: give the gateway a store of its own (another database or schema, or sqlite:PATH)"))
-	}
-	servers, started, err := gatewayServers(ctx, configs, log)
-	if err != nil {
-		return fail(1, err)
-	}
-	defer servers.Close()
-	url := "http://" + ln.Addr().String() + "/"
-	g, err := mcpgate.NewGateway(mcpgate.GatewayConfig{Servers: servers, Store: store, Policy: approval, Hidden: hidden,
-		Progress: *progress, ReviewURL: url, Logger: log, Version: version})
-	if err != nil {
-		return fail(1, err)
-	}
-	if err := g.Start(ctx); err != nil {
-		return fail(1, err)
-	}
-	started.Store(g)
-	srv, err := server.New(server.Config{Host: g.Host(), Logger: log, Tokens: tokens, DevMode: *dev, ListenAddr: *addr,
-		Model:   "MCP gateway (each thread is one call of an MCP client)",
-		Page:    web.Handler(web.Options{DevMode: *dev, Model: "MCP gateway", Version: version}),
-		Notices: notices.list})
-	if err != nil {
-		_ = g.Shutdown(context.WithoutCancel(ctx))
-		return fail(2, err)
-	}
-	hs, err := gatewayHTTP(srv, g, *stdio, mcpToken, log)
-	if err != nil {
-		return fail(2, err)
-	}
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- hs.Serve(ln) }()
-
-	return gatewayUntilStopped(ctx, g, srv, hs, servers, serveErr, gatewaySaid{say: say, url: url, reviewerWhere: reviewerWhere,
+	return gatewayUntilStopped(ctx, gw.g, gw.srv, gw.hs, gw.servers, gw.serveErr, gatewaySaid{say: say, url: gw.url, reviewerWhere: reviewerWhere,
 		tokenWhere: tokenWhere, store: *storeURL, policy: policyName, stdio: *stdio}, *grace, log)
+}
+
+// gatewaying is what mcp-gateway wires from its checked flags (the first
+// fields, set by gatewayCmd) and then serves (those after the blank line,
+// set by wire).
+type gatewaying struct {
+	storeURL string
+	configs  []mcpgate.ServerConfig
+	stdio    bool
+	mcpToken string
+	// gcfg and scfg are the gateway's and the server's configurations as
+	// the flags give them.
+	gcfg mcpgate.GatewayConfig
+	scfg server.Config
+
+	url      string // of the page
+	servers  *mcpgate.Servers
+	g        *mcpgate.Gateway
+	srv      *server.Server
+	hs       *http.Server
+	serveErr chan error
+}
+
+// wire binds the gateway's address, opens its store (its own: one that
+// tollgate serve replicas serve is refused), connects the MCP servers it
+// fronts, starts the gateway on them and the server of its page and API,
+// and serves HTTP: the page, the API and (without stdio) the MCP endpoint
+// /mcp with its bearer token. What it made w closes.
+func (gw *gatewaying) wire(ctx context.Context, w *wiring) error {
+	ln, err := w.listen(gw.scfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	// Replicas would resume the gateway's threads with their own agent,
+	// which has none of these tools.
+	store, err := w.openStore(ctx, gw.storeURL, "this database is served by tollgate serve replicas: give the gateway a store of its own (another database or schema, or sqlite:PATH)", gatewayStore())
+	if err != nil {
+		return err
+	}
+	servers, started, err := gatewayServers(ctx, gw.configs, w.log)
+	if err != nil {
+		return err
+	}
+	w.later(func() { servers.Close() })
+	gw.servers, gw.url = servers, "http://"+ln.Addr().String()+"/"
+	gcfg := gw.gcfg
+	gcfg.Servers, gcfg.Store, gcfg.ReviewURL = servers, store, gw.url
+	if gw.g, err = mcpgate.NewGateway(gcfg); err != nil {
+		return err
+	}
+	if err := gw.g.Start(ctx); err != nil {
+		return err
+	}
+	started.Store(gw.g)
+	scfg := gw.scfg
+	scfg.Host, scfg.Model = gw.g.Host(), "MCP gateway (each thread is one call of an MCP client)"
+	if gw.srv, err = reviewServer(scfg, "MCP gateway"); err != nil {
+		_ = gw.g.Shutdown(context.WithoutCancel(ctx))
+		return err
+	}
+	more := map[string]http.Handler{}
+	if !gw.stdio {
+		h, err := gw.g.HTTPHandler(gw.mcpToken)
+		if err != nil {
+			return withCode(2, err)
+		}
+		more["/mcp"] = h
+	}
+	gw.hs = newHTTPServer(gw.srv, w.log, more)
+	gw.serveErr = make(chan error, 2)
+	go func() { gw.serveErr <- gw.hs.Serve(ln) }()
+	return nil
 }
 
 // gatewayServers connects the MCP servers the gateway fronts (the caller
@@ -204,21 +231,6 @@ func gatewayServers(ctx context.Context, configs []mcpgate.ServerConfig, log *sl
 		log.Warn("tollgate: MCP " + p)
 	}
 	return servers, started, nil
-}
-
-// gatewayHTTP is the gateway's HTTP server: the page and the API of srv,
-// and (without stdio) the MCP endpoint /mcp with its bearer token.
-func gatewayHTTP(srv *server.Server, g *mcpgate.Gateway, stdio bool, mcpToken string, log *slog.Logger) (*http.Server, error) {
-	mux := http.NewServeMux()
-	mux.Handle("/", readDeadline(srv.Handler(), 30*time.Second))
-	if !stdio {
-		h, err := g.HTTPHandler(mcpToken)
-		if err != nil {
-			return nil, err
-		}
-		mux.Handle("/mcp", h)
-	}
-	return newHTTPServer(mux, log), nil
 }
 
 // gatewaySaid is what the gateway says when it starts: where its page and
@@ -276,8 +288,8 @@ func gatewayUntilStopped(ctx context.Context, g *mcpgate.Gateway, srv *server.Se
 // server is given is refused (unless stateInRoots), the tokens are
 // loaded, dev mode takes a loopback address, and without tokens the
 // reviewers' token is read or made (reviewerWhere says where). An error
-// comes with the command's exit status.
-func gatewayAccess(configs []mcpgate.ServerConfig, storeURL, tokenFile, reviewerFile, policyFile, tokensFile, addr string, dev, stateInRoots bool, log *slog.Logger) (tokens []server.Token, reviewerWhere string, code int, err error) {
+// is a flag's (exit status 2).
+func gatewayAccess(configs []mcpgate.ServerConfig, storeURL, tokenFile, reviewerFile, policyFile, tokensFile, addr string, dev, stateInRoots bool, log *slog.Logger) (tokens []server.Token, reviewerWhere string, err error) {
 	var files []string
 	for env, f := range map[string]string{"TOLLGATE_GATEWAY_TOKEN": tokenFile, "TOLLGATE_GATEWAY_REVIEWER_TOKEN": reviewerFile} {
 		if os.Getenv(env) == "" {
@@ -291,31 +303,31 @@ func gatewayAccess(configs []mcpgate.ServerConfig, storeURL, tokenFile, reviewer
 			continue
 		}
 		if !stateInRoots {
-			return nil, "", 2, fmt.Errorf("%s is inside %s, a directory MCP server %s is given: an allowed call of its tools could read it (the reviewers' token) or rewrite it, and approve its own calls; keep it elsewhere (--store, --token-file, --reviewer-token-file, --tokens, --policy), or give --allow-state-in-mcp-roots to take that risk", p, r.dir, r.server)
+			return nil, "", fmt.Errorf("%s is inside %s, a directory MCP server %s is given: an allowed call of its tools could read it (the reviewers' token) or rewrite it, and approve its own calls; keep it elsewhere (--store, --token-file, --reviewer-token-file, --tokens, --policy), or give --allow-state-in-mcp-roots to take that risk", p, r.dir, r.server)
 		}
 		log.Warn("tollgate's state is inside a directory an MCP server is given: its tools can read and rewrite it (--allow-state-in-mcp-roots)", "path", p, "server", r.server, "dir", r.dir)
 	}
 	tokens, err = loadTokens(tokensFile)
 	if err != nil {
-		return nil, "", 2, err
+		return nil, "", err
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, "", 2, fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8090", addr)
+		return nil, "", fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8090", addr)
 	}
 	if dev && !isLoopback(addr) {
-		return nil, "", 2, fmt.Errorf("--dev (no authentication) only listens on a loopback address, not %s", addr)
+		return nil, "", fmt.Errorf("--dev (no authentication) only listens on a loopback address, not %s", addr)
 	}
 	// Unlike serve, the gateway has no dev mode by default: the agent it
 	// gates runs on this machine, and could approve its own calls.
 	if len(tokens) == 0 && !dev {
 		secret, where, err := secretFile("TOLLGATE_GATEWAY_REVIEWER_TOKEN", reviewerFile, "the reviewers' token")
 		if err != nil {
-			return nil, "", 2, err
+			return nil, "", err
 		}
 		tokens = []server.Token{{Name: "reviewer", Role: server.RoleAdmin, SHA256: server.HashToken(secret)}}
 		reviewerWhere = where
 	}
-	return tokens, reviewerWhere, 0, nil
+	return tokens, reviewerWhere, nil
 }
 
 // gatewayMCPToken is the MCP endpoint's bearer token and where it is kept

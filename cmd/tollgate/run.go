@@ -128,72 +128,105 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// the run resumable, as SIGTERM does.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
-	store, served, err := openOwnStore(runCtx, *storeURL)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return exitFailed
+	// A broken edit of the policy file keeps the policy in force and says
+	// why; the MCP servers' restarts and problems are said too.
+	w := newWiring("tollgate", stderr, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	defer w.close()
+	r := &running{storeURL: *storeURL, policyFile: *policyFile, dir: *dir, allowAll: *allowAll, timeout: *timeout,
+		cmdTimeout: *cmdTimeout, thread: *thread, provider: provider, model: model, sandbox: &sandbox, mcpConfigs: mcpConfigs}
+	if err := r.wire(ctx, runCtx, w); err != nil {
+		return w.fail(err)
 	}
-	defer store.Close()
-	if served {
-		// This host drives the store's runs alone, with no lease: on a
-		// store replicas serve, it would drive theirs too.
-		fmt.Fprintf(stderr, "tollgate: %s has been served by tollgate serve replicas (cluster mode): tollgate run drives a store alone, and would drive their runs; give it a store of its own (--store sqlite:FILE, or another database), and answer the replicas' questions with tollgate questions --server URL or --store %s\n", storeurl.Redacted(*storeURL), storeurl.Redacted(*storeURL))
-		return exitUsage
-	}
-	lp, err := runPolicy(runCtx, store, *policyFile, *dir, *allowAll, *timeout, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return exitFailed
-	}
-	bashOpts, err := sandbox.options(*dir, bash.Options{Timeout: *cmdTimeout, Masked: statePaths(*storeURL, *policyFile)}, lp.decide)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return exitUsage
-	}
-	fmt.Fprintln(stderr, "tollgate:", sandbox.startupLine())
-
-	// Signals are taken before the run starts: a Ctrl-C at any point
-	// aborts, never kills the process between two writes.
-	sigs := make(chan os.Signal, 4)
-	// SIGQUIT (Ctrl-\\) stops as SIGTERM does, rather than dumping
-	// goroutines with the terminal left without echo; Ctrl-Z suspends
-	// with the terminal restored.
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, sigStop)
-	defer signal.Stop(sigs)
-
-	cfg, servers, code := runAgent(ctx, mcpConfigs, bashAgent(store, provider, model, bashOpts, lp.approval, nil), stderr)
-	if code != exitFinished {
-		return code
-	}
-	if servers != nil {
-		defer servers.Close()
-	}
-	cfg.PolicyDigest = lp.digest
-	h, events, unsubscribe, err := startRunHost(runCtx, store, cfg, *thread)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return exitFailed
-	}
-	defer unsubscribe()
-	t := newTerminal(h, *thread, *storeURL, *by, stdin, stdout, stderr)
+	t := newTerminal(r.h, *thread, *storeURL, *by, stdin, stdout, stderr)
 	t.noWait, t.resumed = *noWait, *resume
-	if lp.current != nil {
-		t.learning = terminalLearning(h, lp.current)
+	if r.lp.current != nil {
+		t.learning = terminalLearning(r.h, r.lp.current)
 	}
 	defer t.close()
 	fmt.Fprintf(stdout, "thread %s\n", *thread)
 	if *resume {
-		if err := h.Resume(runCtx, *thread); err != nil {
+		if err := r.h.Resume(runCtx, *thread); err != nil {
 			fmt.Fprintln(stderr, "tollgate:", err)
 			t.shutdown(runCtx)
 			return exitFailed
 		}
-	} else if _, _, err := h.Prompt(runCtx, *thread, task, nil); err != nil {
+	} else if _, _, err := r.h.Prompt(runCtx, *thread, task, nil); err != nil {
 		fmt.Fprintln(stderr, "tollgate:", err)
 		t.shutdown(runCtx)
 		return exitFailed
 	}
-	return t.drive(runCtx, ctx.Done(), events, sigs)
+	return t.drive(runCtx, ctx.Done(), r.events, r.sigs)
+}
+
+// running is what run wires from its checked flags (the first fields,
+// set by runCmd) and then drives at the terminal (those after the blank
+// line, set by wire).
+type running struct {
+	storeURL, policyFile, dir, thread string
+	allowAll                          bool
+	timeout, cmdTimeout               time.Duration
+	provider                          agent.Provider
+	model                             agent.Model
+	sandbox                           *sandboxFlags
+	mcpConfigs                        []mcpgate.ServerConfig
+
+	lp     *loadedPolicy
+	sigs   chan os.Signal
+	h      *host.Host
+	events <-chan agent.Event
+}
+
+// wire opens run's store (its own: one that tollgate serve replicas serve
+// is refused), loads the policy, makes the agent with the bash tool
+// (saying on stderr how it is confined) and the MCP servers' tools, and
+// starts the host of the run's thread, subscribed to its events from the
+// start. Signals are taken from then on (sigs). The run's parts live in
+// runCtx; the MCP servers connect in ctx. What it made w closes.
+func (r *running) wire(ctx, runCtx context.Context, w *wiring) error {
+	// This host drives the store's runs alone, with no lease: on a store
+	// replicas serve, it would drive theirs too.
+	store, err := w.openStore(runCtx, r.storeURL, fmt.Sprintf("%s has been served by tollgate serve replicas (cluster mode): tollgate run drives a store alone, and would drive their runs; give it a store of its own (--store sqlite:FILE, or another database), and answer the replicas' questions with tollgate questions --server URL or --store %s", storeurl.Redacted(r.storeURL), storeurl.Redacted(r.storeURL)))
+	if err != nil {
+		return err
+	}
+	if r.lp, err = runPolicy(runCtx, store, r.policyFile, r.dir, r.allowAll, r.timeout, w.log); err != nil {
+		return err
+	}
+	cfg, err := agentOf(store, r.provider, r.model, r.lp, r.sandbox, bash.Options{Dir: r.dir, Timeout: r.cmdTimeout, Masked: statePaths(r.storeURL, r.policyFile)}, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w.stderr, "tollgate:", r.sandbox.startupLine())
+
+	// Signals are taken before the run starts: a Ctrl-C at any point
+	// aborts, never kills the process between two writes.
+	r.sigs = make(chan os.Signal, 4)
+	// SIGQUIT (Ctrl-\\) stops as SIGTERM does, rather than dumping
+	// goroutines with the terminal left without echo; Ctrl-Z suspends
+	// with the terminal restored.
+	signal.Notify(r.sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, sigStop)
+	w.later(func() { signal.Stop(r.sigs) })
+
+	// The MCP servers' tools are known before the agent is made; the
+	// servers are closed on return, once drive has stopped the host.
+	servers, err := w.connectMCP(ctx, r.mcpConfigs, func(line string) { fmt.Fprintln(w.stderr, line) })
+	if err != nil {
+		return err
+	}
+	if servers != nil {
+		fmt.Fprintln(w.stderr, "tollgate:", mcpSummary(servers))
+	}
+	if cfg, err = withMCP(cfg, servers); err != nil {
+		return withCode(exitUsage, err)
+	}
+	// The same host as the service: a run that waits parks, and resumes
+	// when its question is answered here, from another process, or by the
+	// deadline.
+	// It drives this thread only: the store's other unfinished runs are
+	// their hosts' (a serve's, another run's), with their directories and
+	// policies.
+	r.h, r.events, err = w.startHost(runCtx, host.Config{Store: store, Agent: cfg, Threads: func(id string) bool { return id == r.thread }}, 4096)
+	return err
 }
 
 // runFlagsProblem says what is wrong with run's --resume, --no-wait and
@@ -231,7 +264,7 @@ func runModel(spec string) (agent.Provider, agent.Model, error) {
 // reloaded when it changes, or without a file every call asked (run
 // without --allow-all) with the deadline timeout. Without a file, only
 // the approval is set.
-func runPolicy(ctx context.Context, store checkpoint.Store, file, dir string, allowAll bool, timeout time.Duration, stderr io.Writer) (*loadedPolicy, error) {
+func runPolicy(ctx context.Context, store checkpoint.Store, file, dir string, allowAll bool, timeout time.Duration, log *slog.Logger) (*loadedPolicy, error) {
 	// Without --policy every call is asked, and said as a policy says it:
 	// why, and what a bash command would do.
 	askAll, err := policy.Parse("run's ask-every-call policy", []byte("version: 1\ndefault: ask\nshell: {bash: cmd}\nrules: []\n"), policyOptions())
@@ -239,8 +272,8 @@ func runPolicy(ctx context.Context, store checkpoint.Store, file, dir string, al
 		return nil, err
 	}
 	if file != "" {
-		// A broken edit of the file keeps the policy in force and says why.
-		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		// A broken edit of the file keeps the policy in force and says why
+		// (on log).
 		return loadPolicy(ctx, file, log, policyWatch{}, learningOptions(store, dir, log))
 	}
 	asked := askAll.HITL()
@@ -250,52 +283,6 @@ func runPolicy(ctx context.Context, store checkpoint.Store, file, dir string, al
 		}
 		return hitl.AskUser(hitl.AskOptions{Timeout: timeout, Details: asked(ctx, c).Details()})
 	}}, nil
-}
-
-// runAgent connects the MCP servers (the caller closes them) and adds
-// their tools to cfg, saying so on stderr. A code that is not
-// exitFinished is run's exit status, the error said on stderr.
-func runAgent(ctx context.Context, configs []mcpgate.ServerConfig, cfg agent.Config, stderr io.Writer) (agent.Config, *mcpgate.Servers, int) {
-	// The MCP servers' tools are known before the agent is made; the
-	// servers are closed on return, once drive has stopped the host.
-	servers, err := connectMCP(ctx, configs, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		func(line string) { fmt.Fprintln(stderr, line) })
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return cfg, nil, exitFailed
-	}
-	if servers != nil {
-		fmt.Fprintln(stderr, "tollgate:", mcpSummary(servers))
-	}
-	if cfg, err = withMCP(cfg, servers); err != nil {
-		if servers != nil {
-			servers.Close()
-		}
-		fmt.Fprintln(stderr, "tollgate:", err)
-		return cfg, nil, exitUsage
-	}
-	return cfg, servers, exitFinished
-}
-
-// startRunHost starts the host of run's thread, subscribed to its events
-// from the start; unsubscribe when done.
-func startRunHost(ctx context.Context, store checkpoint.Store, cfg agent.Config, thread string) (*host.Host, <-chan agent.Event, func(), error) {
-	// The same host as the service: a run that waits parks, and resumes
-	// when its question is answered here, from another process, or by the
-	// deadline.
-	// It drives this thread only: the store's other unfinished runs are
-	// their hosts' (a serve's, another run's), with their directories and
-	// policies.
-	h, err := host.New(host.Config{Store: store, Agent: cfg, Threads: func(id string) bool { return id == thread }})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	events, unsubscribe := h.Subscribe(4096)
-	if err := h.Start(ctx); err != nil {
-		unsubscribe()
-		return nil, nil, nil, err
-	}
-	return h, events, unsubscribe, nil
 }
 
 // reserved names are recorded by the runtime itself: an answer given as

@@ -24,7 +24,6 @@ import (
 	"github.com/tollgate-ai/tollgate/mcpgate"
 	"github.com/tollgate-ai/tollgate/notify"
 	"github.com/tollgate-ai/tollgate/server"
-	"github.com/tollgate-ai/tollgate/server/web"
 )
 
 func init() {
@@ -74,101 +73,141 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	tokens, mcpConfigs, code := serveChecks(stderr, log, *tokensFile, &af, maxStreams, *addr, dev, &mcpf)
-	if code != 0 {
-		return code
+	w := newWiring("tollgate serve", stderr, log)
+	defer w.close()
+	tokens, mcpConfigs, err := serveChecks(log, *tokensFile, &af, maxStreams, *addr, dev, &mcpf)
+	if err != nil {
+		return w.fail(withCode(2, err))
 	}
 	// Bound first: a second serve started by mistake on a busy port must
 	// stop before its host resumes anything in the store.
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := w.listen(*addr)
 	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
+		return w.fail(err)
 	}
-	defer ln.Close()
-	if given(fs, "store") && storeurl.HasPassword(*storeURL) {
-		fmt.Fprintln(stderr, "tollgate serve: "+storePasswordRefusal)
-		return 2
+	if err := storePassword(fs, *storeURL); err != nil {
+		return w.fail(err)
 	}
-	notifyCfg, notices, code := serveState(stderr, log, *notifyConfig, *storeURL, *tokensFile, *hookPolicy, *stateInDir, &af)
-	if code != 0 {
-		return code
+	notifyCfg, notices, err := serveState(log, *notifyConfig, *storeURL, *tokensFile, *hookPolicy, *stateInDir, &af)
+	if err != nil {
+		return w.fail(withCode(2, err))
 	}
-	store, servers, tmpl, lp, closeAll, code := af.openAgent(ctx, *storeURL, mcpConfigs, log, stderr)
-	if code != 0 {
-		return code
+	s := &serving{af: &af, storeURL: *storeURL, hookPolicy: *hookPolicy, mcpConfigs: mcpConfigs, notifyCfg: notifyCfg, notices: notices,
+		lease: *lease, samePolicy: *samePolicy,
+		cfg: server.Config{Logger: log, Tokens: tokens, DevMode: *dev, ListenAddr: *addr, MaxStreamsPerToken: *maxStreams, Notices: notices.list}}
+	if err := s.wire(ctx, w); err != nil {
+		return w.fail(err)
 	}
-	defer closeAll()
+	shownStore := storeurl.Redacted(*storeURL)
+	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", s.lp.name, "model", af.model, "tools_dir", af.dir, "parked_runs", s.h.Stats().Parked)
+	log.Info("tollgate: coding agents' hooks at http://"+ln.Addr().String()+"/v1/hooks/claude-code and /v1/hooks/codex (tollgate hook install)", "hook_policy", s.hookLP.name)
+	if s.servers != nil {
+		fmt.Fprintln(stdout, "tollgate:", mcpSummary(s.servers))
+	}
+	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), shownStore, s.lp.name, af.model)
+
+	return serveUntilStopped(ctx, ln, s.hs, s.srv, s.h, s.hookSvc, s.servers, s.coord != nil, *grace, log, stdout)
+}
+
+// serving is what serve wires from its checked flags (the first fields,
+// set by serveCmd) and then serves (those after the blank line, set by
+// wire).
+type serving struct {
+	af                   *agentFlags
+	storeURL, hookPolicy string
+	mcpConfigs           []mcpgate.ServerConfig
+	notifyCfg            *notify.Config
+	notices              *noticeBoard
+	lease                time.Duration
+	samePolicy           bool
+	// cfg is the server's configuration as the flags give it.
+	cfg server.Config
+
+	servers    *mcpgate.Servers
+	lp, hookLP *loadedPolicy
+	hookSvc    *hooks.Service
+	coord      *cluster.Cluster
+	h          *host.Host
+	srv        *server.Server
+	hs         *http.Server
+}
+
+// wire opens serve's store (made where it is not yet), connects the MCP
+// servers, makes the agent's template with their tools (saying how the
+// bash tool is confined) and the coding agents' hook service, then starts
+// the host with them, the notifications, and the server of the API and
+// the page. What it made w closes.
+func (s *serving) wire(ctx context.Context, w *wiring) error {
+	log := w.log
+	// serve's policy and the hooks' are reloaded as --policy-reload says;
+	// a reload that loosens either is a notice.
+	watch, err := w.watch(ctx, s.af.reload, s.af.loosened)
+	if err != nil {
+		return err
+	}
+	store, err := w.openStore(ctx, s.storeURL, "", defaultStore())
+	if err != nil {
+		return err
+	}
+	// The MCP servers' tools are known before the agent is made; the
+	// servers are closed once the host has stopped.
+	if s.servers, err = w.connectMCP(ctx, s.mcpConfigs, func(line string) { log.Warn(line) }); err != nil {
+		return err
+	}
+	tmpl, lp, err := s.af.template(ctx, store, log, watch)
+	if err == nil {
+		tmpl, err = withMCP(tmpl, s.servers)
+	}
+	if err != nil {
+		return withCode(2, err)
+	}
+	s.lp = lp
+	if line := s.af.sandbox.startupLine(); s.af.sandbox.unconfined() {
+		log.Warn("tollgate: " + line)
+	} else {
+		log.Info("tollgate: " + line)
+	}
 	// Coding agents' hooks: their sessions are threads of this host.
 	// Its policy is reloaded as serve's own is (--policy-reload), and a
 	// reload that loosens it is a notice too.
-	manual, _ := parsePolicyReload(af.reload) // checked with serve's own policy
-	if manual {
-		holdHUP(ctx, log)
+	if s.hookSvc, s.hookLP, err = hookService(ctx, store, s.hookPolicy, log, watch); err != nil {
+		return withCode(2, err)
 	}
-	hookSvc, hookLP, err := hookService(ctx, store, *hookPolicy, log, policyWatch{manual: manual, loosened: af.loosened})
+	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log, Kinds: []host.Kind{s.hookSvc.Kind()}}
+	notifier, err := newNotifier(s.notifyCfg, store, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 2
-	}
-	hcfg := host.Config{Store: store, Agent: tmpl, Logger: log, Kinds: []host.Kind{hookSvc.Kind()}}
-	notifier, err := newNotifier(notifyCfg, store, log)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
+		return err
 	}
 	// On PostgreSQL every replica is one of a cluster, be it the only one:
 	// runs, answers and deadlines go through River's jobs and leases, so
 	// that more replicas can join at any time.
-	coord, poll, err := serveCluster(ctx, store, *lease, *samePolicy, notifier, tmpl, log)
+	coord, poll, err := serveCluster(ctx, store, s.lease, s.samePolicy, notifier, tmpl, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
+		return err
 	}
 	if coord != nil {
-		defer coord.Close()
-		hcfg.Coordinator = coord
+		w.later(func() { coord.Close() })
+		hcfg.Coordinator, s.coord = coord, coord
 	}
-	h, err := startHost(ctx, hcfg, hookSvc)
-	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 1
+	if s.h, _, err = w.startHost(ctx, hcfg, 0); err != nil {
+		return err
 	}
-	notifications, stopNotify := startNotifications(ctx, notifier, h, coord, notices, log)
-	defer stopNotify()
-	modelLabel := serveModelLabel(af.model)
-	srv, err := server.New(server.Config{
-		Host:               h,
-		Logger:             log,
-		Tokens:             tokens,
-		DevMode:            *dev,
-		ListenAddr:         *addr,
-		Model:              modelLabel,
-		Page:               web.Handler(web.Options{DevMode: *dev, Model: modelLabel, Version: version}),
-		PollInterval:       poll,
-		Collectors:         collectorsOf(coord),
-		Warnings:           warningsOf(coord),
-		MaxStreamsPerToken: *maxStreams,
-		Notices:            notices.list,
-		Learning:           policyOfThread(lp.current, hookLP.current),
-		Hooks:              hookSvc,
-		Notifications:      notifications,
-	})
-	if err != nil {
-		h.Shutdown(context.WithoutCancel(ctx))
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return 2
+	if err := s.hookSvc.Start(s.h); err != nil {
+		return err
 	}
-	hs := newHTTPServer(readDeadline(srv.Handler(), 30*time.Second), log)
-	shownStore := storeurl.Redacted(*storeURL)
-	log.Info("tollgate serving", "url", "http://"+ln.Addr().String()+"/", "store", shownStore, "policy", lp.name, "model", af.model, "tools_dir", af.dir, "parked_runs", h.Stats().Parked)
-	log.Info("tollgate: coding agents' hooks at http://"+ln.Addr().String()+"/v1/hooks/claude-code and /v1/hooks/codex (tollgate hook install)", "hook_policy", hookLP.name)
-	if servers != nil {
-		fmt.Fprintln(stdout, "tollgate:", mcpSummary(servers))
+	notifications, stopNotify := startNotifications(ctx, notifier, s.h, coord, s.notices, log)
+	w.later(stopNotify)
+	modelLabel := serveModelLabel(s.af.model)
+	cfg := s.cfg
+	cfg.Host, cfg.Model, cfg.PollInterval = s.h, modelLabel, poll
+	cfg.Collectors, cfg.Warnings = collectorsOf(coord), warningsOf(coord)
+	cfg.Learning, cfg.Hooks, cfg.Notifications = policyOfThread(lp.current, s.hookLP.current), s.hookSvc, notifications
+	if s.srv, err = reviewServer(cfg, modelLabel); err != nil {
+		s.h.Shutdown(context.WithoutCancel(ctx))
+		return err
 	}
-	fmt.Fprintf(stdout, "tollgate %s: open http://%s/ (store %s, policy %s, model %s)\n", version, ln.Addr(), shownStore, lp.name, af.model)
-
-	return serveUntilStopped(ctx, ln, hs, srv, h, hookSvc, servers, coord != nil, *grace, log, stdout)
+	s.hs = newHTTPServer(s.srv, log, nil)
+	return nil
 }
 
 // newNotifier is the notifier of serve's notifications file; none (nil)
@@ -178,66 +217,6 @@ func newNotifier(cfg *notify.Config, store checkpoint.Store, log *slog.Logger) (
 		return nil, nil
 	}
 	return notify.New(notify.Options{Config: cfg, Store: store, Logger: log})
-}
-
-// startHost makes and starts serve's host, then the coding agents' hook
-// service on it.
-func startHost(ctx context.Context, cfg host.Config, hookSvc *hooks.Service) (*host.Host, error) {
-	h, err := host.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.Start(ctx); err != nil {
-		return nil, err
-	}
-	if err := hookSvc.Start(h); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// openAgent opens serve's store (made where it is not yet), connects the
-// MCP servers and makes the agent's template with their tools, saying how
-// the bash tool is confined. closeAll closes the servers, then the store.
-// A code that is not 0 is serve's exit status, the error said on stderr.
-func (af *agentFlags) openAgent(ctx context.Context, storeURL string, mcpConfigs []mcpgate.ServerConfig, log *slog.Logger, stderr io.Writer) (checkpoint.Store, *mcpgate.Servers, agent.Config, *loadedPolicy, func(), int) {
-	failed := func(code int, err error, closers ...func() error) (checkpoint.Store, *mcpgate.Servers, agent.Config, *loadedPolicy, func(), int) {
-		for _, c := range closers {
-			c()
-		}
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, agent.Config{}, nil, nil, code
-	}
-	store, err := openStore(ctx, storeURL, defaultStore())
-	if err != nil {
-		return failed(1, err)
-	}
-	// The MCP servers' tools are known before the agent is made; the
-	// servers are closed once the host has stopped.
-	servers, err := connectMCP(ctx, mcpConfigs, log, func(line string) { log.Warn(line) })
-	if err != nil {
-		return failed(1, err, store.Close)
-	}
-	closeAll := func() {
-		if servers != nil {
-			servers.Close()
-		}
-		store.Close()
-	}
-	tmpl, lp, err := af.template(ctx, store, log)
-	if err == nil {
-		tmpl, err = withMCP(tmpl, servers)
-	}
-	if err != nil {
-		closeAll()
-		return failed(2, err)
-	}
-	if line := af.sandbox.startupLine(); af.sandbox.unconfined() {
-		log.Warn("tollgate: " + line)
-	} else {
-		log.Info("tollgate: " + line)
-	}
-	return store, servers, tmpl, lp, closeAll, 0
 }
 
 // serveModelLabel is the model as the page names it.
@@ -252,73 +231,63 @@ func serveModelLabel(model string) string {
 // user's terms: the tokens, the policy's reload, the streams' cap, the
 // address (dev mode on a loopback address only), the model and the MCP
 // servers. It sets dev for a loopback address without tokens, and
-// maxStreams to the server's "no cap" for 0. A code that is not 0 is
-// serve's exit status, the error said on stderr.
-func serveChecks(stderr io.Writer, log *slog.Logger, tokensFile string, af *agentFlags, maxStreams *int, addr string, dev *bool, mcpf *mcpFlags) ([]server.Token, []mcpgate.ServerConfig, int) {
+// maxStreams to the server's "no cap" for 0. An error is a flag's (exit
+// status 2).
+func serveChecks(log *slog.Logger, tokensFile string, af *agentFlags, maxStreams *int, addr string, dev *bool, mcpf *mcpFlags) ([]server.Token, []mcpgate.ServerConfig, error) {
 	tokens, err := loadTokens(tokensFile)
 	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, 2
+		return nil, nil, err
 	}
 	if _, err := parsePolicyReload(af.reload); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, 2
+		return nil, nil, err
 	}
 	if *maxStreams < 0 {
-		fmt.Fprintf(stderr, "tollgate serve: --max-streams-per-token %d: give a number of streams, or 0 for no limit\n", *maxStreams)
-		return nil, nil, 2
+		return nil, nil, fmt.Errorf("--max-streams-per-token %d: give a number of streams, or 0 for no limit", *maxStreams)
 	}
 	if *maxStreams == 0 {
 		*maxStreams = -1 // the server's "no cap"
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		fmt.Fprintf(stderr, "tollgate serve: --addr %q: want host:port, such as 127.0.0.1:8080 or :8080\n", addr)
-		return nil, nil, 2
+		return nil, nil, fmt.Errorf("--addr %q: want host:port, such as 127.0.0.1:8080 or :8080", addr)
 	}
 	loopback := isLoopback(addr)
 	if len(tokens) == 0 && !*dev {
 		if !loopback {
-			fmt.Fprintf(stderr, "tollgate serve: no tokens configured and %s is not a loopback address: give --tokens FILE or TOLLGATE_TOKENS (see 'tollgate token new'), or listen on 127.0.0.1 for dev mode\n", addr)
-			return nil, nil, 2
+			return nil, nil, fmt.Errorf("no tokens configured and %s is not a loopback address: give --tokens FILE or TOLLGATE_TOKENS (see 'tollgate token new'), or listen on 127.0.0.1 for dev mode", addr)
 		}
 		*dev = true
 	}
 	if *dev && !loopback {
-		fmt.Fprintf(stderr, "tollgate serve: dev mode (no authentication) only listens on a loopback address, not %s\n", addr)
-		return nil, nil, 2
+		return nil, nil, fmt.Errorf("dev mode (no authentication) only listens on a loopback address, not %s", addr)
 	}
 
 	if _, _, err := providerFor(af.model); err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, 2
+		return nil, nil, err
 	}
 	if problem := credentialProblem(af.model); problem != "" {
 		log.Warn("tollgate: " + problem)
 	}
 	mcpConfigs, err := mcpf.configs()
 	if err != nil {
-		fmt.Fprintln(stderr, "tollgate serve:", err)
-		return nil, nil, 2
+		return nil, nil, err
 	}
-	return tokens, mcpConfigs, 0
+	return tokens, mcpConfigs, nil
 }
 
 // serveState loads the notifications' file, and refuses tollgate's state
 // (the store, the policy, the tokens, the notifications' files) inside
 // the bash tool's directory unless stateInDir; it tells af what is
-// tollgate's state. A code that is not 0 is serve's exit status.
-func serveState(stderr io.Writer, log *slog.Logger, notifyConfig, storeURL, tokensFile, hookPolicy string, stateInDir bool, af *agentFlags) (*notify.Config, *noticeBoard, int) {
+// tollgate's state. An error is a flag's (exit status 2).
+func serveState(log *slog.Logger, notifyConfig, storeURL, tokensFile, hookPolicy string, stateInDir bool, af *agentFlags) (*notify.Config, *noticeBoard, error) {
 	var err error
 	var notifyCfg *notify.Config
 	var notifyFiles []string
 	if notifyConfig != "" {
 		if notifyCfg, err = notify.Load(notifyConfig, os.Getenv); err != nil {
-			fmt.Fprintln(stderr, "tollgate serve:", err)
-			return nil, nil, 2
+			return nil, nil, err
 		}
 		if err := checkNotifyGroups(notifyCfg, af.policyFile); err != nil {
-			fmt.Fprintln(stderr, "tollgate serve:", err)
-			return nil, nil, 2
+			return nil, nil, err
 		}
 		// The file names the webhooks and whose presses answer; its
 		// secret files sign the answers: a command that could rewrite
@@ -328,15 +297,14 @@ func serveState(stderr io.Writer, log *slog.Logger, notifyConfig, storeURL, toke
 	state := statePaths(storeURL, append([]string{af.policyFile, tokensFile, hookPolicy}, notifyFiles...)...)
 	if p := stateInside(af.dir, state); p != "" {
 		if !stateInDir {
-			fmt.Fprintf(stderr, "tollgate serve: %s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk\n", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
-			return nil, nil, 2
+			return nil, nil, fmt.Errorf("%s is inside the bash tool's working directory (--dir %s): a command run there could rewrite it and approve its own calls; keep it elsewhere (the default store is in %s), or give --allow-state-in-workdir to take that risk", p, af.dir, filepath.Dir(strings.TrimPrefix(defaultStore(), "sqlite:")))
 		}
 		log.Warn("tollgate's state is inside the bash tool's working directory: unconfined and approved commands can rewrite it (--allow-state-in-workdir)", "path", p, "dir", af.dir)
 	}
 	af.masked = state
 	notices := &noticeBoard{fixed: af.sandbox.notices()}
 	af.loosened = notices.policyLoosened
-	return notifyCfg, notices, 0
+	return notifyCfg, notices, nil
 }
 
 // serveCluster makes the cluster a replica on PostgreSQL is one of, be it

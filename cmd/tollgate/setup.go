@@ -85,33 +85,25 @@ func parsePolicyReload(mode string) (manual bool, err error) {
 	return false, fmt.Errorf("--policy-reload %q: want auto (reload when the file changes) or manual (only on SIGHUP)", mode)
 }
 
-// template builds the agent configuration every run uses. The policy file,
-// if any, is watched for changes until ctx ends; the rules learned from
-// answers in the store answer for its asks.
-func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *slog.Logger) (agent.Config, *loadedPolicy, error) {
+// template builds the agent configuration every run uses (agentOf). The
+// policy file, if any, is reloaded as watch says until ctx ends; the
+// rules learned from answers in the store answer for its asks. An error
+// is a flag's (exit status 2).
+func (f *agentFlags) template(ctx context.Context, store checkpoint.Store, log *slog.Logger, watch policyWatch) (agent.Config, *loadedPolicy, error) {
 	spec := f.model
 	if spec == "" {
 		spec = "demo"
 	}
 	provider, model, err := providerFor(spec)
 	if err != nil {
-		return agent.Config{}, nil, err
+		return agent.Config{}, nil, withCode(2, err)
 	}
-	manual, err := parsePolicyReload(f.reload)
+	lp, err := loadPolicy(ctx, f.policyFile, log, watch, learningOptions(store, f.dir, log))
 	if err != nil {
-		return agent.Config{}, nil, err
+		return agent.Config{}, nil, withCode(2, err)
 	}
-	lp, err := loadPolicy(ctx, f.policyFile, log, policyWatch{manual: manual, loosened: f.loosened}, learningOptions(store, f.dir, log))
-	if err != nil {
-		return agent.Config{}, nil, err
-	}
-	bashOpts, err := f.sandbox.options(f.dir, bash.Options{Timeout: f.cmdTimeout, Masked: f.masked}, lp.decide)
-	if err != nil {
-		return agent.Config{}, nil, err
-	}
-	cfg := bashAgent(store, provider, model, bashOpts, lp.approval, log)
-	cfg.PolicyDigest = lp.digest
-	return cfg, lp, nil
+	cfg, err := agentOf(store, provider, model, lp, &f.sandbox, bash.Options{Dir: f.dir, Timeout: f.cmdTimeout, Masked: f.masked}, log)
+	return cfg, lp, err
 }
 
 // learningOptions are the policy options of a process that runs calls on

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -126,6 +127,15 @@ func statePaths(storeURL string, files ...string) []string {
 // storePasswordRefusal says why a --store URL with a password is refused.
 const storePasswordRefusal = "--store carries a password, which every process on this machine can read in its command line: give it in PGPASSWORD or a password file (~/.pgpass, or PGPASSFILE), or the whole URL in TOLLGATE_STORE"
 
+// storePassword refuses (exit status 2) a --store given on the command
+// line with a password in it (storePasswordRefusal).
+func storePassword(fs *flagSet, url string) error {
+	if given(fs, "store") && storeurl.HasPassword(url) {
+		return withCode(2, errors.New(storePasswordRefusal))
+	}
+	return nil
+}
+
 // stateInside returns the first of paths inside dir (or dir itself), or "".
 func stateInside(dir string, paths []string) string {
 	d, err := filepath.Abs(dir)
@@ -148,8 +158,8 @@ func stateInside(dir string, paths []string) string {
 }
 
 // openStore opens the store a serving command keeps its state in (serve,
-// mcp-gateway): its directory is made first when it is a default one
-// (ensureStoreDir).
+// run, mcp-gateway, by wiring.openStore): its directory is made first
+// when it is a default one (ensureStoreDir).
 func openStore(ctx context.Context, url string, defaults ...string) (checkpoint.Store, error) {
 	if err := ensureStoreDir(url, defaults...); err != nil {
 		return nil, err
