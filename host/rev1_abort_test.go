@@ -1,0 +1,53 @@
+package host_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/storetest"
+)
+
+// gatedStore holds a Commit that resolves a question while gate is armed.
+type gatedStore struct {
+	checkpoint.Store
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *gatedStore) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Committed, error) {
+	if b.Resolve != nil && s.armed.CompareAndSwap(true, false) {
+		close(s.entered)
+		<-s.release
+	}
+	return s.Store.Commit(ctx, b)
+}
+
+// Review of 5591ed8: an abort of a thread no run holds, begun before
+// Shutdown, is not counted in runsDone (only prompts and resumes are), so
+// Shutdown returns while it is still writing: the caller then closes the
+// store under it — the race 5591ed8 closes only for aborts begun after.
+func TestReviewShutdownWaitsForAbortBegunBefore(t *testing.T) {
+	t.Parallel()
+	gs := &gatedStore{Store: storetest.New(t), entered: make(chan struct{}), release: make(chan struct{})}
+	f := newFixture(t, gs, time.Minute, nil)
+	h := f.start(t)
+	f.promptParked(t, h, "t1", "$ touch a", 1)
+	gs.armed.Store(true)
+	aborted := make(chan error, 1)
+	go func() { aborted <- h.Abort(context.Background(), "t1", "closing") }()
+	<-gs.entered // the abort is writing its resolution
+	shut := make(chan struct{})
+	go func() { h.Shutdown(context.Background()); close(shut) }()
+	select {
+	case <-shut:
+		t.Errorf("Shutdown returned while an abort was still writing to the store")
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(gs.release)
+	<-aborted
+	<-shut
+}

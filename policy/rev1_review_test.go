@@ -1,0 +1,140 @@
+package policy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Review of 9977e7a (links after cd): command strings that read through a
+// symbolic link out of the project, into .git or to a secret and are
+// still allowed. Each should ask.
+func TestReviewLinkBypasses(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	proj := filepath.Join(root, "proj")
+	for _, d := range []string{"proj/sub/deeper", "proj/.git/hooks", "out", "proj/x[1]"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "out/secret"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(proj, ".env"), []byte("KEY=x"), 0o600)
+	for link, to := range map[string]string{
+		"sub/n.txt": "../../out/secret", "sub/e.txt": "../.env",
+		"x[1]/n.txt":    "../../out/secret", // a directory whose name holds [ ]
+		"l*":            ".env",             // a file whose name holds *
+		"sub/deeper/up": "../..",            // up/.. is proj/.. to the kernel, proj/sub/deeper by name
+	} {
+		if err := os.Symlink(to, filepath.Join(proj, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := Parse("cd.yaml", []byte(`version: 1
+default: ask
+shell:
+  Bash: command
+rules:
+  - name: reads and moves
+    tool: Bash
+    command: [cat, cd, pushd, echo, grep, find, rg, head]
+    action: allow
+  - name: outside
+    tool: Bash
+    command: "*"
+    when: command.outside.size() > 0 || command.secrets.size() > 0
+    action: ask
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{
+		// cdDirs skips a target holding $: the analysis knows the loop's value and notes nothing.
+		`for d in sub; do cd "$d"; cat n.txt; done`,
+		// linkedNames skips the same names.
+		`for f in sub/e.txt; do cat $f; done`,
+		// cdDirs and linkedNames skip quoted names holding [ ] * ...: not patterns, but never looked up.
+		`cd 'x[1]' && cat n.txt`,
+		`cat 'x[1]/n.txt'`,
+		`cat 'l*'`,
+		// path.Join drops link/.. before the link is resolved; the kernel (and cd -P) do not.
+		`cat sub/deeper/up/../out/secret`,
+		`cd sub/deeper && cat up/../out/secret`,
+		`cd -P sub/deeper/up/.. && cat out/secret`,
+		// patterns are not looked up: the links they match are read.
+		`cat sub/*.txt`,
+		`head sub/?.txt`,
+		// tools that follow links they find.
+		`grep -R KEY sub`,
+		`rg -L KEY sub`,
+		`find sub -exec cat {} +`,
+	} {
+		if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj}); d.Action != Ask {
+			t.Errorf("%s: %s (%s), want ask", cmd, d.Action, d.Reason)
+		}
+	}
+}
+
+// A long relative cd target makes every later short name a long path to
+// resolve, each resolve O(depth) look-ups of O(depth) bytes: a 7.5 KB
+// string took 20 s here (a 38 KB one 5 min 24 s), for a single call.
+func TestReviewCdLongTargetIsSlow(t *testing.T) {
+	t.Parallel()
+	proj := t.TempDir()
+	p, err := Parse("cd.yaml", []byte(`version: 1
+default: ask
+shell:
+  Bash: command
+rules:
+  - name: reads
+    tool: Bash
+    command: [cat, cd]
+    action: allow
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := ""
+	for i := range 31 {
+		names += " x" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+	}
+	cmd := "cd " + strings.Repeat("a/", 900) + " && " + strings.Repeat("cat"+names+"; ", 40)
+	start := time.Now()
+	p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj})
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("a %d-byte command string took %v to evaluate", len(cmd), el)
+	}
+}
+
+// Harmless strings that ask: subshells' cds are followed from one another
+// (cd web happens in a subshell the next cd is not in), so four are more
+// than maxCdDirs.
+func TestReviewSubshellCdsAsk(t *testing.T) {
+	t.Parallel()
+	proj := t.TempDir()
+	p, err := Parse("cd.yaml", []byte(`version: 1
+default: ask
+shell:
+  Bash: command
+rules:
+  - name: reads
+    tool: Bash
+    command: [ls, cd]
+    action: allow
+  - name: outside
+    tool: Bash
+    command: "*"
+    when: command.outside.size() > 0
+    action: ask
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := "(cd web && ls) && (cd api && ls) && (cd cli && ls) && (cd docs && ls)"
+	if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj}); d.Action != Allow {
+		t.Errorf("%s: %s (%s), want allow", cmd, d.Action, d.Reason)
+	}
+}
