@@ -34,9 +34,9 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 		return err
 	}
 	if h.closing {
-		// Shutdown waits only for the runs it knew of: an abort begun
-		// now could still be writing when the caller closes the store.
-		// The run stays as it is, for the next start to abort or go on.
+		// Shutdown may be past waiting for the runs: an abort begun now
+		// could still be writing when the caller closes the store. The
+		// run stays as it is, for the next start to abort or go on.
 		h.mu.Unlock()
 		return ErrClosed
 	}
@@ -45,6 +45,10 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 		h.mu.Unlock()
 		return err
 	}
+	// Counted before Shutdown can begin waiting (it sets closing under
+	// h.mu first): Shutdown returns only once this abort has written.
+	h.runsDone.Add(1)
+	defer h.runsDone.Done()
 	r = &run{agent: a, phase: phaseAborting, cancel: func() {}, done: make(chan struct{})}
 	h.runs[threadID] = r
 	h.mu.Unlock()

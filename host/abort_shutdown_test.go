@@ -26,11 +26,11 @@ func (s *gatedStore) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoi
 	return s.Store.Commit(ctx, b)
 }
 
-// Review of 5591ed8: an abort of a thread no run holds, begun before
-// Shutdown, is not counted in runsDone (only prompts and resumes are), so
-// Shutdown returns while it is still writing: the caller then closes the
-// store under it — the race 5591ed8 closes only for aborts begun after.
-func TestReviewShutdownWaitsForAbortBegunBefore(t *testing.T) {
+// An abort of a thread no run holds, begun before Shutdown, is waited
+// for: Shutdown returning while it still writes would let the caller
+// close the store under it (an abort begun after is refused:
+// TestAbortAfterShutdownIsRefused).
+func TestShutdownWaitsForAnAbortBegunBefore(t *testing.T) {
 	t.Parallel()
 	gs := &gatedStore{Store: storetest.New(t), entered: make(chan struct{}), release: make(chan struct{})}
 	f := newFixture(t, gs, time.Minute, nil)
