@@ -241,13 +241,10 @@ func (p *Policy) shellCall(ev *evaluation, tr *toolRules, call *Call) {
 			notLearnable: "the command string runs no command"}, nil)
 	}
 	defer func() { ev.cmd = nil }()
-	cds, tooMany := cdDirs(a.Commands, call.Dir)
+	l := newLinks(a.Commands, call.Dir)
 	for i := range a.Commands {
 		c := &a.Commands[i]
-		ev.cmd = inDir(c, call.Dir, cds...)
-		if tooMany {
-			ev.cmd = withOutside(c, ev.cmd, fmt.Sprintf("cd into more than %d directories, too many to check for symbolic links", maxCdDirs))
-		}
+		ev.cmd = inDir(c, call.Dir, l)
 		covered, skippedWrite := false, false
 		exact, globbed := tr.byName[c.Name], tr.globCmd
 		// Visit the rules for this name in file order: merge the two lists.

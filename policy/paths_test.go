@@ -217,7 +217,7 @@ rules:
 	}
 }
 
-// A command naming more files than linkedNames looks up is taken to
+// A command naming more files than links.names looks up is taken to
 // reach outside (it is asked), not left unchecked; one under the bound is
 // as it was.
 func TestLinkedNamesBound(t *testing.T) {
@@ -227,11 +227,11 @@ func TestLinkedNamesBound(t *testing.T) {
 	for i := range maxLinkChecks + 1 {
 		many.Files = append(many.Files, fmt.Sprintf("f%d", i))
 	}
-	if out, _ := linkedNames(many, dir); len(out) != 1 || !strings.Contains(out[0], "too many to check") {
+	if out, _ := newLinks(nil, dir).names(many); len(out) != 1 || !strings.Contains(out[0], "too many to check") {
 		t.Errorf("%d files: outside %q", len(many.Files), out)
 	}
 	many.Files = many.Files[:maxLinkChecks]
-	if out, secrets := linkedNames(many, dir); out != nil || secrets != nil {
+	if out, secrets := newLinks(nil, dir).names(many); out != nil || secrets != nil {
 		t.Errorf("%d plain files: outside %q, secrets %q", len(many.Files), out, secrets)
 	}
 }

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/tollgate-ai/tollgate/policy/shell"
 )
 
-// Review of 9977e7a (links after cd): command strings that read through a
-// symbolic link out of the project, into .git or to a secret and are
-// still allowed. Each should ask.
-func TestReviewLinkBypasses(t *testing.T) {
+// Command strings that read through a symbolic link out of the project,
+// into .git or to a secret by ways the names alone do not show — a loop's
+// value, a name with pattern characters, a link followed by "..", a
+// pattern, a tool that follows links, the files find hands on — ask.
+func TestLinksOtherWaysAsk(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	proj := filepath.Join(root, "proj")
@@ -78,12 +80,35 @@ rules:
 	}
 }
 
-// A long relative cd target makes every later short name a long path to
-// resolve, each resolve O(depth) look-ups of O(depth) bytes: a 7.5 KB
-// string took 20 s here (a 38 KB one 5 min 24 s), for a single call.
-func TestReviewCdLongTargetIsSlow(t *testing.T) {
+// The look-ups of one evaluation are bounded: a long relative cd target
+// made every later short name a long path to resolve (a 7.5 KB string took
+// 20 s, a 38 KB one 5 min 24 s, for one call); a path deeper than
+// maxLinkDepth, and look-ups past maxLinkLookups, are taken to reach
+// outside instead.
+func TestLinkLookUpsBounded(t *testing.T) {
 	t.Parallel()
 	proj := t.TempDir()
+	names := ""
+	for i := range 31 {
+		names += " x" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+	}
+	cmd := "cd " + strings.Repeat("a/", 900) + " && " + strings.Repeat("cat"+names+"; ", 40)
+	a, err := shell.Parse(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLinks(a.Commands, proj)
+	deep, past := 0, 0
+	for i := range a.Commands {
+		out, _ := l.names(&a.Commands[i])
+		for _, o := range out {
+			deep += strings.Count(o, "too deep to check")
+			past += strings.Count(o, "more files than can be checked")
+		}
+	}
+	if l.left != 0 || deep == 0 || past == 0 {
+		t.Errorf("look-ups left %d; %d names too deep, %d past the bound: want none left, and both noted", l.left, deep, past)
+	}
 	p, err := Parse("cd.yaml", []byte(`version: 1
 default: ask
 shell:
@@ -93,26 +118,24 @@ rules:
     tool: Bash
     command: [cat, cd]
     action: allow
+  - name: outside
+    tool: Bash
+    command: "*"
+    when: command.outside.size() > 0
+    action: ask
 `), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := ""
-	for i := range 31 {
-		names += " x" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-	}
-	cmd := "cd " + strings.Repeat("a/", 900) + " && " + strings.Repeat("cat"+names+"; ", 40)
-	start := time.Now()
-	p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj})
-	if el := time.Since(start); el > time.Second {
-		t.Errorf("a %d-byte command string took %v to evaluate", len(cmd), el)
+	if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj}); d.Action != Ask {
+		t.Errorf("a %d-byte string past the bounds: %s (%s), want ask", len(cmd), d.Action, d.Reason)
 	}
 }
 
-// Harmless strings that ask: subshells' cds are followed from one another
-// (cd web happens in a subshell the next cd is not in), so four are more
-// than maxCdDirs.
-func TestReviewSubshellCdsAsk(t *testing.T) {
+// Subshells' cds are followed from one another (the analysis does not say
+// that cd web happens in a subshell the next cd is not in): four of them
+// are still within maxCdDirs, and a harmless string is allowed.
+func TestSubshellCdsAllowed(t *testing.T) {
 	t.Parallel()
 	proj := t.TempDir()
 	p, err := Parse("cd.yaml", []byte(`version: 1
