@@ -35,24 +35,7 @@ func TestLinksOtherWaysAsk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := Parse("cd.yaml", []byte(`version: 1
-default: ask
-shell:
-  Bash: command
-rules:
-  - name: reads and moves
-    tool: Bash
-    command: [cat, cd, pushd, echo, grep, find, rg, head]
-    action: allow
-  - name: outside
-    tool: Bash
-    command: "*"
-    when: command.outside.size() > 0 || command.secrets.size() > 0
-    action: ask
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := linkPolicy(t, "cat, cd, pushd, echo, grep, find, rg, head")
 	for _, cmd := range []string{
 		// cdDirs skips a target holding $: the analysis knows the loop's value and notes nothing.
 		`for d in sub; do cd "$d"; cat n.txt; done`,
@@ -109,24 +92,7 @@ func TestLinkLookUpsBounded(t *testing.T) {
 	if l.left != 0 || deep == 0 || past == 0 {
 		t.Errorf("look-ups left %d; %d names too deep, %d past the bound: want none left, and both noted", l.left, deep, past)
 	}
-	p, err := Parse("cd.yaml", []byte(`version: 1
-default: ask
-shell:
-  Bash: command
-rules:
-  - name: reads
-    tool: Bash
-    command: [cat, cd]
-    action: allow
-  - name: outside
-    tool: Bash
-    command: "*"
-    when: command.outside.size() > 0
-    action: ask
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := linkPolicy(t, "cat, cd")
 	if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj}); d.Action != Ask {
 		t.Errorf("a %d-byte string past the bounds: %s (%s), want ask", len(cmd), d.Action, d.Reason)
 	}
@@ -138,26 +104,35 @@ rules:
 func TestSubshellCdsAllowed(t *testing.T) {
 	t.Parallel()
 	proj := t.TempDir()
-	p, err := Parse("cd.yaml", []byte(`version: 1
+	p := linkPolicy(t, "ls, cd")
+	cmd := "(cd web && ls) && (cd api && ls) && (cd cli && ls) && (cd docs && ls)"
+	if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj}); d.Action != Allow {
+		t.Errorf("%s: %s (%s), want allow", cmd, d.Action, d.Reason)
+	}
+}
+
+// linkPolicy allows the commands, unless one reaches outside the call's
+// directory or names a secret: then it asks.
+func linkPolicy(t *testing.T, commands string) *Policy {
+	t.Helper()
+	p, err := Parse("links.yaml", []byte(`version: 1
 default: ask
 shell:
   Bash: command
 rules:
-  - name: reads
+  - name: allowed
     tool: Bash
-    command: [ls, cd]
+    command: [`+commands+`]
     action: allow
+    allow_writes: true
   - name: outside
     tool: Bash
     command: "*"
-    when: command.outside.size() > 0
+    when: command.outside.size() > 0 || command.secrets.size() > 0
     action: ask
 `), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := "(cd web && ls) && (cd api && ls) && (cd cli && ls) && (cd docs && ls)"
-	if d := p.Evaluate(context.Background(), Call{Tool: "Bash", Args: map[string]any{"command": cmd}, Dir: proj}); d.Action != Allow {
-		t.Errorf("%s: %s (%s), want allow", cmd, d.Action, d.Reason)
-	}
+	return p
 }

@@ -261,25 +261,7 @@ func TestLinksAfterCd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := Parse("cd.yaml", []byte(`version: 1
-default: ask
-shell:
-  Bash: command
-rules:
-  - name: reads and moves
-    tool: Bash
-    command: [cat, cd, pushd, echo]
-    action: allow
-    allow_writes: true
-  - name: outside
-    tool: Bash
-    command: "*"
-    when: command.outside.size() > 0 || command.secrets.size() > 0
-    action: ask
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := linkPolicy(t, "cat, cd, pushd, echo")
 	for cmd, want := range map[string]Action{
 		"cd sub && cat plain.txt":                               Allow,
 		"cat sub/plain.txt":                                     Allow,
