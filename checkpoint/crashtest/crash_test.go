@@ -305,7 +305,9 @@ func (c *crasher) waitAll(children []*child) {
 // driver") and counts it a failure outside pair rounds. A restarted
 // process in production meets such a late commit as a lost race, which
 // the compare-and-set refuses; the harness waits so that each child sees
-// a settled store, as its checks assume.
+// a settled store, as its checks assume. The child's LISTEN connection
+// names itself tollgate-listener whatever PGAPPNAME says: it writes
+// nothing, and is not waited for.
 func (c *crasher) waitSessionsGone(ch *child) {
 	pg, ok := c.store.(interface{ Pool() *pgxpool.Pool })
 	if !ok {
