@@ -506,3 +506,27 @@ func TestDeferrableBatch(t *testing.T) {
 		t.Errorf("after a deferrable batch alone: %v, %v", th, err)
 	}
 }
+
+// A deferrable batch whose caller gives up while it is held is not
+// written, and the writer goes on with the next write.
+func TestDeferrableBatchCancelledWhileHeld(t *testing.T) {
+	s := openFile(t, nil)
+	ths := createThreads(t, s, 2)
+	s.wr.deferWait = time.Minute
+	ctx, cancel := context.WithCancel(t.Context())
+	d := appendBatch(ths[0], `"result"`, "tool_result")
+	d.Deferrable = true
+	done := make(chan error, 1)
+	go func() { _, err := s.Commit(ctx, d); done <- err }()
+	waitQueued(t, s, 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Commit of a held batch whose ctx ended: %v, want context.Canceled", err)
+	}
+	if _, err := s.Commit(t.Context(), appendBatch(ths[1], `"call"`, "run_started")); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := s.LoadThread(t.Context(), ths[0].ID); err != nil || string(th.Messages) != `[]` {
+		t.Errorf("the given-up batch's thread: %v, %v", th, err)
+	}
+}
