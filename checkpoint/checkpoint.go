@@ -273,6 +273,12 @@ type Batch struct {
 	Question  *Question
 	Resolve   *Resolve
 	Events    []*Event
+	// Deferrable says that no one waits on this write's latency (its
+	// caller has answered already): a store may hold it a moment, so that
+	// the next write shares its transaction and its sync. Commit still
+	// returns only once the batch is durable, as for any batch. The SQLite
+	// store holds it up to 2 ms; the others ignore it.
+	Deferrable bool
 }
 
 // ThreadWrite is the thread part of a [Batch].

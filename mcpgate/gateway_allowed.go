@@ -29,10 +29,12 @@ import (
 //     leave a call that took effect with no record of it.
 //  2. After: the result, the relay's last turn and the tool_result and
 //     run_finished entries, in one write — once the client has its result
-//     (which is the server's, as it came). A gateway that stops between
-//     the two leaves the thread running with the call claimed: the next
-//     start resumes it, and the run records its outcome as unknown, as it
-//     does for a call cut by a crash on the run's way.
+//     (which is the server's, as it came), and deferrable
+//     ([checkpoint.Batch].Deferrable): the client's next call, whose first
+//     write would wait for this one's sync, shares it instead. A gateway
+//     that stops between the two leaves the thread running with the call
+//     claimed: the next start resumes it, and the run records its outcome
+//     as unknown, as it does for a call cut by a crash on the run's way.
 //
 // The thread is the run's, message for message and entry for entry, so
 // the page, the threads list and tollgate audit read it as they read any.
@@ -194,6 +196,10 @@ func (g *Gateway) recordAllowed(thread, runID string, ac allowedCall, r agent.To
 			g.entry(thread, runID, "tool_result", entry),
 			g.entry(thread, runID, "run_finished", map[string]any{"stop_reason": string(agent.StopEndTurn)}),
 		},
+		// The client has its result: the write may share the next one's
+		// sync (a client's next call, whose first write would otherwise
+		// wait for this one's).
+		Deferrable: true,
 	}
 	for try := 0; ; try++ {
 		_, err = g.cfg.Store.Commit(ctx, b)

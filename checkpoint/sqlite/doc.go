@@ -18,6 +18,8 @@
 // share its next transaction (group commit: each batch in a savepoint of
 // its own, each caller answered once the COMMIT is durable), so that
 // concurrent runs share the disk's syncs; [Store.WriteStats] counts them.
+// A deferrable batch ([checkpoint.Batch].Deferrable) that finds no other
+// write waiting is held up to 2 ms for the next one to share its sync.
 // Several processes may open the same file: writes take turns (waiting up
 // to [Options].BusyTimeout), compare-and-set holds across them, and a
 // subscriber sees other processes' questions and answers within

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Bounds of a group: the batches one transaction takes at most, and about
@@ -17,14 +18,23 @@ const (
 	maxGroupBytes = 4 << 20
 )
 
+// deferWait is how long the writer holds a queue of deferrable batches
+// only ([checkpoint.Batch].Deferrable) for another write to share their
+// transaction: an MCP gateway's result, written once its client has it,
+// then shares the sync of the client's next call, which would otherwise
+// wait for the result's own sync to end before beginning its own.
+const deferWait = 2 * time.Millisecond
+
 // errClosed: a write after Close.
 var errClosed = errors.New("sqlite: store is closed")
 
 // writer is the store's single writer: one goroutine that commits every
 // batch, gathering those that wait for it into one transaction (group
-// commit). It waits for nothing else: when one batch is queued it goes
-// alone, at once, and the batches that arrive while a transaction is
-// being committed (the disk's sync, most of its time) form the next one.
+// commit). It waits for nothing else, but for deferrable batches: when one
+// batch is queued it goes alone, at once, and the batches that arrive
+// while a transaction is being committed (the disk's sync, most of its
+// time) form the next one. A queue of deferrable batches only is held up
+// to deferWait, until another batch comes or the store closes.
 type writer struct {
 	s *Store
 
@@ -34,6 +44,8 @@ type writer struct {
 
 	wake   chan struct{} // capacity 1: something is queued, or closed
 	exited chan struct{}
+
+	deferWait time.Duration // the constant, but in tests
 
 	transactions, batches atomic.Int64
 }
@@ -62,7 +74,7 @@ func (s *Store) WriteStats() WriteStats {
 }
 
 func newWriter(s *Store) *writer {
-	w := &writer{s: s, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	w := &writer{s: s, wake: make(chan struct{}, 1), exited: make(chan struct{}), deferWait: deferWait}
 	go w.loop()
 	return w
 }
@@ -131,8 +143,51 @@ func (w *writer) loop() {
 			<-w.wake
 			w.mu.Lock()
 		}
+		held := w.deferOnly()
 		w.mu.Unlock()
+		if held {
+			w.hold()
+			w.mu.Lock()
+			empty := len(w.queue) == 0 // their callers gave up
+			w.mu.Unlock()
+			if empty {
+				continue
+			}
+		}
 		w.group()
+	}
+}
+
+// deferOnly reports whether every queued batch may wait (w.mu held), and
+// the store is open.
+func (w *writer) deferOnly() bool {
+	if w.closed {
+		return false
+	}
+	for _, o := range w.queue {
+		if !o.b.Deferrable {
+			return false
+		}
+	}
+	return true
+}
+
+// hold waits up to deferWait while only deferrable batches are queued.
+func (w *writer) hold() {
+	t := time.NewTimer(w.deferWait)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return
+		case <-w.wake:
+			w.mu.Lock()
+			still := w.deferOnly()
+			w.mu.Unlock()
+			if !still {
+				return
+			}
+		}
 	}
 }
 

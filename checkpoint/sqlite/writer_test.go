@@ -447,3 +447,86 @@ func receive(t *testing.T, ch <-chan checkpoint.Notification, n int) []string {
 	}
 	return got
 }
+
+// A deferrable batch alone waits for the next write and shares its
+// transaction; Close does not wait for one; and with the store's own
+// bound, one that no write follows is committed all the same.
+func TestDeferrableBatch(t *testing.T) {
+	s := openFile(t, nil)
+	ths := createThreads(t, s, 2)
+	s.wr.deferWait = time.Minute // no timing: only the next write or Close ends the hold
+	before := s.WriteStats()
+	d := appendBatch(ths[0], `"result"`, "tool_result")
+	d.Deferrable = true
+	done := make(chan error, 1)
+	go func() { _, err := s.Commit(t.Context(), d); done <- err }()
+	waitQueued(t, s, 1)
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the deferrable batch was committed alone (%v)", err)
+	default:
+	}
+	if _, err := s.Commit(t.Context(), appendBatch(ths[1], `"call"`, "run_started")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := s.WriteStats()
+	if tx, b := st.Transactions-before.Transactions, st.Batches-before.Batches; tx != 1 || b != 2 {
+		t.Errorf("%d batches in %d transactions, want 2 in 1", b, tx)
+	}
+
+	late := appendBatch(&checkpoint.Thread{ID: ths[0].ID, Version: d.Thread.Version}, `"late"`, "run_finished")
+	late.Deferrable = true
+	go func() { _, err := s.Commit(t.Context(), late); done <- err }()
+	waitQueued(t, s, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	for _, ch := range []chan error{done, closed} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close waited for a deferrable batch's hold")
+		}
+	}
+
+	s = openFile(t, nil)
+	ths = createThreads(t, s, 1)
+	alone := appendBatch(ths[0], `"alone"`, "tool_result")
+	alone.Deferrable = true
+	if _, err := s.Commit(t.Context(), alone); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := s.LoadThread(t.Context(), ths[0].ID); err != nil || string(th.Messages) != `["alone"]` {
+		t.Errorf("after a deferrable batch alone: %v, %v", th, err)
+	}
+}
+
+// A deferrable batch whose caller gives up while it is held is not
+// written, and the writer goes on with the next write.
+func TestDeferrableBatchCancelledWhileHeld(t *testing.T) {
+	s := openFile(t, nil)
+	ths := createThreads(t, s, 2)
+	s.wr.deferWait = time.Minute
+	ctx, cancel := context.WithCancel(t.Context())
+	d := appendBatch(ths[0], `"result"`, "tool_result")
+	d.Deferrable = true
+	done := make(chan error, 1)
+	go func() { _, err := s.Commit(ctx, d); done <- err }()
+	waitQueued(t, s, 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Commit of a held batch whose ctx ended: %v, want context.Canceled", err)
+	}
+	if _, err := s.Commit(t.Context(), appendBatch(ths[1], `"call"`, "run_started")); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := s.LoadThread(t.Context(), ths[0].ID); err != nil || string(th.Messages) != `[]` {
+		t.Errorf("the given-up batch's thread: %v, %v", th, err)
+	}
+}
