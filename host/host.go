@@ -86,7 +86,9 @@ var (
 
 // Host drives the runs of many threads on one store in one process. A run
 // that waits for a person parks: its state is in the store, and the host
-// keeps nothing of it but its thread id. The host resumes it when one of
+// keeps nothing of it but its thread id (and, for the last few hundred,
+// the agent it parked on, which a resume goes on from while the thread is
+// as the park left it). The host resumes it when one of
 // its questions is resolved — an answer given through [Host.Answer], by
 // another process on the same store (the store's notifications), or the
 // deadline, which the host fires from the store. At start-up it resumes
@@ -116,6 +118,7 @@ type Host struct {
 	queue    []string
 	queued   map[string]bool
 	parked   map[string]struct{}
+	kept     keptAgents // the agents of runs parked here
 	failed   map[string]error
 	// selfResolved holds questions this host resolved and already
 	// resumed the run for, so that the store's notification of the same

@@ -93,6 +93,7 @@ func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOp
 		h.mu.Unlock()
 		return h.prompt(ctx, threadID, text, opts)
 	}
+	h.kept.take(threadID) // a new run: what an earlier one kept is of no use
 	a, err := h.newAgent(threadID)
 	if err != nil {
 		h.mu.Unlock()
