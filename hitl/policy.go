@@ -346,7 +346,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 			"answer_digest": a.Digest, "question_digest": q.Digest, "by": q.AnsweredBy})), nil
 	}
 	if a.Decision == DecisionApprove || a.Decision == DecisionEdit {
-		if asked := askedDir(q); asked != "" && pc.Dir != "" && asked != pc.Dir {
+		if asked := askedDirIf(pc.Dir, q); asked != "" && asked != pc.Dir {
 			reason := fmt.Sprintf("denied: the call was approved to run in %s, and this run's tools work in %s (the server was started again with another working directory)", asked, pc.Dir)
 			m.log.Warn("tollgate: an approved call was asked in another working directory; it is denied",
 				"thread", call.ThreadID, "call", call.Call.ID, "question", q.ID, "asked_in", asked, "runs_in", pc.Dir, "by", q.AnsweredBy)
@@ -392,6 +392,16 @@ func (m *ApprovalPolicyMiddleware) payload(call *agent.ToolCallContext, d Approv
 		details["dir"] = dir
 	}
 	return Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: details, ArgsSchema: call.Tool.Schema()}
+}
+
+// askedDirIf is askedDir(q) for a run whose tools work in dir, "" for
+// one that says no directory (nothing to compare: the payload is not
+// decoded).
+func askedDirIf(dir string, q *checkpoint.Question) string {
+	if dir == "" {
+		return ""
+	}
+	return askedDir(q)
 }
 
 // askedDir is the directory a question's call was asked to work in (its
