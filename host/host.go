@@ -125,6 +125,7 @@ type Host struct {
 	// resolution does not resume it a second time.
 	selfResolved map[string]time.Time
 	runsDone     sync.WaitGroup
+	drivers      drivers // the goroutines drives run on
 	wakeDeadline chan struct{}
 
 	events eventFan
@@ -145,7 +146,7 @@ func New(cfg Config) (*Host, error) {
 		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll, coord: cfg.Coordinator, only: cfg.Threads,
 		runs: map[string]*run{}, queued: map[string]bool{}, parked: map[string]struct{}{},
 		failed: map[string]error{}, selfResolved: map[string]time.Time{},
-		wakeDeadline: make(chan struct{}, 1),
+		wakeDeadline: make(chan struct{}, 1), drivers: drivers{work: make(chan func())},
 	}
 	if h.clock == nil {
 		h.clock = cfg.Agent.Clock
@@ -297,6 +298,7 @@ func (h *Host) Shutdown(ctx context.Context) (Stats, error) {
 	}
 	h.cancel()
 	h.loops.Wait()
+	h.drivers.wg.Wait()
 	s := h.Stats()
 	s.Active = cut
 	h.events.closeAll()

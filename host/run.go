@@ -161,7 +161,8 @@ func (h *Host) startResumeLocked(threadID string) *run {
 	delete(h.parked, threadID)
 	delete(h.failed, threadID)
 	h.runsDone.Add(1)
-	go h.drive(ctx, threadID, r, h.resumeStep(r))
+	step := h.resumeStep(r)
+	h.drivers.goDrive(h.ctx, func() { h.drive(ctx, threadID, r, step) })
 	return r
 }
 

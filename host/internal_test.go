@@ -1,8 +1,11 @@
 package host
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint/memory"
@@ -33,5 +36,35 @@ func TestKeptAgentsBounded(t *testing.T) {
 	}
 	if len(k.by) != 0 || k.take("t0") != nil {
 		t.Fatalf("%d left after every one was taken", len(k.by))
+	}
+}
+
+// Drives run on goroutines earlier drives ran on: at most maxIdleDrivers
+// wait for work, and every one ends with the host's context.
+func TestIdleDriversBoundedAndStopped(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := drivers{work: make(chan func())}
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for range 3 * maxIdleDrivers {
+		wg.Add(1)
+		d.goDrive(ctx, func() { <-release; wg.Done() })
+	}
+	close(release)
+	wg.Wait()
+	for deadline := time.Now().Add(5 * time.Second); d.idle.Load() != maxIdleDrivers; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle drivers, want %d", d.idle.Load(), maxIdleDrivers)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ran := make(chan struct{})
+	d.goDrive(ctx, func() { close(ran) })
+	<-ran
+	cancel()
+	d.wg.Wait() // every driver ends with the context
+	if n := d.idle.Load(); n != 0 {
+		t.Fatalf("%d idle after the end", n)
 	}
 }
