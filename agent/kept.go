@@ -38,17 +38,38 @@ type validCall struct {
 	digest    string // CallDigest of the call with canonical
 }
 
+// maxKeptBytes bounds the messages a parked run keeps (keptSize): a
+// longer thread is decoded again by its resume rather than held in
+// memory while no one answers.
+const maxKeptBytes = 64 << 10
+
 // keepParked keeps what the run that has just parked knew, when all it
-// holds is committed (no message of it is pending). Called under the run
-// slot.
+// holds is committed (no message of it is pending) and it is small
+// enough. Called under the run slot.
 func (a *Agent) keepParked(rs *runState) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	a.kept = nil
-	if rs.last == nil || len(rs.pending) > 0 {
+	if rs.last == nil || len(rs.pending) > 0 || keptSize(rs.last) > maxKeptBytes {
 		return
 	}
 	a.kept = &keptRun{version: rs.th.Version, runID: rs.th.RunID, msgs: rs.last, calls: rs.valid}
+}
+
+// keptSize is about the bytes msgs hold: their texts, calls and results,
+// and a little for the rest of each.
+func keptSize(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += 128 + len(m.Text) + len(m.ProviderData)
+		for _, c := range m.ToolCalls {
+			n += len(c.ID) + len(c.Name) + len(c.Arguments)
+		}
+		if m.Result != nil {
+			n += len(m.Result.Content) + 64*len(m.Result.Details)
+		}
+	}
+	return n
 }
 
 // resumeFrom is what a resume of th starts from: the messages kept when

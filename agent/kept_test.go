@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -33,7 +34,8 @@ func (d *decodedArgs) UnmarshalJSON(b []byte) error {
 // A run resumed on the agent it parked on goes on from what it held, as
 // a run that waited in process does: the call's arguments are not
 // validated a second time. A new agent (another process) validates them
-// again from the stored thread.
+// again from the stored thread, and so does a resume of a thread longer
+// than what a parked run keeps.
 func TestResumeOnTheAgentThatParkedValidatesOnce(t *testing.T) {
 	t.Parallel() // argDecodes counts the decodes of decodedArgs, this test's alone
 	store := storetest.New(t)
@@ -47,12 +49,18 @@ func TestResumeOnTheAgentThatParkedValidatesOnce(t *testing.T) {
 	for _, c := range []struct {
 		thread   string
 		newAgent bool
+		prompt   string
 		decodes  int32
-	}{{"same", false, 1}, {"other", true, 2}} {
+	}{
+		{"same", false, "go", 1},
+		{"other", true, "go", 2},
+		// A thread over what a parked run keeps is decoded again.
+		{"long", false, strings.Repeat("go ", 30000), 2},
+	} {
 		argDecodes.Store(0)
 		model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "note", decodedArgs{"x"})}}, scripted.Turn{Text: "done"})
 		a := newAgent(t, cfg(c.thread, model))
-		if _, err := a.Prompt(context.Background(), "go"); !errors.Is(err, agent.ErrParked) {
+		if _, err := a.Prompt(context.Background(), c.prompt); !errors.Is(err, agent.ErrParked) {
 			t.Fatalf("%s: Prompt = %v, want ErrParked", c.thread, err)
 		}
 		answer(t, store, c.thread, "approve_c1", "true")
@@ -67,8 +75,8 @@ func TestResumeOnTheAgentThatParkedValidatesOnce(t *testing.T) {
 			t.Errorf("%s: the arguments were decoded %d times, want %d", c.thread, n, c.decodes)
 		}
 	}
-	if ran.Load() != 2 {
-		t.Fatalf("the tool ran %d times in two runs", ran.Load())
+	if ran.Load() != 3 {
+		t.Fatalf("the tool ran %d times in three runs", ran.Load())
 	}
 }
 
