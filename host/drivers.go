@@ -43,6 +43,7 @@ func (d *drivers) run(ctx context.Context, f func()) {
 	var t *time.Timer
 	for {
 		f()
+		f = nil // an idle driver holds nothing of the drive it ran
 		if d.idle.Add(1) > maxIdleDrivers {
 			d.idle.Add(-1)
 			return
