@@ -109,6 +109,10 @@ type Agent struct {
 	// cancels a run the moment it registers its cancel function.
 	abortCause   error
 	abortWaiters int
+
+	// kept: what the last run knew when it parked, for a resume here
+	// (see keptRun). Read and written under the run slot.
+	kept *keptRun
 }
 
 // beginRun takes the run slot for a run, or reports that a run or an
@@ -332,6 +336,7 @@ func (a *Agent) PromptWith(ctx context.Context, text string, opts *PromptOptions
 		return nil, fmt.Errorf("%w (a run is active in this process)", ErrRunInProgress)
 	}
 	defer a.endRun()
+	a.kept = nil
 	for attempt := 0; ; attempt++ {
 		var th *checkpoint.Thread
 		var err error
@@ -407,14 +412,14 @@ func (a *Agent) Resume(ctx context.Context, resolved ...*checkpoint.Question) (*
 	if th.Status != checkpoint.ThreadRunning {
 		return nil, ErrNoRun
 	}
-	msgs, err := decodeMessages(th.Messages)
+	msgs, valid, err := a.resumeFrom(th)
 	if err != nil {
 		return nil, err
 	}
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("agent: thread %s is running run %s but has no messages", th.ID, th.RunID)
 	}
-	rs := &runState{a: a, th: th}
+	rs := &runState{a: a, th: th, valid: valid}
 	for _, q := range resolved {
 		if q != nil && q.ThreadID == a.threadID && q.Status != checkpoint.QuestionPending {
 			rs.noteRead(q)
@@ -447,7 +452,9 @@ func (a *Agent) drive(ctx context.Context, rs *runState, msgs []Message) (*Messa
 	}
 	var parked *parkedError
 	if errors.As(err, &parked) {
-		// Not finished: waiting, with nothing held here.
+		// Not finished: waiting, with nothing held but what a resume on
+		// this agent may go on from (keepParked).
+		a.keepParked(rs)
 		a.emit(&RunParkedEvent{meta: a.meta(runID), Questions: parked.questions})
 		if !parked.recorded {
 			a.audit(ctx, runID, "run_parked", map[string]any{"questions": parked.questions})
@@ -500,6 +507,9 @@ func (a *Agent) loop(ctx context.Context, rs *runState, msgs []Message) (final *
 		case last.Role == RoleAssistant && len(last.ToolCalls) > 0:
 			add, committed, err := a.runTurn(ctx, rs, msgs)
 			if err != nil {
+				rs.mu.Lock()
+				rs.last = msgs
+				rs.mu.Unlock()
 				return nil, false, err
 			}
 			if !committed { // else written with the turn's last result

@@ -53,10 +53,7 @@ func TestParkedRunHoldsNothingAndResumes(t *testing.T) {
 	store := storetest.New(t)
 	ch := &parkingChannel{store: store}
 	var ran atomic.Int32
-	counted := agent.NewTool("echo", "Echo.", func(ctx context.Context, a echoArgs) (string, error) {
-		ran.Add(1)
-		return "echo: " + a.Text, nil
-	}, nil)
+	counted := countingTool("echo", &ran, func(a echoArgs) string { return "echo: " + a.Text })
 	allowSecond := allowC2()
 	model := scripted.New(
 		scripted.Turn{ToolCalls: []agent.ToolCall{

@@ -333,12 +333,21 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 	if r := checkArgSize(call, a.maxArgBytes); r != nil {
 		return *r, nil, nil
 	}
-	typed, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, call.Arguments)
-	if err != nil {
-		return invalidResult(err), nil, nil
+	v := rs.validated(call, tool)
+	if v == nil {
+		// Validated once a run, and kept for a resume of the call after
+		// its question (see keptRun): the same tool and bytes validate
+		// the same, to the same value.
+		typed, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, call.Arguments)
+		if err != nil {
+			return invalidResult(err), nil, nil
+		}
+		v = &validCall{tool: tool, args: call.Arguments, typed: typed, canonical: encodeCanonical(obj, call.Arguments)}
+		v.digest = callDigestCanonical(a.threadID, call.ID, call.Name, v.canonical)
+		rs.noteValidated(call, v)
 	}
-	tc = a.callContext(rs, msgs, call, tool, typed, encodeCanonical(obj, call.Arguments))
-	tc.canonical = true
+	tc = a.callContext(rs, msgs, call, tool, v.typed, v.canonical)
+	tc.canonical, tc.digest = true, v.digest
 	details := map[string]any{}
 	for _, m := range a.middleware {
 		h, ok := m.(BeforeToolHook)

@@ -38,6 +38,11 @@ type runState struct {
 	// callIDs: the thread's call ids, for the model turns of the run
 	// (one goroutine: the run's loop).
 	callIDs callIDs
+	// valid: the calls' validated arguments, by call id (see keptRun);
+	// last: the messages the run held when its turn stopped on an error
+	// (parked), for keepParked.
+	valid map[string]*validCall
+	last  []Message
 }
 
 // noteRead keeps a question a middleware read for the Ask that follows.

@@ -300,16 +300,12 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		return agent.Continue(), nil
 	}
 
-	args, _ := decodeArgs(call.RawArgs)
-	details := withAnnotations(d.details, call.Tool.Annotations())
-	if pc.Dir != "" && details["dir"] == nil {
-		details = maps.Clone(details)
-		if details == nil {
-			details = map[string]any{}
-		}
-		details["dir"] = pc.Dir
+	var payload any
+	if existing == nil {
+		// Written with the question; a question found stored keeps its
+		// own (Ask does not write it again).
+		payload = m.payload(call, d, pc.Dir)
 	}
-	payload := Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: details, ArgsSchema: call.Tool.Schema()}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
 		ID: qid, Kind: KindApprove, Payload: payload, Timeout: d.timeout,
 		Digest: call.CallDigest(),
@@ -350,7 +346,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 			"answer_digest": a.Digest, "question_digest": q.Digest, "by": q.AnsweredBy})), nil
 	}
 	if a.Decision == DecisionApprove || a.Decision == DecisionEdit {
-		if asked := askedDir(q); asked != "" && pc.Dir != "" && asked != pc.Dir {
+		if asked := askedDirIf(pc.Dir, q); asked != "" && asked != pc.Dir {
 			reason := fmt.Sprintf("denied: the call was approved to run in %s, and this run's tools work in %s (the server was started again with another working directory)", asked, pc.Dir)
 			m.log.Warn("tollgate: an approved call was asked in another working directory; it is denied",
 				"thread", call.ThreadID, "call", call.Call.ID, "question", q.ID, "asked_in", asked, "runs_in", pc.Dir, "by", q.AnsweredBy)
@@ -371,6 +367,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 			}
 			return agent.Block(err.Error(), trace("policy_deny", own)), nil
 		}
+		args, _ := decodeArgs(call.RawArgs)
 		return agent.ReplaceArgs(edited).WithDetails(trace("edit", map[string]any{
 			"original_args": args, "edited_args": a.EditedArgs, "by": q.AnsweredBy})), nil
 	}
@@ -379,6 +376,32 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 		reason = "denied by reviewer"
 	}
 	return agent.Block(reason, trace("human_deny", map[string]any{"reason": a.Reason, "by": q.AnsweredBy})), nil
+}
+
+// payload is the approval question's payload for call: its arguments as
+// the model wrote them, the policy's details with the tool's annotations
+// and the directory (dir) it works in.
+func (m *ApprovalPolicyMiddleware) payload(call *agent.ToolCallContext, d ApprovalDecision, dir string) Payload {
+	args, _ := decodeArgs(call.RawArgs)
+	details := withAnnotations(d.details, call.Tool.Annotations())
+	if dir != "" && details["dir"] == nil {
+		details = maps.Clone(details)
+		if details == nil {
+			details = map[string]any{}
+		}
+		details["dir"] = dir
+	}
+	return Payload{Kind: KindApprove, ToolName: call.Call.Name, Args: args, Details: details, ArgsSchema: call.Tool.Schema()}
+}
+
+// askedDirIf is askedDir(q) for a run whose tools work in dir, "" for
+// one that says no directory (nothing to compare: the payload is not
+// decoded).
+func askedDirIf(dir string, q *checkpoint.Question) string {
+	if dir == "" {
+		return ""
+	}
+	return askedDir(q)
 }
 
 // askedDir is the directory a question's call was asked to work in (its

@@ -40,6 +40,7 @@ func (h *Host) Abort(ctx context.Context, threadID, reason string) error {
 		h.mu.Unlock()
 		return ErrClosed
 	}
+	h.kept.take(threadID) // the abort ends the run it parked
 	a, err := h.newAgent(threadID)
 	if err != nil {
 		h.mu.Unlock()

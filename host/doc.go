@@ -18,9 +18,15 @@
 //
 // A run that asks a person and gets no answer at once parks: the agent's
 // channel ([agent.Channel]) returns [agent.ErrParked], the run returns,
-// and nothing of it stays in memory but its thread id — no goroutine, no
-// decoded thread, nothing that polls. Calls of the same turn that need no
-// answer go on first. Waiting costs a row in the store.
+// and nothing of it stays in memory but its thread id — no goroutine,
+// nothing that polls — and, for the last few hundred parked runs, the
+// agent it parked on: a resume here goes on from the messages (up to
+// 64 KB of them) and the
+// validated arguments the run held, as a run that waited in process does,
+// while the thread is at the version its park wrote (else it reads and
+// decodes the thread, as a resume on any other host does). Calls of the
+// same turn that need no answer go on first. Waiting costs a row in the
+// store.
 //
 // The host resumes a parked run ([agent.Agent.Resume], which re-enters the
 // middleware and finds the answer by the question's deterministic id) when

@@ -165,6 +165,7 @@ func (h *Host) endDriveLocked(ctx context.Context, threadID string, r *run, e en
 	case r.phase.aborting():
 	case e.parked:
 		h.parked[threadID] = struct{}{}
+		h.kept.put(threadID, r.agent)
 	case e.failed:
 		h.failed[threadID] = e.err
 	}

@@ -86,7 +86,9 @@ var (
 
 // Host drives the runs of many threads on one store in one process. A run
 // that waits for a person parks: its state is in the store, and the host
-// keeps nothing of it but its thread id. The host resumes it when one of
+// keeps nothing of it but its thread id (and, for the last few hundred,
+// the agent it parked on, which a resume goes on from while the thread is
+// as the park left it). The host resumes it when one of
 // its questions is resolved — an answer given through [Host.Answer], by
 // another process on the same store (the store's notifications), or the
 // deadline, which the host fires from the store. At start-up it resumes
@@ -116,12 +118,14 @@ type Host struct {
 	queue    []string
 	queued   map[string]bool
 	parked   map[string]struct{}
+	kept     keptAgents // the agents of runs parked here
 	failed   map[string]error
 	// selfResolved holds questions this host resolved and already
 	// resumed the run for, so that the store's notification of the same
 	// resolution does not resume it a second time.
 	selfResolved map[string]time.Time
 	runsDone     sync.WaitGroup
+	drivers      drivers // the goroutines drives run on
 	wakeDeadline chan struct{}
 
 	events eventFan
@@ -142,7 +146,7 @@ func New(cfg Config) (*Host, error) {
 		clock: cfg.Clock, log: cfg.Logger, maxRes: cfg.MaxResumes, poll: cfg.DeadlinePoll, coord: cfg.Coordinator, only: cfg.Threads,
 		runs: map[string]*run{}, queued: map[string]bool{}, parked: map[string]struct{}{},
 		failed: map[string]error{}, selfResolved: map[string]time.Time{},
-		wakeDeadline: make(chan struct{}, 1),
+		wakeDeadline: make(chan struct{}, 1), drivers: drivers{work: make(chan func())},
 	}
 	if h.clock == nil {
 		h.clock = cfg.Agent.Clock
@@ -294,6 +298,7 @@ func (h *Host) Shutdown(ctx context.Context) (Stats, error) {
 	}
 	h.cancel()
 	h.loops.Wait()
+	h.drivers.wg.Wait()
 	s := h.Stats()
 	s.Active = cut
 	h.events.closeAll()

@@ -93,6 +93,7 @@ func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOp
 		h.mu.Unlock()
 		return h.prompt(ctx, threadID, text, opts)
 	}
+	h.kept.take(threadID) // a new run: what an earlier one kept is of no use
 	a, err := h.newAgent(threadID)
 	if err != nil {
 		h.mu.Unlock()
@@ -113,10 +114,12 @@ func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOp
 	started := a.Subscribe(64)
 	type outcome struct{ err error }
 	done := make(chan outcome, 1)
-	go h.drive(runCtx, threadID, r, func(ctx context.Context) (*agent.Message, error) {
-		msg, err := a.PromptWith(ctx, text, &agent.PromptOptions{RunID: runID, Thread: loaded})
-		done <- outcome{err}
-		return msg, err
+	h.drivers.goDrive(h.ctx, func() {
+		h.drive(runCtx, threadID, r, func(ctx context.Context) (*agent.Message, error) {
+			msg, err := a.PromptWith(ctx, text, &agent.PromptOptions{RunID: runID, Thread: loaded})
+			done <- outcome{err}
+			return msg, err
+		})
 	})
 	defer started.Close()
 	for {

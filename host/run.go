@@ -143,10 +143,13 @@ func (h *Host) kickWith(threadID string, resolved *checkpoint.Question) {
 }
 
 func (h *Host) startResumeLocked(threadID string) *run {
-	a, err := h.newAgent(threadID)
-	if err != nil {
-		h.failed[threadID] = err
-		return nil
+	a := h.kept.take(threadID)
+	if a == nil {
+		var err error
+		if a, err = h.newAgent(threadID); err != nil {
+			h.failed[threadID] = err
+			return nil
+		}
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	r := &run{agent: a, resume: true, cancel: cancel, done: make(chan struct{})}
@@ -158,7 +161,8 @@ func (h *Host) startResumeLocked(threadID string) *run {
 	delete(h.parked, threadID)
 	delete(h.failed, threadID)
 	h.runsDone.Add(1)
-	go h.drive(ctx, threadID, r, h.resumeStep(r))
+	step := h.resumeStep(r)
+	h.drivers.goDrive(h.ctx, func() { h.drive(ctx, threadID, r, step) })
 	return r
 }
 
