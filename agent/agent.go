@@ -147,13 +147,17 @@ var (
 	ErrMaxTurns = errors.New("agent: maximum number of turns reached")
 	// ErrAborted is the cause of a run's context when AbortPending stops it.
 	ErrAborted = errors.New("agent: run aborted")
-	// ErrParked: the run stopped to wait for answers without holding
-	// anything in this process. A [Channel] returns it from Wait (for a
-	// question still pending) when whoever drives the run will call
-	// [Agent.Resume] once the question is resolved, as package host does.
-	// The run returns an error wrapping it, emits a [RunParkedEvent], and
-	// the thread stays running in the store; every call of the turn that
-	// could go on without an answer has gone on first.
+	// ErrParked: the run stopped to wait for answers without holding a
+	// goroutine, a lease or a connection in this process. A [Channel]
+	// returns it from Wait (for a question still pending) when whoever
+	// drives the run will call [Agent.Resume] once the question is
+	// resolved, as package host does. The run returns an error wrapping
+	// it, emits a [RunParkedEvent], and the thread stays running in the
+	// store; every call of the turn that could go on without an answer
+	// has gone on first. The agent keeps what the run knew (its messages
+	// up to 64 KB, its call's validated arguments) for a Resume on the
+	// same agent, used only while the thread is at the version the park
+	// wrote: any resume, anywhere, goes on from the store alone.
 	ErrParked = errors.New("agent: run parked until its questions are answered")
 	// ErrRunIDUsed: PromptWith was given a run id the thread already has.
 	ErrRunIDUsed = errors.New("agent: the thread already has a run with this id")

@@ -46,7 +46,8 @@ type RunFinishedEvent struct {
 }
 
 // RunParkedEvent: the run stopped to wait for answers to Questions (their
-// ids) without holding anything in this process (see [ErrParked]); it
+// ids) without holding a goroutine, a lease or a connection in this
+// process (see [ErrParked]); it
 // goes on when its driver resumes it.
 type RunParkedEvent struct {
 	meta
