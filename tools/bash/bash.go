@@ -260,12 +260,24 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 	defer cancel()
 	var c command
 	if p.confined() {
-		tmp, err := os.MkdirTemp("", "tollgate-bash-")
-		if err != nil {
-			return Result{ExitCode: -1}, fmt.Errorf("private temporary directory: %w", err)
+		// The private TMPDIR is made once the helper is started (while
+		// it starts its runtime), and removed when the command is done.
+		var tmp string
+		defer func() {
+			if tmp != "" {
+				removeTree(tmp)
+			}
+		}()
+		mkTmp := func() (string, error) {
+			dir, err := os.MkdirTemp("", "tollgate-bash-")
+			if err != nil {
+				return "", fmt.Errorf("private temporary directory: %w", err)
+			}
+			tmp = dir
+			return dir, nil
 		}
-		defer removeTree(tmp)
-		if c, err = confinedCommand(ctx, o, p, tmp, cmdline); err != nil {
+		var err error
+		if c, err = confinedCommand(ctx, o, p, mkTmp, cmdline); err != nil {
 			return Result{ExitCode: -1}, err
 		}
 	} else {
@@ -353,8 +365,12 @@ func (c command) stop() error {
 
 // removeTree removes a command's private TMPDIR, first giving back the
 // owner's rights on every directory in it: a command that made a
-// directory unwritable (chmod 500) must not leave its files behind.
+// directory unwritable (chmod 500) must not leave its files behind. An
+// empty one, what most commands leave, goes at once.
 func removeTree(dir string) {
+	if os.Remove(dir) == nil {
+		return
+	}
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			_ = os.Chmod(path, 0o700)
