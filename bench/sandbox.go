@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
-const sandboxUsage = `usage: go run ./bench sandbox [-n N] [-rounds R] [-tollgate PATH|none] [-cgo=false] [-heap MB]
+const sandboxUsage = `usage: go run ./bench sandbox [-n N] [-rounds R] [-tollgate PATH|none] [-cgo=false] [-heap MB] [-gap D]
 
 How long the bash tool takes to run true, to its exit, under each sandbox
 profile, beside bash -c true started directly (the raw limit: what any
@@ -36,6 +36,11 @@ Unconfined commands start the same binary as their supervisor.
 a long-running server holds its own: a helper started in a new user
 namespace is forked (Go cannot vfork it), and a fork copies the page
 tables of the process that starts it.
+
+-gap D pauses D before each start (outside the timing), as the starts of
+a model's tool calls are apart: from its second confined command on, the
+bash tool starts the next command's helper ahead (a spare, tools/bash),
+and back to back that start competes with the command measured.
 `
 
 func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -47,6 +52,7 @@ func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	tollgate := fs.String("tollgate", "", "the tollgate binary (default: built from ./cmd/tollgate; none: leave it out)")
 	cgo := fs.Bool("cgo", true, "measure a helper built with cgo (dynamically linked) too")
 	heapMB := fs.Int("heap", 0, "MB of live heap the measuring process holds (a server's)")
+	gap := fs.Duration("gap", 0, "pause before each start, outside the timing")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,6 +118,7 @@ func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 				return fmt.Errorf("%s: %w", kind.Name, err)
 			}
 			for range *n {
+				time.Sleep(*gap)
 				d, err := kind.Start(ctx, work)
 				if err != nil {
 					return fmt.Errorf("%s: %w", kind.Name, err)
@@ -122,8 +129,8 @@ func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	r := bash.Check()
-	fmt.Fprintf(stdout, "tollgate bench sandbox — %d starts of true each in %d rounds, %d MB of live heap; %s, %d CPUs, %s, kernel %s, Landlock ABI %d; load average %s at the start, %s at the end\n",
-		*n**rounds, *rounds, *heapMB, m.CPU, m.NumCPU, m.Go, m.Kernel, r.ABI, m.LoadBefore, loadAvg())
+	fmt.Fprintf(stdout, "tollgate bench sandbox — %d starts of true each in %d rounds, %d MB of live heap, %s apart; %s, %d CPUs, %s, kernel %s, Landlock ABI %d; load average %s at the start, %s at the end\n",
+		*n**rounds, *rounds, *heapMB, *gap, m.CPU, m.NumCPU, m.Go, m.Kernel, r.ABI, m.LoadBefore, loadAvg())
 	fmt.Fprintf(stdout, "%-58s %9s %9s %9s %12s\n", "", "p50", "p90", "p99", "p50 - raw")
 	for k, kind := range kinds {
 		s := statsOf(samples[k])
