@@ -10,13 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/internal/sandboxbench"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
-const sandboxUsage = `usage: go run ./bench sandbox [-n N] [-rounds R] [-tollgate PATH|none] [-cgo=false]
+const sandboxUsage = `usage: go run ./bench sandbox [-n N] [-rounds R] [-tollgate PATH|none] [-cgo=false] [-heap MB] [-gap D]
 
 How long the bash tool takes to run true, to its exit, under each sandbox
 profile, beside bash -c true started directly (the raw limit: what any
@@ -30,6 +31,16 @@ command costs), the kinds taking turns, N starts each a round:
                      builds it; -tollgate none leaves it out)
 
 Unconfined commands start the same binary as their supervisor.
+
+-heap MB holds MB of live, touched heap in the measuring process first, as
+a long-running server holds its own: a helper started in a new user
+namespace is forked (Go cannot vfork it), and a fork copies the page
+tables of the process that starts it.
+
+-gap D pauses D before each start (outside the timing), as the starts of
+a model's tool calls are apart: from its second confined command on, the
+bash tool starts the next command's helper ahead (a spare, tools/bash),
+and back to back that start competes with the command measured.
 `
 
 func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -40,6 +51,8 @@ func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	rounds := fs.Int("rounds", 3, "rounds")
 	tollgate := fs.String("tollgate", "", "the tollgate binary (default: built from ./cmd/tollgate; none: leave it out)")
 	cgo := fs.Bool("cgo", true, "measure a helper built with cgo (dynamically linked) too")
+	heapMB := fs.Int("heap", 0, "MB of live heap the measuring process holds (a server's)")
+	gap := fs.Duration("gap", 0, "pause before each start, outside the timing")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,6 +102,14 @@ func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return err
 	}
+	heap := make([][]byte, *heapMB)
+	for i := range heap {
+		heap[i] = make([]byte, 1<<20)
+		for j := 0; j < len(heap[i]); j += os.Getpagesize() {
+			heap[i][j] = 1
+		}
+	}
+	defer runtime.KeepAlive(heap)
 	m := machine()
 	samples := make([][]time.Duration, len(kinds))
 	for r := range *rounds {
@@ -97,6 +118,7 @@ func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 				return fmt.Errorf("%s: %w", kind.Name, err)
 			}
 			for range *n {
+				time.Sleep(*gap)
 				d, err := kind.Start(ctx, work)
 				if err != nil {
 					return fmt.Errorf("%s: %w", kind.Name, err)
@@ -107,8 +129,8 @@ func sandboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	r := bash.Check()
-	fmt.Fprintf(stdout, "tollgate bench sandbox — %d starts of true each in %d rounds; %s, %d CPUs, %s, kernel %s, Landlock ABI %d; load average %s at the start, %s at the end\n",
-		*n**rounds, *rounds, m.CPU, m.NumCPU, m.Go, m.Kernel, r.ABI, m.LoadBefore, loadAvg())
+	fmt.Fprintf(stdout, "tollgate bench sandbox — %d starts of true each in %d rounds, %d MB of live heap, %s apart; %s, %d CPUs, %s, kernel %s, Landlock ABI %d; load average %s at the start, %s at the end\n",
+		*n**rounds, *rounds, *heapMB, *gap, m.CPU, m.NumCPU, m.Go, m.Kernel, r.ABI, m.LoadBefore, loadAvg())
 	fmt.Fprintf(stdout, "%-58s %9s %9s %9s %12s\n", "", "p50", "p90", "p99", "p50 - raw")
 	for k, kind := range kinds {
 		s := statsOf(samples[k])

@@ -62,7 +62,10 @@ var nsChoices = []namespaces{
 
 // helperCommand prepares the helper for c; the caller starts it and calls
 // the returned function after Start to send the configuration and learn
-// whether the helper confined the command. It is started in its own
+// whether the helper confined the command. tmp, if set, makes the
+// private TMPDIR (c.Tmp) once the helper is started: the directory is
+// made and the configuration encoded while the new process starts its
+// runtime, not before it. It is started in its own
 // process group, killed by cmd.Cancel, with Pdeathsig: with a PID
 // namespace, where the helper (then the shell) is the namespace's init,
 // the kernel kills every process in it when the shell dies, whatever
@@ -75,11 +78,16 @@ var nsChoices = []namespaces{
 // itself is ignored, as by any init): the configuration is sent only after
 // Start returns, which is after the child set its death signal, and
 // without a configuration the helper starts nothing.
-func helperCommand(ctx context.Context, c sandboxhelper.Config, ns namespaces) (*exec.Cmd, func(start error) error, error) {
+func helperCommand(ctx context.Context, c sandboxhelper.Config, ns namespaces, tmp func() (string, error)) (*exec.Cmd, func(start error) error, error) {
 	c.Protocol = sandboxhelper.Protocol()
-	data, err := json.Marshal(c)
-	if err != nil {
-		return nil, nil, err
+	data := func() ([]byte, error) {
+		if tmp != nil {
+			var err error
+			if c.Tmp, err = tmp(); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(c)
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	ns.Apply(attr)
@@ -94,10 +102,11 @@ func helperCommand(ctx context.Context, c sandboxhelper.Config, ns namespaces) (
 // selfCommand prepares the helper binary (helperPath: HelperName, or
 // this binary re-executed) in mode (the value of sandboxhelper.Env), in
 // dir, with attr. The returned function, called
-// after Start, sends data on the helper's fd 3 and waits for its fd 4 to
-// close: a message there is a failure before the command started (failed
-// names the step in the error).
-func selfCommand(ctx context.Context, mode string, data []byte, dir string, attr *syscall.SysProcAttr, failed string) (*exec.Cmd, func(start error) error, error) {
+// after Start, sends what data returns on the helper's fd 3 (an error
+// there is returned as it is, and the helper, given nothing, starts
+// nothing) and waits for its fd 4 to close: a message there is a failure
+// before the command started (failed names the step in the error).
+func selfCommand(ctx context.Context, mode string, data func() ([]byte, error), dir string, attr *syscall.SysProcAttr, failed string) (*exec.Cmd, func(start error) error, error) {
 	exe, _, err := helperPath()
 	if err != nil {
 		return nil, nil, err
@@ -126,9 +135,14 @@ func selfCommand(ctx context.Context, mode string, data []byte, dir string, attr
 			cfgW.Close()
 			return start
 		}
+		b, err := data()
+		if err != nil {
+			cfgW.Close()
+			return err
+		}
 		// The helper reads all of it before anything else: a large
 		// command does not block on the pipe's buffer for long.
-		_, werr := cfgW.Write(data)
+		_, werr := cfgW.Write(b)
 		cfgW.Close()
 		msg, _ := io.ReadAll(stR)
 		if len(msg) > 0 {
@@ -154,7 +168,7 @@ func probe(ns sandboxhelper.Namespaces, c sandboxhelper.Config) error {
 	defer cancel()
 	c.Probe, c.Profile, c.Dir, c.Tmp = true, string(ReadOnly), dir, dir
 	c.CPU, c.FileSize, c.Procs, c.Memory = 5, 1<<20, 1<<20, 1<<40
-	cmd, after, err := helperCommand(ctx, c, ns)
+	cmd, after, err := helperCommand(ctx, c, ns, nil)
 	if err != nil {
 		return err
 	}
@@ -300,9 +314,10 @@ func absShell(shell string) (string, error) {
 	return exec.LookPath(shell)
 }
 
-// confinedCommand prepares the helper that runs cmdline under p, with tmp
-// as its private temporary directory.
-func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline string) (command, error) {
+// confinedCommand prepares the helper that runs cmdline under p; tmp
+// makes its private temporary directory once the helper is started (see
+// helperCommand).
+func confinedCommand(ctx context.Context, o Options, p Profile, tmp func() (string, error), cmdline string) (command, error) {
 	shell, err := absShell(o.Shell)
 	if err != nil {
 		return command{}, err
@@ -323,7 +338,7 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline str
 		return command{}, err
 	}
 	r := Check()
-	c := sandboxhelper.Config{Protocol: sandboxhelper.Protocol(), Profile: string(p), Dir: dir, Tmp: tmp, Shell: shell, Cmd: cmdline,
+	c := sandboxhelper.Config{Protocol: sandboxhelper.Protocol(), Profile: string(p), Dir: dir, Shell: shell, Cmd: cmdline,
 		Env: confinedEnv(o.Env), CPU: uint64((o.Limits.CPUTime + time.Second - 1) / time.Second),
 		FileSize: uint64(o.Limits.FileSize), Procs: uint64(o.Limits.Procs), Memory: uint64(o.Limits.Memory),
 		View: r.MountNS, Masked: masked, Sockets: sockets, FreshProc: r.MountNS && r.PidNS}
@@ -331,10 +346,16 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp, cmdline str
 		c.PidMax = pidMax(c.Procs)
 	}
 	if r.PidNS {
-		cmd, after, err := helperCommand(ctx, c, r.ns) // the namespace takes the tree with the shell
-		return command{Cmd: cmd, after: after}, err
+		next := func() { askSpare(r.ns) }
+		if sp := takeSpare(r.ns); sp != nil {
+			c := sp.command(ctx, c, tmp)
+			c.finished = next
+			return c, nil
+		}
+		cmd, after, err := helperCommand(ctx, c, r.ns, tmp) // the namespace takes the tree with the shell
+		return command{Cmd: cmd, after: after, finished: next}, err
 	}
-	return supervisedCommand(ctx, sandboxhelper.SuperviseConfig{Confined: &c, Cloneflags: r.ns.Flags, UserNS: r.ns.User}, dir, "sandbox helper")
+	return supervisedCommand(ctx, sandboxhelper.SuperviseConfig{Confined: &c, Cloneflags: r.ns.Flags, UserNS: r.ns.User}, dir, "sandbox helper", tmp)
 }
 
 // unconfinedCommand runs an unconfined shell under the supervisor, or,
@@ -350,7 +371,7 @@ func unconfinedCommand(ctx context.Context, o Options, cmdline string) (command,
 	if err != nil {
 		return command{}, err
 	}
-	return supervisedCommand(ctx, sandboxhelper.SuperviseConfig{Shell: shell, Cmd: cmdline, Env: shellEnv(o.Dir)}, o.Dir, "supervisor")
+	return supervisedCommand(ctx, sandboxhelper.SuperviseConfig{Shell: shell, Cmd: cmdline, Env: shellEnv(o.Dir)}, o.Dir, "supervisor", nil)
 }
 
 // shellEnv is the environment of an unconfined shell: the process's, with

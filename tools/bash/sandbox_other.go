@@ -30,7 +30,7 @@ func check() Report {
 	return Report{OS: runtime.GOOS, LandlockErr: "Landlock is Linux only", Memory: "none", CgroupErr: "Linux only"}
 }
 
-func confinedCommand(context.Context, Options, Profile, string, string) (command, error) {
+func confinedCommand(context.Context, Options, Profile, func() (string, error), string) (command, error) {
 	return command{}, errors.New("the sandbox is Linux only")
 }
 

@@ -30,20 +30,27 @@ var supervisorTest struct {
 // supervisedCommand prepares the supervisor of c (the helper binary, or
 // this one, in mode sandboxhelper.SuperviseMode: package
 // internal/sandboxhelper says how it keeps a command's tree from
-// outliving it), started in dir. Cancel
+// outliving it), started in dir; tmp, if set, makes the confined
+// command's private TMPDIR once the supervisor is started (see
+// helperCommand). Cancel
 // asks it to kill the tree (it exits when that is done); failed names it
 // in errors. The supervisor reports on a pipe of its own (fd 5) how many
 // processes it could not stop: stopped, called after Wait, turns that
 // into an error.
-func supervisedCommand(ctx context.Context, c sandboxhelper.SuperviseConfig, dir, failed string) (command, error) {
+func supervisedCommand(ctx context.Context, c sandboxhelper.SuperviseConfig, dir, failed string, tmp func() (string, error)) (command, error) {
 	c.Protocol, c.Parent = sandboxhelper.Protocol(), os.Getpid()
 	c.Budget, c.Spare = stopBudget, supervisorTest.spare
 	if supervisorTest.budget > 0 {
 		c.Budget = supervisorTest.budget
 	}
-	data, err := json.Marshal(c)
-	if err != nil {
-		return command{}, err
+	data := func() ([]byte, error) {
+		if tmp != nil && c.Confined != nil {
+			var err error
+			if c.Confined.Tmp, err = tmp(); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(c)
 	}
 	repR, repW, err := os.Pipe()
 	if err != nil {
