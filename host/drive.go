@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -81,7 +82,11 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 		// while its context lasts.
 		ctx = agent.WithSoleDriver(lease.Context(ctx))
 	}
-	defer h.forward(r.agent)()
+	// Forwarding stops before the drive's end lets another drive take the
+	// agent (a parked one is kept for its resume): the two would both
+	// hand on its events.
+	stopForwarding := sync.OnceFunc(h.forward(r.agent))
+	defer stopForwarding()
 	var outage storeOutage
 	for {
 		_, err := step(ctx)
@@ -108,6 +113,7 @@ func (h *Host) drive(ctx context.Context, threadID string, r *run, step func(con
 			step = h.resumeStep(r)
 			continue
 		}
+		stopForwarding()
 		h.endDriveLocked(ctx, threadID, r, e)
 		h.mu.Unlock()
 		return
