@@ -3,8 +3,10 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // keptRun is what a run that parked knew, kept on its Agent for the
@@ -23,17 +25,28 @@ import (
 type keptRun struct {
 	version int64
 	runID   string
-	msgs    []Message
-	calls   map[string]*validCall
+	// updatedAt is the store's time of the run's last thread write: with
+	// the version and run id, what tells the thread the park wrote from
+	// another that reached the same version and run id after the store
+	// lost its last commits (a failover to a standby behind it, a backup
+	// restored) and the run was driven again under the same idempotency
+	// key. A write whose answer was lost has a guessed time: its resume
+	// decodes the thread.
+	updatedAt time.Time
+	msgs      []Message
+	calls     map[string]*validCall
 }
 
 // validCall is a call's arguments as decide validated them: kept for a
 // decision of the same call made again (its resume) while the call's
-// tool and arguments are the same.
+// tool and arguments are the same. typed is never handed out again: a
+// hook may change the value it is given, so a decision made again gets
+// the arguments decoded afresh (validation, the costly part, is not
+// repeated).
 type validCall struct {
-	tool      *Tool
-	args      json.RawMessage // the call's Arguments, as the model gave them
-	typed     any
+	tool *Tool
+	args json.RawMessage // the call's Arguments, as the model gave them
+
 	canonical json.RawMessage
 	digest    string // CallDigest of the call with canonical
 }
@@ -53,11 +66,14 @@ func (a *Agent) keepParked(rs *runState) {
 	if rs.last == nil || len(rs.pending) > 0 || keptSize(rs.last) > maxKeptBytes {
 		return
 	}
-	a.kept = &keptRun{version: rs.th.Version, runID: rs.th.RunID, msgs: rs.last, calls: rs.valid}
+	if keptSize(rs.last)+validSize(rs.valid) > maxKeptBytes {
+		return
+	}
+	a.kept = &keptRun{version: rs.th.Version, runID: rs.th.RunID, updatedAt: rs.th.UpdatedAt, msgs: rs.last, calls: rs.valid}
 }
 
-// keptSize is about the bytes msgs hold: their texts, calls and results,
-// and a little for the rest of each.
+// keptSize is about the bytes msgs hold: their texts, calls and results
+// (details as encoded), and a little for the rest of each.
 func keptSize(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {
@@ -66,8 +82,26 @@ func keptSize(msgs []Message) int {
 			n += len(c.ID) + len(c.Name) + len(c.Arguments)
 		}
 		if m.Result != nil {
-			n += len(m.Result.Content) + 64*len(m.Result.Details)
+			n += len(m.Result.Content)
+			if len(m.Result.Details) > 0 {
+				raw, err := jsontext.Marshal(m.Result.Details)
+				if err != nil {
+					return maxKeptBytes + 1 // not kept
+				}
+				n += len(raw)
+			}
 		}
+	}
+	return n
+}
+
+// validSize is about the bytes the validated calls hold: each call's
+// arguments as given and canonical, and the decoded value, about as
+// large again.
+func validSize(calls map[string]*validCall) int {
+	n := 0
+	for _, v := range calls {
+		n += 64 + 2*len(v.args) + len(v.canonical) + len(v.digest)
 	}
 	return n
 }
@@ -79,11 +113,18 @@ func keptSize(msgs []Message) int {
 func (a *Agent) resumeFrom(th *checkpoint.Thread) ([]Message, map[string]*validCall, error) {
 	k := a.kept
 	a.kept = nil
-	if k != nil && k.version == th.Version && k.runID == th.RunID && len(k.msgs) > 0 {
+	if k != nil && k.version == th.Version && k.runID == th.RunID && sameTime(k.updatedAt, th.UpdatedAt) && len(k.msgs) > 0 {
 		return k.msgs[:len(k.msgs):len(k.msgs)], k.calls, nil
 	}
 	msgs, err := decodeMessages(th.Messages)
 	return msgs, nil, err
+}
+
+// sameTime reports whether a and b are the same time as a store keeps it:
+// PostgreSQL keeps microseconds of the nanoseconds it was given.
+func sameTime(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d > -time.Microsecond && d < time.Microsecond
 }
 
 // validated returns call's arguments as they were validated earlier in

@@ -33,7 +33,7 @@ func (d *decodedArgs) UnmarshalJSON(b []byte) error {
 
 // A run resumed on the agent it parked on goes on from what it held, as
 // a run that waited in process does: the call's arguments are not
-// validated a second time. A new agent (another process) validates them
+// validated a second time (only decoded afresh). A new agent (another process) validates them
 // again from the stored thread, and so does a resume of a thread longer
 // than what a parked run keeps.
 func TestResumeOnTheAgentThatParkedValidatesOnce(t *testing.T) {
@@ -47,10 +47,10 @@ func TestResumeOnTheAgentThatParkedValidatesOnce(t *testing.T) {
 			Tools: []*agent.Tool{tool}, Middleware: []agent.Middleware{askMW(0)}}
 	}
 	for _, c := range []struct {
-		thread   string
-		newAgent bool
-		prompt   string
-		decodes  int32
+		thread      string
+		newAgent    bool
+		prompt      string
+		validations int64
 	}{
 		{"same", false, "go", 1},
 		{"other", true, "go", 2},
@@ -58,6 +58,7 @@ func TestResumeOnTheAgentThatParkedValidatesOnce(t *testing.T) {
 		{"long", false, strings.Repeat("go ", 30000), 2},
 	} {
 		argDecodes.Store(0)
+		before := agent.Validations(tool)
 		model := scripted.New(scripted.Turn{ToolCalls: []agent.ToolCall{scripted.Call("c1", "note", decodedArgs{"x"})}}, scripted.Turn{Text: "done"})
 		a := newAgent(t, cfg(c.thread, model))
 		if _, err := a.Prompt(context.Background(), c.prompt); !errors.Is(err, agent.ErrParked) {
@@ -71,8 +72,13 @@ func TestResumeOnTheAgentThatParkedValidatesOnce(t *testing.T) {
 		if err != nil || msg.Text != "done" {
 			t.Fatalf("%s: Resume = %v, %v", c.thread, msg, err)
 		}
-		if n := argDecodes.Load(); n != c.decodes {
-			t.Errorf("%s: the arguments were decoded %d times, want %d", c.thread, n, c.decodes)
+		if n := agent.Validations(tool) - before; n != c.validations {
+			t.Errorf("%s: the arguments were validated %d times, want %d", c.thread, n, c.validations)
+		}
+		// Decoded afresh for a decision made again: a hook may have
+		// changed the value the first one was handed.
+		if n := argDecodes.Load(); n != 2 {
+			t.Errorf("%s: the arguments were decoded %d times, want 2", c.thread, n)
 		}
 	}
 	if ran.Load() != 3 {

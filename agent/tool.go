@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -32,6 +33,9 @@ type Tool struct {
 	// and policies receive (the typed struct for NewTool).
 	decode func(raw json.RawMessage) (any, error)
 	run    func(ctx context.Context, args any) (ToolResult, error)
+	// validations counts the schema checks of calls' arguments a run's
+	// decisions made (the tests of a resume's kept arguments read it).
+	validations atomic.Int64
 }
 
 // ToolOptions tune a tool. A nil *ToolOptions means all zero values.

@@ -334,19 +334,30 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 		return *r, nil, nil
 	}
 	v := rs.validated(call, tool)
+	typed := any(nil)
+	if v != nil {
+		// A decision made again (a resume): the value decoded afresh, as
+		// the hooks of the first decision may have changed theirs.
+		var err error
+		if typed, err = tool.decode(orEmptyObject(call.Arguments)); err != nil {
+			v = nil
+		}
+	}
 	if v == nil {
 		// Validated once a run, and kept for a resume of the call after
 		// its question (see keptRun): the same tool and bytes validate
 		// the same, to the same value.
-		typed, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, call.Arguments)
+		tool.validations.Add(1)
+		decoded, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, call.Arguments)
 		if err != nil {
 			return invalidResult(err), nil, nil
 		}
-		v = &validCall{tool: tool, args: call.Arguments, typed: typed, canonical: encodeCanonical(obj, call.Arguments)}
+		v = &validCall{tool: tool, args: call.Arguments, canonical: encodeCanonical(obj, call.Arguments)}
 		v.digest = callDigestCanonical(a.threadID, call.ID, call.Name, v.canonical)
 		rs.noteValidated(call, v)
+		typed = decoded
 	}
-	tc = a.callContext(rs, msgs, call, tool, v.typed, v.canonical)
+	tc = a.callContext(rs, msgs, call, tool, typed, v.canonical)
 	tc.canonical, tc.digest = true, v.digest
 	details := map[string]any{}
 	for _, m := range a.middleware {
