@@ -201,6 +201,7 @@ func (gw *gatewaying) wire(ctx context.Context, w *wiring) error {
 	if !gw.stdio {
 		h, err := gw.g.HTTPHandler(gw.mcpToken)
 		if err != nil {
+			_ = gw.g.Shutdown(context.WithoutCancel(ctx)) // before its store closes
 			return withCode(2, err)
 		}
 		more["/mcp"] = h

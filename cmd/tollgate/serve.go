@@ -193,6 +193,7 @@ func (s *serving) wire(ctx context.Context, w *wiring) error {
 		return err
 	}
 	if err := s.hookSvc.Start(s.h); err != nil {
+		s.h.Shutdown(context.WithoutCancel(ctx)) // before its store closes
 		return err
 	}
 	notifications, stopNotify := startNotifications(ctx, notifier, s.h, coord, s.notices, log)
