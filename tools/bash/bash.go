@@ -290,9 +290,6 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 			return Result{ExitCode: -1}, fmt.Errorf("cannot run %s: %w", o.Shell, err)
 		}
 	}
-	if c.finished != nil {
-		defer c.finished()
-	}
 	// cmd.Cancel, set by each way of starting, kills the whole tree (the
 	// process group, or the supervisor's killing): a command's children
 	// must not outlive it. WaitDelay bounds the wait for a tree that does
@@ -371,9 +368,6 @@ type command struct {
 	// helper, waiting for its configuration: see spare_linux.go) and sends
 	// its output to stdout and stderr; Start is not called.
 	output func(stdout, stderr io.Writer)
-	// finished, if set, is called when the command is done (it asks for
-	// the next spare helper).
-	finished func()
 }
 
 func (c command) stop() error {
