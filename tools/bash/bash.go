@@ -11,11 +11,7 @@
 // namespaces where it may, sets resource limits, drops capabilities,
 // applies a Landlock ruleset and then execs the shell with an allow-listed
 // environment. [Check] says what this kernel enforces. The calling process
-// is never confined. On Linux, from the second confined command of a
-// process on, the helper has been started ahead of the command, in the
-// new namespaces, and waits for its configuration (a spare helper: the
-// namespaces and the helper's start are off the command's path); it is
-// confined exactly as one started for the command.
+// is never confined.
 //
 // # Nothing a command starts outlives it
 //
@@ -299,20 +295,14 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 		cmd.WaitDelay = 2 * time.Second
 	}
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
-	var outW, errW io.Writer = stdout, stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if o.Stdout != nil {
-		outW = o.Stdout
+		cmd.Stdout = o.Stdout
 	}
 	if o.Stderr != nil {
-		errW = o.Stderr
+		cmd.Stderr = o.Stderr
 	}
-	var err error
-	if c.output != nil {
-		c.output(outW, errW) // started already
-	} else {
-		cmd.Stdout, cmd.Stderr = outW, errW
-		err = cmd.Start()
-	}
+	err := cmd.Start()
 	if c.after != nil {
 		if aerr := c.after(err); aerr != nil {
 			if err == nil {
@@ -364,10 +354,6 @@ type command struct {
 	// stopped, if set, is called after Wait: an error says that processes
 	// the command started may be left.
 	stopped func() error
-	// output, if set, says that the command is started already (a spare
-	// helper, waiting for its configuration: see spare_linux.go) and sends
-	// its output to stdout and stderr; Start is not called.
-	output func(stdout, stderr io.Writer)
 }
 
 func (c command) stop() error {

@@ -346,9 +346,6 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp func() (stri
 		c.PidMax = pidMax(c.Procs)
 	}
 	if r.PidNS {
-		if sp := takeSpare(r.ns); sp != nil {
-			return sp.command(ctx, c, tmp), nil
-		}
 		cmd, after, err := helperCommand(ctx, c, r.ns, tmp) // the namespace takes the tree with the shell
 		return command{Cmd: cmd, after: after}, err
 	}
