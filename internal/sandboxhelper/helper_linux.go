@@ -137,6 +137,20 @@ func readConfig(v any, proto *string) error {
 	return nil
 }
 
+// detachTerminal gives up the helper's controlling terminal, if it has
+// one: without it, and without CAP_SYS_ADMIN, a command given the
+// caller's terminal on its standard streams cannot push input into it
+// (TIOCSTI), which the caller's shell would run unconfined (found by
+// review). The seccomp filter refuses TIOCSTI as well.
+func detachTerminal() {
+	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // no controlling terminal
+	}
+	_ = unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0)
+	unix.Close(fd)
+}
+
 func runHelper() error {
 	var c Config
 	if err := readConfig(&c, &c.Protocol); err != nil {
@@ -195,6 +209,16 @@ func runHelper() error {
 	}
 	if err := applySeccomp(c.Profile, c.Profile == WorkspaceWrite && len(c.Sockets) > 0); err != nil {
 		return err
+	}
+	if c.Profile == ReadOnly || c.Profile == WorkspaceWrite {
+		detachTerminal()
+		// A descriptor the agent's process holds without close-on-exec
+		// (a library's, a caller's) would reach the command, and through it
+		// a file outside its view (found by review): none past stderr goes
+		// through the exec (the status pipe is close-on-exec already).
+		if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+			return fmt.Errorf("closing inherited descriptors: %w", err)
+		}
 	}
 	if c.Probe {
 		return json.NewEncoder(os.Stdout).Encode(ProbeResult{SeccompOK: SeccompEnforced})

@@ -37,12 +37,21 @@ const (
 // the store's PostgreSQL socket that way and approved its own calls).
 var ioUringSyscalls = []uint32{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER}
 
+// ttyInjection are the ioctl requests that put input into a terminal
+// (TIOCSTI) or act on the console (TIOCLINUX): a command given the
+// caller's terminal could type a command the caller's shell then runs,
+// unconfined (found by review). The helper also gives up its controlling
+// terminal (detachTerminal), which is what TIOCSTI needs without
+// CAP_SYS_ADMIN; the filter refuses it on any terminal.
+var ttyInjection = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+
 // filter is the seccomp program of a confined profile: io_uring and, unless
 // unixSockets, socket(AF_UNIX) (Landlock below ABI 9 cannot keep a command
 // from connecting to a pathname socket it can see) fail with EPERM; under
-// read-only, the metadata calls above too; any other architecture's or the
-// x32 ABI's calls too. Everything else is allowed (socketpair included: a
-// pair connects to nothing outside).
+// read-only, the metadata calls above too; ioctl's terminal injection
+// (ttyInjection); any other architecture's or the x32 ABI's calls too.
+// Everything else is allowed (socketpair included: a pair connects to
+// nothing outside).
 func filter(p string, unixSockets bool) []unix.SockFilter {
 	deny := unix.SockFilter{Code: bpfRetK, K: seccompRetErrno | uint32(unix.EPERM)}
 	allow := unix.SockFilter{Code: bpfRetK, K: seccompRetAllow}
@@ -69,12 +78,22 @@ func filter(p string, unixSockets bool) []unix.SockFilter {
 		socketCheck = len(prog)
 		prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: unix.SYS_SOCKET})
 	}
-	allowAt := len(prog)
-	prog = append(prog, allow)
+	ioctlCheck := len(prog)
+	prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: unix.SYS_IOCTL})
+	prog = append(prog, allow) // anything else
 	// socket: the domain is the low 32 bits of args[0] (offset 16).
-	socketAt := len(prog)
+	socketAt, socketUnix := len(prog), len(prog)+1
 	prog = append(prog, unix.SockFilter{Code: bpfLdWAbs, K: 16})
-	prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: unix.AF_UNIX, Jt: 1, Jf: 0})
+	prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: unix.AF_UNIX})
+	prog = append(prog, allow)
+	// ioctl: the request is the low 32 bits of args[1] (offset 24).
+	ioctlAt := len(prog)
+	prog = append(prog, unix.SockFilter{Code: bpfLdWAbs, K: 24})
+	var ttyRequests []int
+	for _, req := range ttyInjection {
+		ttyRequests = append(ttyRequests, len(prog))
+		prog = append(prog, unix.SockFilter{Code: bpfJeqK, K: req})
+	}
 	prog = append(prog, allow)
 	denyAt := len(prog)
 	prog = append(prog, deny)
@@ -86,7 +105,12 @@ func filter(p string, unixSockets bool) []unix.SockFilter {
 		prog[i].Jt, prog[i].Jf = rel(i, denyAt), 0
 	}
 	if socketCheck >= 0 {
-		prog[socketCheck].Jt, prog[socketCheck].Jf = rel(socketCheck, socketAt), rel(socketCheck, allowAt)
+		prog[socketCheck].Jt, prog[socketCheck].Jf = rel(socketCheck, socketAt), 0
+	}
+	prog[ioctlCheck].Jt, prog[ioctlCheck].Jf = rel(ioctlCheck, ioctlAt), 0
+	prog[socketUnix].Jt, prog[socketUnix].Jf = rel(socketUnix, denyAt), 0
+	for _, i := range ttyRequests {
+		prog[i].Jt, prog[i].Jf = rel(i, denyAt), 0
 	}
 	return prog
 }

@@ -49,14 +49,18 @@ const seccompEnforced = sandboxhelper.SeccompEnforced
 // are its own) with a network namespace (no interface but a loopback that
 // is down) and a PID namespace (the whole tree dies with its shell); the
 // same without the user namespace (root); a user namespace alone; none.
+// Each but none has an IPC namespace: System V and POSIX IPC of its own,
+// which ends with it (found by review: a read-only command left a shared
+// memory segment and a message queue in the host's, and could reach
+// other processes' of the same user).
 //
 // Each has a mount namespace (the command's own view of the file system,
 // see setupView); without one tollgate's state cannot be hidden, and no
 // confined profile is enforced.
 var nsChoices = []namespaces{
-	{Flags: unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS, User: true},
-	{Flags: unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS},
-	{Flags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS, User: true},
+	{Flags: unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC, User: true},
+	{Flags: unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC},
+	{Flags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWIPC, User: true},
 	{},
 }
 

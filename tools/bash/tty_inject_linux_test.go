@@ -81,12 +81,13 @@ func TestConfinedCommandCannotTypeIntoTerminal(t *testing.T) {
 	}
 	t.Logf("agent: %s", stderr.String())
 	// What the user's shell would read next from the terminal.
-	if err := unix.SetNonblock(int(slave.Fd()), true); err != nil {
+	fd := int(slave.Fd()) // once: each call of Fd makes the file blocking again
+	if err := unix.SetNonblock(fd, true); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
 	buf := make([]byte, 4096)
-	k, _ := unix.Read(int(slave.Fd()), buf)
+	k, _ := unix.Read(fd, buf)
 	if k > 0 && strings.Contains(string(buf[:k]), "INJECTED") {
 		t.Fatalf("a read-only command typed into its caller's terminal, which the shell there would run unconfined: %q", buf[:k])
 	}
