@@ -32,6 +32,9 @@ type Report struct {
 	// MountNS: the command gets its own view of the file system, where
 	// tollgate's state is masked (see [Options.Masked]).
 	MountNS bool `json:"mount_namespace"`
+	// IPCNS: the command gets System V and POSIX IPC of its own, which
+	// ends with it.
+	IPCNS bool `json:"ipc_namespace"`
 	// NamespaceErr is why the best set of namespaces could not be had.
 	NamespaceErr string `json:"namespace_error,omitempty"`
 	// PidCap: the PID namespace's pid_max caps the command's processes
@@ -225,7 +228,7 @@ func (r Report) Summary() string {
 	for _, x := range []struct {
 		ok   bool
 		name string
-	}{{r.UserNS, "user"}, {r.NetNS, "network"}, {r.PidNS, "pid"}, {r.MountNS, "mount"}} {
+	}{{r.UserNS, "user"}, {r.NetNS, "network"}, {r.PidNS, "pid"}, {r.MountNS, "mount"}, {r.IPCNS, "ipc"}} {
 		if x.ok {
 			ns = append(ns, x.name)
 		}
@@ -257,7 +260,7 @@ func (r Report) Write(w io.Writer) error {
 		fmt.Fprintf(&b, " (%s)", r.LandlockErr)
 	}
 	b.WriteByte('\n')
-	fmt.Fprintf(&b, "namespaces:    user %s, network %s, pid %s, mount %s\n", yesNo(r.UserNS), yesNo(r.NetNS), yesNo(r.PidNS), yesNo(r.MountNS))
+	fmt.Fprintf(&b, "namespaces:    user %s, network %s, pid %s, mount %s, ipc %s\n", yesNo(r.UserNS), yesNo(r.NetNS), yesNo(r.PidNS), yesNo(r.MountNS), yesNo(r.IPCNS))
 	if r.Helper != "" {
 		fmt.Fprintf(&b, "helper:        %s\n", r.Helper)
 	}

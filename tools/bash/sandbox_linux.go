@@ -256,6 +256,7 @@ func check() Report {
 			r.NetNS = ns.Flags&unix.CLONE_NEWNET != 0
 			r.PidNS = ns.Flags&unix.CLONE_NEWPID != 0
 			r.MountNS = c.View
+			r.IPCNS = ns.Flags&unix.CLONE_NEWIPC != 0
 			r.PidCap = capped
 			r.ns = ns
 			r.helperOK = true
