@@ -39,14 +39,15 @@ type keptRun struct {
 
 // validCall is a call's arguments as decide validated them: kept for a
 // decision of the same call made again (its resume) while the call's
-// tool and arguments are the same. typed is never handed out again: a
-// hook may change the value it is given, so a decision made again gets
+// tool and arguments are the same. typed is handed out again only when
+// nothing in it can be changed in place (Tool.argsByValue): a hook may
+// change the value it is given, so a decision made again otherwise gets
 // the arguments decoded afresh (validation, the costly part, is not
 // repeated).
 type validCall struct {
-	tool *Tool
-	args json.RawMessage // the call's Arguments, as the model gave them
-
+	tool      *Tool
+	args      json.RawMessage // the call's Arguments, as the model gave them
+	typed     any             // handed out again only when the tool's arguments are by value
 	canonical json.RawMessage
 	digest    string // CallDigest of the call with canonical
 }

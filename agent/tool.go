@@ -36,6 +36,31 @@ type Tool struct {
 	// validations counts the schema checks of calls' arguments a run's
 	// decisions made (the tests of a resume's kept arguments read it).
 	validations atomic.Int64
+	// argsByValue: the decoded arguments hold nothing a hook could change
+	// in place (no map, slice, pointer or interface in them), so one value
+	// may be handed to every decision of a call.
+	argsByValue bool
+}
+
+// byValue reports whether a value of type t is all values: copied whole
+// when assigned, nothing in it shared.
+func byValue(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	case reflect.Array:
+		return byValue(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !byValue(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // ToolOptions tune a tool. A nil *ToolOptions means all zero values.
@@ -82,6 +107,7 @@ func NewTool[In, Out any](name, description string, handler func(ctx context.Con
 		schema = s
 	}
 	t := newTool(name, description, schema, o)
+	t.argsByValue = byValue(reflect.TypeFor[In]())
 	t.decode = func(raw json.RawMessage) (any, error) {
 		var in In
 		if len(raw) == 0 {

@@ -337,9 +337,12 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 	typed := any(nil)
 	if v != nil {
 		// A decision made again (a resume): the value decoded afresh, as
-		// the hooks of the first decision may have changed theirs.
+		// the hooks of the first decision may have changed theirs in
+		// place — unless nothing in it can be.
 		var err error
-		if typed, err = tool.decode(orEmptyObject(call.Arguments)); err != nil {
+		if tool.argsByValue {
+			typed = v.typed
+		} else if typed, err = tool.decode(orEmptyObject(call.Arguments)); err != nil {
 			v = nil
 		}
 	}
@@ -352,7 +355,7 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 		if err != nil {
 			return invalidResult(err), nil, nil
 		}
-		v = &validCall{tool: tool, args: call.Arguments, canonical: encodeCanonical(obj, call.Arguments)}
+		v = &validCall{tool: tool, args: call.Arguments, typed: decoded, canonical: encodeCanonical(obj, call.Arguments)}
 		v.digest = callDigestCanonical(a.threadID, call.ID, call.Name, v.canonical)
 		rs.noteValidated(call, v)
 		typed = decoded
