@@ -64,20 +64,22 @@ func (a *Agent) keepParked(rs *runState) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	a.kept = nil
-	if rs.last == nil || len(rs.pending) > 0 || keptSize(rs.last) > maxKeptBytes {
-		return
-	}
-	if keptSize(rs.last)+validSize(rs.valid) > maxKeptBytes {
+	if rs.last == nil || len(rs.pending) > 0 || validSize(rs.valid)+keptSize(rs.last) > maxKeptBytes {
 		return
 	}
 	a.kept = &keptRun{version: rs.th.Version, runID: rs.th.RunID, updatedAt: rs.th.UpdatedAt, msgs: rs.last, calls: rs.valid}
 }
 
 // keptSize is about the bytes msgs hold: their texts, calls and results
-// (details as encoded), and a little for the rest of each.
+// (details as encoded), and a little for the rest of each. It stops
+// counting past maxKeptBytes: a park of a long thread does not encode
+// every result's details only to keep nothing.
 func keptSize(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {
+		if n > maxKeptBytes {
+			return n
+		}
 		n += 128 + len(m.Text) + len(m.ProviderData)
 		for _, c := range m.ToolCalls {
 			n += len(c.ID) + len(c.Name) + len(c.Arguments)
