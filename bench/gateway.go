@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"sync"
@@ -27,7 +28,8 @@ import (
 	"github.com/tollgate-ai/tollgate/policy"
 )
 
-const gatewayUsage = `usage: go run ./bench gateway [-n N] [-rounds R] [-c 1,10] [-store sqlite|memory] [-cpuprofile FILE]
+const gatewayUsage = `usage: go run ./bench gateway [-n N] [-rounds R] [-c 1,10] [-store sqlite|memory]
+    [-cpuprofile FILE] [-memprofile FILE]
 
 What the MCP gateway adds to a call its policy allows, beside the raw
 limit measured in the same run: an MCP client (the official Go SDK, one
@@ -47,7 +49,9 @@ call, and for the gateway the store's write requests (commits), SQLite's
 transactions (txs: write requests committed together share one) and
 reads a call. The load average is
 printed with every round: figures are only comparable within a round.
--cpuprofile profiles the gateway's calls only.
+-cpuprofile profiles the gateway's calls only (its first run); -memprofile
+writes the allocation profile after that run to FILE and one before it to
+FILE.base (go tool pprof -sample_index=alloc_objects -base FILE.base ...).
 `
 
 // gatewayOptions are bench gateway's flags.
@@ -56,6 +60,7 @@ type gatewayOptions struct {
 	cs        []int  // the concurrencies
 	storeKind string // sqlite or memory
 	profile   string // the CPU profile's file, or none
+	memProf   string // the allocation profile's file, or none
 }
 
 func parseGatewayFlags(args []string, stderr io.Writer) (gatewayOptions, error) {
@@ -67,6 +72,7 @@ func parseGatewayFlags(args []string, stderr io.Writer) (gatewayOptions, error) 
 	conc := fs.String("c", "1,10", "the concurrencies, comma-separated")
 	storeKind := fs.String("store", "sqlite", "the gateway's store: sqlite (synchronous=FULL, as mcp-gateway's default) or memory")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the gateway's calls to `FILE`")
+	memProf := fs.String("memprofile", "", "write an allocation profile after the gateway's first run to `FILE`, and one before it to FILE.base")
 	if err := fs.Parse(args); err != nil {
 		return gatewayOptions{}, err
 	}
@@ -81,7 +87,7 @@ func parseGatewayFlags(args []string, stderr io.Writer) (gatewayOptions, error) 
 	if *n < 1 || *rounds < 1 {
 		return gatewayOptions{}, fmt.Errorf("-n and -rounds take a number, 1 or more")
 	}
-	return gatewayOptions{n: *n, rounds: *rounds, cs: cs, storeKind: *storeKind, profile: *profile}, nil
+	return gatewayOptions{n: *n, rounds: *rounds, cs: cs, storeKind: *storeKind, profile: *profile, memProf: *memProf}, nil
 }
 
 func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -117,6 +123,7 @@ type gatewayRig struct {
 	store         *countingStore
 	direct, gated []*mcp.ClientSession
 	prof          *os.File // until the first gateway run has profiled
+	memProf       string   // until the first gateway run has profiled
 	closers       []func()
 }
 
@@ -189,6 +196,10 @@ func newGatewayRig(ctx context.Context, o gatewayOptions) (_ *gatewayRig, err er
 	}
 	if err := g.connect(ctx, up.URL, gw.URL, token, maxC); err != nil {
 		return nil, err
+	}
+	if o.memProf != "" {
+		runtime.MemProfileRate = 4096
+		g.memProf = o.memProf
 	}
 	if o.profile != "" {
 		if g.prof, err = os.Create(o.profile); err != nil {
@@ -288,6 +299,15 @@ func (g *gatewayRig) measure(ctx context.Context, kind string, c, n int) (gatewa
 			return gatewayFig{}, cost, err
 		}
 	}
+	memProf := ""
+	if kind == "gateway" {
+		memProf, g.memProf = g.memProf, "" // one profile: the first gateway run
+	}
+	if memProf != "" {
+		if err := writeHeapProfile(memProf + ".base"); err != nil {
+			return gatewayFig{}, cost, err
+		}
+	}
 	u0, s0 := cpuTime()
 	start := time.Now()
 	lat, err := callMany(ctx, ss, n)
@@ -296,6 +316,11 @@ func (g *gatewayRig) measure(ctx context.Context, kind string, c, n int) (gatewa
 	if g.prof != nil && kind == "gateway" {
 		pprof.StopCPUProfile()
 		g.prof = nil // one profile: the first gateway run
+	}
+	if memProf != "" {
+		if err := writeHeapProfile(memProf); err != nil {
+			return gatewayFig{}, cost, err
+		}
 	}
 	if err != nil {
 		return gatewayFig{}, cost, err
