@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-ai/tollgate/clock"
 	"github.com/tollgate-ai/tollgate/hitl"
 	"github.com/tollgate-ai/tollgate/host"
+	"github.com/tollgate-ai/tollgate/internal/gopool"
 )
 
 // GatewayConfig configures a [Gateway].
@@ -83,7 +84,7 @@ type Gateway struct {
 	live map[string]*liveCall // by thread: calls whose client waits
 	// lives counts the entries of live, handlers the tools/call handlers
 	// under way: Shutdown waits for each to come to none.
-	lives, handlers inflight
+	lives, handlers gopool.Inflight
 	// watched is closed when the goroutine that follows the host's
 	// events (watch) has returned.
 	watched chan struct{}
@@ -92,6 +93,8 @@ type Gateway struct {
 	hidden  map[string]exposedTool // tools the policy blocks whatever their arguments
 	unsub   func()
 	cancel  context.CancelFunc
+	// callers are the goroutines allowed calls run on (see runAllowed).
+	callers *gopool.Pool
 	key     [32]byte // signs request states
 }
 
@@ -126,7 +129,8 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	if cfg.Version == "" {
 		cfg.Version = "1"
 	}
-	g := &Gateway{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, live: map[string]*liveCall{}}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, live: map[string]*liveCall{},
+		callers: gopool.New(maxIdleCallers, callerIdle)}
 	_, _ = rand.Read(g.key[:])
 	channel := hitl.NewCheckpointedChannel(cfg.Store, "", nil)
 	// The same liveness check goes before the approval (no question is
@@ -158,8 +162,8 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 			case "tools/list":
 				g.syncTools()
 			case "tools/call":
-				g.handlers.enter()
-				defer g.handlers.leave()
+				g.handlers.Enter()
+				defer g.handlers.Leave()
 				// A hidden tool called anyway (a client that cached an
 				// older list) goes through the policy like any call, so
 				// that its refusal says why and is in the audit log.

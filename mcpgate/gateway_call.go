@@ -97,7 +97,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 		return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment")
 	}
 	g.live[thread] = lc
-	g.lives.enter()
+	g.lives.Enter()
 	g.mu.Unlock()
 	if ok {
 		return g.runAllowed(ctx, req, lc, e, ac)
@@ -116,7 +116,7 @@ func (g *Gateway) forget(lc *liveCall) {
 	g.mu.Lock()
 	if g.live[lc.thread] == lc {
 		delete(g.live, lc.thread)
-		g.lives.leave()
+		g.lives.Leave()
 	}
 	g.mu.Unlock()
 	lc.endRound()

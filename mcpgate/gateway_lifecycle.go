@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/tollgate-ai/tollgate/agent"
@@ -101,7 +100,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	// the handler's return hands the answer to the SDK, which writes it
 	// before a session's Close returns (Close waits for the requests in
 	// flight).
-	g.lives.wait(ctx)
+	g.lives.Wait(ctx)
 	// Past the grace, what still runs is cut (host.Shutdown leaves it
 	// resumable; the next start aborts it, as no client waits).
 	g.mu.Lock()
@@ -110,7 +109,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	if left > 0 {
 		g.log.Warn("tollgate: calls still running upstream at the end of the shutdown grace are cut; their outcome is unknown", "calls", left)
 	}
-	g.handlers.wait(ctx)
+	g.handlers.Wait(ctx)
+	g.callers.End()
+	g.callers.Wait(ctx)
 	// The SDK writes a handler's response after the handler returns, and
 	// no event says when it has (go-sdk v1.8.0): a session closed at once
 	// cut the last answer (the client read EOF in a CI run under -race,
@@ -147,49 +148,6 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 // responseGrace is how long Shutdown leaves the SDK to write the answers
 // of handlers that have returned before it closes their sessions.
 const responseGrace = 50 * time.Millisecond
-
-// inflight counts what is under way and says when none is, without
-// polling: idle is closed while the count is zero and made anew when it
-// leaves zero. The zero value counts none.
-type inflight struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{}
-}
-
-func (f *inflight) enter() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.n == 0 {
-		f.idle = make(chan struct{})
-	}
-	f.n++
-}
-
-func (f *inflight) leave() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.n--; f.n == 0 {
-		close(f.idle)
-	}
-}
-
-// wait returns true once none is under way, false if ctx ends first.
-func (f *inflight) wait(ctx context.Context) bool {
-	f.mu.Lock()
-	if f.n == 0 {
-		f.mu.Unlock()
-		return true
-	}
-	idle := f.idle
-	f.mu.Unlock()
-	select {
-	case <-idle:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 func (g *Gateway) isLive(thread string) bool {
 	g.mu.Lock()
