@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,7 +103,8 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 		g.forget(lc)
 		return retryable("tollgate could not record the call, so it was not made: " + err.Error())
 	}
-	lc.progress.start(ctx, req.Session, req.Params.GetProgressToken())
+	token := req.Params.GetProgressToken()
+	lc.progress.start(ctx, req.Session, token)
 	defer lc.progress.stop()
 	answer := make(chan *mcp.CallToolResult, 1)
 	// The call is left to finish when its client goes (it was allowed, and
@@ -123,7 +125,12 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 		// ping, a restart.
 		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.upstream.cfg.callTimeout()+pingTimeout+restartWait)
 		defer cancel()
-		callCtx = WithProgress(callCtx, func(n *mcp.ProgressNotificationParams) { lc.progress.forward(n, g.log) })
+		if token != nil {
+			// The server's progress goes to the client only: a client that
+			// wants none is not sent it, so the server is not asked for it
+			// (its _meta is one more value each side decodes).
+			callCtx = WithProgress(callCtx, func(n *mcp.ProgressNotificationParams) { lc.progress.forward(n, g.log) })
+		}
 		started := g.clock.Now()
 		res, err := e.upstream.Call(callCtx, e.tool.Name, ac.args)
 		r := agent.ToolResult{CallID: allowedCallID, ToolName: e.agentName, StartedAt: started, EndedAt: g.clock.Now()}
@@ -131,13 +138,17 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 			r.IsError, r.Content = true, err.Error()
 			answer <- errorResult("tollgate: " + err.Error())
 		} else {
+			// The client gets a copy: the SDK writes to a result it sends
+			// (its type, and its _meta in place: the server's info), and
+			// the thread keeps the server's result as it came, encoded
+			// once the client has it.
+			sent := *res
+			sent.Meta = maps.Clone(res.Meta)
+			answer <- &sent
 			r.IsError, r.Content = res.IsError, ResultText(res)
-			// Encoded before the client has it: the SDK writes to a result
-			// it sends (its _meta, its type).
 			if b, err := json.Marshal(res); err == nil {
 				r.Details = map[string]any{"mcp_result": json.RawMessage(b)}
 			}
-			answer <- res
 		}
 		g.recordAllowed(lc.thread, runID, ac, r)
 	})
