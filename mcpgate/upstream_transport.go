@@ -21,8 +21,13 @@ func (u *Upstream) transport() (mcp.Transport, error) {
 			}
 			headers.Set(k, x)
 		}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL,
-			HTTPClient: &http.Client{Transport: &withHeaders{headers: headers, next: u.web}}}, nil
+		var rt http.RoundTripper = u.web
+		if len(headers) > 0 {
+			// A request is cloned to add them: only a server that has
+			// headers pays for it.
+			rt = &withHeaders{headers: headers, next: u.web}
+		}
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: rt}}, nil
 	}
 	cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
 	cmd.Dir = u.cfg.Dir
