@@ -288,8 +288,15 @@ func (s *Store) apply(t *wtx, o *op) error {
 		o.out.EventSeqs = make([]int64, len(b.Events))
 	}
 	for i, e := range b.Events {
-		if err := t.stmt(wAppendEvent).QueryRowContext(bg,
-			e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(o.eventAt[i])).Scan(&o.out.EventSeqs[i]); err != nil {
+		// The event's seq is its rowid: the insert's last_insert_rowid
+		// (a trigger's own inserts do not change it once the trigger
+		// ends). Not RETURNING: a statement that returns rows costs the
+		// driver a rows value with the columns' names and types.
+		res, err := t.stmt(wAppendEvent).ExecContext(bg, e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(o.eventAt[i]))
+		if err == nil {
+			o.out.EventSeqs[i], err = res.LastInsertId()
+		}
+		if err != nil {
 			return fmt.Errorf("sqlite: append event: %w", err)
 		}
 		if i == o.resolveEvent {

@@ -71,7 +71,9 @@ ON CONFLICT (thread_id, id) DO NOTHING RETURNING change_seq`
 	qGetQuestion     = `SELECT ` + questionCols + ` FROM questions WHERE thread_id = ? AND id = ?`
 	qResolveQuestion = `UPDATE questions SET status = ?, answer = ?, answered_by = ?, reason = ?, resolved_at = ?, change_seq = ` + nextChange + `
 WHERE thread_id = ? AND id = ? AND status = 'pending' RETURNING change_seq`
-	qAppendEvent      = `INSERT INTO events (thread_id, run_id, type, data, at) VALUES (?, ?, ?, ?, ?) RETURNING seq`
+	// qAppendEvent: the event's seq (INTEGER PRIMARY KEY, the rowid) is
+	// the statement's last insert id.
+	qAppendEvent      = `INSERT INTO events (thread_id, run_id, type, data, at) VALUES (?, ?, ?, ?, ?)`
 	qListEvents       = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
 	qListThreadEvents = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 
