@@ -210,6 +210,8 @@ type wtx struct {
 	c  *wconn
 	tx wsql // statements by their text
 	nv []driver.NamedValue
+	// vals holds the row a statement returned until the next one.
+	vals []driver.Value
 }
 
 // bg is the context of the writer's statements. Not a caller's: an
@@ -217,7 +219,7 @@ type wtx struct {
 // it other callers' batches.
 var bg = context.Background()
 
-func (t *wtx) stmt(q wq) wstmt { return wstmt{st: t.c.st[q], nv: &t.nv} }
+func (t *wtx) stmt(q wq) wstmt { return wstmt{st: t.c.st[q], nv: &t.nv, vals: &t.vals} }
 
 // apply writes o's batch in t, in the order of the Batch's fields. An
 // error leaves writes in t that the writer rolls back.
