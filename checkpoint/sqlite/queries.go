@@ -77,7 +77,11 @@ WHERE thread_id = ? AND id = ? AND status = 'pending' RETURNING change_seq`
 	qListEvents       = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
 	qListThreadEvents = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 
-	// The savepoint of each batch in a group (see writer.group).
+	// A group's transaction, and the savepoint of each batch in it (see
+	// writer.group).
+	qBegin      = `BEGIN IMMEDIATE`
+	qCommit     = `COMMIT`
+	qRollback   = `ROLLBACK`
 	qSavepoint  = `SAVEPOINT batch`
 	qRelease    = `RELEASE batch`
 	qRollbackTo = `ROLLBACK TO batch`
@@ -100,6 +104,9 @@ const (
 	wGetQuestion
 	wResolveQuestion
 	wAppendEvent
+	wBegin
+	wCommit
+	wRollback
 	wSavepoint
 	wRelease
 	wRollbackTo
@@ -113,7 +120,8 @@ var (
 		wClaimToolCall: qClaimToolCall, wPutToolCall: qPutToolCall,
 		wCreateQuestion: qCreateQuestion, wGetQuestion: qGetQuestion, wResolveQuestion: qResolveQuestion,
 		wAppendEvent: qAppendEvent,
-		wSavepoint:   qSavepoint, wRelease: qRelease, wRollbackTo: qRollbackTo,
+		wBegin:       qBegin, wCommit: qCommit, wRollback: qRollback,
+		wSavepoint: qSavepoint, wRelease: qRelease, wRollbackTo: qRollbackTo,
 	}
 	readQueries = []string{qLoadThread, qListToolCalls, qGetToolCalls, qGetQuestion, qListEvents, qListThreadEvents}
 )
