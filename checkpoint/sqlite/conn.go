@@ -152,14 +152,16 @@ func (w wstmt) QueryRowContext(ctx context.Context, args ...any) wrow {
 	return r
 }
 
-// wrow is a row the writer read, or the error that came instead.
+// wrow is a row the writer read (or a read below database/sql,
+// readconn.go), or the error that came instead.
 type wrow struct {
 	vals []driver.Value
 	err  error
 }
 
-// Scan assigns the row's columns to dest, for the types the writer reads:
-// *int64, *string, *bool (an integer), and a [sql.Scanner] such as
+// Scan assigns the row's columns to dest, for the types the store reads
+// (its tables are STRICT: a column holds its declared type or NULL):
+// *int64, *string, *bool (an integer), *any, and a [sql.Scanner] such as
 // sql.NullInt64. As database/sql, NULL in a *int64 or *string is an
 // error.
 func (r wrow) Scan(dest ...any) error {
@@ -188,6 +190,11 @@ func (r wrow) Scan(dest ...any) error {
 			var n int64
 			n, ok = v.(int64)
 			*d = n != 0
+		case *any:
+			if b, isBytes := v.([]byte); isBytes {
+				v = slices.Clone(b) // the driver's buffer, as database/sql copies it
+			}
+			*d = v
 		case sql.Scanner:
 			if err := d.Scan(v); err != nil {
 				return fmt.Errorf("sqlite: scan column %d: %w", i+1, err)

@@ -123,7 +123,9 @@ var (
 		wBegin:       qBegin, wCommit: qCommit, wRollback: qRollback,
 		wSavepoint: qSavepoint, wRelease: qRelease, wRollbackTo: qRollbackTo,
 	}
-	readQueries = []string{qLoadThread, qListToolCalls, qGetToolCalls, qGetQuestion, qListEvents, qListThreadEvents}
+	// readQueries are prepared through database/sql; the cycle's reads
+	// (hotReads) below it, on each reader connection (readconn.go).
+	readQueries = []string{qListEvents, qListThreadEvents}
 )
 
 // statements are the readers' (the writer's: wconn).

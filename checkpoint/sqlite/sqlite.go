@@ -143,6 +143,9 @@ type Store struct {
 	// write fails with ErrReadOnly.
 	readOnly bool
 	stmts    statements
+	// rc is the reader connections' prepared statements of the cycle's
+	// reads (readconn.go).
+	rc rconns
 	// wc is the write connection's prepared statements: used by the
 	// writer's goroutine (Open's, Close's before and after it).
 	wc *wconn
@@ -552,6 +555,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	s.stmts.close()
+	s.rc.close(s.r)
 	if s.wc != nil {
 		// On the connection, as the writer used them (a ":memory:"
 		// store's readers share it).
