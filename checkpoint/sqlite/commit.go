@@ -210,6 +210,8 @@ type wtx struct {
 	c  *wconn
 	tx wsql // statements by their text
 	nv []driver.NamedValue
+	// vals holds the row a statement returned until the next one.
+	vals []driver.Value
 }
 
 // bg is the context of the writer's statements. Not a caller's: an
@@ -217,7 +219,7 @@ type wtx struct {
 // it other callers' batches.
 var bg = context.Background()
 
-func (t *wtx) stmt(q wq) wstmt { return wstmt{st: t.c.st[q], nv: &t.nv} }
+func (t *wtx) stmt(q wq) wstmt { return wstmt{st: t.c.st[q], nv: &t.nv, vals: &t.vals} }
 
 // apply writes o's batch in t, in the order of the Batch's fields. An
 // error leaves writes in t that the writer rolls back.
@@ -288,8 +290,15 @@ func (s *Store) apply(t *wtx, o *op) error {
 		o.out.EventSeqs = make([]int64, len(b.Events))
 	}
 	for i, e := range b.Events {
-		if err := t.stmt(wAppendEvent).QueryRowContext(bg,
-			e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(o.eventAt[i])).Scan(&o.out.EventSeqs[i]); err != nil {
+		// The event's seq is its rowid: the insert's last_insert_rowid
+		// (a trigger's own inserts do not change it once the trigger
+		// ends). Not RETURNING: a statement that returns rows costs the
+		// driver a rows value with the columns' names and types.
+		res, err := t.stmt(wAppendEvent).ExecContext(bg, e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(o.eventAt[i]))
+		if err == nil {
+			o.out.EventSeqs[i], err = res.LastInsertId()
+		}
+		if err != nil {
 			return fmt.Errorf("sqlite: append event: %w", err)
 		}
 		if i == o.resolveEvent {

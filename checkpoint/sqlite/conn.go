@@ -81,6 +81,9 @@ type wstmt struct {
 	st  driver.Stmt
 	err error                // of preparing it
 	nv  *[]driver.NamedValue // the writer's, reused: one statement at a time
+	// vals, when set, is the writer's buffer of a row's values, reused
+	// by the next statement: its row is scanned before that one runs.
+	vals *[]driver.Value
 }
 
 // named converts args as database/sql does (driver.DefaultParameterConverter:
@@ -117,19 +120,26 @@ func (w wstmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error)
 }
 
 // QueryRowContext runs the statement and keeps its first row.
-func (w wstmt) QueryRowContext(ctx context.Context, args ...any) *wrow {
+func (w wstmt) QueryRowContext(ctx context.Context, args ...any) wrow {
 	if w.err != nil {
-		return &wrow{err: w.err}
+		return wrow{err: w.err}
 	}
 	nv, err := named(w.nv, args)
 	if err != nil {
-		return &wrow{err: err}
+		return wrow{err: err}
 	}
 	rows, err := w.st.(driver.StmtQueryContext).QueryContext(ctx, nv)
 	if err != nil {
-		return &wrow{err: err}
+		return wrow{err: err}
 	}
-	r := &wrow{vals: make([]driver.Value, len(rows.Columns()))}
+	var r wrow
+	if n := len(rows.Columns()); w.vals != nil {
+		r.vals = slices.Grow((*w.vals)[:0], n)[:n]
+		clear(r.vals)
+		*w.vals = r.vals
+	} else {
+		r.vals = make([]driver.Value, n)
+	}
 	switch err := rows.Next(r.vals); {
 	case errors.Is(err, io.EOF):
 		r.err = sql.ErrNoRows
@@ -142,17 +152,19 @@ func (w wstmt) QueryRowContext(ctx context.Context, args ...any) *wrow {
 	return r
 }
 
-// wrow is a row the writer read, or the error that came instead.
+// wrow is a row the writer read (or a read below database/sql,
+// readconn.go), or the error that came instead.
 type wrow struct {
 	vals []driver.Value
 	err  error
 }
 
-// Scan assigns the row's columns to dest, for the types the writer reads:
-// *int64, *string, *bool (an integer), and a [sql.Scanner] such as
+// Scan assigns the row's columns to dest, for the types the store reads
+// (its tables are STRICT: a column holds its declared type or NULL):
+// *int64, *string, *bool (an integer), *any, and a [sql.Scanner] such as
 // sql.NullInt64. As database/sql, NULL in a *int64 or *string is an
 // error.
-func (r *wrow) Scan(dest ...any) error {
+func (r wrow) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}
@@ -178,6 +190,11 @@ func (r *wrow) Scan(dest ...any) error {
 			var n int64
 			n, ok = v.(int64)
 			*d = n != 0
+		case *any:
+			if b, isBytes := v.([]byte); isBytes {
+				v = slices.Clone(b) // the driver's buffer, as database/sql copies it
+			}
+			*d = v
 		case sql.Scanner:
 			if err := d.Scan(v); err != nil {
 				return fmt.Errorf("sqlite: scan column %d: %w", i+1, err)
@@ -205,6 +222,6 @@ func (w wsql) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 	return w.stmt(query).ExecContext(ctx, args...)
 }
 
-func (w wsql) QueryRowContext(ctx context.Context, query string, args ...any) *wrow {
+func (w wsql) QueryRowContext(ctx context.Context, query string, args ...any) wrow {
 	return w.stmt(query).QueryRowContext(ctx, args...)
 }

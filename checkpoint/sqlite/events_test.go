@@ -203,3 +203,50 @@ VALUES (1, 't', 'q', 'r', 'c', 'approve', NULL, '', 'pending', '', '', 0, 1);
 		})
 	}
 }
+
+// The numbers Commit returns for a batch's events are the numbers stored,
+// also when a trigger of the file inserts rows of its own for each event
+// (the store reads an event's seq as the insert's rowid: a trigger's
+// inserts must not be taken for it).
+func TestEventSeqsAreTheStoredOnes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	appendEvents(t, s, 2)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE shadow (n INTEGER PRIMARY KEY, seq INTEGER);
+CREATE TRIGGER shadowed AFTER INSERT ON events BEGIN INSERT INTO shadow (n, seq) VALUES (1000 + NEW.seq * 7, NEW.seq); END;`); err != nil {
+		t.Fatal(err)
+	}
+	b := &checkpoint.Batch{}
+	for i := range 3 {
+		b.Events = append(b.Events, &checkpoint.Event{ThreadID: "t", RunID: "r", Type: "note", Data: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+	}
+	c, err := s.Commit(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.ListEvents(t.Context(), "t", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []int64
+	for _, e := range evs {
+		stored = append(stored, e.Seq)
+	}
+	if fmt.Sprint(c.EventSeqs) != "[3 4 5]" || fmt.Sprint(stored) != "[3 4 5]" {
+		t.Errorf("Commit returned %v, stored %v; want [3 4 5] both", c.EventSeqs, stored)
+	}
+	for i, e := range b.Events {
+		if e.Seq != c.EventSeqs[i] {
+			t.Errorf("event %d: Seq %d, Commit returned %d", i, e.Seq, c.EventSeqs[i])
+		}
+	}
+}

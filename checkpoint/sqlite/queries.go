@@ -71,11 +71,17 @@ ON CONFLICT (thread_id, id) DO NOTHING RETURNING change_seq`
 	qGetQuestion     = `SELECT ` + questionCols + ` FROM questions WHERE thread_id = ? AND id = ?`
 	qResolveQuestion = `UPDATE questions SET status = ?, answer = ?, answered_by = ?, reason = ?, resolved_at = ?, change_seq = ` + nextChange + `
 WHERE thread_id = ? AND id = ? AND status = 'pending' RETURNING change_seq`
-	qAppendEvent      = `INSERT INTO events (thread_id, run_id, type, data, at) VALUES (?, ?, ?, ?, ?) RETURNING seq`
+	// qAppendEvent: the event's seq (INTEGER PRIMARY KEY, the rowid) is
+	// the statement's last insert id.
+	qAppendEvent      = `INSERT INTO events (thread_id, run_id, type, data, at) VALUES (?, ?, ?, ?, ?)`
 	qListEvents       = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
 	qListThreadEvents = `SELECT seq, thread_id, run_id, type, data, at FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 
-	// The savepoint of each batch in a group (see writer.group).
+	// A group's transaction, and the savepoint of each batch in it (see
+	// writer.group).
+	qBegin      = `BEGIN IMMEDIATE`
+	qCommit     = `COMMIT`
+	qRollback   = `ROLLBACK`
 	qSavepoint  = `SAVEPOINT batch`
 	qRelease    = `RELEASE batch`
 	qRollbackTo = `ROLLBACK TO batch`
@@ -98,6 +104,9 @@ const (
 	wGetQuestion
 	wResolveQuestion
 	wAppendEvent
+	wBegin
+	wCommit
+	wRollback
 	wSavepoint
 	wRelease
 	wRollbackTo
@@ -111,9 +120,12 @@ var (
 		wClaimToolCall: qClaimToolCall, wPutToolCall: qPutToolCall,
 		wCreateQuestion: qCreateQuestion, wGetQuestion: qGetQuestion, wResolveQuestion: qResolveQuestion,
 		wAppendEvent: qAppendEvent,
-		wSavepoint:   qSavepoint, wRelease: qRelease, wRollbackTo: qRollbackTo,
+		wBegin:       qBegin, wCommit: qCommit, wRollback: qRollback,
+		wSavepoint: qSavepoint, wRelease: qRelease, wRollbackTo: qRollbackTo,
 	}
-	readQueries = []string{qLoadThread, qListToolCalls, qGetToolCalls, qGetQuestion, qListEvents, qListThreadEvents}
+	// readQueries are prepared through database/sql; the cycle's reads
+	// (hotReads) below it, on each reader connection (readconn.go).
+	readQueries = []string{qListEvents, qListThreadEvents}
 )
 
 // statements are the readers' (the writer's: wconn).

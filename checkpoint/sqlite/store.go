@@ -93,11 +93,6 @@ func (s *Store) CreateThread(ctx context.Context, t *checkpoint.Thread) error {
 // LoadThread reads the thread and its messages in one statement, and
 // returns them as one array: "[", the messages joined by ",", "]".
 func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, error) {
-	rows, err := s.read(qLoadThread).QueryContext(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
-	}
-	defer rows.Close()
 	t := &checkpoint.Thread{ID: id}
 	var status string
 	var created, updated sql.NullInt64
@@ -107,26 +102,26 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	var null any
 	var j *messages.Joiner
 	found := false
-	for rows.Next() {
+	err := s.query(ctx, rLoadThread, func(row wrow) error {
 		var err error
 		if !found {
-			err = rows.Scan(&t.Version, &status, &t.RunID, &created, &updated, &legacy, &count, &size, &body)
+			err = row.Scan(&t.Version, &status, &t.RunID, &created, &updated, &legacy, &count, &size, &body)
 		} else { // the thread's columns are NULL
-			err = rows.Scan(&null, &null, &null, &null, &null, &null, &null, &null, &body)
+			err = row.Scan(&null, &null, &null, &null, &null, &null, &null, &null, &body)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
+			return err
 		}
 		if !found {
 			found = true
 			j = messages.NewJoiner(size, count)
 		}
-		if !body.Valid { // no message: the LEFT JOIN's row
-			continue
+		if body.Valid { // else no message: the LEFT JOIN's row
+			j.AddString(body.String)
 		}
-		j.AddString(body.String)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, id)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: load thread %q: %w", id, err)
 	}
 	if !found {
@@ -208,7 +203,7 @@ func (s *Store) PutToolCall(ctx context.Context, tc *checkpoint.ToolCall) error 
 // toolCallChunk at a time, each a lookup of the primary key.
 func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string, callIDs ...string) ([]*checkpoint.ToolCall, error) {
 	if len(callIDs) == 0 {
-		return s.toolCalls(ctx, nil, qListToolCalls, threadID, runID)
+		return s.toolCalls(ctx, nil, rListToolCalls, threadID, runID)
 	}
 	ids := slices.Clone(callIDs)
 	slices.Sort(ids)
@@ -223,7 +218,7 @@ func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string, callI
 			args[2+i] = chunk[min(i, len(chunk)-1)]
 		}
 		var err error
-		if out, err = s.toolCalls(ctx, out, qGetToolCalls, args...); err != nil {
+		if out, err = s.toolCalls(ctx, out, rGetToolCalls, args...); err != nil {
 			return nil, err
 		}
 	}
@@ -232,25 +227,21 @@ func (s *Store) ListToolCalls(ctx context.Context, threadID, runID string, callI
 
 // toolCalls appends to out the calls query reads; its first two arguments
 // are the thread and run.
-func (s *Store) toolCalls(ctx context.Context, out []*checkpoint.ToolCall, query string, args ...any) ([]*checkpoint.ToolCall, error) {
-	rows, err := s.read(query).QueryContext(ctx, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
-	}
-	defer rows.Close()
+func (s *Store) toolCalls(ctx context.Context, out []*checkpoint.ToolCall, query rq, args ...any) ([]*checkpoint.ToolCall, error) {
 	threadID, runID := args[0].(string), args[1].(string)
-	for rows.Next() {
+	err := s.query(ctx, query, func(row wrow) error {
 		tc := &checkpoint.ToolCall{ThreadID: threadID, RunID: runID}
 		var args, result sql.NullString
 		var state string
 		var updated sql.NullInt64
-		if err := rows.Scan(&tc.CallID, &tc.Tool, &args, &state, &result, &updated); err != nil {
-			return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
+		if err := row.Scan(&tc.CallID, &tc.Tool, &args, &state, &result, &updated); err != nil {
+			return err
 		}
 		tc.Args, tc.State, tc.Result, tc.UpdatedAt = decJSON(args), checkpoint.ToolCallState(state), decJSON(result), decTime(updated)
 		out = append(out, tc)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, args...)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tool calls: %w", err)
 	}
 	return out, nil
@@ -297,7 +288,7 @@ func (s *Store) CreateQuestion(ctx context.Context, q *checkpoint.Question) (*ch
 }
 
 func (s *Store) GetQuestion(ctx context.Context, threadID, id string) (*checkpoint.Question, error) {
-	return getQuestion(s.read(qGetQuestion).QueryRowContext(ctx, threadID, id), threadID, id)
+	return getQuestion(s.queryRow(ctx, rGetQuestion, threadID, id), threadID, id)
 }
 
 // dialect is how SQLite spells what [listsql] needs.

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -231,12 +230,16 @@ func (w *writer) group() {
 			if err != nil {
 				return err
 			}
-			dtx, err := c.dc.(driver.ConnBeginTx).BeginTx(bg, driver.TxOptions{})
+			// BEGIN, COMMIT and ROLLBACK are the writer's prepared
+			// statements: the driver's BeginTx and Commit prepare, run
+			// and finalize each anew, a parse of SQL twice a
+			// transaction in the writer's goroutine.
+			_, err = wstmt{st: c.st[wBegin]}.ExecContext(bg)
 			g = w.take()
 			if err != nil {
 				return err
 			}
-			w.groupOn(c, dtx, g)
+			w.groupOn(c, g)
 			return nil
 		})
 	}
@@ -250,10 +253,11 @@ func (w *writer) group() {
 	}
 }
 
-// groupOn is group's transaction dtx on the writer's connection c.
-func (w *writer) groupOn(c *wconn, dtx driver.Tx, g []*op) {
+// groupOn is group's transaction, begun, on the writer's connection c.
+func (w *writer) groupOn(c *wconn, g []*op) {
 	s := w.s
 	t := &wtx{s: s, c: c, tx: wsql{c}}
+	rollback := func() { t.stmt(wRollback).ExecContext(bg) }
 	savepoints := len(g) > 1
 	var written []*op
 	// applied: every batch the transaction saw. When it fails, none of
@@ -310,7 +314,7 @@ func (w *writer) groupOn(c *wconn, dtx driver.Tx, g []*op) {
 		}
 	}
 	if abort != nil {
-		dtx.Rollback()
+		rollback()
 		err := fmt.Errorf("sqlite: write transaction: %w", abort)
 		failAll(err)
 		// The batches the loop did not reach (and the one whose savepoint
@@ -323,7 +327,7 @@ func (w *writer) groupOn(c *wconn, dtx driver.Tx, g []*op) {
 		return
 	}
 	if len(written) == 0 {
-		dtx.Rollback()
+		rollback()
 		return
 	}
 	var changes []int64
@@ -335,10 +339,10 @@ func (w *writer) groupOn(c *wconn, dtx driver.Tx, g []*op) {
 	// The poller may see the changes as soon as they commit: it must know
 	// them for this store's own before.
 	s.hub.expect(changes)
-	if err := dtx.Commit(); err != nil {
+	if _, err := t.stmt(wCommit).ExecContext(bg); err != nil {
 		// A COMMIT that fails may leave the transaction open (SQLite:
 		// SQLITE_BUSY): it must not hold the next group's writes.
-		dtx.Rollback()
+		rollback()
 		s.hub.forget(changes)
 		failAll(fmt.Errorf("sqlite: commit: %w", err))
 		return

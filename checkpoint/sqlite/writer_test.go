@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -528,5 +529,68 @@ func TestDeferrableBatchCancelledWhileHeld(t *testing.T) {
 	}
 	if th, err := s.LoadThread(t.Context(), ths[0].ID); err != nil || string(th.Messages) != `[]` {
 		t.Errorf("the given-up batch's thread: %v, %v", th, err)
+	}
+}
+
+// The writer keeps the sub-journal of a group's savepoints in memory
+// (temp_store): a group of large batches, one of which fails after its
+// messages are written, commits the others and none of the failed one's,
+// as with the temporary file SQLite spills it to by default past 64 KB.
+func TestGroupSubJournalInMemory(t *testing.T) {
+	s := openFile(t, nil)
+	var store int
+	if err := s.w.QueryRowContext(t.Context(), "PRAGMA temp_store").Scan(&store); err != nil || store != 2 {
+		t.Fatalf("the writer's temp_store = %d, %v; want 2 (memory)", store, err)
+	}
+	ths := createThreads(t, s, 4)
+	claimed := &checkpoint.ToolCall{ThreadID: ths[2].ID, RunID: "run-1", CallID: "c1", Tool: "bash", State: checkpoint.ToolCallExecuting}
+	if _, err := s.Commit(t.Context(), &checkpoint.Batch{ToolCalls: []*checkpoint.ToolCall{claimed}}); err != nil {
+		t.Fatal(err)
+	}
+	big := func(th *checkpoint.Thread, n int) *checkpoint.Batch {
+		b := appendBatch(th, `"first"`, "big")
+		for i := range n {
+			b.Thread.Append = append(b.Thread.Append, json.RawMessage(fmt.Sprintf(`"%d %s"`, i, strings.Repeat("x", 8000))))
+		}
+		return b
+	}
+	bad := big(ths[2], 40) // 320 KB of messages, then a claim that loses
+	bad.ToolCalls = []*checkpoint.ToolCall{{ThreadID: ths[2].ID, RunID: "run-1", CallID: "c1", Tool: "bash", State: checkpoint.ToolCallExecuting}}
+	release := holdWriter(t, s)
+	bs := []*checkpoint.Batch{big(ths[0], 20), big(ths[1], 20), bad, big(ths[3], 20)}
+	before := s.WriteStats()
+	wait := commitAll(t, s, nil, bs, 0)
+	release()
+	out := wait()
+	if st := s.WriteStats(); st.Transactions-before.Transactions != 1 {
+		t.Fatalf("%d transactions, want one group", st.Transactions-before.Transactions)
+	}
+	for i, o := range out {
+		if i == 2 {
+			if !errors.Is(o.err, checkpoint.ErrConflict) {
+				t.Errorf("the batch whose claim lost: %v, want ErrConflict", o.err)
+			}
+			continue
+		}
+		if o.err != nil {
+			t.Errorf("batch %d: %v", i, o.err)
+		}
+	}
+	for i, th := range ths {
+		got, err := s.LoadThread(t.Context(), th.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []json.RawMessage
+		if err := json.Unmarshal(got.Messages, &msgs); err != nil {
+			t.Fatal(err)
+		}
+		want := 21
+		if i == 2 {
+			want = 0
+		}
+		if len(msgs) != want || got.Version != int64(1+min(want, 1)) {
+			t.Errorf("%s: %d messages at version %d; want %d", th.ID, len(msgs), got.Version, want)
+		}
 	}
 }
