@@ -239,14 +239,32 @@ func (s *Store) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Co
 
 // step reads one statement's result.
 type step struct {
-	what string // for errors: "thread", "tool call \"c1\"", ...
-	read func(br pgx.BatchResults) error
+	// kind, and ids of id and run, name the statement for errors:
+	// "events", "thread \"t1\"", "tool call \"c1\" of run \"r1\"" (see
+	// what), put together only when one is needed.
+	kind, id, run string
+	ids           int
+	read          func(br pgx.BatchResults) error
 	// lost says why the write lost its compare-and-set, reading the
-	// store after the rollback; nil for a write that cannot lose.
-	lost func(ctx context.Context) (*checkpoint.Committed, error)
+	// store after the rollback; nil for a write that cannot lose. what
+	// is the step's what().
+	lost func(ctx context.Context, what string) (*checkpoint.Committed, error)
 	// commit marks COMMIT: once it is read, the batch is written (what
 	// follows are its notifications).
 	commit bool
+}
+
+// what names the step's statement: its kind, then the id and the run,
+// quoted, as many as ids says.
+func (st *step) what() string {
+	w := st.kind
+	if st.ids > 0 {
+		w += " " + strconv.Quote(st.id)
+	}
+	if st.ids > 1 {
+		w += " of run " + strconv.Quote(st.run)
+	}
+	return w
 }
 
 // commit is Commit, and the single-record methods as one-record batches.
@@ -271,6 +289,11 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		return nil, fmt.Errorf("postgres: commit: %d events in one batch, at most %d", len(b.Events), maxBatchEvents)
 	}
 	p := &pipeline{s: s, b: b, now: now, out: &checkpoint.Committed{}}
+	// Room for every statement the batch can queue: begin, lock, lease,
+	// up to three for the thread, the calls, resolution, question,
+	// events, commit and two notifications.
+	p.steps = make([]step, 0, 12+len(b.ToolCalls))
+	p.batch.QueuedQueries = make([]*pgx.QueuedQuery, 0, cap(p.steps))
 	// A batch that notifies commits with COMMIT, so that its
 	// notifications follow in a transaction of their own, in the same
 	// pipeline; any other is the pipeline's implicit transaction (two
@@ -285,15 +308,15 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	}
 	explicit := hook == nil && (b.Question != nil || b.Resolve != nil)
 	if explicit {
-		p.queue(step{what: "begin", read: ignoreResult}, begin)
+		p.queue(step{kind: "begin", read: ignoreResult}, begin)
 	}
 	if len(b.Events) > 0 || b.Question != nil || b.Resolve != nil {
-		p.queue(step{what: "lock", read: ignoreResult}, writersLock, int32(lockClass), s.writersKey)
+		p.queue(step{kind: "lock", read: ignoreResult}, writersLock, int32(lockClass), s.writersKey)
 	}
 	// The lease first of the writes: a replica that lost it writes
 	// nothing, and one taking it over waits for this transaction.
 	if f, ok := fenceFrom(ctx); ok {
-		p.queue(step{what: "lease of thread " + strconv.Quote(f.ThreadID), read: ignoreResult, lost: func(context.Context) (*checkpoint.Committed, error) {
+		p.queue(step{kind: "lease of thread", id: f.ThreadID, ids: 1, read: ignoreResult, lost: func(context.Context, string) (*checkpoint.Committed, error) {
 			return nil, fmt.Errorf("thread %q, lease %d: %w", f.ThreadID, f.Epoch, ErrFenced)
 		}}, checkFence, f.ThreadID, f.Epoch)
 	}
@@ -312,11 +335,8 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	if err := p.events(); err != nil {
 		return nil, err
 	}
-	for _, tc := range b.ToolCalls {
-		p.onCommit = append(p.onCommit, func() { tc.UpdatedAt = now })
-	}
 	if explicit {
-		p.queue(step{what: "commit", read: ignoreResult, commit: true}, "COMMIT")
+		p.queue(step{kind: "commit", read: ignoreResult, commit: true}, "COMMIT")
 	}
 	channel := s.channel()
 	var notes pgx.Batch
@@ -325,7 +345,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 			notes.Queue(notifyQuestion, channel, "tollgate."+string(kind))
 			return
 		}
-		p.queue(step{what: "notification", read: ignoreResult}, notifyQuestion, channel, "tollgate."+string(kind))
+		p.queue(step{kind: "notification", read: ignoreResult}, notifyQuestion, channel, "tollgate."+string(kind))
 	}
 	if b.Question != nil {
 		notify(checkpoint.QuestionCreated)
@@ -346,6 +366,9 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	}
 	for _, f := range p.onCommit {
 		f()
+	}
+	for _, tc := range b.ToolCalls {
+		tc.UpdatedAt = now
 	}
 	return p.out, nil
 }
@@ -395,16 +418,16 @@ func (p *pipeline) thread(o commitOpts) error {
 		var checked pgtype.Int8
 		return br.QueryRow().Scan(&version, &created, &checked)
 	}
-	st := step{what: "thread " + strconv.Quote(w.ID), read: read, lost: func(ctx context.Context) (*checkpoint.Committed, error) {
+	st := step{kind: "thread", id: w.ID, ids: 1, read: read, lost: func(ctx context.Context, _ string) (*checkpoint.Committed, error) {
 		return nil, p.s.threadLost(ctx, w.ID, w.Version, w.Version == 0 && !o.replace)
 	}}
 	now := p.now
 	switch {
 	case o.replace:
 		p.queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n, size)
-		p.queue(step{what: st.what, read: ignoreResult}, deleteMessages, w.ID)
+		p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, deleteMessages, w.ID)
 		if n > 0 {
-			p.queue(step{what: st.what, read: ignoreResult}, insertMessages.sql(n), append([]any{w.ID}, rowArgs(bodies, messageColumns)...)...)
+			p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, insertMessages.sql(n), append([]any{w.ID}, rowArgs(bodies, messageColumns)...)...)
 		}
 	case w.Version == 0:
 		createdAt := w.CreatedAt
@@ -426,16 +449,20 @@ func (p *pipeline) thread(o commitOpts) error {
 // loses when the call is claimed) or an upsert.
 func (p *pipeline) toolCalls() {
 	for _, tc := range p.b.ToolCalls {
-		what := fmt.Sprintf("tool call %q of run %q", tc.CallID, tc.RunID)
+		st := step{kind: "tool call", id: tc.CallID, run: tc.RunID, ids: 2, read: ignoreResult}
 		args := []any{tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), p.now}
 		if tc.State == checkpoint.ToolCallExecuting {
-			p.queue(step{what: what, read: ignoreResult, lost: func(context.Context) (*checkpoint.Committed, error) {
-				return nil, fmt.Errorf("%s is already claimed: %w", what, checkpoint.ErrConflict)
-			}}, claimToolCall, args...)
+			st.lost = claimLost
+			p.queue(st, claimToolCall, args...)
 		} else {
-			p.queue(step{what: what, read: ignoreResult}, putToolCall, args...)
+			p.queue(st, putToolCall, args...)
 		}
 	}
+}
+
+// claimLost is why a claim of a tool call lost: the call has a record.
+func claimLost(_ context.Context, what string) (*checkpoint.Committed, error) {
+	return nil, fmt.Errorf("%s is already claimed: %w", what, checkpoint.ErrConflict)
 }
 
 // resolve queues the batch's resolution of a question: a compare-and-set
@@ -457,12 +484,12 @@ func (p *pipeline) resolve() error {
 	if err := checkTimes("resolve question "+strconv.Quote(rv.ID), r.At); err != nil {
 		return err
 	}
-	p.queue(step{what: "resolution of question " + strconv.Quote(rv.ID),
+	p.queue(step{kind: "resolution of question", id: rv.ID, ids: 1,
 		read: func(br pgx.BatchResults) (err error) {
 			p.out.Resolved, err = scanWrittenQuestion(br)
 			return err
 		},
-		lost: func(ctx context.Context) (*checkpoint.Committed, error) {
+		lost: func(ctx context.Context, _ string) (*checkpoint.Committed, error) {
 			q, err := p.s.GetQuestion(ctx, rv.ThreadID, rv.ID)
 			if err != nil {
 				return nil, err
@@ -499,13 +526,13 @@ func (p *pipeline) question() error {
 	if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
 		return err
 	}
-	p.queue(step{what: "question " + strconv.Quote(c.ID),
+	p.queue(step{kind: "question", id: c.ID, ids: 1,
 		read: func(br pgx.BatchResults) (err error) {
 			p.out.Question, err = scanWrittenQuestion(br)
 			p.out.Created = true
 			return err
 		},
-		lost: func(ctx context.Context) (*checkpoint.Committed, error) {
+		lost: func(ctx context.Context, _ string) (*checkpoint.Committed, error) {
 			stored, err := p.s.GetQuestion(ctx, c.ThreadID, c.ID)
 			if err != nil {
 				return nil, err
@@ -532,7 +559,7 @@ func (p *pipeline) events() error {
 	if n == 0 {
 		return nil
 	}
-	rows, ats := make([][]any, n), make([]time.Time, n)
+	ats := make([]time.Time, n)
 	for i, e := range p.b.Events {
 		at := e.At
 		if at.IsZero() {
@@ -542,17 +569,31 @@ func (p *pipeline) events() error {
 			return err
 		}
 		ats[i] = at
-		rows[i] = []any{e.ThreadID, e.RunID, e.Type, encJSON(e.Data), at}
+	}
+	var args []any
+	if n <= maxValues {
+		// The rows' values in order, as rowArgs would flatten them,
+		// without a slice a row.
+		args = make([]any, 0, n*len(eventColumns))
+		for i, e := range p.b.Events {
+			args = append(args, e.ThreadID, e.RunID, e.Type, encJSON(e.Data), ats[i])
+		}
+	} else {
+		rows := make([][]any, n)
+		for i, e := range p.b.Events {
+			rows[i] = []any{e.ThreadID, e.RunID, e.Type, encJSON(e.Data), ats[i]}
+		}
+		args = rowArgs(rows, eventColumns)
 	}
 	var seqs []int64
-	p.queue(step{what: "events", read: func(br pgx.BatchResults) error {
+	p.queue(step{kind: "events", read: func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
 		seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		return err
-	}}, appendEvents.sql(n), rowArgs(rows, eventColumns)...)
+	}}, appendEvents.sql(n), args...)
 	p.onCommit = append(p.onCommit, func() {
 		// seq = the transaction's number + the index: in order once
 		// sorted.
@@ -613,14 +654,15 @@ func (s *Store) send(ctx context.Context, batch *pgx.Batch, steps []step) (*chec
 func failure(ctx context.Context, err error, steps []step, failed int) (*checkpoint.Committed, error) {
 	var pgErr *pgconn.PgError
 	if failed >= 0 && errors.As(err, &pgErr) && pgErr.Code == casLost && steps[failed].lost != nil {
-		c, lerr := steps[failed].lost(ctx)
+		what := steps[failed].what()
+		c, lerr := steps[failed].lost(ctx, what)
 		if lerr == nil && c == nil {
-			lerr = fmt.Errorf("postgres: commit: %s lost its compare-and-set", steps[failed].what)
+			lerr = fmt.Errorf("postgres: commit: %s lost its compare-and-set", what)
 		}
 		return c, lerr
 	}
 	if failed >= 0 {
-		return nil, fmt.Errorf("postgres: commit: %s: %w", steps[failed].what, err)
+		return nil, fmt.Errorf("postgres: commit: %s: %w", steps[failed].what(), err)
 	}
 	return nil, fmt.Errorf("postgres: commit: %w", err)
 }
