@@ -289,11 +289,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		return nil, fmt.Errorf("postgres: commit: %d events in one batch, at most %d", len(b.Events), maxBatchEvents)
 	}
 	p := &pipeline{s: s, b: b, now: now, out: &checkpoint.Committed{}}
-	// Room for every statement the batch can queue: begin, lock, lease,
-	// up to three for the thread, the calls, resolution, question,
-	// events, commit and two notifications.
-	p.steps = make([]step, 0, 12+len(b.ToolCalls))
-	p.batch.QueuedQueries = make([]*pgx.QueuedQuery, 0, cap(p.steps))
+	p.steps, p.batch.QueuedQueries = p.stepBuf[:0], p.queuedPtrs[:0]
 	// A batch that notifies commits with COMMIT, so that its
 	// notifications follow in a transaction of their own, in the same
 	// pipeline; any other is the pipeline's implicit transaction (two
@@ -339,7 +335,10 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 		p.queue(step{kind: "commit", read: ignoreResult, commit: true}, "COMMIT")
 	}
 	channel := s.channel()
-	var notes pgx.Batch
+	var notes *pgx.Batch
+	if hook != nil {
+		notes = &pgx.Batch{}
+	}
 	notify := func(kind checkpoint.NotificationKind) {
 		if hook != nil {
 			notes.Queue(notifyQuestion, channel, "tollgate."+string(kind))
@@ -357,7 +356,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	var c *checkpoint.Committed
 	var err error
 	if hook != nil {
-		c, err = s.sendTx(ctx, &p.batch, p.steps, &notes, hook, b, p.out)
+		c, err = s.sendTx(ctx, &p.batch, p.steps, notes, hook, b, p.out)
 	} else {
 		c, err = s.send(ctx, &p.batch, p.steps)
 	}
@@ -386,10 +385,32 @@ type pipeline struct {
 	// onCommit sets what the caller's records get (versions, times,
 	// sequence numbers) once the transaction committed.
 	onCommit []func()
+
+	// Room in the pipeline itself for the statements of a batch of a
+	// few tool calls (begin, lock, lease, up to three for the thread,
+	// the calls, resolution, question, events, commit, notifications),
+	// so that queuing one allocates nothing more: a cycle's commits
+	// queued ~40 statements, each a pgx.QueuedQuery of its own and
+	// slices grown twice.
+	stepBuf    [pipelineRoom]step
+	queued     [pipelineRoom]pgx.QueuedQuery
+	queuedPtrs [pipelineRoom]*pgx.QueuedQuery
 }
 
+// pipelineRoom is how many statements a pipeline holds without
+// allocating.
+const pipelineRoom = 16
+
 func (p *pipeline) queue(st step, sql string, args ...any) {
-	p.batch.Queue(sql, args...)
+	// The first pipelineRoom statements go in p.queued, in order; more
+	// (a batch of many tool calls) are pgx's own.
+	if n := len(p.batch.QueuedQueries); n < len(p.queued) {
+		q := &p.queued[n]
+		q.SQL, q.Arguments = sql, args
+		p.batch.QueuedQueries = append(p.batch.QueuedQueries, q)
+	} else {
+		p.batch.Queue(sql, args...)
+	}
 	p.steps = append(p.steps, st)
 }
 
