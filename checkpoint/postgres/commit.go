@@ -244,11 +244,14 @@ type step struct {
 	// what), put together only when one is needed.
 	kind, id, run string
 	ids           int
-	read          func(br pgx.BatchResults) error
+	// read reads the result into p. (Functions of the pipeline, not
+	// closures: a closure a statement was a cycle's largest share of the
+	// store's allocations.)
+	read func(p *pipeline, br pgx.BatchResults) error
 	// lost says why the write lost its compare-and-set, reading the
 	// store after the rollback; nil for a write that cannot lose. what
 	// is the step's what().
-	lost func(ctx context.Context, what string) (*checkpoint.Committed, error)
+	lost func(ctx context.Context, p *pipeline, what string) (*checkpoint.Committed, error)
 	// commit marks COMMIT: once it is read, the batch is written (what
 	// follows are its notifications).
 	commit bool
@@ -288,7 +291,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	if len(b.Events) > maxBatchEvents {
 		return nil, fmt.Errorf("postgres: commit: %d events in one batch, at most %d", len(b.Events), maxBatchEvents)
 	}
-	p := &pipeline{s: s, b: b, now: now, out: &checkpoint.Committed{}}
+	p := &pipeline{s: s, b: b, o: o, now: now, out: &checkpoint.Committed{}}
 	p.steps, p.batch.QueuedQueries = p.stepBuf[:0], p.queuedPtrs[:0]
 	// A batch that notifies commits with COMMIT, so that its
 	// notifications follow in a transaction of their own, in the same
@@ -312,9 +315,7 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	// The lease first of the writes: a replica that lost it writes
 	// nothing, and one taking it over waits for this transaction.
 	if f, ok := fenceFrom(ctx); ok {
-		p.queue(step{kind: "lease of thread", id: f.ThreadID, ids: 1, read: ignoreResult, lost: func(context.Context, string) (*checkpoint.Committed, error) {
-			return nil, fmt.Errorf("thread %q, lease %d: %w", f.ThreadID, f.Epoch, ErrFenced)
-		}}, checkFence, f.ThreadID, f.Epoch)
+		p.queue(step{kind: "lease of thread", id: f.ThreadID, ids: 1, read: ignoreResult, lost: fenceLost}, checkFence, f.ThreadID, f.Epoch)
 	}
 	if err := p.thread(o); err != nil {
 		return nil, err
@@ -356,19 +357,14 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	var c *checkpoint.Committed
 	var err error
 	if hook != nil {
-		c, err = s.sendTx(ctx, &p.batch, p.steps, notes, hook, b, p.out)
+		c, err = s.sendTx(ctx, p, notes, hook)
 	} else {
-		c, err = s.send(ctx, &p.batch, p.steps)
+		c, err = s.send(ctx, p)
 	}
 	if err != nil || c != nil {
 		return c, unavailable(err)
 	}
-	for _, f := range p.onCommit {
-		f()
-	}
-	for _, tc := range b.ToolCalls {
-		tc.UpdatedAt = now
-	}
+	p.committed()
 	return p.out, nil
 }
 
@@ -378,13 +374,21 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 type pipeline struct {
 	s     *Store
 	b     *checkpoint.Batch
+	o     commitOpts
 	now   time.Time
 	out   *checkpoint.Committed
 	batch pgx.Batch
 	steps []step
-	// onCommit sets what the caller's records get (versions, times,
-	// sequence numbers) once the transaction committed.
-	onCommit []func()
+
+	// What the statements returned, and what the lost compare-and-sets
+	// look into: the thread's version and creation (and the checked
+	// column); the resolution as sent; the events' times and numbers.
+	version    int64
+	created    pgtype.Timestamptz
+	checked    pgtype.Int8
+	resolution checkpoint.Resolution
+	ats        []time.Time
+	seqs       []int64
 
 	// Room in the pipeline itself for the statements of a batch of a
 	// few tool calls (begin, lock, lease, up to three for the thread,
@@ -414,9 +418,36 @@ func (p *pipeline) queue(st step, sql string, args ...any) {
 	p.steps = append(p.steps, st)
 }
 
+// committed gives the caller's records what they get once the
+// transaction committed: versions, times, sequence numbers.
+func (p *pipeline) committed() {
+	if w := p.b.Thread; w != nil {
+		w.Version, w.CreatedAt, w.UpdatedAt = p.version, decTime(p.created), p.now
+	}
+	for _, tc := range p.b.ToolCalls {
+		tc.UpdatedAt = p.now
+	}
+	if len(p.b.Events) > 0 {
+		// seq = the transaction's number + the index: in order once
+		// sorted.
+		slices.Sort(p.seqs)
+		for i, e := range p.b.Events {
+			e.Seq, e.At = p.seqs[i], p.ats[i]
+		}
+		p.out.EventSeqs = p.seqs
+	}
+}
+
 // ignoreResult reads a statement whose result says nothing the commit
 // needs.
-func ignoreResult(br pgx.BatchResults) error { _, err := br.Exec(); return err }
+func ignoreResult(_ *pipeline, br pgx.BatchResults) error { _, err := br.Exec(); return err }
+
+// fenceLost is why the lease's check lost: another replica holds the
+// thread's lease.
+func fenceLost(ctx context.Context, _ *pipeline, _ string) (*checkpoint.Committed, error) {
+	f, _ := fenceFrom(ctx)
+	return nil, fmt.Errorf("thread %q, lease %d: %w", f.ThreadID, f.Epoch, ErrFenced)
+}
 
 // thread queues the batch's thread write: a create, an append (a
 // compare-and-set on the version), or SaveThread's replace.
@@ -433,15 +464,7 @@ func (p *pipeline) thread(o commitOpts) error {
 	for _, m := range w.Append {
 		size += len(m)
 	}
-	var version int64
-	var created pgtype.Timestamptz
-	read := func(br pgx.BatchResults) error {
-		var checked pgtype.Int8
-		return br.QueryRow().Scan(&version, &created, &checked)
-	}
-	st := step{kind: "thread", id: w.ID, ids: 1, read: read, lost: func(ctx context.Context, _ string) (*checkpoint.Committed, error) {
-		return nil, p.s.threadLost(ctx, w.ID, w.Version, w.Version == 0 && !o.replace)
-	}}
+	st := step{kind: "thread", id: w.ID, ids: 1, read: readThread, lost: threadWriteLost}
 	now := p.now
 	switch {
 	case o.replace:
@@ -462,8 +485,18 @@ func (p *pipeline) thread(o commitOpts) error {
 	default:
 		p.queue(st, appendThread.sql(n), append([]any{w.ID, w.Version, string(w.Status), w.RunID, now, size}, rowArgs(bodies, messageColumns)...)...)
 	}
-	p.onCommit = append(p.onCommit, func() { w.Version, w.CreatedAt, w.UpdatedAt = version, decTime(created), now })
 	return nil
+}
+
+// readThread reads the thread write's version and creation time.
+func readThread(p *pipeline, br pgx.BatchResults) error {
+	return br.QueryRow().Scan(&p.version, &p.created, &p.checked)
+}
+
+// threadWriteLost is why the thread write lost its compare-and-set.
+func threadWriteLost(ctx context.Context, p *pipeline, _ string) (*checkpoint.Committed, error) {
+	w := p.b.Thread
+	return nil, p.s.threadLost(ctx, w.ID, w.Version, w.Version == 0 && !p.o.replace)
 }
 
 // toolCalls queues the batch's tool calls: a claim ("executing", which
@@ -482,7 +515,7 @@ func (p *pipeline) toolCalls() {
 }
 
 // claimLost is why a claim of a tool call lost: the call has a record.
-func claimLost(_ context.Context, what string) (*checkpoint.Committed, error) {
+func claimLost(_ context.Context, _ *pipeline, what string) (*checkpoint.Committed, error) {
 	return nil, fmt.Errorf("%s is already claimed: %w", what, checkpoint.ErrConflict)
 }
 
@@ -505,30 +538,36 @@ func (p *pipeline) resolve() error {
 	if err := checkTimes("resolve question "+strconv.Quote(rv.ID), r.At); err != nil {
 		return err
 	}
-	p.queue(step{kind: "resolution of question", id: rv.ID, ids: 1,
-		read: func(br pgx.BatchResults) (err error) {
-			p.out.Resolved, err = scanWrittenQuestion(br)
-			return err
-		},
-		lost: func(ctx context.Context, _ string) (*checkpoint.Committed, error) {
-			q, err := p.s.GetQuestion(ctx, rv.ThreadID, rv.ID)
-			if err != nil {
-				return nil, err
-			}
-			// The stored deadline has microseconds; r.At may have
-			// more. Compare as PostgreSQL did, so that the reason
-			// matches the refusal.
-			r := r
-			r.At = r.At.Truncate(time.Microsecond)
-			if err := checkpoint.CheckResolution(q, r); err != nil {
-				return &checkpoint.Committed{Resolved: q}, err
-			}
-			// Pending and in time now, but not when the update ran:
-			// lost a race.
-			return &checkpoint.Committed{Resolved: q}, fmt.Errorf("question %q changed while being resolved: %w", rv.ID, checkpoint.ErrConflict)
-		}},
+	p.resolution = r
+	p.queue(step{kind: "resolution of question", id: rv.ID, ids: 1, read: readResolved, lost: resolutionLost},
 		resolveQuestion, rv.ThreadID, rv.ID, string(r.Status), encJSON(r.Answer), r.By, r.Reason, r.At)
 	return nil
+}
+
+// readResolved reads the question the resolution wrote.
+func readResolved(p *pipeline, br pgx.BatchResults) (err error) {
+	p.out.Resolved, err = scanWrittenQuestion(br)
+	return err
+}
+
+// resolutionLost is why the resolution lost its compare-and-set, as
+// the stored question says.
+func resolutionLost(ctx context.Context, p *pipeline, _ string) (*checkpoint.Committed, error) {
+	rv := p.b.Resolve
+	q, err := p.s.GetQuestion(ctx, rv.ThreadID, rv.ID)
+	if err != nil {
+		return nil, err
+	}
+	// The stored deadline has microseconds; the resolution's At may
+	// have more. Compare as PostgreSQL did, so that the reason matches
+	// the refusal.
+	r := p.resolution
+	r.At = r.At.Truncate(time.Microsecond)
+	if err := checkpoint.CheckResolution(q, r); err != nil {
+		return &checkpoint.Committed{Resolved: q}, err
+	}
+	// Pending and in time now, but not when the update ran: lost a race.
+	return &checkpoint.Committed{Resolved: q}, fmt.Errorf("question %q changed while being resolved: %w", rv.ID, checkpoint.ErrConflict)
 }
 
 // question queues the batch's new question; one that exists loses, and
@@ -547,21 +586,26 @@ func (p *pipeline) question() error {
 	if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
 		return err
 	}
-	p.queue(step{kind: "question", id: c.ID, ids: 1,
-		read: func(br pgx.BatchResults) (err error) {
-			p.out.Question, err = scanWrittenQuestion(br)
-			p.out.Created = true
-			return err
-		},
-		lost: func(ctx context.Context, _ string) (*checkpoint.Committed, error) {
-			stored, err := p.s.GetQuestion(ctx, c.ThreadID, c.ID)
-			if err != nil {
-				return nil, err
-			}
-			return &checkpoint.Committed{Question: stored}, nil
-		}},
+	p.queue(step{kind: "question", id: c.ID, ids: 1, read: readCreated, lost: questionExists},
 		createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
 	return nil
+}
+
+// readCreated reads the question the create wrote.
+func readCreated(p *pipeline, br pgx.BatchResults) (err error) {
+	p.out.Question, err = scanWrittenQuestion(br)
+	p.out.Created = true
+	return err
+}
+
+// questionExists is the answer when the question exists: the stored one.
+func questionExists(ctx context.Context, p *pipeline, _ string) (*checkpoint.Committed, error) {
+	q := p.b.Question
+	stored, err := p.s.GetQuestion(ctx, q.ThreadID, q.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &checkpoint.Committed{Question: stored}, nil
 }
 
 // scanWrittenQuestion reads the question a resolution or a create
@@ -606,39 +650,33 @@ func (p *pipeline) events() error {
 		}
 		args = rowArgs(rows, eventColumns)
 	}
-	var seqs []int64
-	p.queue(step{kind: "events", read: func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	}}, appendEvents.sql(n), args...)
-	p.onCommit = append(p.onCommit, func() {
-		// seq = the transaction's number + the index: in order once
-		// sorted.
-		slices.Sort(seqs)
-		for i, e := range p.b.Events {
-			e.Seq, e.At = seqs[i], ats[i]
-		}
-		p.out.EventSeqs = seqs
-	})
+	p.ats = ats
+	p.queue(step{kind: "events", read: readSeqs}, appendEvents.sql(n), args...)
 	return nil
+}
+
+// readSeqs reads the numbers the events were given.
+func readSeqs(p *pipeline, br pgx.BatchResults) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	p.seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	return err
 }
 
 // send runs the batch and reads its results, in order: nil, nil when the
 // transaction committed; else the error and, when a compare-and-set lost,
 // what the losing write says about the stored state.
-func (s *Store) send(ctx context.Context, batch *pgx.Batch, steps []step) (*checkpoint.Committed, error) {
+func (s *Store) send(ctx context.Context, p *pipeline) (*checkpoint.Committed, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: commit: %w", err)
 	}
-	br := conn.SendBatch(ctx, batch)
+	br := conn.SendBatch(ctx, &p.batch)
 	failed, committed := -1, false
-	for i, st := range steps {
-		if err = st.read(br); err != nil {
+	for i, st := range p.steps {
+		if err = st.read(p, br); err != nil {
 			failed = i
 			break
 		}
@@ -666,17 +704,18 @@ func (s *Store) send(ctx context.Context, batch *pgx.Batch, steps []step) (*chec
 		s.logf(slog.LevelWarn, "checkpoint/postgres: a notification after a commit failed", "err", err)
 		return nil, nil
 	}
-	return failure(ctx, err, steps, failed)
+	return failure(ctx, err, p, failed)
 }
 
 // failure is what a batch that failed at step failed (-1: before any)
 // returns, once its transaction is rolled back: for a lost
 // compare-and-set, what the store says about why.
-func failure(ctx context.Context, err error, steps []step, failed int) (*checkpoint.Committed, error) {
+func failure(ctx context.Context, err error, p *pipeline, failed int) (*checkpoint.Committed, error) {
+	steps := p.steps
 	var pgErr *pgconn.PgError
 	if failed >= 0 && errors.As(err, &pgErr) && pgErr.Code == casLost && steps[failed].lost != nil {
 		what := steps[failed].what()
-		c, lerr := steps[failed].lost(ctx, what)
+		c, lerr := steps[failed].lost(ctx, p, what)
 		if lerr == nil && c == nil {
 			lerr = fmt.Errorf("postgres: commit: %s lost its compare-and-set", what)
 		}

@@ -351,7 +351,7 @@ func TestStepWhat(t *testing.T) {
 			t.Errorf("what() = %s, want %s", got, c.want)
 		}
 	}
-	_, err := claimLost(context.Background(), `tool call "c1" of run "r1"`)
+	_, err := claimLost(context.Background(), nil, `tool call "c1" of run "r1"`)
 	if !errors.Is(err, checkpoint.ErrConflict) || err.Error() != `tool call "c1" of run "r1" is already claimed: `+checkpoint.ErrConflict.Error() {
 		t.Errorf("claimLost: %v", err)
 	}
