@@ -456,11 +456,10 @@ func (p *pipeline) thread(o commitOpts) error {
 	if w == nil {
 		return nil
 	}
-	bodies, err := messageRows(w.ID, w.Append)
-	if err != nil {
+	if err := checkMessages(w.ID, w.Append); err != nil {
 		return err
 	}
-	n, size := len(bodies), 0
+	n, size := len(w.Append), 0
 	for _, m := range w.Append {
 		size += len(m)
 	}
@@ -471,7 +470,7 @@ func (p *pipeline) thread(o commitOpts) error {
 		p.queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n, size)
 		p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, deleteMessages, w.ID)
 		if n > 0 {
-			p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, insertMessages.sql(n), append([]any{w.ID}, rowArgs(bodies, messageColumns)...)...)
+			p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, insertMessages.sql(n), messageArgs([]any{w.ID}, w.Append)...)
 		}
 	case w.Version == 0:
 		createdAt := w.CreatedAt
@@ -481,9 +480,9 @@ func (p *pipeline) thread(o commitOpts) error {
 		if err := checkTimes("create thread "+strconv.Quote(w.ID), createdAt); err != nil {
 			return err
 		}
-		p.queue(st, createThread.sql(n), append([]any{w.ID, string(w.Status), w.RunID, createdAt, now, size}, rowArgs(bodies, messageColumns)...)...)
+		p.queue(st, createThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, string(w.Status), w.RunID, createdAt, now, size), w.Append)...)
 	default:
-		p.queue(st, appendThread.sql(n), append([]any{w.ID, w.Version, string(w.Status), w.RunID, now, size}, rowArgs(bodies, messageColumns)...)...)
+		p.queue(st, appendThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, w.Version, string(w.Status), w.RunID, now, size), w.Append)...)
 	}
 	return nil
 }
@@ -744,17 +743,33 @@ func (s *Store) threadLost(ctx context.Context, id string, version int64, create
 	}
 }
 
-// messageRows are the messages to insert, one JSON value each, as text:
-// rows of rowsFrom.
-func messageRows(thread string, msgs []json.RawMessage) ([][]any, error) {
-	out := make([][]any, len(msgs))
+// checkMessages refuses an empty message: each is one JSON value.
+func checkMessages(thread string, msgs []json.RawMessage) error {
 	for i, m := range msgs {
 		if len(bytes.TrimSpace(m)) == 0 {
-			return nil, fmt.Errorf("postgres: thread %q: message %d is empty, want one JSON value", thread, i)
+			return fmt.Errorf("postgres: thread %q: message %d is empty, want one JSON value", thread, i)
 		}
-		out[i] = []any{string(m)}
 	}
-	return out, nil
+	return nil
+}
+
+// messageArgs appends to args the parameters of rowsFrom for the
+// messages (column body, text): up to maxValues, each message's bytes as
+// they are (pgx sends a []byte to a text parameter byte for byte, and a
+// checked message is never empty, so never NULL; a string was a copy and
+// a row slice a message); beyond, as rowArgs, one text array.
+func messageArgs(args []any, msgs []json.RawMessage) []any {
+	if len(msgs) <= maxValues {
+		for _, m := range msgs {
+			args = append(args, []byte(m))
+		}
+		return args
+	}
+	rows := make([][]any, len(msgs))
+	for i, m := range msgs {
+		rows[i] = []any{string(m)}
+	}
+	return append(args, rowArgs(rows, messageColumns)...)
 }
 
 // splitMessages is [messages.Split], naming the thread.
