@@ -53,12 +53,14 @@ func decTime(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
-// JSON goes to json columns as text, byte for byte; empty is NULL.
+// JSON goes to json columns as text, byte for byte; empty is NULL. The
+// bytes as they are (pgx sends a []byte to a json or text parameter
+// unchanged; a string was a copy of each argument, payload and event).
 func encJSON(b json.RawMessage) any {
 	if len(b) == 0 {
 		return nil
 	}
-	return string(b)
+	return []byte(b)
 }
 
 func decJSON(b []byte) json.RawMessage {
