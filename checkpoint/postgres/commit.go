@@ -125,6 +125,14 @@ const (
 	notifyNotice = `SELECT pg_notify($1, $2)`
 )
 
+// createdSetting and resolvedSetting name the settings in which the
+// question statements keep their notifications (notice), as parameters
+// of notifyQuestion (made once: a string made a parameter is a copy).
+var (
+	createdSetting  any = "tollgate." + string(checkpoint.QuestionCreated)
+	resolvedSetting any = "tollgate." + string(checkpoint.QuestionResolved)
+)
+
 // checked is the SELECT of cols, and one more column (NULL), from the
 // write of the CTE named cte: a compare-and-set, which raises (cas,
 // SQLSTATE TGCAS) when the write changed no row, so that the statement,
@@ -335,23 +343,24 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	if explicit {
 		p.queue(step{kind: "commit", read: ignoreResult, commit: true}, "COMMIT")
 	}
-	channel := s.channel()
 	var notes *pgx.Batch
 	if hook != nil {
 		notes = &pgx.Batch{}
 	}
-	notify := func(kind checkpoint.NotificationKind) {
-		if hook != nil {
-			notes.Queue(notifyQuestion, channel, "tollgate."+string(kind))
-			return
-		}
-		p.queue(step{kind: "notification", read: ignoreResult}, notifyQuestion, channel, "tollgate."+string(kind))
-	}
+	var settings [2]any
+	n := 0
 	if b.Question != nil {
-		notify(checkpoint.QuestionCreated)
+		settings[n], n = createdSetting, n+1
 	}
 	if b.Resolve != nil {
-		notify(checkpoint.QuestionResolved)
+		settings[n], n = resolvedSetting, n+1
+	}
+	for _, setting := range settings[:n] {
+		if hook != nil {
+			notes.Queue(notifyQuestion, s.channelArg, setting)
+			continue
+		}
+		p.queue(step{kind: "notification", read: ignoreResult}, notifyQuestion, s.channelArg, setting)
 	}
 
 	var c *checkpoint.Committed
