@@ -486,7 +486,7 @@ func (p *pipeline) thread(o commitOpts) error {
 		if createdAt.IsZero() {
 			createdAt = now
 		}
-		if err := checkTimes("create thread "+strconv.Quote(w.ID), createdAt); err != nil {
+		if err := checkTimesOf("create thread", w.ID, createdAt); err != nil {
 			return err
 		}
 		p.queue(st, createThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, string(w.Status), w.RunID, createdAt, now, size), w.Append)...)
@@ -543,7 +543,7 @@ func (p *pipeline) resolve() error {
 	if r.At.IsZero() {
 		r.At = p.now
 	}
-	if err := checkTimes("resolve question "+strconv.Quote(rv.ID), r.At); err != nil {
+	if err := checkTimesOf("resolve question", rv.ID, r.At); err != nil {
 		return err
 	}
 	p.resolution = r
@@ -591,7 +591,7 @@ func (p *pipeline) question() error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = p.now
 	}
-	if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
+	if err := checkTimesOf("create question", c.ID, c.CreatedAt, c.Deadline); err != nil {
 		return err
 	}
 	p.queue(step{kind: "question", id: c.ID, ids: 1, read: readCreated, lost: questionExists},

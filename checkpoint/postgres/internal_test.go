@@ -356,3 +356,20 @@ func TestStepWhat(t *testing.T) {
 		t.Errorf("claimLost: %v", err)
 	}
 }
+
+// checkTimesOf refuses what checkTimes refuses, with the same message,
+// and names the write only then.
+func TestCheckTimesOf(t *testing.T) {
+	ok := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	for _, ts := range [][]time.Time{{ok}, {{}}, {ok, {}}, {minTime}, {endTime.Add(-time.Microsecond)},
+		{minTime.Add(-time.Microsecond)}, {endTime}, {ok, endTime}, {{}, minTime.Add(-time.Hour)}} {
+		want := checkTimes(`create question "q\"1"`, ts...)
+		got := checkTimesOf("create question", `q"1`, ts...)
+		if (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
+			t.Errorf("%v: checkTimesOf = %v, checkTimes = %v", ts, got, want)
+		}
+	}
+	if checkTimesOf("x", "y", endTime) == nil || checkTimesOf("x", "y", ok) != nil {
+		t.Error("checkTimesOf: refused a kept time or kept a refused one")
+	}
+}

@@ -27,10 +27,25 @@ var (
 	endTime = time.UnixMicro(math.MaxInt64).Add(time.Microsecond)
 )
 
+// checkTimesOf is checkTimes of what is named "kind \"id\"", the name
+// put together only for the error (a commit's writes check their times
+// every time, and fail that check almost never).
+func checkTimesOf(kind, id string, ts ...time.Time) error {
+	for _, t := range ts {
+		if !kept(t) {
+			return checkTimes(kind+" "+strconv.Quote(id), ts...)
+		}
+	}
+	return nil
+}
+
+// kept says whether the store can keep t (zero is NULL).
+func kept(t time.Time) bool { return t.IsZero() || !t.Before(minTime) && t.Before(endTime) }
+
 // checkTimes refuses a time the store cannot keep.
 func checkTimes(what string, ts ...time.Time) error {
 	for _, t := range ts {
-		if !t.IsZero() && (t.Before(minTime) || !t.Before(endTime)) {
+		if !kept(t) {
 			return fmt.Errorf("postgres: %s: time %s is outside the range the store keeps (%s to %s)", what,
 				t.UTC().Format(time.RFC3339Nano), minTime.Format(time.RFC3339), endTime.UTC().Format(time.RFC3339))
 		}
