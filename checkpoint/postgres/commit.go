@@ -125,6 +125,14 @@ const (
 	notifyNotice = `SELECT pg_notify($1, $2)`
 )
 
+// createdSetting and resolvedSetting name the settings in which the
+// question statements keep their notifications (notice), as parameters
+// of notifyQuestion (made once: a string made a parameter is a copy).
+var (
+	createdSetting  any = "tollgate." + string(checkpoint.QuestionCreated)
+	resolvedSetting any = "tollgate." + string(checkpoint.QuestionResolved)
+)
+
 // checked is the SELECT of cols, and one more column (NULL), from the
 // write of the CTE named cte: a compare-and-set, which raises (cas,
 // SQLSTATE TGCAS) when the write changed no row, so that the statement,
@@ -239,14 +247,35 @@ func (s *Store) Commit(ctx context.Context, b *checkpoint.Batch) (*checkpoint.Co
 
 // step reads one statement's result.
 type step struct {
-	what string // for errors: "thread", "tool call \"c1\"", ...
-	read func(br pgx.BatchResults) error
+	// kind, and ids of id and run, name the statement for errors:
+	// "events", "thread \"t1\"", "tool call \"c1\" of run \"r1\"" (see
+	// what), put together only when one is needed.
+	kind, id, run string
+	ids           int
+	// read reads the result into p. (Functions of the pipeline, not
+	// closures: a closure a statement was a cycle's largest share of the
+	// store's allocations.)
+	read func(p *pipeline, br pgx.BatchResults) error
 	// lost says why the write lost its compare-and-set, reading the
-	// store after the rollback; nil for a write that cannot lose.
-	lost func(ctx context.Context) (*checkpoint.Committed, error)
+	// store after the rollback; nil for a write that cannot lose. what
+	// is the step's what().
+	lost func(ctx context.Context, p *pipeline, what string) (*checkpoint.Committed, error)
 	// commit marks COMMIT: once it is read, the batch is written (what
 	// follows are its notifications).
 	commit bool
+}
+
+// what names the step's statement: its kind, then the id and the run,
+// quoted, as many as ids says.
+func (st *step) what() string {
+	w := st.kind
+	if st.ids > 0 {
+		w += " " + strconv.Quote(st.id)
+	}
+	if st.ids > 1 {
+		w += " of run " + strconv.Quote(st.run)
+	}
+	return w
 }
 
 // commit is Commit, and the single-record methods as one-record batches.
@@ -270,7 +299,8 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	if len(b.Events) > maxBatchEvents {
 		return nil, fmt.Errorf("postgres: commit: %d events in one batch, at most %d", len(b.Events), maxBatchEvents)
 	}
-	p := &pipeline{s: s, b: b, now: now, out: &checkpoint.Committed{}}
+	p := &pipeline{s: s, b: b, o: o, now: now, out: &checkpoint.Committed{}}
+	p.steps, p.batch.QueuedQueries = p.stepBuf[:0], p.queuedPtrs[:0]
 	// A batch that notifies commits with COMMIT, so that its
 	// notifications follow in a transaction of their own, in the same
 	// pipeline; any other is the pipeline's implicit transaction (two
@@ -285,17 +315,15 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	}
 	explicit := hook == nil && (b.Question != nil || b.Resolve != nil)
 	if explicit {
-		p.queue(step{what: "begin", read: ignoreResult}, begin)
+		p.queue(step{kind: "begin", read: ignoreResult}, begin)
 	}
 	if len(b.Events) > 0 || b.Question != nil || b.Resolve != nil {
-		p.queue(step{what: "lock", read: ignoreResult}, writersLock, int32(lockClass), s.writersKey)
+		p.queue(step{kind: "lock", read: ignoreResult}, writersLock, int32(lockClass), s.writersKey)
 	}
 	// The lease first of the writes: a replica that lost it writes
 	// nothing, and one taking it over waits for this transaction.
 	if f, ok := fenceFrom(ctx); ok {
-		p.queue(step{what: "lease of thread " + strconv.Quote(f.ThreadID), read: ignoreResult, lost: func(context.Context) (*checkpoint.Committed, error) {
-			return nil, fmt.Errorf("thread %q, lease %d: %w", f.ThreadID, f.Epoch, ErrFenced)
-		}}, checkFence, f.ThreadID, f.Epoch)
+		p.queue(step{kind: "lease of thread", id: f.ThreadID, ids: 1, read: ignoreResult, lost: fenceLost}, checkFence, f.ThreadID, f.Epoch)
 	}
 	if err := p.thread(o); err != nil {
 		return nil, err
@@ -312,41 +340,40 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 	if err := p.events(); err != nil {
 		return nil, err
 	}
-	for _, tc := range b.ToolCalls {
-		p.onCommit = append(p.onCommit, func() { tc.UpdatedAt = now })
-	}
 	if explicit {
-		p.queue(step{what: "commit", read: ignoreResult, commit: true}, "COMMIT")
+		p.queue(step{kind: "commit", read: ignoreResult, commit: true}, "COMMIT")
 	}
-	channel := s.channel()
-	var notes pgx.Batch
-	notify := func(kind checkpoint.NotificationKind) {
-		if hook != nil {
-			notes.Queue(notifyQuestion, channel, "tollgate."+string(kind))
-			return
-		}
-		p.queue(step{what: "notification", read: ignoreResult}, notifyQuestion, channel, "tollgate."+string(kind))
+	var notes *pgx.Batch
+	if hook != nil {
+		notes = &pgx.Batch{}
 	}
+	var settings [2]any
+	n := 0
 	if b.Question != nil {
-		notify(checkpoint.QuestionCreated)
+		settings[n], n = createdSetting, n+1
 	}
 	if b.Resolve != nil {
-		notify(checkpoint.QuestionResolved)
+		settings[n], n = resolvedSetting, n+1
+	}
+	for _, setting := range settings[:n] {
+		if hook != nil {
+			notes.Queue(notifyQuestion, s.channelArg, setting)
+			continue
+		}
+		p.queue(step{kind: "notification", read: ignoreResult}, notifyQuestion, s.channelArg, setting)
 	}
 
 	var c *checkpoint.Committed
 	var err error
 	if hook != nil {
-		c, err = s.sendTx(ctx, &p.batch, p.steps, &notes, hook, b, p.out)
+		c, err = s.sendTx(ctx, p, notes, hook)
 	} else {
-		c, err = s.send(ctx, &p.batch, p.steps)
+		c, err = s.send(ctx, p)
 	}
 	if err != nil || c != nil {
 		return c, unavailable(err)
 	}
-	for _, f := range p.onCommit {
-		f()
-	}
+	p.committed()
 	return p.out, nil
 }
 
@@ -356,23 +383,80 @@ func (s *Store) commit(ctx context.Context, b *checkpoint.Batch, o commitOpts) (
 type pipeline struct {
 	s     *Store
 	b     *checkpoint.Batch
+	o     commitOpts
 	now   time.Time
 	out   *checkpoint.Committed
 	batch pgx.Batch
 	steps []step
-	// onCommit sets what the caller's records get (versions, times,
-	// sequence numbers) once the transaction committed.
-	onCommit []func()
+
+	// What the statements returned, and what the lost compare-and-sets
+	// look into: the thread's version and creation (and the checked
+	// column); the resolution as sent; the events' times and numbers.
+	version    int64
+	created    pgtype.Timestamptz
+	checked    pgtype.Int8
+	resolution checkpoint.Resolution
+	ats        []time.Time
+	seqs       []int64
+
+	// Room in the pipeline itself for the statements of a batch of a
+	// few tool calls (begin, lock, lease, up to three for the thread,
+	// the calls, resolution, question, events, commit, notifications),
+	// so that queuing one allocates nothing more: a cycle's commits
+	// queued ~40 statements, each a pgx.QueuedQuery of its own and
+	// slices grown twice.
+	stepBuf    [pipelineRoom]step
+	queued     [pipelineRoom]pgx.QueuedQuery
+	queuedPtrs [pipelineRoom]*pgx.QueuedQuery
 }
 
+// pipelineRoom is how many statements a pipeline holds without
+// allocating.
+const pipelineRoom = 16
+
 func (p *pipeline) queue(st step, sql string, args ...any) {
-	p.batch.Queue(sql, args...)
+	// The first pipelineRoom statements go in p.queued, in order; more
+	// (a batch of many tool calls) are pgx's own.
+	if n := len(p.batch.QueuedQueries); n < len(p.queued) {
+		q := &p.queued[n]
+		q.SQL, q.Arguments = sql, args
+		p.batch.QueuedQueries = append(p.batch.QueuedQueries, q)
+	} else {
+		p.batch.Queue(sql, args...)
+	}
 	p.steps = append(p.steps, st)
+}
+
+// committed gives the caller's records what they get once the
+// transaction committed: versions, times, sequence numbers.
+func (p *pipeline) committed() {
+	if w := p.b.Thread; w != nil {
+		w.Version, w.CreatedAt, w.UpdatedAt = p.version, decTime(p.created), p.now
+	}
+	for _, tc := range p.b.ToolCalls {
+		tc.UpdatedAt = p.now
+	}
+	if len(p.b.Events) > 0 {
+		// seq = the transaction's number + the index: in order once
+		// sorted.
+		slices.Sort(p.seqs)
+		for i, e := range p.b.Events {
+			e.Seq, e.At = p.seqs[i], p.ats[i]
+		}
+		p.out.EventSeqs = p.seqs
+	}
 }
 
 // ignoreResult reads a statement whose result says nothing the commit
 // needs.
-func ignoreResult(br pgx.BatchResults) error { _, err := br.Exec(); return err }
+func ignoreResult(_ *pipeline, br pgx.BatchResults) error { _, err := br.Exec(); return err }
+
+// fenceLost is why the lease's check lost: another replica holds the
+// thread's lease.
+func fenceLost(ctx context.Context, _ *pipeline, _ string) (*checkpoint.Committed, error) {
+	f, _ := fenceFrom(ctx)
+	return nil, fmt.Errorf("thread %q, lease %d: %w", f.ThreadID, f.Epoch, ErrFenced)
+}
 
 // thread queues the batch's thread write: a create, an append (a
 // compare-and-set on the version), or SaveThread's replace.
@@ -381,61 +465,66 @@ func (p *pipeline) thread(o commitOpts) error {
 	if w == nil {
 		return nil
 	}
-	bodies, err := messageRows(w.ID, w.Append)
-	if err != nil {
+	if err := checkMessages(w.ID, w.Append); err != nil {
 		return err
 	}
-	n, size := len(bodies), 0
+	n, size := len(w.Append), 0
 	for _, m := range w.Append {
 		size += len(m)
 	}
-	var version int64
-	var created pgtype.Timestamptz
-	read := func(br pgx.BatchResults) error {
-		var checked pgtype.Int8
-		return br.QueryRow().Scan(&version, &created, &checked)
-	}
-	st := step{what: "thread " + strconv.Quote(w.ID), read: read, lost: func(ctx context.Context) (*checkpoint.Committed, error) {
-		return nil, p.s.threadLost(ctx, w.ID, w.Version, w.Version == 0 && !o.replace)
-	}}
+	st := step{kind: "thread", id: w.ID, ids: 1, read: readThread, lost: threadWriteLost}
 	now := p.now
 	switch {
 	case o.replace:
 		p.queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n, size)
-		p.queue(step{what: st.what, read: ignoreResult}, deleteMessages, w.ID)
+		p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, deleteMessages, w.ID)
 		if n > 0 {
-			p.queue(step{what: st.what, read: ignoreResult}, insertMessages.sql(n), append([]any{w.ID}, rowArgs(bodies, messageColumns)...)...)
+			p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, insertMessages.sql(n), messageArgs([]any{w.ID}, w.Append)...)
 		}
 	case w.Version == 0:
 		createdAt := w.CreatedAt
 		if createdAt.IsZero() {
 			createdAt = now
 		}
-		if err := checkTimes("create thread "+strconv.Quote(w.ID), createdAt); err != nil {
+		if err := checkTimesOf("create thread", w.ID, createdAt); err != nil {
 			return err
 		}
-		p.queue(st, createThread.sql(n), append([]any{w.ID, string(w.Status), w.RunID, createdAt, now, size}, rowArgs(bodies, messageColumns)...)...)
+		p.queue(st, createThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, string(w.Status), w.RunID, createdAt, now, size), w.Append)...)
 	default:
-		p.queue(st, appendThread.sql(n), append([]any{w.ID, w.Version, string(w.Status), w.RunID, now, size}, rowArgs(bodies, messageColumns)...)...)
+		p.queue(st, appendThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, w.Version, string(w.Status), w.RunID, now, size), w.Append)...)
 	}
-	p.onCommit = append(p.onCommit, func() { w.Version, w.CreatedAt, w.UpdatedAt = version, decTime(created), now })
 	return nil
+}
+
+// readThread reads the thread write's version and creation time.
+func readThread(p *pipeline, br pgx.BatchResults) error {
+	return br.QueryRow().Scan(&p.version, &p.created, &p.checked)
+}
+
+// threadWriteLost is why the thread write lost its compare-and-set.
+func threadWriteLost(ctx context.Context, p *pipeline, _ string) (*checkpoint.Committed, error) {
+	w := p.b.Thread
+	return nil, p.s.threadLost(ctx, w.ID, w.Version, w.Version == 0 && !p.o.replace)
 }
 
 // toolCalls queues the batch's tool calls: a claim ("executing", which
 // loses when the call is claimed) or an upsert.
 func (p *pipeline) toolCalls() {
 	for _, tc := range p.b.ToolCalls {
-		what := fmt.Sprintf("tool call %q of run %q", tc.CallID, tc.RunID)
+		st := step{kind: "tool call", id: tc.CallID, run: tc.RunID, ids: 2, read: ignoreResult}
 		args := []any{tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), p.now}
 		if tc.State == checkpoint.ToolCallExecuting {
-			p.queue(step{what: what, read: ignoreResult, lost: func(context.Context) (*checkpoint.Committed, error) {
-				return nil, fmt.Errorf("%s is already claimed: %w", what, checkpoint.ErrConflict)
-			}}, claimToolCall, args...)
+			st.lost = claimLost
+			p.queue(st, claimToolCall, args...)
 		} else {
-			p.queue(step{what: what, read: ignoreResult}, putToolCall, args...)
+			p.queue(st, putToolCall, args...)
 		}
 	}
+}
+
+// claimLost is why a claim of a tool call lost: the call has a record.
+func claimLost(_ context.Context, _ *pipeline, what string) (*checkpoint.Committed, error) {
+	return nil, fmt.Errorf("%s is already claimed: %w", what, checkpoint.ErrConflict)
 }
 
 // resolve queues the batch's resolution of a question: a compare-and-set
@@ -454,33 +543,39 @@ func (p *pipeline) resolve() error {
 	if r.At.IsZero() {
 		r.At = p.now
 	}
-	if err := checkTimes("resolve question "+strconv.Quote(rv.ID), r.At); err != nil {
+	if err := checkTimesOf("resolve question", rv.ID, r.At); err != nil {
 		return err
 	}
-	p.queue(step{what: "resolution of question " + strconv.Quote(rv.ID),
-		read: func(br pgx.BatchResults) (err error) {
-			p.out.Resolved, err = scanWrittenQuestion(br)
-			return err
-		},
-		lost: func(ctx context.Context) (*checkpoint.Committed, error) {
-			q, err := p.s.GetQuestion(ctx, rv.ThreadID, rv.ID)
-			if err != nil {
-				return nil, err
-			}
-			// The stored deadline has microseconds; r.At may have
-			// more. Compare as PostgreSQL did, so that the reason
-			// matches the refusal.
-			r := r
-			r.At = r.At.Truncate(time.Microsecond)
-			if err := checkpoint.CheckResolution(q, r); err != nil {
-				return &checkpoint.Committed{Resolved: q}, err
-			}
-			// Pending and in time now, but not when the update ran:
-			// lost a race.
-			return &checkpoint.Committed{Resolved: q}, fmt.Errorf("question %q changed while being resolved: %w", rv.ID, checkpoint.ErrConflict)
-		}},
+	p.resolution = r
+	p.queue(step{kind: "resolution of question", id: rv.ID, ids: 1, read: readResolved, lost: resolutionLost},
 		resolveQuestion, rv.ThreadID, rv.ID, string(r.Status), encJSON(r.Answer), r.By, r.Reason, r.At)
 	return nil
+}
+
+// readResolved reads the question the resolution wrote.
+func readResolved(p *pipeline, br pgx.BatchResults) (err error) {
+	p.out.Resolved, err = scanWrittenQuestion(br)
+	return err
+}
+
+// resolutionLost is why the resolution lost its compare-and-set, as
+// the stored question says.
+func resolutionLost(ctx context.Context, p *pipeline, _ string) (*checkpoint.Committed, error) {
+	rv := p.b.Resolve
+	q, err := p.s.GetQuestion(ctx, rv.ThreadID, rv.ID)
+	if err != nil {
+		return nil, err
+	}
+	// The stored deadline has microseconds; the resolution's At may
+	// have more. Compare as PostgreSQL did, so that the reason matches
+	// the refusal.
+	r := p.resolution
+	r.At = r.At.Truncate(time.Microsecond)
+	if err := checkpoint.CheckResolution(q, r); err != nil {
+		return &checkpoint.Committed{Resolved: q}, err
+	}
+	// Pending and in time now, but not when the update ran: lost a race.
+	return &checkpoint.Committed{Resolved: q}, fmt.Errorf("question %q changed while being resolved: %w", rv.ID, checkpoint.ErrConflict)
 }
 
 // question queues the batch's new question; one that exists loses, and
@@ -496,24 +591,29 @@ func (p *pipeline) question() error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = p.now
 	}
-	if err := checkTimes("create question "+strconv.Quote(c.ID), c.CreatedAt, c.Deadline); err != nil {
+	if err := checkTimesOf("create question", c.ID, c.CreatedAt, c.Deadline); err != nil {
 		return err
 	}
-	p.queue(step{what: "question " + strconv.Quote(c.ID),
-		read: func(br pgx.BatchResults) (err error) {
-			p.out.Question, err = scanWrittenQuestion(br)
-			p.out.Created = true
-			return err
-		},
-		lost: func(ctx context.Context) (*checkpoint.Committed, error) {
-			stored, err := p.s.GetQuestion(ctx, c.ThreadID, c.ID)
-			if err != nil {
-				return nil, err
-			}
-			return &checkpoint.Committed{Question: stored}, nil
-		}},
+	p.queue(step{kind: "question", id: c.ID, ids: 1, read: readCreated, lost: questionExists},
 		createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
 	return nil
+}
+
+// readCreated reads the question the create wrote.
+func readCreated(p *pipeline, br pgx.BatchResults) (err error) {
+	p.out.Question, err = scanWrittenQuestion(br)
+	p.out.Created = true
+	return err
+}
+
+// questionExists is the answer when the question exists: the stored one.
+func questionExists(ctx context.Context, p *pipeline, _ string) (*checkpoint.Committed, error) {
+	q := p.b.Question
+	stored, err := p.s.GetQuestion(ctx, q.ThreadID, q.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &checkpoint.Committed{Question: stored}, nil
 }
 
 // scanWrittenQuestion reads the question a resolution or a create
@@ -532,7 +632,7 @@ func (p *pipeline) events() error {
 	if n == 0 {
 		return nil
 	}
-	rows, ats := make([][]any, n), make([]time.Time, n)
+	ats := make([]time.Time, n)
 	for i, e := range p.b.Events {
 		at := e.At
 		if at.IsZero() {
@@ -542,41 +642,49 @@ func (p *pipeline) events() error {
 			return err
 		}
 		ats[i] = at
-		rows[i] = []any{e.ThreadID, e.RunID, e.Type, encJSON(e.Data), at}
 	}
-	var seqs []int64
-	p.queue(step{what: "events", read: func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	}}, appendEvents.sql(n), rowArgs(rows, eventColumns)...)
-	p.onCommit = append(p.onCommit, func() {
-		// seq = the transaction's number + the index: in order once
-		// sorted.
-		slices.Sort(seqs)
+	var args []any
+	if n <= maxValues {
+		// The rows' values in order, as rowArgs would flatten them,
+		// without a slice a row.
+		args = make([]any, 0, n*len(eventColumns))
 		for i, e := range p.b.Events {
-			e.Seq, e.At = seqs[i], ats[i]
+			args = append(args, e.ThreadID, e.RunID, e.Type, encJSON(e.Data), ats[i])
 		}
-		p.out.EventSeqs = seqs
-	})
+	} else {
+		rows := make([][]any, n)
+		for i, e := range p.b.Events {
+			rows[i] = []any{e.ThreadID, e.RunID, e.Type, encJSON(e.Data), ats[i]}
+		}
+		args = rowArgs(rows, eventColumns)
+	}
+	p.ats = ats
+	p.queue(step{kind: "events", read: readSeqs}, appendEvents.sql(n), args...)
 	return nil
+}
+
+// readSeqs reads the numbers the events were given.
+func readSeqs(p *pipeline, br pgx.BatchResults) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	p.seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	return err
 }
 
 // send runs the batch and reads its results, in order: nil, nil when the
 // transaction committed; else the error and, when a compare-and-set lost,
 // what the losing write says about the stored state.
-func (s *Store) send(ctx context.Context, batch *pgx.Batch, steps []step) (*checkpoint.Committed, error) {
+func (s *Store) send(ctx context.Context, p *pipeline) (*checkpoint.Committed, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: commit: %w", err)
 	}
-	br := conn.SendBatch(ctx, batch)
+	br := conn.SendBatch(ctx, &p.batch)
 	failed, committed := -1, false
-	for i, st := range steps {
-		if err = st.read(br); err != nil {
+	for i, st := range p.steps {
+		if err = st.read(p, br); err != nil {
 			failed = i
 			break
 		}
@@ -604,23 +712,25 @@ func (s *Store) send(ctx context.Context, batch *pgx.Batch, steps []step) (*chec
 		s.logf(slog.LevelWarn, "checkpoint/postgres: a notification after a commit failed", "err", err)
 		return nil, nil
 	}
-	return failure(ctx, err, steps, failed)
+	return failure(ctx, err, p, failed)
 }
 
 // failure is what a batch that failed at step failed (-1: before any)
 // returns, once its transaction is rolled back: for a lost
 // compare-and-set, what the store says about why.
-func failure(ctx context.Context, err error, steps []step, failed int) (*checkpoint.Committed, error) {
+func failure(ctx context.Context, err error, p *pipeline, failed int) (*checkpoint.Committed, error) {
+	steps := p.steps
 	var pgErr *pgconn.PgError
 	if failed >= 0 && errors.As(err, &pgErr) && pgErr.Code == casLost && steps[failed].lost != nil {
-		c, lerr := steps[failed].lost(ctx)
+		what := steps[failed].what()
+		c, lerr := steps[failed].lost(ctx, p, what)
 		if lerr == nil && c == nil {
-			lerr = fmt.Errorf("postgres: commit: %s lost its compare-and-set", steps[failed].what)
+			lerr = fmt.Errorf("postgres: commit: %s lost its compare-and-set", what)
 		}
 		return c, lerr
 	}
 	if failed >= 0 {
-		return nil, fmt.Errorf("postgres: commit: %s: %w", steps[failed].what, err)
+		return nil, fmt.Errorf("postgres: commit: %s: %w", steps[failed].what(), err)
 	}
 	return nil, fmt.Errorf("postgres: commit: %w", err)
 }
@@ -642,17 +752,33 @@ func (s *Store) threadLost(ctx context.Context, id string, version int64, create
 	}
 }
 
-// messageRows are the messages to insert, one JSON value each, as text:
-// rows of rowsFrom.
-func messageRows(thread string, msgs []json.RawMessage) ([][]any, error) {
-	out := make([][]any, len(msgs))
+// checkMessages refuses an empty message: each is one JSON value.
+func checkMessages(thread string, msgs []json.RawMessage) error {
 	for i, m := range msgs {
 		if len(bytes.TrimSpace(m)) == 0 {
-			return nil, fmt.Errorf("postgres: thread %q: message %d is empty, want one JSON value", thread, i)
+			return fmt.Errorf("postgres: thread %q: message %d is empty, want one JSON value", thread, i)
 		}
-		out[i] = []any{string(m)}
 	}
-	return out, nil
+	return nil
+}
+
+// messageArgs appends to args the parameters of rowsFrom for the
+// messages (column body, text): up to maxValues, each message's bytes as
+// they are (pgx sends a []byte to a text parameter byte for byte, and a
+// checked message is never empty, so never NULL; a string was a copy and
+// a row slice a message); beyond, as rowArgs, one text array.
+func messageArgs(args []any, msgs []json.RawMessage) []any {
+	if len(msgs) <= maxValues {
+		for _, m := range msgs {
+			args = append(args, []byte(m))
+		}
+		return args
+	}
+	rows := make([][]any, len(msgs))
+	for i, m := range msgs {
+		rows[i] = []any{string(m)}
+	}
+	return append(args, rowArgs(rows, messageColumns)...)
 }
 
 // splitMessages is [messages.Split], naming the thread.

@@ -87,7 +87,8 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // sendTx runs the batch in a transaction of pgx's, then the hook, then
 // COMMIT, then the notifications: what commit does when a hook wants the
 // batch. One round trip more than a pipeline (BEGIN) and the hook's own.
-func (s *Store) sendTx(ctx context.Context, batch *pgx.Batch, steps []step, notes *pgx.Batch, hook *TxHook, b *checkpoint.Batch, out *checkpoint.Committed) (*checkpoint.Committed, error) {
+func (s *Store) sendTx(ctx context.Context, p *pipeline, notes *pgx.Batch, hook *TxHook) (*checkpoint.Committed, error) {
+	b, out := p.b, p.out
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: commit: %w", err)
@@ -121,10 +122,10 @@ func (s *Store) sendTx(ctx context.Context, batch *pgx.Batch, steps []step, note
 		}
 		release()
 	}()
-	br := tx.SendBatch(ctx, batch)
+	br := tx.SendBatch(ctx, &p.batch)
 	failed := -1
-	for i, st := range steps {
-		if err = st.read(br); err != nil {
+	for i, st := range p.steps {
+		if err = st.read(p, br); err != nil {
 			failed = i
 			break
 		}
@@ -135,7 +136,7 @@ func (s *Store) sendTx(ctx context.Context, batch *pgx.Batch, steps []step, note
 	if err != nil {
 		rollback()
 		release()
-		return failure(ctx, err, steps, failed)
+		return failure(ctx, err, p, failed)
 	}
 	if err := hook.InTx(ctx, tx, b, out); err != nil {
 		rollback()

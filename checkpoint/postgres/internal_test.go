@@ -331,3 +331,45 @@ func TestFallbackPollStalledConnection(t *testing.T) {
 	wait(t, ch, checkpoint.Notification{Kind: checkpoint.QuestionCreated, ThreadID: "t", QuestionID: "after"})
 	t.Logf("notified %v after connections were accepted again", time.Since(start).Round(time.Millisecond))
 }
+
+// A step's name in errors is put together only on failure; it reads as
+// the names built eagerly before did (fmt's %q is strconv.Quote), empty
+// ids included.
+func TestStepWhat(t *testing.T) {
+	for _, c := range []struct {
+		st   step
+		want string
+	}{
+		{step{kind: "events"}, "events"},
+		{step{kind: "thread", id: "t1", ids: 1}, `thread "t1"`},
+		{step{kind: "thread", ids: 1}, `thread ""`},
+		{step{kind: "lease of thread", id: "t\"1", ids: 1}, `lease of thread "t\"1"`},
+		{step{kind: "tool call", id: "c1", run: "r1", ids: 2}, fmt.Sprintf("tool call %q of run %q", "c1", "r1")},
+		{step{kind: "tool call", ids: 2}, fmt.Sprintf("tool call %q of run %q", "", "")},
+	} {
+		if got := c.st.what(); got != c.want {
+			t.Errorf("what() = %s, want %s", got, c.want)
+		}
+	}
+	_, err := claimLost(context.Background(), nil, `tool call "c1" of run "r1"`)
+	if !errors.Is(err, checkpoint.ErrConflict) || err.Error() != `tool call "c1" of run "r1" is already claimed: `+checkpoint.ErrConflict.Error() {
+		t.Errorf("claimLost: %v", err)
+	}
+}
+
+// checkTimesOf refuses what checkTimes refuses, with the same message,
+// and names the write only then.
+func TestCheckTimesOf(t *testing.T) {
+	ok := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	for _, ts := range [][]time.Time{{ok}, {{}}, {ok, {}}, {minTime}, {endTime.Add(-time.Microsecond)},
+		{minTime.Add(-time.Microsecond)}, {endTime}, {ok, endTime}, {{}, minTime.Add(-time.Hour)}} {
+		want := checkTimes(`create question "q\"1"`, ts...)
+		got := checkTimesOf("create question", `q"1`, ts...)
+		if (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
+			t.Errorf("%v: checkTimesOf = %v, checkTimes = %v", ts, got, want)
+		}
+	}
+	if checkTimesOf("x", "y", endTime) == nil || checkTimesOf("x", "y", ok) != nil {
+		t.Error("checkTimesOf: refused a kept time or kept a refused one")
+	}
+}

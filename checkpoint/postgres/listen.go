@@ -219,15 +219,21 @@ func (h *hub) listen(ctx context.Context) (*pgx.Conn, error) {
 
 // serve waits for notifications, polling on the same connection every
 // poll interval, until the connection fails or ctx ends.
+//
+// One context with the next poll's deadline serves every wait until that
+// poll (a context a notification cost a cycle's listener a timer and its
+// watch, twice a cycle).
 func (h *hub) serve(ctx context.Context, conn *pgx.Conn) error {
-	nextPoll := time.Now().Add(h.poll)
-	for {
-		wctx, cancel := ctx, context.CancelFunc(func() {})
+	untilPoll := func() (context.Context, context.CancelFunc) {
 		if h.poll > 0 {
-			wctx, cancel = context.WithDeadline(ctx, nextPoll)
+			return context.WithDeadline(ctx, time.Now().Add(h.poll))
 		}
+		return ctx, func() {}
+	}
+	wctx, cancel := untilPoll()
+	defer func() { cancel() }()
+	for {
 		n, err := conn.WaitForNotification(wctx)
-		cancel()
 		switch {
 		case err == nil:
 			h.deliver(n.Payload)
@@ -239,7 +245,8 @@ func (h *hub) serve(ctx context.Context, conn *pgx.Conn) error {
 			if err := h.pollWithin(ctx, conn); err != nil {
 				return err
 			}
-			nextPoll = time.Now().Add(h.poll)
+			cancel()
+			wctx, cancel = untilPoll()
 		default:
 			return err
 		}

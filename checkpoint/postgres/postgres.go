@@ -127,6 +127,7 @@ type Store struct {
 	pool       *pgxpool.Pool
 	cfg        *pgx.ConnConfig // for the listener connection
 	schema     string
+	channelArg any   // channel(), made a parameter once
 	writersKey int32 // of the numbered writers' lock (events.go)
 	clk        clock.Clock
 	log        *slog.Logger
@@ -225,6 +226,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool, cfg: cfg.ConnConfig.Copy(), schema: o.Schema, writersKey: writersKey(o.Schema), clk: o.Clock, log: o.Logger}
+	s.channelArg = s.channel()
 	if err := s.waitReady(ctx, o.ConnectTimeout); err != nil {
 		pool.Close()
 		return nil, err

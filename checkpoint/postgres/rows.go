@@ -85,7 +85,11 @@ func rowArgs(rows [][]any, cols []column) []any {
 		default:
 			a := make([]*string, len(rows))
 			for j, r := range rows {
-				if s, ok := r[i].(string); ok {
+				switch v := r[i].(type) {
+				case string:
+					a[j] = &v
+				case []byte: // encJSON's
+					s := string(v)
 					a[j] = &s
 				}
 			}

@@ -27,10 +27,25 @@ var (
 	endTime = time.UnixMicro(math.MaxInt64).Add(time.Microsecond)
 )
 
+// checkTimesOf is checkTimes of what is named "kind \"id\"", the name
+// put together only for the error (a commit's writes check their times
+// every time, and fail that check almost never).
+func checkTimesOf(kind, id string, ts ...time.Time) error {
+	for _, t := range ts {
+		if !kept(t) {
+			return checkTimes(kind+" "+strconv.Quote(id), ts...)
+		}
+	}
+	return nil
+}
+
+// kept says whether the store can keep t (zero is NULL).
+func kept(t time.Time) bool { return t.IsZero() || !t.Before(minTime) && t.Before(endTime) }
+
 // checkTimes refuses a time the store cannot keep.
 func checkTimes(what string, ts ...time.Time) error {
 	for _, t := range ts {
-		if !t.IsZero() && (t.Before(minTime) || !t.Before(endTime)) {
+		if !kept(t) {
 			return fmt.Errorf("postgres: %s: time %s is outside the range the store keeps (%s to %s)", what,
 				t.UTC().Format(time.RFC3339Nano), minTime.Format(time.RFC3339), endTime.UTC().Format(time.RFC3339))
 		}
@@ -53,12 +68,14 @@ func decTime(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
-// JSON goes to json columns as text, byte for byte; empty is NULL.
+// JSON goes to json columns as text, byte for byte; empty is NULL. The
+// bytes as they are (pgx sends a []byte to a json or text parameter
+// unchanged; a string was a copy of each argument, payload and event).
 func encJSON(b json.RawMessage) any {
 	if len(b) == 0 {
 		return nil
 	}
-	return string(b)
+	return []byte(b)
 }
 
 func decJSON(b []byte) json.RawMessage {
@@ -102,19 +119,27 @@ func (s *Store) LoadThread(ctx context.Context, id string) (*checkpoint.Thread, 
 	defer rows.Close()
 	var t *checkpoint.Thread
 	var j *messages.Joiner
+	// One set of scan targets for every row (each row's own were a
+	// thread and seven values on the heap, a row a message).
+	var r struct {
+		version          int64
+		status, runID    string
+		created, updated pgtype.Timestamptz
+		count, size      int64
+		body             pgtype.DriverBytes // the connection's buffer: copied at once
+	}
+	dest := []any{&r.version, &r.status, &r.runID, &r.created, &r.updated, &r.count, &r.size, &r.body}
 	for rows.Next() {
-		var status string
-		var created, updated pgtype.Timestamptz
-		var count, size int64
-		var body pgtype.DriverBytes // the connection's buffer: copied at once
-		th := &checkpoint.Thread{ID: id}
-		if err := rows.Scan(&th.Version, &status, &th.RunID, &created, &updated, &count, &size, &body); err != nil {
+		r.body = nil
+		if err := rows.Scan(dest...); err != nil {
 			return nil, unavailable(fmt.Errorf("postgres: load thread %q: %w", id, err))
 		}
+		body := r.body
 		if t == nil {
-			t = th
-			t.Status, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(status), decTime(created), decTime(updated)
-			j = messages.NewJoiner(size, count)
+			// The thread's columns are the same in every row: read once.
+			t = &checkpoint.Thread{ID: id, Version: r.version, RunID: r.runID}
+			t.Status, t.CreatedAt, t.UpdatedAt = checkpoint.ThreadStatus(r.status), decTime(r.created), decTime(r.updated)
+			j = messages.NewJoiner(r.size, r.count)
 		}
 		if body == nil {
 			continue // no message: the LEFT JOIN's one row
@@ -228,19 +253,25 @@ const questionCols = `seq, thread_id, id, run_id, call_id, tool, kind, payload, 
 
 // scanQuestion scans questionCols, then into extra the columns after them.
 func scanQuestion(row pgx.Row, extra ...any) (*checkpoint.Question, int64, error) {
+	// The scan targets in one allocation (they were one each), room for
+	// the callers' extra columns included; apart from the question,
+	// which may be kept long.
 	q := &checkpoint.Question{}
-	var seq int64
-	var payload, answer []byte
-	var status string
-	var created, deadline, resolved pgtype.Timestamptz
-	err := row.Scan(append([]any{&seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Tool, &q.Kind, &payload, &q.Digest, &status,
-		&answer, &q.AnsweredBy, &q.Reason, &created, &deadline, &resolved}, extra...)...)
-	if err != nil {
+	v := &struct {
+		seq                         int64
+		payload, answer             []byte
+		status                      string
+		created, deadline, resolved pgtype.Timestamptz
+		dest                        [16 + 3]any
+	}{}
+	v.dest = [len(v.dest)]any{&v.seq, &q.ThreadID, &q.ID, &q.RunID, &q.CallID, &q.Tool, &q.Kind, &v.payload, &q.Digest, &v.status,
+		&v.answer, &q.AnsweredBy, &q.Reason, &v.created, &v.deadline, &v.resolved}
+	if err := row.Scan(append(v.dest[:16], extra...)...); err != nil {
 		return nil, 0, err
 	}
-	q.Payload, q.Status, q.Answer = decJSON(payload), checkpoint.QuestionStatus(status), decJSON(answer)
-	q.CreatedAt, q.Deadline, q.ResolvedAt = decTime(created), decTime(deadline), decTime(resolved)
-	return q, seq, nil
+	q.Payload, q.Status, q.Answer = decJSON(v.payload), checkpoint.QuestionStatus(v.status), decJSON(v.answer)
+	q.CreatedAt, q.Deadline, q.ResolvedAt = decTime(v.created), decTime(v.deadline), decTime(v.resolved)
+	return q, v.seq, nil
 }
 
 // CreateQuestion is a one-record batch.
