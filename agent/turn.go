@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // runTurn gives every tool call of the last assistant message a result.
@@ -210,7 +209,7 @@ func unknownOutcome(tool string) ToolResult {
 // outage and later reported "unknown".
 func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, args json.RawMessage, digest, policy string, res ToolResult, add []Message) error {
 	ctx := context.WithoutCancel(live)
-	raw, err := jsontext.Marshal(res)
+	raw, err := marshalResult(&res)
 	if err != nil {
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
 	}
