@@ -17,7 +17,7 @@ func marshalMessage(m *Message) ([]byte, error) {
 	if b, ok := appendMessage(make([]byte, 0, messageSize(m)), m); ok {
 		return b, nil
 	}
-	return jsontext.Marshal(m)
+	return jsontext.Marshal(*m) // a copy: m itself stays off the heap
 }
 
 // marshalResult is jsontext.Marshal(r).
@@ -25,7 +25,7 @@ func marshalResult(r *ToolResult) ([]byte, error) {
 	if b, ok := appendResult(make([]byte, 0, resultSize(r)), r); ok {
 		return b, nil
 	}
-	return jsontext.Marshal(r)
+	return jsontext.Marshal(*r)
 }
 
 // messageSize and resultSize guess the encoded size, so that the buffer
