@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // runTurn gives every tool call of the last assistant message a result.
@@ -460,7 +461,7 @@ func canonicalArgs(raw json.RawMessage) json.RawMessage {
 
 // encodeCanonical is canonicalArgs of raw, given raw decoded (obj).
 func encodeCanonical(obj map[string]any, raw json.RawMessage) json.RawMessage {
-	b, err := json.Marshal(obj)
+	b, err := jsontext.MarshalHTML(obj) // json.Marshal's bytes, without reflection
 	if err != nil {
 		return raw
 	}

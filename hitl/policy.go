@@ -304,7 +304,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 	if existing == nil {
 		// Written with the question; a question found stored keeps its
 		// own (Ask does not write it again).
-		payload = m.payload(call, d, pc.Dir)
+		payload = encodedPayload(m.payload(call, d, pc.Dir))
 	}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
 		ID: qid, Kind: KindApprove, Payload: payload, Timeout: d.timeout,

@@ -11,12 +11,12 @@ import (
 // whole value to Marshal.
 
 // AppendString appends s as a JSON string, as Marshal does.
-func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+func AppendString(b []byte, s string) []byte { return appendString(b, s, false) }
 
 // AppendValue appends v as Marshal encodes it, for the types Marshal
-// encodes without reflection (strings, numbers, booleans, nil, and maps
-// and lists of them); ok false for any other (b is then garbage).
-func AppendValue(b []byte, v any) ([]byte, bool) { return appendValue(b, v, 0) }
+// encodes without reflection (strings, numbers, json.Number, booleans,
+// nil, compact json.RawMessage, and maps and lists of them); ok false for any other (b is then garbage).
+func AppendValue(b []byte, v any) ([]byte, bool) { return appendValue(b, v, 0, false) }
 
 // AppendRaw appends raw as encoding/json encodes a [json.RawMessage]
 // field: "null" for nil, the text itself when it is valid JSON with no
