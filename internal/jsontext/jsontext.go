@@ -2,7 +2,10 @@
 // "a > b", where encoding/json's Marshal writes "a \u003e b" to be safe
 // inside HTML. Everything tollgate stores for people and models to read
 // (messages, tool results, question payloads, the audit log) is encoded
-// here; digests are not (their bytes are fixed: see agent.CallDigest).
+// here. Digests keep encoding/json's bytes, HTML escapes and all (see
+// agent.CallDigest): [MarshalHTML] writes those. Both, and the appenders
+// packages use to encode their own types, write without reflection what
+// they can, byte for byte as encoding/json would; [Valid] is json.Valid.
 package jsontext
 
 import (
