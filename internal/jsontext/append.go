@@ -45,7 +45,7 @@ func AppendRaw(b []byte, raw json.RawMessage) ([]byte, bool) {
 			return b, false
 		}
 	}
-	if !json.Valid(raw) {
+	if !Valid(raw) {
 		return b, false
 	}
 	return append(b, raw...), true
