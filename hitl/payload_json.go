@@ -12,25 +12,40 @@ import (
 // type the appenders do not know, a schema with white space to take
 // out): the agent then encodes it.
 func encodedPayload(p Payload) any {
-	n := 256 + len(p.ArgsSchema) + len(p.Schema) + len(p.Question) + len(p.Message)
+	return encodedPayloadArgs(p, nil, nil)
+}
+
+// encodedPayloadArgs is encodedPayload of p with its Args given as their
+// text (argsText, from canonicalArgsText of raw; nil: p.Args as they
+// are). p itself, its Args decoded from raw, where p cannot be encoded
+// here.
+func encodedPayloadArgs(p Payload, argsText, raw []byte) any {
+	n := 256 + len(p.ArgsSchema) + len(p.Schema) + len(p.Question) + len(p.Message) + len(argsText)
 	if len(p.Args) > 0 {
 		n += 1024
 	}
-	if b, ok := appendPayload(make([]byte, 0, n), &p); ok {
+	if b, ok := appendPayload(make([]byte, 0, n), &p, argsText); ok {
 		return json.RawMessage(b)
+	}
+	if argsText != nil {
+		p.Args, _ = decodeArgs(raw)
 	}
 	return p
 }
 
 // appendPayload appends p as encoding/json would (without HTML escaping),
-// the fields in their order, the empty ones left out.
-func appendPayload(b []byte, p *Payload) ([]byte, bool) {
+// the fields in their order, the empty ones left out; argsText, when not
+// nil, is the text of its Args.
+func appendPayload(b []byte, p *Payload, argsText []byte) ([]byte, bool) {
 	ok := true
 	b = jsontext.AppendString(append(b, `{"kind":`...), p.Kind)
 	if p.ToolName != "" {
 		b = jsontext.AppendString(append(b, `,"tool_name":`...), p.ToolName)
 	}
-	if len(p.Args) > 0 {
+	switch {
+	case argsText != nil:
+		b = append(append(b, `,"args":`...), argsText...)
+	case len(p.Args) > 0:
 		if b, ok = jsontext.AppendValue(append(b, `,"args":`...), p.Args); !ok {
 			return b, false
 		}

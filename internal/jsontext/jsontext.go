@@ -77,7 +77,7 @@ func appendValue(b []byte, v any, depth int, html bool) ([]byte, bool) {
 		if v == "" {
 			v = "0"
 		}
-		if !validNumber(string(v)) {
+		if !ValidNumber(v) {
 			return b, false
 		}
 		return append(b, v...), true
@@ -253,13 +253,14 @@ func appendString(b []byte, s string, html bool) []byte {
 	return append(b, '"')
 }
 
-// validNumber is encoding/json's isValidNumber: a JSON number literal.
-func validNumber(s string) bool {
-	if s == "" {
+// ValidNumber is encoding/json's isValidNumber: s is a JSON number
+// literal.
+func ValidNumber[T ~string | ~[]byte](s T) bool {
+	if len(s) == 0 {
 		return false
 	}
 	if s[0] == '-' {
-		if s = s[1:]; s == "" {
+		if s = s[1:]; len(s) == 0 {
 			return false
 		}
 	}
@@ -283,7 +284,7 @@ func validNumber(s string) bool {
 	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
 		s = s[1:]
 		if s[0] == '+' || s[0] == '-' {
-			if s = s[1:]; s == "" {
+			if s = s[1:]; len(s) == 0 {
 				return false
 			}
 		}
@@ -291,5 +292,5 @@ func validNumber(s string) bool {
 			s = s[1:]
 		}
 	}
-	return s == ""
+	return len(s) == 0
 }
