@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/clock"
+	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
 // Config builds an [Agent]. Provider is required; every other field has a
@@ -601,7 +602,7 @@ func (a *Agent) callModel(ctx context.Context, rs *runState, msgs []Message) (*M
 			// No arguments at all (a provider's way of saying none): the
 			// empty object, which is what validation reads them as.
 			msg.ToolCalls[i].Arguments = json.RawMessage(`{}`)
-		} else if !json.Valid(args) {
+		} else if !jsontext.Valid(args) {
 			quoted, _ := json.Marshal(string(args))
 			msg.ToolCalls[i].Arguments = quoted
 		}

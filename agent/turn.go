@@ -210,7 +210,7 @@ func unknownOutcome(tool string) ToolResult {
 // outage and later reported "unknown".
 func (a *Agent) recordDone(live context.Context, rs *runState, call ToolCall, args json.RawMessage, digest, policy string, res ToolResult, add []Message) error {
 	ctx := context.WithoutCancel(live)
-	raw, err := jsontext.Marshal(res)
+	raw, err := marshalResult(&res)
 	if err != nil {
 		return fmt.Errorf("agent: encoding result of call %s: %w", call.ID, err)
 	}
@@ -461,7 +461,7 @@ func canonicalArgs(raw json.RawMessage) json.RawMessage {
 
 // encodeCanonical is canonicalArgs of raw, given raw decoded (obj).
 func encodeCanonical(obj map[string]any, raw json.RawMessage) json.RawMessage {
-	b, err := json.Marshal(obj)
+	b, err := jsontext.MarshalHTML(obj) // json.Marshal's bytes, without reflection
 	if err != nil {
 		return raw
 	}

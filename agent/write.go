@@ -216,7 +216,7 @@ func (rs *runState) commitKept(ctx context.Context, b *checkpoint.Batch, add []M
 	}
 	flushed := rs.pending
 	for _, m := range append(rs.pending[:len(rs.pending):len(rs.pending)], add...) {
-		raw, err := jsontext.Marshal(m)
+		raw, err := marshalMessage(&m)
 		if err != nil {
 			return nil, fmt.Errorf("agent: encoding a message: %w", err)
 		}

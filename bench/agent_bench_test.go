@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -79,6 +80,10 @@ func BenchmarkRun(b *testing.B) {
 // CPU, which a loaded machine moves less).
 //
 //	go test -run '^$' -bench CycleKinds -benchtime 2000x ./bench/
+//
+// With -kinds.stored N each store first holds N pending questions of
+// threads no run drives (as bench cycle's -stored): what a host's
+// deadline loop and a store's reads of questions must not scan.
 func BenchmarkCycleKinds(b *testing.B) {
 	prompt := cyclePrompt(1024)
 	for _, store := range []string{"memory", "sqlite"} {
@@ -100,16 +105,28 @@ func BenchmarkCycleKinds(b *testing.B) {
 // benchStore is a new store of that kind ("memory", "sqlite": a file of
 // the benchmark's own), closed when it ends.
 func benchStore(b *testing.B, kind string) checkpoint.Store {
+	var s checkpoint.Store
 	if kind == "memory" {
-		return memory.New()
+		s = memory.New()
+	} else {
+		sq, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sq.Close() })
+		s = sq
 	}
-	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), nil)
-	if err != nil {
-		b.Fatal(err)
+	if *kindsStored > 0 {
+		if err := storeQuestions(context.Background(), s, "ks-"+randomHex(4), *kindsStored); err != nil {
+			b.Fatal(err)
+		}
 	}
-	b.Cleanup(func() { s.Close() })
 	return s
 }
+
+// kindsStored: pending questions each store of BenchmarkCycleKinds holds
+// before its cycles (none by default).
+var kindsStored = flag.Int("kinds.stored", 0, "BenchmarkCycleKinds: pending questions stored before the cycles")
 
 // kindsWarmup cycles run before the clock starts.
 const kindsWarmup = 20

@@ -404,6 +404,24 @@ func statusError(q *checkpoint.Question) error {
 // checkAnswer checks the shape of an answer against the question's kind
 // and returns it as JSON.
 func checkAnswer(q *checkpoint.Question, answer any) (json.RawMessage, error) {
+	if q.Kind == KindApprove {
+		if a, ok := plainApprove(answer); ok {
+			// What the general path below gives such an answer, without
+			// its decoding and encoding (approve_answer.go).
+			if err := checkApprove(&a); err != nil {
+				return nil, err
+			}
+			if a.Digest != "" && a.Digest != q.Digest {
+				return nil, fmt.Errorf("%w (answer %s, question %s)", ErrDigestMismatch, a.Digest, q.Digest)
+			}
+			return encodeApprove(&a)
+		}
+	}
+	return checkAnswerGeneral(q, answer)
+}
+
+// checkAnswerGeneral is checkAnswer for any answer.
+func checkAnswerGeneral(q *checkpoint.Question, answer any) (json.RawMessage, error) {
 	raw, err := toJSON(answer)
 	if err != nil {
 		return nil, fmt.Errorf("%w: answer cannot be encoded: %v", ErrWrongKind, err)
@@ -590,28 +608,39 @@ func toJSON(v any) (json.RawMessage, error) {
 // of the same shape. Unknown decisions and edits without arguments are
 // refused.
 func parseApprove(raw json.RawMessage) (*ApproveAnswer, error) {
-	var a ApproveAnswer
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&a); err != nil {
-		return nil, fmt.Errorf("%w: an approve question takes {\"decision\": \"approve\"|\"deny\"|\"edit\", \"reason\", \"edited_args\", \"digest\"}: %v", ErrWrongKind, err)
+	a, ok := flatApprove(raw)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		dec.UseNumber()
+		if err := dec.Decode(&a); err != nil {
+			return nil, fmt.Errorf("%w: an approve question takes {\"decision\": \"approve\"|\"deny\"|\"edit\", \"reason\", \"edited_args\", \"digest\"}: %v", ErrWrongKind, err)
+		}
 	}
+	if err := checkApprove(&a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// checkApprove refuses an unknown decision, and an edit without
+// arguments or another decision with them.
+func checkApprove(a *ApproveAnswer) error {
 	switch a.Decision {
 	case DecisionApprove, DecisionDeny:
 		if a.EditedArgs != nil {
 			// The call would run as it is (or not at all) and the edit be
 			// dropped without a word: the reviewer meant something else.
-			return nil, fmt.Errorf("%w: a %s carries no edited_args (they would be ignored): to run the call with other arguments, send the decision \"edit\"", ErrWrongKind, a.Decision)
+			return fmt.Errorf("%w: a %s carries no edited_args (they would be ignored): to run the call with other arguments, send the decision \"edit\"", ErrWrongKind, a.Decision)
 		}
 	case DecisionEdit:
 		if a.EditedArgs == nil {
-			return nil, fmt.Errorf("%w: an edit needs edited_args", ErrWrongKind)
+			return fmt.Errorf("%w: an edit needs edited_args", ErrWrongKind)
 		}
 	default:
-		return nil, fmt.Errorf("%w: decision %q; want approve, deny or edit", ErrWrongKind, a.Decision)
+		return fmt.Errorf("%w: decision %q; want approve, deny or edit", ErrWrongKind, a.Decision)
 	}
-	return &a, nil
+	return nil
 }
 
 func parseConfirm(raw json.RawMessage) (bool, error) {

@@ -304,7 +304,7 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 	if existing == nil {
 		// Written with the question; a question found stored keeps its
 		// own (Ask does not write it again).
-		payload = m.payload(call, d, pc.Dir)
+		payload = m.questionPayload(call, d, pc.Dir)
 	}
 	q, err := call.Ask(ctx, agent.QuestionRequest{
 		ID: qid, Kind: KindApprove, Payload: payload, Timeout: d.timeout,
@@ -383,6 +383,25 @@ func (m *ApprovalPolicyMiddleware) BeforeTool(ctx context.Context, call *agent.T
 // and the directory (dir) it works in.
 func (m *ApprovalPolicyMiddleware) payload(call *agent.ToolCallContext, d ApprovalDecision, dir string) Payload {
 	args, _ := decodeArgs(call.RawArgs)
+	return m.payloadWith(call, d, dir, args)
+}
+
+// questionPayload is payload as the question stores it (encodedPayload),
+// its arguments, when in canonical form, not decoded to be encoded again
+// (canonicalArgsText).
+func (m *ApprovalPolicyMiddleware) questionPayload(call *agent.ToolCallContext, d ApprovalDecision, dir string) any {
+	text, empty, ok := canonicalArgsText(call.RawArgs)
+	switch {
+	case !ok:
+		return encodedPayload(m.payload(call, d, dir))
+	case empty:
+		return encodedPayload(m.payloadWith(call, d, dir, nil))
+	}
+	return encodedPayloadArgs(m.payloadWith(call, d, dir, nil), text, call.RawArgs)
+}
+
+// payloadWith is payload with the arguments args.
+func (m *ApprovalPolicyMiddleware) payloadWith(call *agent.ToolCallContext, d ApprovalDecision, dir string, args map[string]any) Payload {
 	details := withAnnotations(d.details, call.Tool.Annotations())
 	if dir != "" && details["dir"] == nil {
 		details = maps.Clone(details)

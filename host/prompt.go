@@ -110,8 +110,17 @@ func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOp
 	h.runsDone.Add(1)
 	h.mu.Unlock()
 
-	// Subscribed before the run starts, to see it start.
-	started := a.Subscribe(64)
+	// Subscribed before the run starts, to see it start: told on the
+	// emitting goroutine (no channel of every event of the run's start).
+	started := make(chan *agent.RunStartedEvent, 1)
+	stopStarted := a.SubscribeFunc(func(e agent.Event) {
+		if s, ok := e.(*agent.RunStartedEvent); ok {
+			select {
+			case started <- s:
+			default:
+			}
+		}
+	})
 	type outcome struct{ err error }
 	done := make(chan outcome, 1)
 	h.drivers.goDrive(h.ctx, func() {
@@ -121,7 +130,7 @@ func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOp
 			return msg, err
 		})
 	})
-	defer started.Close()
+	defer stopStarted()
 	for {
 		select {
 		case err := <-acquired:
@@ -130,16 +139,11 @@ func (h *Host) prompt(ctx context.Context, threadID, text string, opts *PromptOp
 				<-r.done // nothing ran: the thread is let go
 				return "", false, err
 			}
-		case e, ok := <-started.C:
-			if !ok {
-				continue
-			}
-			if s, isStart := e.(*agent.RunStartedEvent); isStart {
-				h.mu.Lock()
-				r.runID = s.Meta().RunID
-				h.mu.Unlock()
-				return s.Meta().RunID, false, nil
-			}
+		case s := <-started:
+			h.mu.Lock()
+			r.runID = s.Meta().RunID
+			h.mu.Unlock()
+			return s.Meta().RunID, false, nil
 		case o := <-done:
 			return h.promptEnded(ctx, threadID, runID, r, started, o.err)
 		case <-ctx.Done():
@@ -178,7 +182,7 @@ func (h *Host) promptHeld(ctx context.Context, threadID, text string, opts *Prom
 
 // promptEnded answers a prompt whose run returned err before its start
 // event was read here.
-func (h *Host) promptEnded(ctx context.Context, threadID, runID string, r *run, started *agent.Subscription, err error) (string, bool, error) {
+func (h *Host) promptEnded(ctx context.Context, threadID, runID string, r *run, started <-chan *agent.RunStartedEvent, err error) (string, bool, error) {
 	if errors.Is(err, agent.ErrRunIDUsed) || errors.Is(err, agent.ErrRunInProgress) {
 		// Nothing was started: let the thread go before answering,
 		// so that State never shows a run that is not there.
@@ -204,10 +208,8 @@ func (h *Host) promptEnded(ctx context.Context, threadID, runID string, r *run, 
 		// It may still have started (a model error after the
 		// message was stored): report the run if it did.
 		select {
-		case e := <-started.C:
-			if s, isStart := e.(*agent.RunStartedEvent); isStart {
-				return s.Meta().RunID, false, nil
-			}
+		case s := <-started:
+			return s.Meta().RunID, false, nil
 		default:
 		}
 		return "", false, err

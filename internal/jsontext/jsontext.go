@@ -2,7 +2,10 @@
 // "a > b", where encoding/json's Marshal writes "a \u003e b" to be safe
 // inside HTML. Everything tollgate stores for people and models to read
 // (messages, tool results, question payloads, the audit log) is encoded
-// here; digests are not (their bytes are fixed: see agent.CallDigest).
+// here. Digests keep encoding/json's bytes, HTML escapes and all (see
+// agent.CallDigest): [MarshalHTML] writes those. Both, and the appenders
+// packages use to encode their own types, write without reflection what
+// they can, byte for byte as encoding/json would; [Valid] is json.Valid.
 package jsontext
 
 import (
@@ -23,9 +26,13 @@ import (
 // bench/README.md). A value of any other type, anywhere in it, goes to
 // encoding/json whole.
 func Marshal(v any) ([]byte, error) {
-	switch v.(type) {
+	switch v := v.(type) {
 	case map[string]any, map[string]string, []any, []string:
-		if b, ok := appendValue(make([]byte, 0, 256), v, 0); ok {
+		if b, ok := appendValue(make([]byte, 0, 256), v, 0, false); ok {
+			return b, nil
+		}
+	case json.RawMessage:
+		if b, ok := AppendRaw(make([]byte, 0, len(v)), v); ok {
 			return b, nil
 		}
 	}
@@ -38,12 +45,25 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// appendValue appends v as encoding/json encodes it without HTML
-// escaping, and reports false (b is then garbage) for a type it does not
+// MarshalHTML is json.Marshal (HTML escaping and all) for the values
+// Marshal encodes without reflection, json.Number included: fixed bytes,
+// for digests. Any other value goes to json.Marshal.
+func MarshalHTML(v any) ([]byte, error) {
+	switch v.(type) {
+	case map[string]any, map[string]string, []any, []string:
+		if b, ok := appendValue(make([]byte, 0, 256), v, 0, true); ok {
+			return b, nil
+		}
+	}
+	return json.Marshal(v)
+}
+
+// appendValue appends v as encoding/json encodes it (with HTML escaping
+// when html, as json.Marshal; without, as Marshal), and reports false (b is then garbage) for a type it does not
 // know or a value encoding/json refuses (NaN, infinities, a map or list
 // that holds itself: past maxDepth levels): the caller then asks
 // encoding/json, which says what is wrong.
-func appendValue(b []byte, v any, depth int) ([]byte, bool) {
+func appendValue(b []byte, v any, depth int, html bool) ([]byte, bool) {
 	if depth > maxDepth {
 		return b, false
 	}
@@ -51,7 +71,21 @@ func appendValue(b []byte, v any, depth int) ([]byte, bool) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return appendString(b, v), true
+		return appendString(b, v, html), true
+	case json.Number:
+		// As encoding/json: the zero Number is 0, an invalid one an error.
+		if v == "" {
+			v = "0"
+		}
+		if !ValidNumber(v) {
+			return b, false
+		}
+		return append(b, v...), true
+	case json.RawMessage:
+		if html {
+			return b, false // encoding/json escapes in it: not done here
+		}
+		return AppendRaw(b, v)
 	case bool:
 		return strconv.AppendBool(b, v), true
 	case int:
@@ -75,9 +109,9 @@ func appendValue(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(appendString(b, k), ':')
+			b = append(appendString(b, k, html), ':')
 			var ok bool
-			if b, ok = appendValue(b, v[k], depth+1); !ok {
+			if b, ok = appendValue(b, v[k], depth+1, html); !ok {
 				return b, false
 			}
 		}
@@ -91,7 +125,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(append(appendString(b, k), ':'), v[k])
+			b = appendString(append(appendString(b, k, html), ':'), v[k], html)
 		}
 		return append(b, '}'), true
 	case []any:
@@ -104,7 +138,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = appendValue(b, e, depth+1); !ok {
+			if b, ok = appendValue(b, e, depth+1, html); !ok {
 				return b, false
 			}
 		}
@@ -118,7 +152,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, e)
+			b = appendString(b, e, html)
 		}
 		return append(b, ']'), true
 	}
@@ -164,15 +198,16 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 
 const hex = "0123456789abcdef"
 
-// appendString is encoding/json's appendString without HTML escaping:
-// quotes and backslashes escaped, control characters as \b \f \n \r \t
-// or \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
+// appendString is encoding/json's appendString: quotes and backslashes
+// escaped, control characters as \b \f \n \r \t or \u00XX, invalid
+// UTF-8 as \ufffd, U+2028 and U+2029 escaped; with html, < > & as \u00XX
+// too.
+func appendString(b []byte, s string, html bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}
@@ -216,4 +251,46 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// ValidNumber is encoding/json's isValidNumber: s is a JSON number
+// literal.
+func ValidNumber[T ~string | ~[]byte](s T) bool {
+	if len(s) == 0 {
+		return false
+	}
+	if s[0] == '-' {
+		if s = s[1:]; len(s) == 0 {
+			return false
+		}
+	}
+	switch {
+	case s[0] == '0':
+		s = s[1:]
+	case '1' <= s[0] && s[0] <= '9':
+		s = s[1:]
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	default:
+		return false
+	}
+	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
+		s = s[2:]
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	}
+	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
+		s = s[1:]
+		if s[0] == '+' || s[0] == '-' {
+			if s = s[1:]; len(s) == 0 {
+				return false
+			}
+		}
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	}
+	return len(s) == 0
 }

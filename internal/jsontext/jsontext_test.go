@@ -136,3 +136,53 @@ func BenchmarkMarshal(b *testing.B) {
 		})
 	}
 }
+
+// json.Number and json.RawMessage come out as encoding/json writes them
+// (Marshal), and MarshalHTML is json.Marshal, HTML escapes and all, for
+// every value Marshal encodes itself.
+func TestNumbersRawAndHTMLAsEncodingJSON(t *testing.T) {
+	strs := []string{"", "plain", "<a href='x'>&amp;</a>", "a\u2028b", "bad \xff", `"q" \b`, "\x00\x1f"}
+	numbers := []json.Number{"0", "-0", "1", "-12.50", "1e5", "1E+05", "2.5e-10", "", "01", "1.", ".5", "-", "1e", "1e+", "abc", "1 ", "0x10", "123456789012345678901234567890"}
+	var cases []any
+	for _, s := range strs {
+		cases = append(cases, map[string]any{s: s, "l": []any{s}}, map[string]string{s: s}, []string{s})
+	}
+	for _, n := range numbers {
+		cases = append(cases, map[string]any{"n": n}, []any{n, map[string]any{"m": n}})
+	}
+	for _, raw := range []json.RawMessage{nil, {}, json.RawMessage(`{"a":[1,"<b>"]}`), json.RawMessage(`{"a": 1}`), json.RawMessage(`{"a":`), json.RawMessage(`"\u2028 &"`), json.RawMessage("\"a\u2028\"")} {
+		cases = append(cases, raw, map[string]any{"raw": raw})
+	}
+	for _, v := range cases {
+		got, err := jsontext.Marshal(v)
+		want, werr := stdMarshal(v)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || !bytes.Equal(got, want) {
+			t.Errorf("Marshal(%#v):\n got %s, %v\nwant %s, %v", v, got, err, want, werr)
+		}
+		got, err = jsontext.MarshalHTML(v)
+		want, werr = json.Marshal(v)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || !bytes.Equal(got, want) {
+			t.Errorf("MarshalHTML(%#v):\n got %s, %v\nwant %s, %v", v, got, err, want, werr)
+		}
+	}
+}
+
+// FuzzMarshalHTML: any string and number literal, as json.Marshal and
+// encoding/json without HTML escaping write them.
+func FuzzMarshalHTML(f *testing.F) {
+	f.Add("a<b>&c\u2028", "1.5e3")
+	f.Add("\xff", "-")
+	f.Fuzz(func(t *testing.T, s, n string) {
+		v := map[string]any{s: []any{s, json.Number(n)}, "k": map[string]string{s: s}}
+		got, err := jsontext.MarshalHTML(v)
+		want, werr := json.Marshal(v)
+		if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%q %q: MarshalHTML %s, %v; json.Marshal %s, %v", s, n, got, err, want, werr)
+		}
+		got, err = jsontext.Marshal(v)
+		want, werr = stdMarshal(v)
+		if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%q %q: Marshal %s, %v; encoding/json %s, %v", s, n, got, err, want, werr)
+		}
+	})
+}
