@@ -296,7 +296,13 @@ func (s *Store) apply(t *wtx, o *op) error {
 		// driver a rows value with the columns' names and types.
 		res, err := t.stmt(wAppendEvent).ExecContext(bg, e.ThreadID, e.RunID, e.Type, encJSON(e.Data), encTime(o.eventAt[i]))
 		if err == nil {
-			o.out.EventSeqs[i], err = res.LastInsertId()
+			// An insert that inserted nothing (a trigger's RAISE(IGNORE))
+			// leaves last_insert_rowid at an earlier insert's.
+			if n, _ := res.RowsAffected(); n != 1 {
+				err = fmt.Errorf("event not stored (%d rows inserted)", n)
+			} else {
+				o.out.EventSeqs[i], err = res.LastInsertId()
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: append event: %w", err)

@@ -39,8 +39,9 @@ var hotReads = [nRead]string{
 // the driver says it is unusable) leaves its entry: its statements cannot
 // be finalized without it.
 type rconns struct {
-	mu sync.Mutex
-	by map[driver.Conn]*[nRead]driver.Stmt
+	mu     sync.Mutex
+	by     map[driver.Conn]*[nRead]driver.Stmt
+	closed bool // close has begun: nothing is prepared any more
 }
 
 // stmt returns the statement q prepared on dc, preparing it on first use.
@@ -55,6 +56,10 @@ func (rc *rconns) stmt(dc any, q rq) (driver.Stmt, error) {
 		rc.by = map[driver.Conn]*[nRead]driver.Stmt{}
 	}
 	sts := rc.by[d]
+	if sts == nil && rc.closed {
+		rc.mu.Unlock()
+		return nil, errors.New("sqlite: store closed")
+	}
 	if sts == nil {
 		sts = new([nRead]driver.Stmt)
 		rc.by[d] = sts
@@ -92,6 +97,9 @@ func (rc *rconns) closeOn(dc any) {
 // holds them (waiting for the reads in flight), until it has visited each
 // one that has statements or holds them all.
 func (rc *rconns) close(db *sql.DB) {
+	rc.mu.Lock()
+	rc.closed = true
+	rc.mu.Unlock()
 	left := func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
@@ -123,7 +131,15 @@ func (s *Store) query(ctx context.Context, q rq, fn func(row wrow) error, args .
 		return err
 	}
 	defer conn.Close()
-	return conn.Raw(func(dc any) error {
+	return conn.Raw(func(dc any) (err error) {
+		defer func() {
+			// A connection database/sql is about to discard (the driver
+			// says an interrupted one is unusable; a panic): its
+			// statements are finalized first, on it.
+			if v, ok := dc.(driver.Validator); err != nil && ok && !v.IsValid() {
+				s.rc.closeOn(dc)
+			}
+		}()
 		st, err := s.rc.stmt(dc, q)
 		if err != nil {
 			return err
