@@ -58,7 +58,7 @@ func (rc *rconns) stmt(dc any, q rq) (driver.Stmt, error) {
 	sts := rc.by[d]
 	if sts == nil && rc.closed {
 		rc.mu.Unlock()
-		return nil, errors.New("sqlite: store closed")
+		return nil, errClosed
 	}
 	if sts == nil {
 		sts = new([nRead]driver.Stmt)
