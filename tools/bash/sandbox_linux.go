@@ -351,8 +351,14 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp func() (stri
 		c.PidMax = pidMax(c.Procs)
 	}
 	if r.PidNS {
+		next := func() { askSpare(r.ns) }
+		if sp := takeSpare(r.ns); sp != nil {
+			c := sp.command(ctx, c, tmp)
+			c.finished = next
+			return c, nil
+		}
 		cmd, after, err := helperCommand(ctx, c, r.ns, tmp) // the namespace takes the tree with the shell
-		return command{Cmd: cmd, after: after}, err
+		return command{Cmd: cmd, after: after, finished: next}, err
 	}
 	return supervisedCommand(ctx, sandboxhelper.SuperviseConfig{Confined: &c, Cloneflags: r.ns.Flags, UserNS: r.ns.User}, dir, "sandbox helper", tmp)
 }
