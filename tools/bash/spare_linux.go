@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,12 +34,21 @@ import (
 // fires when the thread that started the child ends: the spare dies
 // with the process, as every helper does, and never with a command's
 // thread. Only the helpers of a PID namespace have spares (the others
-// run under the supervisor). A spare is not used, and is killed, when
-// the process has since chosen another helper binary (SetHelper) or
-// other namespaces, or when the mount table has changed since it was
-// started: its mount namespace is a copy of the one at its start, and
-// the command must see the file systems as they are; nor when it is no
-// longer running.
+// run under the supervisor), and only for a command whose output is not
+// a file (os/exec hands a file to the helper itself, a spare has pipes).
+//
+// A spare is not used, and is killed and reaped, when it could differ
+// from a helper started for the command: when the process has since
+// chosen another helper binary (SetHelper) or other namespaces; when
+// anything the helper inherits rather than takes from its configuration
+// reads otherwise than when the spare started (inherited: credentials,
+// capabilities, umask, rlimits, cgroup, namespaces, ...; found by review:
+// a process that dropped root after its spare started ran its next
+// command as uid 0); when any mount of the process's namespace was made,
+// changed or unmounted since (mountsMoved: its mount namespace is a copy
+// of the one at its start, and the command must see the file systems as
+// they are; a comparison of mountinfo's text was fooled, found by
+// review); and when it is no longer running.
 type spare struct {
 	cmd    *exec.Cmd
 	after  func(start error) error
@@ -52,7 +61,8 @@ type spare struct {
 	stdout, stderr lateWriter
 	helper         string
 	ns             namespaces
-	mounts         []byte // /proc/self/mountinfo when it was started
+	state          []byte // inherited when it was started
+	mounts         int    // the mount watch, opened before it was started
 }
 
 // spares holds the spare, if one is ready; spareReq asks spareThread for
@@ -85,7 +95,9 @@ func spareThread() {
 }
 
 // takeSpare returns the spare, if one is ready that fits (the helper
-// binary and ns; the mount table unchanged), or nil.
+// binary and ns; what it inherited and the mounts unchanged, see spare),
+// or nil. It runs on the command's thread, the one a helper started for
+// the command would be started from.
 func takeSpare(ns namespaces) *spare {
 	helper, _, err := helperPath()
 	if err != nil {
@@ -101,12 +113,17 @@ func takeSpare(ns namespaces) *spare {
 	if s == nil {
 		return nil
 	}
-	if s.helper != helper || s.ns != ns || !bytes.Equal(s.mounts, mountTable()) || s.exited() {
+	if s.helper != helper || s.ns != ns || s.exited() || !bytes.Equal(s.state, inherited(helper)) || mountsMoved(s.mounts) {
 		s.discard()
 		return nil
 	}
+	spareUses.Add(1)
 	return s
 }
+
+// spareUses counts the spares taken (for tests: one whose state matches
+// is used).
+var spareUses atomic.Int64
 
 // askSpare asks for a spare in namespaces ns once no confined command
 // has started for spareIdle (takeSpare puts it off), unless one is ready
@@ -142,21 +159,19 @@ func askSpare(ns namespaces) {
 // spare is started.
 const spareIdle = 10 * time.Millisecond
 
-// mountTable is the process's mount table (mount IDs are never reused:
-// an unchanged table is the same mounts).
-func mountTable() []byte {
-	b, _ := os.ReadFile("/proc/self/mountinfo")
-	return b
-}
-
 // startSpare starts a helper in new namespaces ns, left waiting for its
-// configuration.
+// configuration. What it inherits is read before and after its start, on
+// the thread that starts it: a change while it started discards it.
 func startSpare(ns namespaces) (*spare, error) {
 	helper, _, err := helperPath()
 	if err != nil {
 		return nil, err
 	}
-	s := &spare{helper: helper, ns: ns, mounts: mountTable()}
+	mounts, err := watchMounts()
+	if err != nil {
+		return nil, err
+	}
+	s := &spare{helper: helper, ns: ns, mounts: mounts, state: inherited(helper)}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -175,6 +190,7 @@ func startSpare(ns namespaces) (*spare, error) {
 	cmd, after, err := selfCommand(ctx, sandboxhelper.HelperMode, data, "", attr, "sandbox helper")
 	if err != nil {
 		cancel()
+		unix.Close(mounts)
 		return nil, err
 	}
 	cmd.Cancel = killGroup(cmd)
@@ -182,14 +198,14 @@ func startSpare(ns namespaces) (*spare, error) {
 	cmd.Stdout, cmd.Stderr = &s.stdout, &s.stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
+		unix.Close(mounts)
 		return nil, after(err)
 	}
-	if !bytes.Equal(s.mounts, mountTable()) { // changed while it started
-		s.cmd, s.after = cmd, after
-		s.discard()
-		return nil, errors.New("the mount table changed")
-	}
 	s.cmd, s.after = cmd, after
+	if !bytes.Equal(s.state, inherited(helper)) || mountsMoved(s.mounts) { // changed while it started
+		s.discard()
+		return nil, errors.New("the process's state or mounts changed while the spare started")
+	}
 	return s, nil
 }
 
@@ -200,6 +216,7 @@ func (s *spare) command(ctx context.Context, c sandboxhelper.Config, tmp func() 
 	s.cfg.c, s.cfg.tmp = c, tmp
 	s.cfg.c.Protocol = sandboxhelper.Protocol()
 	s.cfg.Unlock()
+	unix.Close(s.mounts)
 	context.AfterFunc(ctx, s.cancel) // the command's timeout and cancellation kill it (cmd.Cancel)
 	return command{Cmd: s.cmd, after: s.after, output: func(stdout, stderr io.Writer) {
 		s.stdout.set(stdout)
@@ -220,6 +237,7 @@ func (s *spare) discard() {
 	_ = s.cmd.Cancel()
 	_ = s.after(errors.New("discarded"))
 	s.cancel()
+	unix.Close(s.mounts)
 	go func() { _ = s.cmd.Wait() }()
 }
 
