@@ -15,7 +15,9 @@
 // process on, the helper has been started ahead of the command, in the
 // new namespaces, and waits for its configuration (a spare helper: the
 // namespaces and the helper's start are off the command's path); it is
-// confined exactly as one started for the command.
+// confined exactly as one started for the command, and is not used when
+// the process's state it inherited (credentials, umask, rlimits, cgroup,
+// ...) or the mounts have changed since it started.
 //
 // # Nothing a command starts outlives it
 //

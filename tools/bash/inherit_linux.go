@@ -2,9 +2,7 @@ package bash
 
 import (
 	"bytes"
-	"fmt"
-	"os"
-	"strings"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,50 +41,101 @@ import (
 // the spare started (the kernel has no call that says so); the helper's
 // own ruleset confines the command all the same.
 func inherited(helper string) []byte {
-	var b bytes.Buffer
-	status, err := os.ReadFile("/proc/thread-self/status")
-	fmt.Fprintf(&b, "status %v\n", err)
-	for _, line := range strings.SplitAfter(string(status), "\n") {
-		key, _, _ := strings.Cut(line, ":")
-		if inheritedStatus[key] {
-			b.WriteString(line)
+	b := make([]byte, 0, 4096)
+	// Everything of the thread's is read relative to one descriptor of
+	// /proc/thread-self: the comparison is on a spare's path (BenchmarkInherited).
+	dir, err := unix.Open("/proc/thread-self", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return append(b, "thread-self "+err.Error()...)
+	}
+	defer unix.Close(dir)
+	var buf [8192]byte
+	status := readAt(dir, "status", buf[:])
+	for line := range bytes.SplitAfterSeq(status, []byte("\n")) {
+		key, _, _ := bytes.Cut(line, []byte(":"))
+		if inheritedStatus[string(key)] {
+			b = append(b, line...)
 		}
 	}
 	for _, f := range inheritedFiles {
-		v, err := os.ReadFile(f)
-		fmt.Fprintf(&b, "%s %v %q\n", f, err, v)
+		b = append(b, f...)
+		b = append(b, ' ')
+		b = append(b, readAt(dir, f, buf[:])...)
+		b = append(b, '\n')
+	}
+	num := func(name string, vs ...int64) {
+		b = append(b, name...)
+		for _, v := range vs {
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, v, 10)
+		}
+		b = append(b, '\n')
+	}
+	errno := func(err error) int64 {
+		if e, ok := err.(unix.Errno); ok {
+			return int64(e)
+		}
+		if err != nil {
+			return -1
+		}
+		return 0
 	}
 	for _, ns := range inheritedNS {
-		v, err := os.Readlink("/proc/thread-self/ns/" + ns)
-		fmt.Fprintf(&b, "ns %s %v %s\n", ns, err, v)
+		var st unix.Stat_t
+		err := unix.Fstatat(dir, "ns/"+ns, &st, 0)
+		num(ns, errno(err), int64(st.Dev), int64(st.Ino))
 	}
-	for res := 0; res < rlimits; res++ {
+	for _, path := range []string{"root", helper} {
+		var st unix.Stat_t
+		err := unix.Fstatat(dir, path, &st, 0) // helper is absolute
+		num(path, errno(err), int64(st.Dev), int64(st.Ino), int64(st.Mode), int64(st.Uid), int64(st.Gid),
+			st.Size, st.Mtim.Nano(), st.Ctim.Nano())
+	}
+	for res := range rlimits {
 		var l unix.Rlimit
 		err := unix.Prlimit(0, res, nil, &l)
-		fmt.Fprintf(&b, "rlimit %d %v %d %d\n", res, err, l.Cur, l.Max)
+		num("rlimit", int64(res), errno(err), int64(l.Cur), int64(l.Max))
 	}
 	for _, opt := range inheritedPrctl {
 		v, err := unix.PrctlRetInt(opt, 0, 0, 0, 0)
-		fmt.Fprintf(&b, "prctl %d %v %d\n", opt, err, v)
+		num("prctl", int64(opt), errno(err), int64(v))
 	}
-	pers, _, errno := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
-	fmt.Fprintf(&b, "personality %d %d\n", pers, errno)
+	pers, _, e1 := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
+	policy, _, e2 := unix.Syscall(unix.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+	ioprio, _, e3 := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, 0, 0)
+	num("personality, scheduler, I/O priority", int64(pers), int64(e1), int64(policy), int64(e2), int64(ioprio), int64(e3))
 	nice, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-	fmt.Fprintf(&b, "nice %d %v\n", nice, err)
-	policy, _, errno := unix.Syscall(unix.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
-	fmt.Fprintf(&b, "scheduler %d %d\n", policy, errno)
-	ioprio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, 0, 0)
-	fmt.Fprintf(&b, "ioprio %d %d\n", ioprio, errno)
+	num("nice", int64(nice), errno(err))
 	sid, err := unix.Getsid(0)
-	fmt.Fprintf(&b, "sid %d %v\n", sid, err)
+	num("session", int64(sid), errno(err))
 	ring, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
-	fmt.Fprintf(&b, "keyring %d %v\n", ring, err)
-	for _, path := range []string{"/proc/self/root", helper} {
-		var st unix.Stat_t
-		err := unix.Stat(path, &st)
-		fmt.Fprintf(&b, "stat %s %v %d %d %o %d %d %d %v %v\n", path, err, st.Dev, st.Ino, st.Mode, st.Uid, st.Gid, st.Size, st.Mtim, st.Ctim)
+	num("keyring", int64(ring), errno(err))
+	return b
+}
+
+// readAt reads the file name below dir into buf and returns what it read,
+// or the error's text.
+func readAt(dir int, name string, buf []byte) []byte {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return []byte(err.Error())
 	}
-	return b.Bytes()
+	defer unix.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return []byte(err.Error())
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n]
 }
 
 // rlimits is the number of resources getrlimit knows (RLIM_NLIMITS).
@@ -103,10 +152,9 @@ var inheritedStatus = map[string]bool{
 	"Cpus_allowed_list": true, "Mems_allowed_list": true,
 }
 
-// inheritedFiles are the other files of /proc that hold what a helper
-// inherits.
-var inheritedFiles = []string{"/proc/self/cgroup", "/proc/thread-self/attr/current",
-	"/proc/self/oom_score_adj", "/proc/self/loginuid", "/proc/self/sessionid"}
+// inheritedFiles are the other files of /proc/thread-self that hold what
+// a helper inherits.
+var inheritedFiles = []string{"cgroup", "attr/current", "oom_score_adj", "loginuid", "sessionid"}
 
 // inheritedNS are the namespaces a helper starts in, or makes its new ones
 // in.

@@ -389,12 +389,26 @@ func openFDs(t *testing.T) int {
 // waited for.
 func zombies(t *testing.T) []string {
 	t.Helper()
-	procs, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var z []string
-	for _, p := range procs {
+	for _, c := range children(os.Getpid()) {
+		if c.state == "Z" {
+			z = append(z, strconv.Itoa(c.pid)+" "+c.cmdline)
+		}
+	}
+	return z
+}
+
+// child is a process's child, as /proc shows it.
+type child struct {
+	pid            int
+	state, cmdline string
+}
+
+// children are the children of pid.
+func children(pid int) []child {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var cs []child
+	for _, p := range stats {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue
@@ -405,9 +419,26 @@ func zombies(t *testing.T) []string {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[0] == "Z" && f[1] == strconv.Itoa(os.Getpid()) {
-			z = append(z, s[:i+1])
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
 		}
+		c := child{state: f[0]}
+		c.pid, _ = strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		c.cmdline = string(cmdline)
+		cs = append(cs, c)
 	}
-	return z
+	return cs
+}
+
+// BenchmarkInherited: the comparison on a spare's path (what inherited
+// reads).
+func BenchmarkInherited(b *testing.B) {
+	helper, _, err := helperPath()
+	if err != nil {
+		b.Skip(err)
+	}
+	for b.Loop() {
+		inherited(helper)
+	}
 }
