@@ -356,7 +356,7 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp func() (stri
 		// for the command is started there), and its output is pipes
 		// (os/exec hands a file, a terminal, to a helper started for it).
 		if r.MountNS && !isFile(o.Stdout) && !isFile(o.Stderr) {
-			if sp := takeSpare(r.ns); sp != nil {
+			if sp := takeSpare(ctx, r.ns); sp != nil {
 				c := sp.command(ctx, c, tmp)
 				c.finished = next
 				return c, nil

@@ -72,7 +72,8 @@ var (
 		sync.Mutex
 		ready    *spare
 		starting bool
-		idle     *time.Timer // asks for one (askSpare)
+		started  chan struct{} // closed when the one starting is ready, or failed
+		idle     *time.Timer   // asks for one (askSpare)
 		ns       namespaces
 	}
 	spareReq  = make(chan namespaces, 1)
@@ -90,20 +91,32 @@ func spareThread() {
 		if err == nil {
 			spares.ready = s
 		}
+		close(spares.started)
 		spares.Unlock()
 	}
 }
 
 // takeSpare returns the spare, if one is ready that fits (the helper
 // binary and ns; what it inherited and the mounts unchanged, see spare),
-// or nil. It runs on the command's thread, the one a helper started for
-// the command would be started from.
-func takeSpare(ns namespaces) *spare {
+// or nil. One that is starting is waited for (until ctx is done): a
+// helper started for the command meanwhile would compete with it. It runs
+// on the command's thread, the one a helper started for the command would
+// be started from.
+func takeSpare(ctx context.Context, ns namespaces) *spare {
 	helper, _, err := helperPath()
 	if err != nil {
 		return nil
 	}
 	spares.Lock()
+	if spares.ready == nil && spares.starting {
+		started := spares.started
+		spares.Unlock()
+		select {
+		case <-started:
+		case <-ctx.Done():
+		}
+		spares.Lock()
+	}
 	s := spares.ready
 	spares.ready = nil
 	if spares.idle != nil {
@@ -142,7 +155,9 @@ func askSpare(ns namespaces) {
 		spares.idle = time.AfterFunc(spareIdle, func() {
 			spares.Lock()
 			ask := spares.ready == nil && !spares.starting
-			spares.starting = spares.starting || ask
+			if ask {
+				spares.starting, spares.started = true, make(chan struct{})
+			}
 			ns := spares.ns
 			spares.Unlock()
 			if ask {
