@@ -90,9 +90,29 @@ func spareThread() {
 		spares.starting = false
 		if err == nil {
 			spares.ready = s
+			go s.reapIfGone()
 		}
 		close(spares.started)
 		spares.Unlock()
+	}
+}
+
+// reapIfGone waits for s to end, and discards it (reaps it) if it was
+// still waiting for a command then: a spare killed while it waited is no
+// zombie until the next command. One that was taken is its command's
+// helper, waited for by it.
+func (s *spare) reapIfGone() {
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, s.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
+	spares.Lock()
+	gone := spares.ready == s
+	if gone {
+		spares.ready = nil
+	}
+	spares.Unlock()
+	if gone {
+		s.discard()
 	}
 }
 

@@ -349,7 +349,8 @@ func TestMountsMoved(t *testing.T) {
 }
 
 // TestSpareLeavesNothing: spares taken, discarded and gone leave no
-// descriptor in this process and no zombie child.
+// descriptor in this process and no zombie child, also when no command
+// comes after one is killed.
 func TestSpareLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	spareReady(t, dir)
@@ -373,6 +374,19 @@ func TestSpareLeavesNothing(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		runIn(t, dir, "true") // discarded: gone
+	}
+	s := spareReady(t, dir)
+	if err := syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for !s.exited() {
+		time.Sleep(time.Millisecond)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(zombies(t)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // a spare killed while it waits is reaped with no command to come
+	}
+	if z := zombies(t); len(z) > 0 {
+		t.Errorf("a spare killed while it waited is left a zombie: %v", z)
 	}
 	spareReady(t, dir)
 	var after int
