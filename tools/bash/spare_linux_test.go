@@ -471,3 +471,43 @@ func BenchmarkInherited(b *testing.B) {
 		inherited(helper)
 	}
 }
+
+// TestSpareResolvesPathsAtUse: what the configuration names by path (the
+// working directory, masked files) is looked up when the configuration
+// comes, in a spare as in a helper started for the command: a directory
+// replaced by another of the same name, and a masked file made, after
+// the spare started, are the current ones.
+func TestSpareResolvesPathsAtUse(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "f"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spareReady(t, dir)
+	if err := os.Rename(work, work+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"f": "new", "secret": "hidden"} {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := spareUses.Load()
+	r, err := Run(context.Background(), &Options{Dir: work, Profile: ReadOnly, Masked: []string{filepath.Join(work, "secret")}},
+		"cat f; cat secret; pwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spareUses.Load() != n+1 {
+		t.Skip("the spare was not used (another process's mount?)")
+	}
+	if want := "new" + work + "\n"; r.Stdout != want {
+		t.Fatalf("the command in a spare printed %q (stderr %q), want %q", r.Stdout, r.Stderr, want)
+	}
+}
