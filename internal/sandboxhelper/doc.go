@@ -6,9 +6,11 @@
 // namespace) starts from outliving it. It imports no more than that needs
 // (golang.org/x/sys/unix, go-landlock), so that the binary that holds it
 // alone, cmd/tollgate-sandbox, starts in a fraction of the time tollgate
-// does: every command pays one start of it (two without a PID namespace),
-// and tollgate's start-up is tens of milliseconds of package
-// initialisation (SDKs, CEL, protobuf descriptors; bench/README.md).
+// does: every command needs one start of it (two without a PID namespace;
+// tools/bash starts the helper of a PID namespace a command ahead, so
+// that its start is off the command's path), and tollgate's start-up is
+// tens of milliseconds of package initialisation (SDKs, CEL, protobuf
+// descriptors; bench/README.md).
 //
 // # Where the helper binary comes from
 //

@@ -156,19 +156,6 @@ func runHelper() error {
 	if err := readConfig(&c, &c.Protocol); err != nil {
 		return err
 	}
-	for _, l := range []struct {
-		res int
-		v   uint64
-	}{{unix.RLIMIT_CPU, c.CPU}, {unix.RLIMIT_FSIZE, c.FileSize}, {unix.RLIMIT_NPROC, c.Procs}, {unix.RLIMIT_AS, c.Memory}, {unix.RLIMIT_CORE, 0}} {
-		var old unix.Rlimit
-		if err := unix.Getrlimit(l.res, &old); err != nil {
-			return fmt.Errorf("getrlimit %d: %w", l.res, err)
-		}
-		v := min(l.v, old.Max) // only lowered: raising needs privileges
-		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", l.res, err)
-		}
-	}
 	// Everything from here is per thread (bounding set, capabilities,
 	// no_new_privs, the Landlock domain) and the shell is exec'd from this
 	// thread, so it is locked and never unlocked. (Confining every thread
@@ -221,6 +208,9 @@ func runHelper() error {
 		}
 	}
 	if c.Probe {
+		if err := setLimits(c); err != nil {
+			return err
+		}
 		return json.NewEncoder(os.Stdout).Encode(ProbeResult{SeccompOK: SeccompEnforced})
 	}
 	// HOME is not readable under a confined profile, and programs such as
@@ -232,7 +222,33 @@ func runHelper() error {
 			env = append(env, kv)
 		}
 	}
+	// The limits last, just before the exec: under RLIMIT_AS the helper's
+	// own runtime may not map memory again, and a Go binary's address
+	// space is large (a race-built helper died in setupView, with the
+	// limit set first, when its runtime wanted another span).
+	if err := setLimits(c); err != nil {
+		return err
+	}
 	return syscall.Exec(c.Shell, []string{c.Shell, "-c", c.Cmd}, env)
+}
+
+// setLimits sets the command's rlimits (only lowered: raising needs
+// privileges).
+func setLimits(c Config) error {
+	for _, l := range []struct {
+		res int
+		v   uint64
+	}{{unix.RLIMIT_CPU, c.CPU}, {unix.RLIMIT_FSIZE, c.FileSize}, {unix.RLIMIT_NPROC, c.Procs}, {unix.RLIMIT_AS, c.Memory}, {unix.RLIMIT_CORE, 0}} {
+		var old unix.Rlimit
+		if err := unix.Getrlimit(l.res, &old); err != nil {
+			return fmt.Errorf("getrlimit %d: %w", l.res, err)
+		}
+		v := min(l.v, old.Max)
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", l.res, err)
+		}
+	}
+	return nil
 }
 
 // rules are the Landlock rules of a profile. Everything else is denied:

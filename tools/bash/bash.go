@@ -11,7 +11,13 @@
 // namespaces where it may, sets resource limits, drops capabilities,
 // applies a Landlock ruleset and then execs the shell with an allow-listed
 // environment. [Check] says what this kernel enforces. The calling process
-// is never confined.
+// is never confined. On Linux, from the second confined command of a
+// process on, the helper has been started ahead of the command, in the
+// new namespaces, and waits for its configuration (a spare helper: the
+// namespaces and the helper's start are off the command's path); it is
+// confined exactly as one started for the command, and is not used when
+// the process's state it inherited (credentials, umask, rlimits, cgroup,
+// ...) or the mounts have changed since it started.
 //
 // # Nothing a command starts outlives it
 //
@@ -286,6 +292,9 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 			return Result{ExitCode: -1}, fmt.Errorf("cannot run %s: %w", o.Shell, err)
 		}
 	}
+	if c.finished != nil {
+		defer c.finished()
+	}
 	// cmd.Cancel, set by each way of starting, kills the whole tree (the
 	// process group, or the supervisor's killing): a command's children
 	// must not outlive it. WaitDelay bounds the wait for a tree that does
@@ -295,14 +304,20 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 		cmd.WaitDelay = 2 * time.Second
 	}
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	var outW, errW io.Writer = stdout, stderr
 	if o.Stdout != nil {
-		cmd.Stdout = o.Stdout
+		outW = o.Stdout
 	}
 	if o.Stderr != nil {
-		cmd.Stderr = o.Stderr
+		errW = o.Stderr
 	}
-	err := cmd.Start()
+	var err error
+	if c.output != nil {
+		c.output(outW, errW) // started already
+	} else {
+		cmd.Stdout, cmd.Stderr = outW, errW
+		err = cmd.Start()
+	}
 	if c.after != nil {
 		if aerr := c.after(err); aerr != nil {
 			if err == nil {
@@ -354,6 +369,13 @@ type command struct {
 	// stopped, if set, is called after Wait: an error says that processes
 	// the command started may be left.
 	stopped func() error
+	// output, if set, says that the command is started already (a spare
+	// helper, waiting for its configuration: see spare_linux.go) and sends
+	// its output to stdout and stderr; Start is not called.
+	output func(stdout, stderr io.Writer)
+	// finished, if set, is called when the command is done (it asks for
+	// the next spare helper).
+	finished func()
 }
 
 func (c command) stop() error {

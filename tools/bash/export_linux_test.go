@@ -1,6 +1,7 @@
 package bash
 
 import (
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,3 +28,15 @@ func SuperviseForTest(budget time.Duration, spare string) {
 // FindHelper is findHelper: the helper binary a process at self would
 // start, and why not HelperName next to it.
 var FindHelper = findHelper
+
+// HelperChildren are the children of pid that run the sandbox helper (a
+// spare, waiting for its configuration, among them).
+func HelperChildren(pid int) []int {
+	var pids []int
+	for _, c := range children(pid) {
+		if strings.HasPrefix(c.cmdline, "tollgate-sandbox-helper\x00") {
+			pids = append(pids, c.pid)
+		}
+	}
+	return pids
+}

@@ -351,10 +351,27 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp func() (stri
 		c.PidMax = pidMax(c.Procs)
 	}
 	if r.PidNS {
+		next := func() { askSpare(r.ns) }
+		// A spare changes to c.Dir in its mount view (a helper started
+		// for the command is started there), and its output is pipes
+		// (os/exec hands a file, a terminal, to a helper started for it).
+		if r.MountNS && !isFile(o.Stdout) && !isFile(o.Stderr) {
+			if sp := takeSpare(ctx, r.ns); sp != nil {
+				c := sp.command(ctx, c, tmp)
+				c.finished = next
+				return c, nil
+			}
+		}
 		cmd, after, err := helperCommand(ctx, c, r.ns, tmp) // the namespace takes the tree with the shell
-		return command{Cmd: cmd, after: after}, err
+		return command{Cmd: cmd, after: after, finished: next}, err
 	}
 	return supervisedCommand(ctx, sandboxhelper.SuperviseConfig{Confined: &c, Cloneflags: r.ns.Flags, UserNS: r.ns.User}, dir, "sandbox helper", tmp)
+}
+
+// isFile says whether w is a file, which os/exec gives a process as it is.
+func isFile(w io.Writer) bool {
+	_, ok := w.(*os.File)
+	return ok
 }
 
 // unconfinedCommand runs an unconfined shell under the supervisor, or,

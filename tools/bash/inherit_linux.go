@@ -1,0 +1,198 @@
+package bash
+
+import (
+	"bytes"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// inherited describes what a sandbox helper started now, from this
+// thread, would take from this process rather than from its
+// configuration; a spare helper (spare_linux.go) is used only when it
+// reads the same at the command's use as when the spare was started, and
+// is discarded otherwise (found by review: a process that dropped root
+// after its spare started ran its next command as uid 0, with the old
+// umask, rlimits and cgroup).
+//
+// What a helper inherits, and is here: its credentials (real, effective,
+// saved and file-system uid and gid, the supplementary groups), its
+// capabilities (effective, permitted, inheritable, bounding, ambient),
+// securebits and no_new_privs, the seccomp mode and filters, the LSM
+// label, the umask, every rlimit (the helper only lowers five of them),
+// the cgroup, the namespaces (the new ones are made in this process's),
+// the root directory, the signal mask and ignored signals, the
+// personality, the scheduling (nice, policy, I/O priority, CPUs and
+// memory nodes allowed), the speculation controls, the prctl settings
+// fork and exec keep (THP, machine-check kill, timer slack, I/O flusher,
+// memory-deny-write-execute), oom_score_adj, the audit login uid, the
+// session and its keyring, and the helper binary itself (a file replaced
+// at its path would be another program).
+//
+// What it does not inherit, and is not here: the environment (the helper
+// gets only sandboxhelper.Env; the command's comes in the configuration),
+// the working directory (the helper changes to the configuration's
+// absolute Dir before anything reads a relative path), descriptors past
+// the standard ones and the two pipes (every descriptor from 3 up is
+// closed at the shell's exec; the standard ones are the command's pipes),
+// and the mount table, which is watched instead (mountsMoved): a mount
+// namespace is a copy of this process's at the helper's start. One thing
+// cannot be read back: a Landlock domain this process put itself in after
+// the spare started (the kernel has no call that says so); the helper's
+// own ruleset confines the command all the same.
+func inherited(helper string) []byte {
+	b := make([]byte, 0, 4096)
+	// Everything of the thread's is read relative to one descriptor of
+	// /proc/thread-self: the comparison is on a spare's path (BenchmarkInherited).
+	dir, err := unix.Open("/proc/thread-self", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return append(b, "thread-self "+err.Error()...)
+	}
+	defer unix.Close(dir)
+	var buf [8192]byte
+	status := readAt(dir, "status", buf[:])
+	for line := range bytes.SplitAfterSeq(status, []byte("\n")) {
+		key, _, _ := bytes.Cut(line, []byte(":"))
+		if inheritedStatus[string(key)] {
+			b = append(b, line...)
+		}
+	}
+	for _, f := range inheritedFiles {
+		b = append(b, f...)
+		b = append(b, ' ')
+		b = append(b, readAt(dir, f, buf[:])...)
+		b = append(b, '\n')
+	}
+	num := func(name string, vs ...int64) {
+		b = append(b, name...)
+		for _, v := range vs {
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, v, 10)
+		}
+		b = append(b, '\n')
+	}
+	errno := func(err error) int64 {
+		if e, ok := err.(unix.Errno); ok {
+			return int64(e)
+		}
+		if err != nil {
+			return -1
+		}
+		return 0
+	}
+	for _, ns := range inheritedNS {
+		var st unix.Stat_t
+		err := unix.Fstatat(dir, "ns/"+ns, &st, 0)
+		num(ns, errno(err), int64(st.Dev), int64(st.Ino))
+	}
+	for _, path := range []string{"root", helper} {
+		var st unix.Stat_t
+		err := unix.Fstatat(dir, path, &st, 0) // helper is absolute
+		num(path, errno(err), int64(st.Dev), int64(st.Ino), int64(st.Mode), int64(st.Uid), int64(st.Gid),
+			st.Size, st.Mtim.Nano(), st.Ctim.Nano())
+	}
+	for res := range rlimits {
+		var l unix.Rlimit
+		err := unix.Prlimit(0, res, nil, &l)
+		num("rlimit", int64(res), errno(err), int64(l.Cur), int64(l.Max))
+	}
+	for _, opt := range inheritedPrctl {
+		v, err := unix.PrctlRetInt(opt, 0, 0, 0, 0)
+		num("prctl", int64(opt), errno(err), int64(v))
+	}
+	pers, _, e1 := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
+	policy, _, e2 := unix.Syscall(unix.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+	ioprio, _, e3 := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, 0, 0)
+	num("personality, scheduler, I/O priority", int64(pers), int64(e1), int64(policy), int64(e2), int64(ioprio), int64(e3))
+	nice, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	num("nice", int64(nice), errno(err))
+	sid, err := unix.Getsid(0)
+	num("session", int64(sid), errno(err))
+	ring, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
+	num("keyring", int64(ring), errno(err))
+	return b
+}
+
+// readAt reads the file name below dir into buf and returns what it read,
+// or the error's text.
+func readAt(dir int, name string, buf []byte) []byte {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return []byte(err.Error())
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n]
+}
+
+// rlimits is the number of resources getrlimit knows (RLIM_NLIMITS).
+const rlimits = 16
+
+// inheritedStatus are the lines of /proc/thread-self/status that fork and
+// exec keep (the uid and gid lines hold the real, effective, saved and
+// file-system ids).
+var inheritedStatus = map[string]bool{
+	"Umask": true, "Uid": true, "Gid": true, "Groups": true, "NoNewPrivs": true,
+	"Seccomp": true, "Seccomp_filters": true, "CapInh": true, "CapPrm": true, "CapEff": true,
+	"CapBnd": true, "CapAmb": true, "SigBlk": true, "SigIgn": true,
+	"Speculation_Store_Bypass": true, "SpeculationIndirectBranch": true,
+	"Cpus_allowed_list": true, "Mems_allowed_list": true,
+}
+
+// inheritedFiles are the other files of /proc/thread-self that hold what
+// a helper inherits.
+var inheritedFiles = []string{"cgroup", "attr/current", "oom_score_adj", "loginuid", "sessionid"}
+
+// inheritedNS are the namespaces a helper starts in, or makes its new ones
+// in.
+var inheritedNS = []string{"cgroup", "ipc", "mnt", "net", "pid", "pid_for_children",
+	"time", "time_for_children", "user", "uts"}
+
+// inheritedPrctl are the prctl settings (their PR_GET_ options) that fork
+// and exec keep and /proc/thread-self/status does not show.
+var inheritedPrctl = []int{unix.PR_GET_SECUREBITS, unix.PR_GET_THP_DISABLE, unix.PR_MCE_KILL_GET,
+	unix.PR_GET_TIMERSLACK, unix.PR_GET_IO_FLUSHER, prGetMDWE}
+
+// prGetMDWE is PR_GET_MDWE (Linux 6.3: memory-deny-write-execute, kept
+// by fork and exec).
+const prGetMDWE = 66
+
+// watchMounts opens this process's mount table, for mountsMoved to say
+// whether any mount of its namespace was made, moved, changed or
+// unmounted since; the caller closes the descriptor. It is not an
+// *os.File: os.Open would add it to the runtime's poller, whose waits
+// would take the kernel's flag (a poll of the table clears it).
+func watchMounts() (int, error) {
+	return unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+}
+
+// mountsMoved says whether the mount namespace of fd (see watchMounts)
+// has changed since fd was opened: the kernel flags a mount table whose
+// namespace's event counter moved (POLLPRI and POLLERR), whatever the
+// table then reads (mount ids and device numbers are reused: a bind
+// mount replaced by another at the same path can read the same, found by
+// review). The flag is cleared when it is read: a spare whose watch said
+// so once is discarded. An error says it has changed.
+func mountsMoved(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+	for {
+		_, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err != nil || fds[0].Revents&(unix.POLLPRI|unix.POLLERR|unix.POLLNVAL) != 0
+	}
+}
