@@ -1,0 +1,40 @@
+package gopool
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Work given from many goroutines at once, while goroutines go idle, time
+// out and are ended, all runs; Wait returns true only once every
+// goroutine of the pool has returned.
+func TestPoolGoFromManyGoroutinesThenEndAndWait(t *testing.T) {
+	for round := range 50 {
+		p := New(3, time.Duration(round%3)*time.Microsecond)
+		var ran atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					p.Go(func() { ran.Add(1) })
+				}
+			}()
+		}
+		wg.Wait()
+		p.End()
+		if !p.Wait(context.Background()) {
+			t.Fatal("Wait")
+		}
+		if n := p.count(); n != 0 {
+			t.Fatalf("round %d: %d goroutines after Wait", round, n)
+		}
+		if got := ran.Load(); got != 400 {
+			t.Fatalf("round %d: %d of 400 ran by Wait's return", round, got)
+		}
+	}
+}
