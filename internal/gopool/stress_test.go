@@ -38,3 +38,36 @@ func TestPoolGoFromManyGoroutinesThenEndAndWait(t *testing.T) {
 		}
 	}
 }
+
+// Go from many goroutines while End comes: every piece of work Go took
+// has run by Wait's return, and none it refused runs.
+func TestPoolGoRacingEnd(t *testing.T) {
+	for round := range 50 {
+		p := New(2, time.Hour)
+		var took, ran atomic.Int32
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					if p.Go(func() { ran.Add(1) }) {
+						took.Add(1)
+					}
+				}
+			}()
+		}
+		p.End()
+		if !p.Wait(context.Background()) {
+			t.Fatal("Wait")
+		}
+		// took may still lag behind a Go that has returned true.
+		if got, want := ran.Load(), took.Load(); got < want {
+			t.Fatalf("round %d: %d of the %d pieces of work Go took ran by Wait's return", round, got, want)
+		}
+		wg.Wait()
+		if got, want := ran.Load(), took.Load(); got != want {
+			t.Fatalf("round %d: %d ran, %d taken", round, got, want)
+		}
+	}
+}
