@@ -15,17 +15,7 @@ func TestPoolGoFromManyGoroutinesThenEndAndWait(t *testing.T) {
 	for round := range 50 {
 		p := New(3, time.Duration(round%3)*time.Microsecond)
 		var ran atomic.Int32
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 50 {
-					p.Go(func() { ran.Add(1) })
-				}
-			}()
-		}
-		wg.Wait()
+		goFrom(p, 8, 50, &ran, nil).Wait()
 		p.End()
 		if !p.Wait(context.Background()) {
 			t.Fatal("Wait")
@@ -45,18 +35,7 @@ func TestPoolGoRacingEnd(t *testing.T) {
 	for round := range 50 {
 		p := New(2, time.Hour)
 		var took, ran atomic.Int32
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 50 {
-					if p.Go(func() { ran.Add(1) }) {
-						took.Add(1)
-					}
-				}
-			}()
-		}
+		wg := goFrom(p, 4, 50, &ran, &took)
 		p.End()
 		if !p.Wait(context.Background()) {
 			t.Fatal("Wait")
@@ -70,4 +49,22 @@ func TestPoolGoRacingEnd(t *testing.T) {
 			t.Fatalf("round %d: %d ran, %d taken", round, got, want)
 		}
 	}
+}
+
+// goFrom gives p work from n goroutines, each times times: the work
+// counts in ran, what Go takes in took (if not nil).
+func goFrom(p *Pool, n, times int, ran, took *atomic.Int32) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range times {
+				if p.Go(func() { ran.Add(1) }) && took != nil {
+					took.Add(1)
+				}
+			}
+		}()
+	}
+	return &wg
 }
