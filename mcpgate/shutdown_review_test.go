@@ -2,6 +2,7 @@ package mcpgate_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,11 +29,20 @@ func TestGatewayAllowedCallNotMadeAfterShutdownReturned(t *testing.T) {
 	// Shutdown has returned: the first write completes now.
 	close(store.hold)
 	res := wait(t, ch)
+	var th *checkpoint.Thread
 	eventually(t, "the call's thread to go idle", func() bool {
 		ths, _, err := store.ListThreads(context.Background(), checkpoint.ThreadFilter{})
+		if err == nil && len(ths) == 1 {
+			th = ths[0]
+		}
 		return err == nil && len(ths) == 1 && ths[0].Status == checkpoint.ThreadIdle
 	})
 	if n := ledger.Count("write_note"); n != 0 {
 		t.Errorf("the call was made after Shutdown returned (%d calls reached the server); the client got %q", n, text(res))
+	}
+	// The thread says what happened: not made (neither unknown nor made).
+	recs, err := store.ListToolCalls(context.Background(), th.ID, th.RunID)
+	if err != nil || len(recs) != 1 || !strings.Contains(string(recs[0].Result), "not made") || strings.Contains(string(recs[0].Result), "unknown") {
+		t.Errorf("the record of a call not made at shutdown: %+v %v", recs, err)
 	}
 }
