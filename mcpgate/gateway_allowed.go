@@ -118,8 +118,8 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.upstream.cfg.callTimeout()+pingTimeout+restartWait)
 		defer cancel()
 		defer context.AfterFunc(g.cut, cancel)()
-		// Checked once the cut cancels callCtx: a cut after the check
-		// cancels the call on its way.
+		// Checked once a cut cancels callCtx: one that comes after the
+		// check cancels the call on its way.
 		switch {
 		case g.cut.Err() != nil:
 			answer <- retryable(shuttingDown)
