@@ -501,7 +501,11 @@ func (r *cycleRound) setLatencies(samples []sample) {
 	r.CycleP50, r.CycleP99 = pct(cyc, 50), pct(cyc, 99)
 }
 
+// writeHeapProfile writes the allocation profile to path, after a GC:
+// the profile is as of the last one, and would miss what was allocated
+// since.
 func writeHeapProfile(path string) error {
+	runtime.GC()
 	f, err := os.Create(path)
 	if err != nil {
 		return err

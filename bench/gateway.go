@@ -95,6 +95,13 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	if o.memProf != "" {
+		// Before anything starts, as the runtime asks: it draws each
+		// next sample at the rate it read when it drew the last, so work
+		// already under way (the gateway's, its server's) is sampled at
+		// the default for a while after a late change.
+		runtime.MemProfileRate = 4096
+	}
 	g, err := newGatewayRig(ctx, o)
 	if err != nil {
 		return err
@@ -197,10 +204,7 @@ func newGatewayRig(ctx context.Context, o gatewayOptions) (_ *gatewayRig, err er
 	if err := g.connect(ctx, up.URL, gw.URL, token, maxC); err != nil {
 		return nil, err
 	}
-	if o.memProf != "" {
-		runtime.MemProfileRate = 4096
-		g.memProf = o.memProf
-	}
+	g.memProf = o.memProf
 	if o.profile != "" {
 		if g.prof, err = os.Create(o.profile); err != nil {
 			return nil, err

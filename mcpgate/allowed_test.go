@@ -246,3 +246,36 @@ func TestGatewayAllowedCallCancelledBeforeItIsMade(t *testing.T) {
 		t.Fatalf("the audit log of a call cancelled before it was made: %v %v", evs, err)
 	}
 }
+
+// An allowed call still running upstream when Shutdown's grace ends is
+// cancelled there, and its thread records its outcome as unknown (the
+// server may have taken it), not as made or not made.
+func TestGatewayAllowedCallCutAtShutdown(t *testing.T) {
+	w := newGateway(t, gwOptions{policy: slowAllowed})
+	ch := w.callAsync(context.Background(), "slow", map[string]any{"ms": 5000})
+	var th *checkpoint.Thread
+	eventually(t, "the slow call's thread", func() bool {
+		ths, _, err := w.store.ListThreads(context.Background(), checkpoint.ThreadFilter{Status: checkpoint.ThreadRunning})
+		if err == nil && len(ths) == 1 {
+			th = ths[0]
+		}
+		return err == nil && len(ths) == 1
+	})
+	time.Sleep(100 * time.Millisecond) // the call is upstream now
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_ = w.g.Shutdown(ctx)
+	wait(t, ch)
+	eventually(t, "the cut call's thread to go idle", func() bool {
+		got, err := w.store.LoadThread(context.Background(), th.ID)
+		return err == nil && got.Status == checkpoint.ThreadIdle
+	})
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the cut call's record came %v after Shutdown began: the call was not cancelled", d)
+	}
+	recs, err := w.store.ListToolCalls(context.Background(), th.ID, th.RunID)
+	if err != nil || len(recs) != 1 || !strings.Contains(string(recs[0].Result), "outcome is unknown") {
+		t.Fatalf("the record of a call cut at shutdown: %+v %v", recs, err)
+	}
+}

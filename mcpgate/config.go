@@ -37,7 +37,9 @@ type ServerConfig struct {
 	Dir        string            `json:"cwd,omitempty"`
 
 	// URL is a streamable HTTP endpoint; Headers go with every request
-	// (an Authorization header, say). ${VAR} in a header or an Env value
+	// to it (an Authorization header, say), not to another host it
+	// redirects to (only URL's scheme, host and port get them). ${VAR} in
+	// a header or an Env value
 	// is read from tollgate's environment, so that secrets stay out of
 	// the file.
 	URL     string            `json:"url,omitempty"`

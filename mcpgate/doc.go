@@ -38,8 +38,11 @@
 //     refuses it: a client that cancelled or disconnected, a gateway that
 //     restarted. [Gateway.Shutdown] answers waiting clients with a
 //     retryable error (_meta "tollgate/retryable": the call was not made)
-//     and aborts their questions; [Gateway.Start] aborts what a previous
-//     process left, so a late answer is refused, never applied.
+//     and aborts their questions; past its grace, an allowed call not
+//     yet made is not made (its thread says so), and one running upstream
+//     is cancelled (its outcome recorded as unknown); [Gateway.Start]
+//     aborts what a previous process left, so a late answer is refused,
+//     never applied.
 //   - A waiting client is kept alive with progress notifications, and is
 //     answered however its run ends (a result, an abort, an error). Once
 //     the call runs, the server's own progress notifications are passed

@@ -95,7 +95,11 @@ type Gateway struct {
 	cancel  context.CancelFunc
 	// callers are the goroutines allowed calls run on (see runAllowed).
 	callers *gopool.Pool
-	key     [32]byte // signs request states
+	// cut ends when Shutdown's grace is over (cutCalls): an allowed call
+	// not yet made is not made, one running upstream is cancelled.
+	cut      context.Context
+	cutCalls context.CancelFunc
+	key      [32]byte // signs request states
 }
 
 // exposedTool is an upstream tool as the gateway's clients see it.
@@ -131,6 +135,7 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, live: map[string]*liveCall{},
 		callers: gopool.New(maxIdleCallers, callerIdle)}
+	g.cut, g.cutCalls = context.WithCancel(context.Background())
 	_, _ = rand.Read(g.key[:])
 	channel := hitl.NewCheckpointedChannel(cfg.Store, "", nil)
 	// The same liveness check goes before the approval (no question is
@@ -270,7 +275,7 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 		g.mu.Unlock()
 		switch {
 		case closing:
-			return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment"), nil
+			return retryable(shuttingDown), nil
 		case !ok:
 			return errorResult(fmt.Sprintf("tollgate: no tool %q (the policy hides it, or its server no longer lists it)", name)), nil
 		}

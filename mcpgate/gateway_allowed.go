@@ -111,20 +111,27 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 	// the server may be midway): its outcome goes to the thread. It runs
 	// on a goroutine an earlier call ran on, when one is idle (see
 	// maxIdleCallers).
-	g.callers.Go(func() {
+	call := func() {
 		defer g.forget(lc)
-		if gone(ctx, lc) {
+		// Bounded as the agent bounds the tool: the server's timeout, a
+		// ping, a restart; and cancelled when Shutdown's grace is over.
+		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.upstream.cfg.callTimeout()+pingTimeout+restartWait)
+		defer cancel()
+		defer context.AfterFunc(g.cut, cancel)()
+		// Checked once a cut cancels callCtx: one that comes after the
+		// check cancels the call on its way.
+		switch {
+		case g.cut.Err() != nil:
+			answer <- retryable(shuttingDown)
+			g.recordAllowed(lc.thread, runID, ac, g.notMade(e, notMadeAtShutdown, shutdownTrace()))
+			return
+		case gone(ctx, lc):
 			// Cancelled while its thread was written: not made, as a run's
 			// liveness check refuses it.
 			answer <- retryable("the call was cancelled")
-			g.recordAllowed(lc.thread, runID, ac, agent.ToolResult{CallID: allowedCallID, ToolName: e.agentName, IsError: true,
-				Content: notLive, Details: map[string]any{"hitl": notLiveTrace()}, EndedAt: g.clock.Now()})
+			g.recordAllowed(lc.thread, runID, ac, g.notMade(e, notLive, notLiveTrace()))
 			return
 		}
-		// Bounded as the agent bounds the tool: the server's timeout, a
-		// ping, a restart.
-		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.upstream.cfg.callTimeout()+pingTimeout+restartWait)
-		defer cancel()
 		if token != nil {
 			// The server's progress goes to the client only: a client that
 			// wants none is not sent it, so the server is not asked for it
@@ -134,10 +141,16 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 		started := g.clock.Now()
 		res, err := e.upstream.Call(callCtx, e.tool.Name, ac.args)
 		r := agent.ToolResult{CallID: allowedCallID, ToolName: e.agentName, StartedAt: started, EndedAt: g.clock.Now()}
-		if err != nil {
+		switch {
+		case err != nil && g.cut.Err() != nil && callCtx.Err() == context.Canceled:
+			// Cut by Shutdown on its way: the server may have taken it.
+			r.IsError, r.Content = true, fmt.Sprintf("the MCP gateway shut down while the call ran upstream: its outcome is unknown (%v)", err)
+			r.Details = map[string]any{"outcome": "unknown"}
+			answer <- errorResult("tollgate: " + r.Content)
+		case err != nil:
 			r.IsError, r.Content = true, err.Error()
 			answer <- errorResult("tollgate: " + err.Error())
-		} else {
+		default:
 			// The client gets a copy: the SDK writes to a result it sends
 			// (its type, and its _meta in place: the server's info), and
 			// the thread keeps the server's result as it came, encoded
@@ -151,7 +164,15 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 			}
 		}
 		g.recordAllowed(lc.thread, runID, ac, r)
-	})
+	}
+	if g.cut.Err() != nil || !g.callers.Go(call) {
+		// Shutdown's grace ended while the thread was written (its pool
+		// refuses the call then): the gateway has stopped, the call is
+		// not made.
+		defer g.forget(lc)
+		g.recordAllowed(lc.thread, runID, ac, g.notMade(e, notMadeAtShutdown, shutdownTrace()))
+		return retryable(shuttingDown)
+	}
 	for {
 		tick, stop := g.clock.After(g.cfg.Progress)
 		select {
@@ -170,6 +191,20 @@ func (g *Gateway) runAllowed(ctx context.Context, req *mcp.CallToolRequest, lc *
 			}
 		}
 	}
+}
+
+// notMade is the result of an allowed call that was not made.
+func (g *Gateway) notMade(e exposedTool, content string, trace map[string]any) agent.ToolResult {
+	return agent.ToolResult{CallID: allowedCallID, ToolName: e.agentName, IsError: true,
+		Content: content, Details: map[string]any{"hitl": trace}, EndedAt: g.clock.Now()}
+}
+
+// notMadeAtShutdown is the result of an allowed call that Shutdown's end
+// came before.
+const notMadeAtShutdown = "the MCP gateway shut down before the call was made: not made"
+
+func shutdownTrace() map[string]any {
+	return map[string]any{"decision": "aborted", "reason": "the MCP gateway shut down"}
 }
 
 // recordAllowed is an allowed call's second write: its result, the

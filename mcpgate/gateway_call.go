@@ -94,7 +94,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
-		return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment")
+		return retryable(shuttingDown)
 	}
 	g.live[thread] = lc
 	g.lives.Enter()
@@ -105,7 +105,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, e exposedT
 	if _, _, err := g.host.Prompt(ctx, thread, prompt, nil); err != nil {
 		g.forget(lc)
 		if errors.Is(err, host.ErrClosed) {
-			return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment")
+			return retryable(shuttingDown)
 		}
 		return retryable("tollgate could not record the call, so it was not made: " + err.Error())
 	}

@@ -56,7 +56,7 @@ func (g *Gateway) clientResult(r agent.ToolResult) *mcp.CallToolResult {
 	closing := g.closing
 	g.mu.Unlock()
 	if closing && decision == "aborted" {
-		return retryable("the MCP gateway is shutting down: the call was not made; call it again in a moment")
+		return retryable(shuttingDown)
 	}
 	switch decision {
 	case "policy_deny":
@@ -98,6 +98,10 @@ func decodeResult(raw any) *mcp.CallToolResult {
 func errorResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
+
+// shuttingDown is the retryable answer to a call the gateway's shutdown
+// came before.
+const shuttingDown = "the MCP gateway is shutting down: the call was not made; call it again in a moment"
 
 // retryable is an error result a client may retry: the call was not made.
 func retryable(text string) *mcp.CallToolResult {

@@ -3,9 +3,11 @@ package mcpgate
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,7 +27,11 @@ func (u *Upstream) transport() (mcp.Transport, error) {
 		if len(headers) > 0 {
 			// A request is cloned to add them: only a server that has
 			// headers pays for it.
-			rt = &withHeaders{headers: headers, next: u.web}
+			to, err := url.Parse(u.cfg.URL)
+			if err != nil {
+				return nil, fmt.Errorf("mcpgate: server %s: url: %w", u.cfg.Name, err)
+			}
+			rt = &withHeaders{headers: headers, origin: originOf(to), next: u.web}
 		}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: &http.Client{Transport: rt}}, nil
 	}
@@ -80,15 +86,45 @@ func (u *Upstream) env() ([]string, error) {
 // as many as the calls a gateway makes at once, within reason.
 const maxIdlePerServer = 64
 
+// withHeaders adds a server's configured headers (its credentials) to the
+// requests that go to that server: its URL's scheme, host and port. A
+// request the server redirects elsewhere goes without them, as
+// http.Client's own redirects drop Authorization for another host.
 type withHeaders struct {
 	headers http.Header
+	origin  origin // the configured URL's
 	next    http.RoundTripper
 }
 
 func (w *withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !w.origin.same(originOf(r.URL)) {
+		return w.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range w.headers {
 		r.Header[k] = v
 	}
 	return w.next.RoundTrip(r)
+}
+
+// origin is a URL's scheme, host and port (the scheme's default when the
+// URL has none).
+type origin struct{ scheme, host, port string }
+
+func originOf(u *url.URL) origin {
+	o := origin{scheme: u.Scheme, host: u.Hostname(), port: u.Port()}
+	if o.port == "" {
+		switch strings.ToLower(o.scheme) {
+		case "http":
+			o.port = "80"
+		case "https":
+			o.port = "443"
+		}
+	}
+	return o
+}
+
+// same: schemes and hosts compare without case, as in URLs.
+func (o origin) same(p origin) bool {
+	return strings.EqualFold(o.scheme, p.scheme) && strings.EqualFold(o.host, p.host) && o.port == p.port
 }

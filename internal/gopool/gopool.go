@@ -13,10 +13,11 @@ type Pool struct {
 	maxIdle int32
 	idleFor time.Duration
 
-	work chan func()   // unbuffered: only an idle goroutine takes from it
-	stop chan struct{} // closed by End
-	once sync.Once
-	idle atomic.Int32
+	work  chan func()   // unbuffered: only an idle goroutine takes from it
+	stop  chan struct{} // closed by End
+	once  sync.Once
+	ended atomic.Bool // set by End, before stop is closed
+	idle  atomic.Int32
 
 	alive Inflight // the pool's goroutines, busy or idle
 }
@@ -27,15 +28,24 @@ func New(maxIdle int, idleFor time.Duration) *Pool {
 	return &Pool{maxIdle: int32(maxIdle), idleFor: idleFor, work: make(chan func()), stop: make(chan struct{})}
 }
 
-// Go runs f on an idle goroutine of the pool, or on a new one.
-func (p *Pool) Go(f func()) {
+// Go runs f on an idle goroutine of the pool, or on a new one, and
+// returns true; after End it returns false and f does not run. Work Go
+// took is waited for by Wait, even when End comes while Go hands it on.
+func (p *Pool) Go(f func()) bool {
+	// Counted before the check: an End that comes after it finds the
+	// count above zero, so its Wait waits for f.
+	p.alive.Enter()
+	if p.ended.Load() {
+		p.alive.Leave()
+		return false
+	}
 	select {
 	case p.work <- f:
-		return
+		p.alive.Leave() // the idle goroutine that took f is counted
 	default:
+		go p.serve(f)
 	}
-	p.alive.Enter()
-	go p.serve(f)
+	return true
 }
 
 // serve runs f, then the work handed to it while it is one of the idle.
@@ -65,10 +75,12 @@ func (p *Pool) serve(f func()) {
 }
 
 // End makes the idle goroutines return, and the busy ones once their work
-// is done. Work given to Go after End still runs, on a goroutine that
-// then returns.
+// is done. Go refuses work from then on.
 func (p *Pool) End() {
-	p.once.Do(func() { close(p.stop) })
+	p.once.Do(func() {
+		p.ended.Store(true)
+		close(p.stop)
+	})
 }
 
 // Wait returns true once none of the pool's goroutines is left (call End

@@ -74,8 +74,8 @@ func TestPoolIdleGoroutineReturns(t *testing.T) {
 	}
 }
 
-// Wait gives up with its context while work is under way; work given
-// after End still runs.
+// Wait gives up with its context while work is under way; Go refuses
+// work after End (it does not run).
 func TestPoolWaitBoundedAndWorkAfterEnd(t *testing.T) {
 	p := New(1, time.Hour)
 	release := make(chan struct{})
@@ -88,9 +88,15 @@ func TestPoolWaitBoundedAndWorkAfterEnd(t *testing.T) {
 	}
 	close(release)
 	ran := make(chan struct{})
-	p.Go(func() { close(ran) })
-	<-ran
+	if p.Go(func() { close(ran) }) {
+		t.Fatal("Go after End took the work")
+	}
 	if !p.Wait(context.Background()) {
 		t.Fatal("Wait after the work is done")
+	}
+	select {
+	case <-ran:
+		t.Fatal("work given after End ran")
+	default:
 	}
 }
