@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -69,8 +68,6 @@ func TestJSONParamsEveryExecMode(t *testing.T) {
 			evs, err := s.ListEvents(ctx, "t", 0, 0)
 			if err != nil || len(evs) != 1 || string(evs[0].Data) != string(data) {
 				t.Errorf("events = %v (%v), want data %s", evs, err, data)
-			} else {
-				fmt.Sprint(evs[0])
 			}
 		})
 	}
