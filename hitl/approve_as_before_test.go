@@ -100,3 +100,21 @@ func TestCheckAnswerNilApprovePointer(t *testing.T) {
 		t.Fatal("a nil answer accepted")
 	}
 }
+
+// An ApproveAnswer given as a value or pointer: checkAnswer gives what it
+// gave before the fast path.
+func FuzzApproveStructAsBefore(f *testing.F) {
+	f.Add("approve", "", "sha256:abc")
+	f.Add("deny", "no <rm> & \u2028 \xff", "")
+	f.Fuzz(func(t *testing.T, decision, reason, digest string) {
+		q := &checkpoint.Question{Kind: KindApprove, Digest: "sha256:abc"}
+		for _, answer := range []any{ApproveAnswer{Decision: decision, Reason: reason, Digest: digest},
+			&ApproveAnswer{Decision: decision, Reason: reason, Digest: digest}} {
+			got, gerr := checkAnswer(q, answer)
+			want, werr := oldCheckApprove(q, answer)
+			if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || !bytes.Equal(got, want) {
+				t.Errorf("checkAnswer(%#v) = %s, %v; before = %s, %v", answer, got, gerr, want, werr)
+			}
+		}
+	})
+}
