@@ -599,6 +599,9 @@ func toJSON(v any) (json.RawMessage, error) {
 		}
 		return x, nil
 	case *ApproveAnswer:
+		if x == nil {
+			return nil, errors.New("no answer (a nil *ApproveAnswer)")
+		}
 		return json.Marshal(*x)
 	}
 	return json.Marshal(v)
