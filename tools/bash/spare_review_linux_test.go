@@ -1,0 +1,117 @@
+package bash
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestSpareTakesTheLandlockDomainOfItsUse: a thread that put itself in a
+// Landlock domain (here: no regular file may be made) after its spare
+// started runs its next command within that domain, as a helper started
+// for it (a fork inherits the domain) would: the command makes no file.
+// The "fresh" case (the spare killed first) shows what a helper started
+// for the command does.
+func TestSpareTakesTheLandlockDomainOfItsUse(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("restricts itself without no_new_privs (which would change the inherited state): needs CAP_SYS_ADMIN")
+	}
+	for _, fresh := range []bool{true, false} {
+		name := "spare"
+		if fresh {
+			name = "fresh"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := spareReady(t, dir)
+			if fresh {
+				if err := syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				for {
+					spares.Lock()
+					r := spares.ready
+					spares.Unlock()
+					if r != s {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			n := spareUses.Load()
+			done := make(chan error)
+			go func() {
+				runtime.LockOSThread() // never unlocked: the thread is confined and ends with the goroutine
+				attr := [3]uint64{unix.LANDLOCK_ACCESS_FS_MAKE_REG}
+				fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+				if e != 0 {
+					done <- e
+					return
+				}
+				defer unix.Close(int(fd))
+				if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
+					done <- e
+					return
+				}
+				if f, err := os.Create(filepath.Join(dir, "probe")); err == nil {
+					f.Close()
+					done <- errors.New("the thread's Landlock domain does not refuse a new file")
+					return
+				}
+				_, err := Run(context.Background(), &Options{Dir: dir, Profile: WorkspaceWrite}, "echo x > f")
+				t.Logf("spare used: %v, run: %v", spareUses.Load() != n, err)
+				done <- nil
+			}()
+			if err := <-done; err != nil {
+				t.Skipf("cannot put a thread in a Landlock domain: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "f")); err == nil {
+				t.Fatalf("the command made a file its process's Landlock domain refuses (spare used: %v): a helper started for it would be in that domain", spareUses.Load() != n)
+			}
+		})
+	}
+}
+
+// TestSpareStoppedIsNotUsed: a spare stopped while it waits (SIGSTOP, by
+// any process of the user, e.g. an unconfined command) is not taken: the
+// command runs in a helper started for it, as when the spare is killed,
+// rather than wait for its timeout.
+func TestSpareStoppedIsNotUsed(t *testing.T) {
+	dir := t.TempDir()
+	s := spareReady(t, dir)
+	pid := s.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	for {
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || stoppedState(st) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r, err := Run(context.Background(), &Options{Dir: dir, Profile: ReadOnly, Timeout: 15 * time.Second}, "echo ran")
+	if err != nil || r.Stdout != "ran\n" {
+		t.Fatalf("a command given a stopped spare did not run: %+v %v", r, err)
+	}
+}
+
+// stoppedState says whether a /proc/PID/stat line's state is T (stopped).
+func stoppedState(st []byte) bool {
+	for i := len(st) - 1; i > 0; i-- {
+		if st[i] == ')' {
+			return i+2 < len(st) && st[i+2] == 'T'
+		}
+	}
+	return false
+}
