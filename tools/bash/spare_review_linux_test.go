@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,4 +115,52 @@ func stoppedState(st []byte) bool {
 		}
 	}
 	return false
+}
+
+// setAllThreads sets the scheduling policy and priority of every thread
+// of the process (as chrt -a does).
+func setAllThreads(t *testing.T, policy, prio int) {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		p := int32(prio)
+		if _, _, e := unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(tid), uintptr(policy), uintptr(unsafe.Pointer(&p))); e != 0 && e != unix.ESRCH {
+			t.Skipf("sched_setscheduler: %v", e)
+		}
+	}
+}
+
+// TestSpareTakesTheSchedulingPriorityOfItsUse: a process whose real-time
+// priority was changed (chrt -a -r -p 2) after its spare started, the
+// policy the same, runs its next command at the new priority, as a
+// helper started for it (a fork inherits policy and priority) would.
+func TestSpareTakesTheSchedulingPriorityOfItsUse(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sets a real-time priority: needs root")
+	}
+	if _, err := os.Stat("/usr/bin/chrt"); err != nil {
+		t.Skip("no chrt")
+	}
+	dir := t.TempDir()
+	t.Cleanup(func() { setAllThreads(t, 0 /* SCHED_OTHER */, 0) })
+	setAllThreads(t, unix.SCHED_RR, 1)
+	spares.Lock()
+	s := spares.ready // started before the priority was set
+	spares.ready = nil
+	spares.Unlock()
+	if s != nil {
+		s.discard()
+	}
+	spareReady(t, dir)
+	setAllThreads(t, unix.SCHED_RR, 2)
+	n := spareUses.Load()
+	got := runIn(t, dir, "chrt -p $$")
+	setAllThreads(t, 0 /* SCHED_OTHER */, 0)
+	if !strings.Contains(got, "priority: 2") {
+		t.Fatalf("the command ran with %q (spare used: %v), want priority 2: a helper started for it has the process's priority", got, spareUses.Load() != n)
+	}
 }
