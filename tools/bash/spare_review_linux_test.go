@@ -164,3 +164,34 @@ func TestSpareTakesTheSchedulingPriorityOfItsUse(t *testing.T) {
 		t.Fatalf("the command ran with %q (spare used: %v), want priority 2: a helper started for it has the process's priority", got, spareUses.Load() != n)
 	}
 }
+
+// TestSpareKeepsNoUnmountedFileSystem: a file system unmounted after the
+// spare started is not kept mounted by the spare, whose mount namespace
+// is a copy of the process's at its start, until the next command
+// discards it (an unmounted disk would stay busy: its device could not
+// be released while the agent waits for its next tool call). A helper
+// started for a command holds its copy only while the command runs.
+func TestSpareKeepsNoUnmountedFileSystem(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	if err := os.Mkdir(m, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", m, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(m, unix.MNT_DETACH) })
+	s := spareReady(t, dir)
+	if err := unix.Unmount(m, 0); err != nil {
+		t.Fatal(err)
+	}
+	holds := func() bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/mountinfo")
+		return err == nil && strings.Contains(string(b), " "+m+" ")
+	}
+	for deadline := time.Now().Add(10 * time.Second); holds() && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	if holds() {
+		t.Fatalf("10s after its unmount, the spare helper still has %s mounted", m)
+	}
+}
