@@ -195,3 +195,58 @@ func TestSpareKeepsNoUnmountedFileSystem(t *testing.T) {
 		t.Fatalf("10s after its unmount, the spare helper still has %s mounted", m)
 	}
 }
+
+// TestSpareComparesAllOfALongStatus: with many supplementary groups
+// (here 2000: an LDAP user may have as many), /proc/thread-self/status
+// is longer than inherited reads of it, and what comes after its Groups
+// line — signal masks, capabilities, no_new_privs, seccomp, the CPUs
+// allowed — is not compared: a thread whose CPUs were narrowed after its
+// spare started runs its next command on every CPU, unlike a helper
+// started for it.
+func TestSpareComparesAllOfALongStatus(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sets its supplementary groups: needs root")
+	}
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil || all.Count() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	old, err := syscall.Getgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := make([]int, 2000)
+	for i := range groups {
+		groups[i] = 10000 + i
+	}
+	if err := syscall.Setgroups(groups); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Setgroups(old) })
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spareReady(t, dir)
+	n := spareUses.Load()
+	done := make(chan string)
+	go func() {
+		runtime.LockOSThread() // never unlocked: its affinity is narrowed
+		var one unix.CPUSet
+		one.Set(0)
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		r, err := Run(context.Background(), &Options{Dir: dir, Profile: ReadOnly}, "grep Cpus_allowed_list /proc/self/status")
+		if err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		done <- r.Stdout
+	}()
+	got := <-done
+	if !strings.HasSuffix(strings.TrimSpace(got), "\t0") {
+		t.Fatalf("the command ran with %q (spare used: %v), want CPU 0 only, as its thread", got, spareUses.Load() != n)
+	}
+}
