@@ -479,7 +479,7 @@ func (p *pipeline) thread(o commitOpts) error {
 		p.queue(st, saveThread, w.ID, w.Version, string(w.Status), w.RunID, now, n, size)
 		p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, deleteMessages, w.ID)
 		if n > 0 {
-			p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, insertMessages.sql(n), messageArgs([]any{w.ID}, w.Append)...)
+			p.queue(step{kind: st.kind, id: st.id, ids: 1, read: ignoreResult}, insertMessages.sql(n), messageArgs([]any{w.ID}, w.Append, p.s.textJSON)...)
 		}
 	case w.Version == 0:
 		createdAt := w.CreatedAt
@@ -489,9 +489,9 @@ func (p *pipeline) thread(o commitOpts) error {
 		if err := checkTimesOf("create thread", w.ID, createdAt); err != nil {
 			return err
 		}
-		p.queue(st, createThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, string(w.Status), w.RunID, createdAt, now, size), w.Append)...)
+		p.queue(st, createThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, string(w.Status), w.RunID, createdAt, now, size), w.Append, p.s.textJSON)...)
 	default:
-		p.queue(st, appendThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, w.Version, string(w.Status), w.RunID, now, size), w.Append)...)
+		p.queue(st, appendThread.sql(n), messageArgs(append(make([]any, 0, 6+min(n, maxValues+1)), w.ID, w.Version, string(w.Status), w.RunID, now, size), w.Append, p.s.textJSON)...)
 	}
 	return nil
 }
@@ -512,7 +512,7 @@ func threadWriteLost(ctx context.Context, p *pipeline, _ string) (*checkpoint.Co
 func (p *pipeline) toolCalls() {
 	for _, tc := range p.b.ToolCalls {
 		st := step{kind: "tool call", id: tc.CallID, run: tc.RunID, ids: 2, read: ignoreResult}
-		args := []any{tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, encJSON(tc.Args), string(tc.State), encJSON(tc.Result), p.now}
+		args := []any{tc.ThreadID, tc.RunID, tc.CallID, tc.Tool, p.s.encJSON(tc.Args), string(tc.State), p.s.encJSON(tc.Result), p.now}
 		if tc.State == checkpoint.ToolCallExecuting {
 			st.lost = claimLost
 			p.queue(st, claimToolCall, args...)
@@ -548,7 +548,7 @@ func (p *pipeline) resolve() error {
 	}
 	p.resolution = r
 	p.queue(step{kind: "resolution of question", id: rv.ID, ids: 1, read: readResolved, lost: resolutionLost},
-		resolveQuestion, rv.ThreadID, rv.ID, string(r.Status), encJSON(r.Answer), r.By, r.Reason, r.At)
+		resolveQuestion, rv.ThreadID, rv.ID, string(r.Status), p.s.encJSON(r.Answer), r.By, r.Reason, r.At)
 	return nil
 }
 
@@ -595,7 +595,7 @@ func (p *pipeline) question() error {
 		return err
 	}
 	p.queue(step{kind: "question", id: c.ID, ids: 1, read: readCreated, lost: questionExists},
-		createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
+		createQuestion, c.ThreadID, c.ID, c.RunID, c.CallID, c.Tool, c.Kind, p.s.encJSON(c.Payload), c.Digest, c.CreatedAt, encTime(c.Deadline))
 	return nil
 }
 
@@ -649,12 +649,12 @@ func (p *pipeline) events() error {
 		// without a slice a row.
 		args = make([]any, 0, n*len(eventColumns))
 		for i, e := range p.b.Events {
-			args = append(args, e.ThreadID, e.RunID, e.Type, encJSON(e.Data), ats[i])
+			args = append(args, e.ThreadID, e.RunID, e.Type, p.s.encJSON(e.Data), ats[i])
 		}
 	} else {
 		rows := make([][]any, n)
 		for i, e := range p.b.Events {
-			rows[i] = []any{e.ThreadID, e.RunID, e.Type, encJSON(e.Data), ats[i]}
+			rows[i] = []any{e.ThreadID, e.RunID, e.Type, p.s.encJSON(e.Data), ats[i]}
 		}
 		args = rowArgs(rows, eventColumns)
 	}
@@ -766,11 +766,16 @@ func checkMessages(thread string, msgs []json.RawMessage) error {
 // messages (column body, text): up to maxValues, each message's bytes as
 // they are (pgx sends a []byte to a text parameter byte for byte, and a
 // checked message is never empty, so never NULL; a string was a copy and
-// a row slice a message); beyond, as rowArgs, one text array.
-func messageArgs(args []any, msgs []json.RawMessage) []any {
+// a row slice a message; as strings when asString: see Store.textJSON);
+// beyond, as rowArgs, one text array.
+func messageArgs(args []any, msgs []json.RawMessage, asString bool) []any {
 	if len(msgs) <= maxValues {
 		for _, m := range msgs {
-			args = append(args, []byte(m))
+			if asString {
+				args = append(args, string(m))
+			} else {
+				args = append(args, []byte(m))
+			}
 		}
 		return args
 	}

@@ -127,7 +127,11 @@ type Store struct {
 	pool       *pgxpool.Pool
 	cfg        *pgx.ConnConfig // for the listener connection
 	schema     string
-	channelArg any   // channel(), made a parameter once
+	channelArg any // channel(), made a parameter once
+	// textJSON: JSON and message parameters go as strings, not as the
+	// bytes they are — in the query modes where pgx types a parameter by
+	// its Go value (exec, simple_protocol: PgBouncer's), a []byte is bytea.
+	textJSON   bool
 	writersKey int32 // of the numbered writers' lock (events.go)
 	clk        clock.Clock
 	log        *slog.Logger
@@ -227,6 +231,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, cfg: cfg.ConnConfig.Copy(), schema: o.Schema, writersKey: writersKey(o.Schema), clk: o.Clock, log: o.Logger}
 	s.channelArg = s.channel()
+	switch cfg.ConnConfig.DefaultQueryExecMode {
+	case pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol:
+		s.textJSON = true
+	}
 	if err := s.waitReady(ctx, o.ConnectTimeout); err != nil {
 		pool.Close()
 		return nil, err

@@ -70,10 +70,14 @@ func decTime(t pgtype.Timestamptz) time.Time {
 
 // JSON goes to json columns as text, byte for byte; empty is NULL. The
 // bytes as they are (pgx sends a []byte to a json or text parameter
-// unchanged; a string was a copy of each argument, payload and event).
-func encJSON(b json.RawMessage) any {
+// unchanged; a string was a copy of each argument, payload and event) —
+// but a string where pgx would send a []byte as bytea (s.textJSON).
+func (s *Store) encJSON(b json.RawMessage) any {
 	if len(b) == 0 {
 		return nil
+	}
+	if s.textJSON {
+		return string(b)
 	}
 	return []byte(b)
 }
