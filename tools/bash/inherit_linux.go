@@ -41,8 +41,11 @@ import (
 // and the mount table, which is watched instead (mountsMoved): a mount
 // namespace is a copy of this process's at the helper's start. One thing
 // cannot be read back: a Landlock domain this process put itself in after
-// the spare started (the kernel has no call that says so); the helper's
-// own ruleset confines the command all the same.
+// the spare started (the kernel has no call that says so). A helper
+// started for the command would be in that domain, and the spare is not:
+// its own ruleset does not make up for the process's (found by review).
+// Hence spares only in a process that turned them on (UseSpareHelpers),
+// one that does not confine itself once commands have started.
 func inherited(helper string) []byte {
 	b := make([]byte, 0, 4096)
 	// Everything of the thread's is read relative to one descriptor of

@@ -33,9 +33,11 @@ import (
 // the life of the process (spareThread), because a parent-death signal
 // fires when the thread that started the child ends: the spare dies
 // with the process, as every helper does, and never with a command's
-// thread. Only the helpers of a PID namespace have spares (the others
-// run under the supervisor), and only for a command whose output is not
-// a file (os/exec hands a file to the helper itself, a spare has pipes).
+// thread. Only a process that turned them on has spares
+// (UseSpareHelpers: one that does not confine itself), only for the
+// helpers of a PID namespace (the others run under the supervisor), and
+// only for a command whose output is not a file (os/exec hands a file
+// to the helper itself, a spare has pipes).
 //
 // A spare is not used, and is killed and reaped, when it could differ
 // from a helper started for the command: when the process has since
@@ -66,8 +68,10 @@ type spare struct {
 }
 
 // spares holds the spare, if one is ready; spareReq asks spareThread for
-// one.
+// one; spareHelpers says whether the process has spares (UseSpareHelpers).
 var (
+	spareHelpers atomic.Bool
+
 	spares struct {
 		sync.Mutex
 		ready    *spare
@@ -123,6 +127,10 @@ func (s *spare) reapIfGone() {
 // on the command's thread, the one a helper started for the command would
 // be started from.
 func takeSpare(ctx context.Context, ns namespaces) *spare {
+	if !spareHelpers.Load() {
+		discardSpare() // one started before the process turned them off
+		return nil
+	}
 	helper, _, err := helperPath()
 	if err != nil {
 		return nil
@@ -154,6 +162,17 @@ func takeSpare(ctx context.Context, ns namespaces) *spare {
 	return s
 }
 
+// discardSpare discards the spare that is ready, if any.
+func discardSpare() {
+	spares.Lock()
+	s := spares.ready
+	spares.ready = nil
+	spares.Unlock()
+	if s != nil {
+		s.discard()
+	}
+}
+
 // spareUses counts the spares taken (for tests: one whose state matches
 // is used).
 var spareUses atomic.Int64
@@ -166,6 +185,9 @@ var spareUses atomic.Int64
 // as without spares, and the spare is for one that comes after a pause,
 // as a model's next tool call does.
 func askSpare(ns namespaces) {
+	if !spareHelpers.Load() {
+		return
+	}
 	spares.Lock()
 	defer spares.Unlock()
 	if spares.ready != nil || spares.starting {
@@ -174,7 +196,7 @@ func askSpare(ns namespaces) {
 	if spares.idle == nil {
 		spares.idle = time.AfterFunc(spareIdle, func() {
 			spares.Lock()
-			ask := spares.ready == nil && !spares.starting
+			ask := spareHelpers.Load() && spares.ready == nil && !spares.starting
 			if ask {
 				spares.starting, spares.started = true, make(chan struct{})
 			}

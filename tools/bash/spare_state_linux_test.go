@@ -17,11 +17,14 @@ import (
 )
 
 // TestSpareTakesTheLandlockDomainOfItsUse: a thread that put itself in a
-// Landlock domain (here: no regular file may be made) after its spare
-// started runs its next command within that domain, as a helper started
-// for it (a fork inherits the domain) would: the command makes no file.
-// The "fresh" case (the spare killed first) shows what a helper started
-// for the command does.
+// Landlock domain (here: no regular file may be made) runs its next
+// command within that domain, as a helper started for it (a fork
+// inherits the domain) would: the command makes no file. The kernel
+// cannot say that a process entered a domain after its spare started: a
+// process that confines itself has no spares (UseSpareHelpers(false),
+// the default; the spare waiting is discarded), and its command runs in
+// a helper started for it. The "fresh" case (the spare killed first)
+// shows what a helper started for the command does.
 func TestSpareTakesTheLandlockDomainOfItsUse(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("restricts itself without no_new_privs (which would change the inherited state): needs CAP_SYS_ADMIN")
@@ -46,6 +49,16 @@ func TestSpareTakesTheLandlockDomainOfItsUse(t *testing.T) {
 						break
 					}
 					time.Sleep(time.Millisecond)
+				}
+			}
+			if !fresh {
+				UseSpareHelpers(false)
+				t.Cleanup(func() { UseSpareHelpers(true) })
+				spares.Lock()
+				r := spares.ready
+				spares.Unlock()
+				if r != nil {
+					t.Fatal("a spare is left waiting once spares are turned off")
 				}
 			}
 			n := spareUses.Load()
@@ -77,6 +90,9 @@ func TestSpareTakesTheLandlockDomainOfItsUse(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, "f")); err == nil {
 				t.Fatalf("the command made a file its process's Landlock domain refuses (spare used: %v): a helper started for it would be in that domain", spareUses.Load() != n)
+			}
+			if spareUses.Load() != n {
+				t.Fatal("a spare was used with spares turned off")
 			}
 		})
 	}
