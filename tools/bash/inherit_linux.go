@@ -190,13 +190,15 @@ var inheritedPrctl = []int{unix.PR_GET_SECUREBITS, unix.PR_GET_THP_DISABLE, unix
 // by fork and exec).
 const prGetMDWE = 66
 
-// watchMounts opens this process's mount table, for mountsMoved to say
-// whether any mount of its namespace was made, moved, changed or
-// unmounted since; the caller closes the descriptor. It is not an
+// watchMounts opens this thread's mount table (the namespace a helper
+// started from it copies, which a thread may have changed from the
+// thread-group leader's: /proc/self would be the leader's), for
+// mountsMoved to say whether any mount of its namespace was made, moved,
+// changed or unmounted since; the caller closes the descriptor. It is not an
 // *os.File: os.Open would add it to the runtime's poller, whose waits
 // would take the kernel's flag (a poll of the table clears it).
 func watchMounts() (int, error) {
-	return unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	return unix.Open("/proc/thread-self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 }
 
 // mountsMoved says whether the mount namespace of fd (see watchMounts)

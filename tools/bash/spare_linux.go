@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -64,7 +65,13 @@ type spare struct {
 	helper         string
 	ns             namespaces
 	state          []byte // inherited when it was started
-	mounts         int    // the mount watch, opened before it was started
+	mounts         int    // the mount watch of the check at its use, opened before it was started
+	watch          int    // the waiter's own mount watch (a poll clears the flag: one each)
+	wake           struct {
+		sync.Mutex
+		fd     int // an eventfd that ends the waiter (wait)
+		closed bool
+	}
 }
 
 // spares holds the spare, if one is ready; spareReq asks spareThread for
@@ -94,20 +101,54 @@ func spareThread() {
 		spares.starting = false
 		if err == nil {
 			spares.ready = s
-			go s.reapIfGone()
+			go s.wait()
 		}
 		close(spares.started)
 		spares.Unlock()
 	}
 }
 
-// reapIfGone waits for s to end, and discards it (reaps it) if it was
-// still waiting for a command then: a spare killed while it waited is no
-// zombie until the next command. One that was taken is its command's
-// helper, waited for by it.
-func (s *spare) reapIfGone() {
-	var info unix.Siginfo
-	for unix.Waitid(unix.P_PID, s.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+// wait waits while s is ready for a command, and discards it (kills and
+// reaps it) as soon as it ends (killed while it waited: no zombie until
+// the next command), is stopped or traced (found by review: a stopped
+// spare, taken, held its command until its timeout), any mount of the
+// process's namespace moves (found by review: the spare's copy of the
+// namespace kept a file system unmounted since busy), or it has waited
+// spareMaxWait (an idle agent keeps no helper that others could trace or
+// enter for long; the next is started when commands come again). It ends
+// when s is taken or discarded (stopWaiting).
+func (s *spare) wait() {
+	fds := []unix.PollFd{{Fd: int32(s.wake.fd), Events: unix.POLLIN}, {Fd: int32(s.watch), Events: unix.POLLPRI}}
+	if pidfd, err := unix.PidfdOpen(s.cmd.Process.Pid, 0); err == nil { // readable once it ends
+		defer unix.Close(pidfd)
+		fds = append(fds, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN})
+	}
+	defer func() {
+		s.wake.Lock()
+		s.wake.closed = true
+		unix.Close(s.wake.fd)
+		unix.Close(s.watch)
+		s.wake.Unlock()
+	}()
+	maxWait := spareMaxWait
+	if d := spareMaxWaitTest.Load(); d != 0 {
+		maxWait = time.Duration(d)
+	}
+	for deadline := time.Now().Add(maxWait); ; {
+		wait := min(time.Until(deadline), time.Second) // a stop is looked for each second
+		if wait <= 0 {
+			break
+		}
+		n, err := unix.Poll(fds, int((wait+time.Millisecond-1)/time.Millisecond))
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && fds[0].Revents != 0 {
+			return // taken or discarded
+		}
+		if err != nil || n > 0 || s.exited() || s.stopped() {
+			break
+		}
 	}
 	spares.Lock()
 	gone := spares.ready == s
@@ -117,6 +158,21 @@ func (s *spare) reapIfGone() {
 	spares.Unlock()
 	if gone {
 		s.discard()
+	}
+}
+
+// spareMaxWait is how long a spare waits for a command before it is
+// discarded; spareMaxWaitTest, if set, is used instead (by tests).
+const spareMaxWait = time.Minute
+
+var spareMaxWaitTest atomic.Int64
+
+// stopWaiting ends the waiter of s (wait), if it has not ended.
+func (s *spare) stopWaiting() {
+	s.wake.Lock()
+	defer s.wake.Unlock()
+	if !s.wake.closed {
+		_, _ = unix.Write(s.wake.fd, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 	}
 }
 
@@ -154,7 +210,7 @@ func takeSpare(ctx context.Context, ns namespaces) *spare {
 	if s == nil {
 		return nil
 	}
-	if s.helper != helper || s.ns != ns || s.exited() || !bytes.Equal(s.state, inherited(helper)) || mountsMoved(s.mounts) {
+	if s.helper != helper || s.ns != ns || s.exited() || s.stopped() || !bytes.Equal(s.state, inherited(helper)) || mountsMoved(s.mounts) {
 		s.discard()
 		return nil
 	}
@@ -224,11 +280,20 @@ func startSpare(ns namespaces) (*spare, error) {
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := watchMounts()
-	if err != nil {
-		return nil, err
+	var fds [3]int // the two mount watches and the waiter's eventfd
+	for i := range fds {
+		if i < 2 {
+			fds[i], err = watchMounts()
+		} else {
+			fds[i], err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		}
+		if err != nil {
+			closeAll(fds[:i])
+			return nil, err
+		}
 	}
-	s := &spare{helper: helper, ns: ns, mounts: mounts, state: inherited(helper)}
+	s := &spare{helper: helper, ns: ns, mounts: fds[0], watch: fds[1], state: inherited(helper)}
+	s.wake.fd = fds[2]
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -247,7 +312,7 @@ func startSpare(ns namespaces) (*spare, error) {
 	cmd, after, err := selfCommand(ctx, sandboxhelper.HelperMode, data, "", attr, "sandbox helper")
 	if err != nil {
 		cancel()
-		unix.Close(mounts)
+		closeAll(fds[:])
 		return nil, err
 	}
 	cmd.Cancel = killGroup(cmd)
@@ -255,12 +320,13 @@ func startSpare(ns namespaces) (*spare, error) {
 	cmd.Stdout, cmd.Stderr = &s.stdout, &s.stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
-		unix.Close(mounts)
+		closeAll(fds[:])
 		return nil, after(err)
 	}
 	s.cmd, s.after = cmd, after
 	if !bytes.Equal(s.state, inherited(helper)) || mountsMoved(s.mounts) { // changed while it started
 		s.discard()
+		closeAll(fds[1:]) // no waiter has them
 		return nil, errors.New("the process's state or mounts changed while the spare started")
 	}
 	return s, nil
@@ -274,6 +340,7 @@ func (s *spare) command(ctx context.Context, c sandboxhelper.Config, tmp func() 
 	s.cfg.c.Protocol = sandboxhelper.Protocol()
 	s.cfg.Unlock()
 	unix.Close(s.mounts)
+	s.stopWaiting()
 	context.AfterFunc(ctx, s.cancel) // the command's timeout and cancellation kill it (cmd.Cancel)
 	return command{Cmd: s.cmd, after: s.after, output: func(stdout, stderr io.Writer) {
 		s.stdout.set(stdout)
@@ -289,12 +356,38 @@ func (s *spare) exited() bool {
 	return err != nil || info.Signo != 0
 }
 
+// stopped says whether s is stopped or stopped by a tracer (the state of
+// /proc/PID/stat is T or t): it would not run its command.
+func (s *spare) stopped() bool {
+	var buf [512]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(s.cmd.Process.Pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf[:])
+	if err != nil {
+		return true
+	}
+	st := buf[:n]
+	i := bytes.LastIndexByte(st, ')')
+	return i < 0 || i+2 >= len(st) || st[i+2] == 'T' || st[i+2] == 't'
+}
+
+// closeAll closes the descriptors fds.
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
 // discard kills s, which never got a configuration.
 func (s *spare) discard() {
 	_ = s.cmd.Cancel()
 	_ = s.after(errors.New("discarded"))
 	s.cancel()
 	unix.Close(s.mounts)
+	s.stopWaiting()
 	go func() { _ = s.cmd.Wait() }()
 }
 

@@ -266,3 +266,32 @@ func TestSpareComparesAllOfALongStatus(t *testing.T) {
 		t.Fatalf("the command ran with %q (spare used: %v), want CPU 0 only, as its thread", got, spareUses.Load() != n)
 	}
 }
+
+// TestSpareWaitsABoundedTime: a spare that no command took within
+// spareMaxWait is discarded (killed and reaped: no helper is left that
+// others could trace or enter while the agent is idle), and none is
+// started until commands come again.
+func TestSpareWaitsABoundedTime(t *testing.T) {
+	discardSpare()
+	spareMaxWaitTest.Store(int64(300 * time.Millisecond))
+	t.Cleanup(func() { spareMaxWaitTest.Store(0) })
+	dir := t.TempDir()
+	s := spareReady(t, dir)
+	pid := s.cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		spares.Lock()
+		r := spares.ready
+		spares.Unlock()
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); r == nil && err != nil {
+			time.Sleep(time.Second) // another would be started meanwhile
+			spares.Lock()
+			r, starting := spares.ready, spares.starting
+			spares.Unlock()
+			if r != nil || starting {
+				t.Fatal("a spare was started again with no command since")
+			}
+			return
+		}
+	}
+	t.Fatalf("the spare %d waited 10s, its limit 300ms: it is still there, or not reaped", pid)
+}
