@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,17 +21,20 @@ import (
 // What a helper inherits, and is here: its credentials (real, effective,
 // saved and file-system uid and gid, the supplementary groups), its
 // capabilities (effective, permitted, inheritable, bounding, ambient),
-// securebits and no_new_privs, the seccomp mode and the number of
-// filters (Seccomp_filters: a process in mode 2 that adds one stays in
-// mode 2), the LSM label, the umask, every rlimit (the helper only lowers five of them),
-// the cgroup, the namespaces (the new ones are made in this process's),
-// the root directory, the signal mask and ignored signals, the
-// personality, the scheduling (nice, policy, I/O priority, CPUs and
-// memory nodes allowed), the speculation controls, the prctl settings
-// fork and exec keep (THP, machine-check kill, timer slack, I/O flusher,
-// memory-deny-write-execute), oom_score_adj, the audit login uid, the
-// session and its keyring, and the helper binary itself (a file replaced
-// at its path would be another program).
+// securebits and no_new_privs, the seccomp mode and the number of filters
+// (Seccomp_filters: a process in mode 2 that adds one stays in mode 2),
+// the LSM labels (current, and the one for the next exec), the umask,
+// every rlimit (the helper only lowers five of them), the cgroup, the
+// namespaces (the new ones are made in this process's), the root
+// directory, the signal mask and ignored signals, the personality, the
+// scheduling (all of sched_getattr: policy, priority, nice, utilization
+// clamps; the core-scheduling cookie, the I/O priority, the CPUs and
+// memory nodes allowed, the memory policy), a tracer, the speculation
+// controls, the prctl settings fork and exec keep (THP, machine-check
+// kill, timer slack, I/O flusher, memory-deny-write-execute),
+// oom_score_adj, the audit login uid, the session and its keyring, and
+// the helper binary itself (a file replaced at its path would be another
+// program).
 //
 // What it does not inherit, and is not here: the environment (the helper
 // gets only sandboxhelper.Env; the command's comes in the configuration),
@@ -114,11 +118,27 @@ func inherited(helper string) []byte {
 		num("prctl", int64(opt), errno(err), int64(v))
 	}
 	pers, _, e1 := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
-	policy, _, e2 := unix.Syscall(unix.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
-	ioprio, _, e3 := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, 0, 0)
-	num("personality, scheduler, I/O priority", int64(pers), int64(e1), int64(policy), int64(e2), int64(ioprio), int64(e3))
-	nice, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-	num("nice", int64(nice), errno(err))
+	ioprio, _, e2 := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, 0, 0)
+	num("personality, I/O priority", int64(pers), int64(e1), int64(ioprio), int64(e2))
+	// All of the scheduling: the policy alone missed a priority changed
+	// within it (found by review).
+	var sa unix.SchedAttr
+	if a, err := unix.SchedGetAttr(0, 0); err == nil {
+		sa = *a
+	} else {
+		sa.Size = uint32(errno(err))
+	}
+	num("scheduling", int64(sa.Size), int64(sa.Policy), int64(sa.Flags), int64(sa.Nice), int64(sa.Priority),
+		int64(sa.Runtime), int64(sa.Deadline), int64(sa.Period), int64(sa.Util_min), int64(sa.Util_max))
+	var mode int32
+	var nodes [16]int64 // a mask of 1024 nodes
+	_, _, e3 := unix.Syscall6(unix.SYS_GET_MEMPOLICY, uintptr(unsafe.Pointer(&mode)), uintptr(unsafe.Pointer(&nodes[0])),
+		uintptr(len(nodes)*64), 0, 0, 0)
+	num("memory policy", int64(e3), int64(mode))
+	num("memory nodes", nodes[:]...)
+	var cookie uint64 // the core-scheduling cookie's id
+	_, _, e4 := unix.Syscall6(unix.SYS_PRCTL, unix.PR_SCHED_CORE, unix.PR_SCHED_CORE_GET, 0, 0 /* PIDTYPE_PID */, uintptr(unsafe.Pointer(&cookie)), 0)
+	num("core scheduling", int64(e4), int64(cookie))
 	sid, err := unix.Getsid(0)
 	num("session", int64(sid), errno(err))
 	ring, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
@@ -162,19 +182,20 @@ var statusFailures atomic.Int64
 const rlimits = 16
 
 // inheritedStatus are the lines of /proc/thread-self/status that fork and
-// exec keep (the uid and gid lines hold the real, effective, saved and
-// file-system ids).
+// exec keep, or that a helper started now would have (the uid and gid
+// lines hold the real, effective, saved and file-system ids).
 var inheritedStatus = map[string]bool{
 	"Umask": true, "Uid": true, "Gid": true, "Groups": true, "NoNewPrivs": true,
 	"Seccomp": true, "Seccomp_filters": true, "CapInh": true, "CapPrm": true, "CapEff": true,
 	"CapBnd": true, "CapAmb": true, "SigBlk": true, "SigIgn": true,
 	"Speculation_Store_Bypass": true, "SpeculationIndirectBranch": true,
 	"Cpus_allowed_list": true, "Mems_allowed_list": true,
+	"TracerPid": true, // a tracer that follows forks would trace a helper started now
 }
 
 // inheritedFiles are the other files of /proc/thread-self that hold what
 // a helper inherits.
-var inheritedFiles = []string{"cgroup", "attr/current", "oom_score_adj", "loginuid", "sessionid"}
+var inheritedFiles = []string{"cgroup", "attr/current", "attr/exec", "oom_score_adj", "loginuid", "sessionid"}
 
 // inheritedNS are the namespaces a helper starts in, or makes its new ones
 // in.
