@@ -214,6 +214,9 @@ func takeSpare(ctx context.Context, ns namespaces) *spare {
 		s.discard()
 		return nil
 	}
+	if spareTakenTest != nil {
+		spareTakenTest(s)
+	}
 	spareUses.Add(1)
 	return s
 }
@@ -230,8 +233,12 @@ func discardSpare() {
 }
 
 // spareUses counts the spares taken (for tests: one whose state matches
-// is used).
-var spareUses atomic.Int64
+// is used); spareTakenTest, if set, is called with each once it passed
+// the checks (a test ends it there).
+var (
+	spareUses      atomic.Int64
+	spareTakenTest func(*spare)
+)
 
 // askSpare asks for a spare in namespaces ns once no confined command
 // has started for spareIdle (takeSpare puts it off), unless one is ready

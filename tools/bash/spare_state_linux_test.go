@@ -295,3 +295,27 @@ func TestSpareWaitsABoundedTime(t *testing.T) {
 	}
 	t.Fatalf("the spare %d waited 10s, its limit 300ms: it is still there, or not reaped", pid)
 }
+
+// TestSpareEndedBeforeItsConfigurationFallsBack: a spare that ends after
+// takeSpare looked at it, before its configuration is sent, ran nothing:
+// the command runs in a helper started for it, rather than fail with
+// "sending the configuration: broken pipe".
+func TestSpareEndedBeforeItsConfigurationFallsBack(t *testing.T) {
+	dir := t.TempDir()
+	spareReady(t, dir)
+	spareTakenTest = func(s *spare) {
+		_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL)
+		for !s.exited() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	defer func() { spareTakenTest = nil }()
+	n := spareUses.Load()
+	r, err := Run(context.Background(), &Options{Dir: dir, Profile: ReadOnly}, "echo ran")
+	if spareUses.Load() != n+1 {
+		t.Fatal("no spare was taken")
+	}
+	if err != nil || r.Stdout != "ran\n" {
+		t.Fatalf("the command did not run after its spare ended: %+v %v", r, err)
+	}
+}
