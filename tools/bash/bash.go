@@ -11,13 +11,15 @@
 // namespaces where it may, sets resource limits, drops capabilities,
 // applies a Landlock ruleset and then execs the shell with an allow-listed
 // environment. [Check] says what this kernel enforces. The calling process
-// is never confined. On Linux, from the second confined command of a
-// process on, the helper has been started ahead of the command, in the
-// new namespaces, and waits for its configuration (a spare helper: the
-// namespaces and the helper's start are off the command's path); it is
-// confined exactly as one started for the command, and is not used when
-// the process's state it inherited (credentials, umask, rlimits, cgroup,
-// ...) or the mounts have changed since it started.
+// is never confined. On Linux, in a process that turned it on
+// ([UseSpareHelpers]: one that does not confine itself), from the second
+// confined command on, the helper has been started ahead of the command,
+// in the new namespaces, and waits for its configuration (a spare
+// helper: the namespaces and the helper's start are off the command's
+// path); it is confined exactly as one started for the command, and is
+// not used when the process's state it inherited (credentials, seccomp
+// filters, scheduling, umask, rlimits, cgroup, ...) or the mounts have
+// changed since it started.
 //
 // # Nothing a command starts outlives it
 //
