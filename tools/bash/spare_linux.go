@@ -97,6 +97,11 @@ func spareThread() {
 	runtime.LockOSThread() // never unlocked: the spares' parent-death signal is this thread's
 	for ns := range spareReq {
 		s, err := startSpare(ns)
+		if err == nil && !spareHelpers.Load() { // turned off while it started
+			s.discard()
+			closeAll([]int{s.watch, s.wake.fd}) // no waiter has them
+			err = errors.New("spares turned off")
+		}
 		spares.Lock()
 		spares.starting = false
 		if err == nil {
