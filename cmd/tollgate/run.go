@@ -99,6 +99,9 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
+	// This process never confines itself (no Landlock domain, seccomp
+	// filter, ... of its own): the bash tool may start its helpers ahead.
+	bash.UseSpareHelpers(true)
 	if fs.NArg() == 0 && !*resume {
 		fmt.Fprint(stderr, "tollgate run: give the task, or --resume\n\n")
 		printHelp(fs, stderr)

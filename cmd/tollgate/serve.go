@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate-ai/tollgate/mcpgate"
 	"github.com/tollgate-ai/tollgate/notify"
 	"github.com/tollgate-ai/tollgate/server"
+	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
 func init() {
@@ -71,6 +72,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if code, done := parseFlagsOnly(fs, args, stdout); done {
 		return code
 	}
+	// This process never confines itself (no Landlock domain, seccomp
+	// filter, ... of its own): the bash tool may start its helpers ahead.
+	bash.UseSpareHelpers(true)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
 	w := newWiring("tollgate serve", stderr, log)

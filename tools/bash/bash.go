@@ -11,13 +11,15 @@
 // namespaces where it may, sets resource limits, drops capabilities,
 // applies a Landlock ruleset and then execs the shell with an allow-listed
 // environment. [Check] says what this kernel enforces. The calling process
-// is never confined. On Linux, from the second confined command of a
-// process on, the helper has been started ahead of the command, in the
-// new namespaces, and waits for its configuration (a spare helper: the
-// namespaces and the helper's start are off the command's path); it is
-// confined exactly as one started for the command, and is not used when
-// the process's state it inherited (credentials, umask, rlimits, cgroup,
-// ...) or the mounts have changed since it started.
+// is never confined. On Linux, in a process that turned it on
+// ([UseSpareHelpers]: one that does not confine itself), from the second
+// confined command on, the helper has been started ahead of the command,
+// in the new namespaces, and waits for its configuration (a spare
+// helper: the namespaces and the helper's start are off the command's
+// path); it is confined exactly as one started for the command, and is
+// not used when the process's state it inherited (credentials, seccomp
+// filters, scheduling, umask, rlimits, cgroup, ...) or the mounts have
+// changed since it started.
 //
 // # Nothing a command starts outlives it
 //
@@ -275,6 +277,9 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 			}
 		}()
 		mkTmp := func() (string, error) {
+			if tmp != "" { // made for a spare helper that ran nothing (command.fresh)
+				return tmp, nil
+			}
 			dir, err := os.MkdirTemp("", "tollgate-bash-")
 			if err != nil {
 				return "", fmt.Errorf("private temporary directory: %w", err)
@@ -295,14 +300,6 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 	if c.finished != nil {
 		defer c.finished()
 	}
-	// cmd.Cancel, set by each way of starting, kills the whole tree (the
-	// process group, or the supervisor's killing): a command's children
-	// must not outlive it. WaitDelay bounds the wait for a tree that does
-	// not die (the supervisor's is longer than its own bound).
-	cmd := c.Cmd
-	if cmd.WaitDelay == 0 {
-		cmd.WaitDelay = 2 * time.Second
-	}
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
 	var outW, errW io.Writer = stdout, stderr
 	if o.Stdout != nil {
@@ -311,22 +308,41 @@ func run(ctx context.Context, o Options, p Profile, cmdline string) (Result, err
 	if o.Stderr != nil {
 		errW = o.Stderr
 	}
+	var cmd *exec.Cmd
 	var err error
-	if c.output != nil {
-		c.output(outW, errW) // started already
-	} else {
-		cmd.Stdout, cmd.Stderr = outW, errW
-		err = cmd.Start()
-	}
-	if c.after != nil {
-		if aerr := c.after(err); aerr != nil {
-			if err == nil {
-				_ = cmd.Cancel()
-				_ = cmd.Wait()
-				_ = c.stop()
-			}
-			return Result{ExitCode: -1}, aerr
+	for {
+		// cmd.Cancel, set by each way of starting, kills the whole tree
+		// (the process group, or the supervisor's killing): a command's
+		// children must not outlive it. WaitDelay bounds the wait for a
+		// tree that does not die (the supervisor's is longer than its own
+		// bound).
+		cmd = c.Cmd
+		if cmd.WaitDelay == 0 {
+			cmd.WaitDelay = 2 * time.Second
 		}
+		if c.output != nil {
+			c.output(outW, errW) // started already
+		} else {
+			cmd.Stdout, cmd.Stderr = outW, errW
+			err = cmd.Start()
+		}
+		if c.after != nil {
+			if aerr := c.after(err); aerr != nil {
+				if err == nil {
+					_ = cmd.Cancel()
+					_ = cmd.Wait()
+					_ = c.stop()
+				}
+				if err == nil && c.fresh != nil && errors.As(aerr, new(configNotSent)) {
+					if c, err = c.fresh(); err != nil {
+						return Result{ExitCode: -1}, err
+					}
+					continue
+				}
+				return Result{ExitCode: -1}, aerr
+			}
+		}
+		break
 	}
 	var stopErr error
 	if err == nil {
@@ -376,7 +392,19 @@ type command struct {
 	// finished, if set, is called when the command is done (it asks for
 	// the next spare helper).
 	finished func()
+	// fresh, if set, prepares the command again in a helper started for
+	// it: for a spare helper that ended before it got its configuration,
+	// and so ran nothing (configNotSent).
+	fresh func() (command, error)
 }
+
+// configNotSent is the failure to send a helper its configuration: it
+// ended, or closed the pipe, before it read all of it, and so ran
+// nothing (it reads all of it before anything else).
+type configNotSent struct{ err error }
+
+func (e configNotSent) Error() string { return "sending the configuration: " + e.err.Error() }
+func (e configNotSent) Unwrap() error { return e.err }
 
 func (c command) stop() error {
 	if c.stopped == nil {

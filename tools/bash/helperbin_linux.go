@@ -69,6 +69,23 @@ func SetHelper(path string) error {
 	return nil
 }
 
+// UseSpareHelpers turns spare sandbox helpers on or off for the commands
+// this process starts from now on (off by default). A spare is a helper
+// started before its command is known, while the agent waits for its
+// next tool call: about half of a confined command's start is then off
+// the command's path (see spare_linux.go). Turn it on only in a process
+// that does not confine itself once commands have started (no Landlock
+// domain, seccomp filter or the like entered by any of its threads):
+// a helper started for a command is in its process's Landlock domain,
+// which the kernel cannot report, while a spare started before it was
+// entered is not. Turned off, a spare waiting is discarded.
+func UseSpareHelpers(on bool) {
+	spareHelpers.Store(on)
+	if !on {
+		discardSpare()
+	}
+}
+
 // findHelper returns HelperName next to self if it may be run as the
 // helper, and otherwise self, with the reason. It may be run when:
 //

@@ -2,7 +2,10 @@ package bash
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
+	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,16 +21,20 @@ import (
 // What a helper inherits, and is here: its credentials (real, effective,
 // saved and file-system uid and gid, the supplementary groups), its
 // capabilities (effective, permitted, inheritable, bounding, ambient),
-// securebits and no_new_privs, the seccomp mode and filters, the LSM
-// label, the umask, every rlimit (the helper only lowers five of them),
-// the cgroup, the namespaces (the new ones are made in this process's),
-// the root directory, the signal mask and ignored signals, the
-// personality, the scheduling (nice, policy, I/O priority, CPUs and
-// memory nodes allowed), the speculation controls, the prctl settings
-// fork and exec keep (THP, machine-check kill, timer slack, I/O flusher,
-// memory-deny-write-execute), oom_score_adj, the audit login uid, the
-// session and its keyring, and the helper binary itself (a file replaced
-// at its path would be another program).
+// securebits and no_new_privs, the seccomp mode and the number of filters
+// (Seccomp_filters: a process in mode 2 that adds one stays in mode 2),
+// the LSM labels (current, and the one for the next exec), the umask,
+// every rlimit (the helper only lowers five of them), the cgroup, the
+// namespaces (the new ones are made in this process's), the root
+// directory, the signal mask and ignored signals, the personality, the
+// scheduling (all of sched_getattr: policy, priority, nice, utilization
+// clamps; the core-scheduling cookie, the I/O priority, the CPUs and
+// memory nodes allowed, the memory policy), a tracer, the speculation
+// controls, the prctl settings fork and exec keep (THP, machine-check
+// kill, timer slack, I/O flusher, memory-deny-write-execute),
+// oom_score_adj, the audit login uid, the session and its keyring, and
+// the helper binary itself (a file replaced at its path would be another
+// program).
 //
 // What it does not inherit, and is not here: the environment (the helper
 // gets only sandboxhelper.Env; the command's comes in the configuration),
@@ -38,8 +45,11 @@ import (
 // and the mount table, which is watched instead (mountsMoved): a mount
 // namespace is a copy of this process's at the helper's start. One thing
 // cannot be read back: a Landlock domain this process put itself in after
-// the spare started (the kernel has no call that says so); the helper's
-// own ruleset confines the command all the same.
+// the spare started (the kernel has no call that says so). A helper
+// started for the command would be in that domain, and the spare is not:
+// its own ruleset does not make up for the process's (found by review).
+// Hence spares only in a process that turned them on (UseSpareHelpers),
+// one that does not confine itself once commands have started.
 func inherited(helper string) []byte {
 	b := make([]byte, 0, 4096)
 	// Everything of the thread's is read relative to one descriptor of
@@ -49,8 +59,14 @@ func inherited(helper string) []byte {
 		return append(b, "thread-self "+err.Error()...)
 	}
 	defer unix.Close(dir)
-	var buf [8192]byte
-	status := readAt(dir, "status", buf[:])
+	buf := make([]byte, 8192)
+	// All of status: with many groups it passes 8 KiB, and what follows
+	// Groups went uncompared (found by review). One that cannot be read
+	// reads differently each time: no spare is used on it.
+	status, ok := readAt(dir, "status", &buf)
+	if !ok {
+		b = fmt.Appendf(b, "status unread %d %s\n", statusFailures.Add(1), status)
+	}
 	for line := range bytes.SplitAfterSeq(status, []byte("\n")) {
 		key, _, _ := bytes.Cut(line, []byte(":"))
 		if inheritedStatus[string(key)] {
@@ -60,7 +76,8 @@ func inherited(helper string) []byte {
 	for _, f := range inheritedFiles {
 		b = append(b, f...)
 		b = append(b, ' ')
-		b = append(b, readAt(dir, f, buf[:])...)
+		v, _ := readAt(dir, f, &buf) // one the kernel lacks reads the same error each time
+		b = append(b, v...)
 		b = append(b, '\n')
 	}
 	num := func(name string, vs ...int64) {
@@ -101,11 +118,27 @@ func inherited(helper string) []byte {
 		num("prctl", int64(opt), errno(err), int64(v))
 	}
 	pers, _, e1 := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
-	policy, _, e2 := unix.Syscall(unix.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
-	ioprio, _, e3 := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, 0, 0)
-	num("personality, scheduler, I/O priority", int64(pers), int64(e1), int64(policy), int64(e2), int64(ioprio), int64(e3))
-	nice, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-	num("nice", int64(nice), errno(err))
+	ioprio, _, e2 := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, 0, 0)
+	num("personality, I/O priority", int64(pers), int64(e1), int64(ioprio), int64(e2))
+	// All of the scheduling: the policy alone missed a priority changed
+	// within it (found by review).
+	var sa unix.SchedAttr
+	if a, err := unix.SchedGetAttr(0, 0); err == nil {
+		sa = *a
+	} else {
+		sa.Size = uint32(errno(err))
+	}
+	num("scheduling", int64(sa.Size), int64(sa.Policy), int64(sa.Flags), int64(sa.Nice), int64(sa.Priority),
+		int64(sa.Runtime), int64(sa.Deadline), int64(sa.Period), int64(sa.Util_min), int64(sa.Util_max))
+	var mode int32
+	var nodes [16]int64 // a mask of 1024 nodes
+	_, _, e3 := unix.Syscall6(unix.SYS_GET_MEMPOLICY, uintptr(unsafe.Pointer(&mode)), uintptr(unsafe.Pointer(&nodes[0])),
+		uintptr(len(nodes)*64), 0, 0, 0)
+	num("memory policy", int64(e3), int64(mode))
+	num("memory nodes", nodes[:]...)
+	var cookie uint64 // the core-scheduling cookie's id
+	_, _, e4 := unix.Syscall6(unix.SYS_PRCTL, unix.PR_SCHED_CORE, unix.PR_SCHED_CORE_GET, 0, 0 /* PIDTYPE_PID */, uintptr(unsafe.Pointer(&cookie)), 0)
+	num("core scheduling", int64(e4), int64(cookie))
 	sid, err := unix.Getsid(0)
 	num("session", int64(sid), errno(err))
 	ring, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
@@ -113,48 +146,56 @@ func inherited(helper string) []byte {
 	return b
 }
 
-// readAt reads the file name below dir into buf and returns what it read,
-// or the error's text.
-func readAt(dir int, name string, buf []byte) []byte {
+// readAt reads all of the file name below dir into *buf, grown as it
+// needs, and returns what it read, or the error's text (a file cut short
+// would leave what follows uncompared); read says whether it read it.
+func readAt(dir int, name string, buf *[]byte) (b []byte, read bool) {
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return []byte(err.Error())
+		return []byte(err.Error()), false
 	}
 	defer unix.Close(fd)
 	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
+	for {
+		if n == len(*buf) {
+			*buf = append(*buf, make([]byte, len(*buf))...)
+		}
+		m, err := unix.Read(fd, (*buf)[n:])
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return []byte(err.Error())
+			return []byte(err.Error()), false
 		}
 		if m == 0 {
 			break
 		}
 		n += m
 	}
-	return buf[:n]
+	return (*buf)[:n], true
 }
+
+// statusFailures counts the failed reads of /proc/thread-self/status.
+var statusFailures atomic.Int64
 
 // rlimits is the number of resources getrlimit knows (RLIM_NLIMITS).
 const rlimits = 16
 
 // inheritedStatus are the lines of /proc/thread-self/status that fork and
-// exec keep (the uid and gid lines hold the real, effective, saved and
-// file-system ids).
+// exec keep, or that a helper started now would have (the uid and gid
+// lines hold the real, effective, saved and file-system ids).
 var inheritedStatus = map[string]bool{
 	"Umask": true, "Uid": true, "Gid": true, "Groups": true, "NoNewPrivs": true,
 	"Seccomp": true, "Seccomp_filters": true, "CapInh": true, "CapPrm": true, "CapEff": true,
 	"CapBnd": true, "CapAmb": true, "SigBlk": true, "SigIgn": true,
 	"Speculation_Store_Bypass": true, "SpeculationIndirectBranch": true,
 	"Cpus_allowed_list": true, "Mems_allowed_list": true,
+	"TracerPid": true, // a tracer that follows forks would trace a helper started now
 }
 
 // inheritedFiles are the other files of /proc/thread-self that hold what
 // a helper inherits.
-var inheritedFiles = []string{"cgroup", "attr/current", "oom_score_adj", "loginuid", "sessionid"}
+var inheritedFiles = []string{"cgroup", "attr/current", "attr/exec", "oom_score_adj", "loginuid", "sessionid"}
 
 // inheritedNS are the namespaces a helper starts in, or makes its new ones
 // in.
@@ -170,13 +211,15 @@ var inheritedPrctl = []int{unix.PR_GET_SECUREBITS, unix.PR_GET_THP_DISABLE, unix
 // by fork and exec).
 const prGetMDWE = 66
 
-// watchMounts opens this process's mount table, for mountsMoved to say
-// whether any mount of its namespace was made, moved, changed or
-// unmounted since; the caller closes the descriptor. It is not an
+// watchMounts opens this thread's mount table (the namespace a helper
+// started from it copies, which a thread may have changed from the
+// thread-group leader's: /proc/self would be the leader's), for
+// mountsMoved to say whether any mount of its namespace was made, moved,
+// changed or unmounted since; the caller closes the descriptor. It is not an
 // *os.File: os.Open would add it to the runtime's poller, whose waits
 // would take the kernel's flag (a poll of the table clears it).
 func watchMounts() (int, error) {
-	return unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	return unix.Open("/proc/thread-self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 }
 
 // mountsMoved says whether the mount namespace of fd (see watchMounts)

@@ -30,6 +30,7 @@ var probes = map[string]func(args []string){}
 // of the tools it builds (or the binary helperEnv names), and an agent process that tests kill.
 func TestMain(m *testing.M) {
 	bash.MaybeRunHelper()
+	bash.UseSpareHelpers(true) // the tests' process does not confine itself, but for TestSpareTakesTheLandlockDomainOfItsUse, which turns them off
 	if path := os.Getenv(helperEnv); path != "" {
 		if err := bash.SetHelper(path); err != nil {
 			fmt.Fprintln(os.Stderr, helperEnv+":", err)

@@ -153,7 +153,7 @@ func selfCommand(ctx context.Context, mode string, data func() ([]byte, error), 
 			return fmt.Errorf("%s: %s", failed, msg)
 		}
 		if werr != nil {
-			return fmt.Errorf("%s: sending the configuration: %w", failed, werr)
+			return fmt.Errorf("%s: %w", failed, configNotSent{werr})
 		}
 		return nil
 	}
@@ -357,9 +357,15 @@ func confinedCommand(ctx context.Context, o Options, p Profile, tmp func() (stri
 		// (os/exec hands a file, a terminal, to a helper started for it).
 		if r.MountNS && !isFile(o.Stdout) && !isFile(o.Stderr) {
 			if sp := takeSpare(ctx, r.ns); sp != nil {
-				c := sp.command(ctx, c, tmp)
-				c.finished = next
-				return c, nil
+				sc := sp.command(ctx, c, tmp)
+				sc.finished = next
+				// One that ended after takeSpare looked (found by review)
+				// gives way to a helper started for the command.
+				sc.fresh = func() (command, error) {
+					cmd, after, err := helperCommand(ctx, c, r.ns, tmp)
+					return command{Cmd: cmd, after: after}, err
+				}
+				return sc, nil
 			}
 		}
 		cmd, after, err := helperCommand(ctx, c, r.ns, tmp) // the namespace takes the tree with the shell

@@ -18,6 +18,9 @@ type namespaces struct{}
 // SetHelper: there is no sandbox helper off Linux.
 func SetHelper(string) error { return errors.New("the sandbox is Linux only") }
 
+// UseSpareHelpers: there are no sandbox helpers off Linux.
+func UseSpareHelpers(bool) {}
+
 func helperPath() (path, note string, err error) { return "", "", nil }
 
 // seccompEnforced: no seccomp off Linux.

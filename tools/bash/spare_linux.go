@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,9 +34,11 @@ import (
 // the life of the process (spareThread), because a parent-death signal
 // fires when the thread that started the child ends: the spare dies
 // with the process, as every helper does, and never with a command's
-// thread. Only the helpers of a PID namespace have spares (the others
-// run under the supervisor), and only for a command whose output is not
-// a file (os/exec hands a file to the helper itself, a spare has pipes).
+// thread. Only a process that turned them on has spares
+// (UseSpareHelpers: one that does not confine itself), only for the
+// helpers of a PID namespace (the others run under the supervisor), and
+// only for a command whose output is not a file (os/exec hands a file
+// to the helper itself, a spare has pipes).
 //
 // A spare is not used, and is killed and reaped, when it could differ
 // from a helper started for the command: when the process has since
@@ -62,12 +65,20 @@ type spare struct {
 	helper         string
 	ns             namespaces
 	state          []byte // inherited when it was started
-	mounts         int    // the mount watch, opened before it was started
+	mounts         int    // the mount watch of the check at its use, opened before it was started
+	watch          int    // the waiter's own mount watch (a poll clears the flag: one each)
+	wake           struct {
+		sync.Mutex
+		fd     int // an eventfd that ends the waiter (wait)
+		closed bool
+	}
 }
 
 // spares holds the spare, if one is ready; spareReq asks spareThread for
-// one.
+// one; spareHelpers says whether the process has spares (UseSpareHelpers).
 var (
+	spareHelpers atomic.Bool
+
 	spares struct {
 		sync.Mutex
 		ready    *spare
@@ -86,24 +97,63 @@ func spareThread() {
 	runtime.LockOSThread() // never unlocked: the spares' parent-death signal is this thread's
 	for ns := range spareReq {
 		s, err := startSpare(ns)
+		if err == nil && !spareHelpers.Load() { // turned off while it started
+			s.discard()
+			closeAll([]int{s.watch, s.wake.fd}) // no waiter has them
+			err = errors.New("spares turned off")
+		}
 		spares.Lock()
 		spares.starting = false
 		if err == nil {
 			spares.ready = s
-			go s.reapIfGone()
+			go s.wait()
 		}
 		close(spares.started)
 		spares.Unlock()
 	}
 }
 
-// reapIfGone waits for s to end, and discards it (reaps it) if it was
-// still waiting for a command then: a spare killed while it waited is no
-// zombie until the next command. One that was taken is its command's
-// helper, waited for by it.
-func (s *spare) reapIfGone() {
-	var info unix.Siginfo
-	for unix.Waitid(unix.P_PID, s.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+// wait waits while s is ready for a command, and discards it (kills and
+// reaps it) as soon as it ends (killed while it waited: no zombie until
+// the next command), is stopped or traced (found by review: a stopped
+// spare, taken, held its command until its timeout), any mount of the
+// process's namespace moves (found by review: the spare's copy of the
+// namespace kept a file system unmounted since busy), or it has waited
+// spareMaxWait (an idle agent keeps no helper that others could trace or
+// enter for long; the next is started when commands come again). It ends
+// when s is taken or discarded (stopWaiting).
+func (s *spare) wait() {
+	fds := []unix.PollFd{{Fd: int32(s.wake.fd), Events: unix.POLLIN}, {Fd: int32(s.watch), Events: unix.POLLPRI}}
+	if pidfd, err := unix.PidfdOpen(s.cmd.Process.Pid, 0); err == nil { // readable once it ends
+		defer unix.Close(pidfd)
+		fds = append(fds, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN})
+	}
+	defer func() {
+		s.wake.Lock()
+		s.wake.closed = true
+		unix.Close(s.wake.fd)
+		unix.Close(s.watch)
+		s.wake.Unlock()
+	}()
+	maxWait := spareMaxWait
+	if d := spareMaxWaitTest.Load(); d != 0 {
+		maxWait = time.Duration(d)
+	}
+	for deadline := time.Now().Add(maxWait); ; {
+		wait := min(time.Until(deadline), time.Second) // a stop is looked for each second
+		if wait <= 0 {
+			break
+		}
+		n, err := unix.Poll(fds, int((wait+time.Millisecond-1)/time.Millisecond))
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && fds[0].Revents != 0 {
+			return // taken or discarded
+		}
+		if err != nil || n > 0 || s.exited() || s.stopped() {
+			break
+		}
 	}
 	spares.Lock()
 	gone := spares.ready == s
@@ -116,6 +166,21 @@ func (s *spare) reapIfGone() {
 	}
 }
 
+// spareMaxWait is how long a spare waits for a command before it is
+// discarded; spareMaxWaitTest, if set, is used instead (by tests).
+const spareMaxWait = time.Minute
+
+var spareMaxWaitTest atomic.Int64
+
+// stopWaiting ends the waiter of s (wait), if it has not ended.
+func (s *spare) stopWaiting() {
+	s.wake.Lock()
+	defer s.wake.Unlock()
+	if !s.wake.closed {
+		_, _ = unix.Write(s.wake.fd, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+	}
+}
+
 // takeSpare returns the spare, if one is ready that fits (the helper
 // binary and ns; what it inherited and the mounts unchanged, see spare),
 // or nil. One that is starting is waited for (until ctx is done): a
@@ -123,6 +188,10 @@ func (s *spare) reapIfGone() {
 // on the command's thread, the one a helper started for the command would
 // be started from.
 func takeSpare(ctx context.Context, ns namespaces) *spare {
+	if !spareHelpers.Load() {
+		discardSpare() // one started before the process turned them off
+		return nil
+	}
 	helper, _, err := helperPath()
 	if err != nil {
 		return nil
@@ -146,17 +215,35 @@ func takeSpare(ctx context.Context, ns namespaces) *spare {
 	if s == nil {
 		return nil
 	}
-	if s.helper != helper || s.ns != ns || s.exited() || !bytes.Equal(s.state, inherited(helper)) || mountsMoved(s.mounts) {
+	if s.helper != helper || s.ns != ns || s.exited() || s.stopped() || !bytes.Equal(s.state, inherited(helper)) || mountsMoved(s.mounts) {
 		s.discard()
 		return nil
+	}
+	if spareTakenTest != nil {
+		spareTakenTest(s)
 	}
 	spareUses.Add(1)
 	return s
 }
 
+// discardSpare discards the spare that is ready, if any.
+func discardSpare() {
+	spares.Lock()
+	s := spares.ready
+	spares.ready = nil
+	spares.Unlock()
+	if s != nil {
+		s.discard()
+	}
+}
+
 // spareUses counts the spares taken (for tests: one whose state matches
-// is used).
-var spareUses atomic.Int64
+// is used); spareTakenTest, if set, is called with each once it passed
+// the checks (a test ends it there).
+var (
+	spareUses      atomic.Int64
+	spareTakenTest func(*spare)
+)
 
 // askSpare asks for a spare in namespaces ns once no confined command
 // has started for spareIdle (takeSpare puts it off), unless one is ready
@@ -166,6 +253,9 @@ var spareUses atomic.Int64
 // as without spares, and the spare is for one that comes after a pause,
 // as a model's next tool call does.
 func askSpare(ns namespaces) {
+	if !spareHelpers.Load() {
+		return
+	}
 	spares.Lock()
 	defer spares.Unlock()
 	if spares.ready != nil || spares.starting {
@@ -174,7 +264,7 @@ func askSpare(ns namespaces) {
 	if spares.idle == nil {
 		spares.idle = time.AfterFunc(spareIdle, func() {
 			spares.Lock()
-			ask := spares.ready == nil && !spares.starting
+			ask := spareHelpers.Load() && spares.ready == nil && !spares.starting
 			if ask {
 				spares.starting, spares.started = true, make(chan struct{})
 			}
@@ -202,11 +292,20 @@ func startSpare(ns namespaces) (*spare, error) {
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := watchMounts()
-	if err != nil {
-		return nil, err
+	var fds [3]int // the two mount watches and the waiter's eventfd
+	for i := range fds {
+		if i < 2 {
+			fds[i], err = watchMounts()
+		} else {
+			fds[i], err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		}
+		if err != nil {
+			closeAll(fds[:i])
+			return nil, err
+		}
 	}
-	s := &spare{helper: helper, ns: ns, mounts: mounts, state: inherited(helper)}
+	s := &spare{helper: helper, ns: ns, mounts: fds[0], watch: fds[1], state: inherited(helper)}
+	s.wake.fd = fds[2]
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -225,7 +324,7 @@ func startSpare(ns namespaces) (*spare, error) {
 	cmd, after, err := selfCommand(ctx, sandboxhelper.HelperMode, data, "", attr, "sandbox helper")
 	if err != nil {
 		cancel()
-		unix.Close(mounts)
+		closeAll(fds[:])
 		return nil, err
 	}
 	cmd.Cancel = killGroup(cmd)
@@ -233,12 +332,13 @@ func startSpare(ns namespaces) (*spare, error) {
 	cmd.Stdout, cmd.Stderr = &s.stdout, &s.stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
-		unix.Close(mounts)
+		closeAll(fds[:])
 		return nil, after(err)
 	}
 	s.cmd, s.after = cmd, after
 	if !bytes.Equal(s.state, inherited(helper)) || mountsMoved(s.mounts) { // changed while it started
 		s.discard()
+		closeAll(fds[1:]) // no waiter has them
 		return nil, errors.New("the process's state or mounts changed while the spare started")
 	}
 	return s, nil
@@ -252,6 +352,7 @@ func (s *spare) command(ctx context.Context, c sandboxhelper.Config, tmp func() 
 	s.cfg.c.Protocol = sandboxhelper.Protocol()
 	s.cfg.Unlock()
 	unix.Close(s.mounts)
+	s.stopWaiting()
 	context.AfterFunc(ctx, s.cancel) // the command's timeout and cancellation kill it (cmd.Cancel)
 	return command{Cmd: s.cmd, after: s.after, output: func(stdout, stderr io.Writer) {
 		s.stdout.set(stdout)
@@ -267,12 +368,38 @@ func (s *spare) exited() bool {
 	return err != nil || info.Signo != 0
 }
 
+// stopped says whether s is stopped or stopped by a tracer (the state of
+// /proc/PID/stat is T or t): it would not run its command.
+func (s *spare) stopped() bool {
+	var buf [512]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(s.cmd.Process.Pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf[:])
+	if err != nil {
+		return true
+	}
+	st := buf[:n]
+	i := bytes.LastIndexByte(st, ')')
+	return i < 0 || i+2 >= len(st) || st[i+2] == 'T' || st[i+2] == 't'
+}
+
+// closeAll closes the descriptors fds.
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
 // discard kills s, which never got a configuration.
 func (s *spare) discard() {
 	_ = s.cmd.Cancel()
 	_ = s.after(errors.New("discarded"))
 	s.cancel()
 	unix.Close(s.mounts)
+	s.stopWaiting()
 	go func() { _ = s.cmd.Wait() }()
 }
 
