@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -208,10 +210,20 @@ func runHelper() error {
 		}
 	}
 	if c.Probe {
-		if err := setLimits(c); err != nil {
+		out, err := json.Marshal(ProbeResult{SeccompOK: SeccompEnforced})
+		if err != nil {
 			return err
 		}
-		return json.NewEncoder(os.Stdout).Encode(ProbeResult{SeccompOK: SeccompEnforced})
+		out = append(out, '\n')
+		lims, err := limitsOf(c)
+		if err != nil {
+			return err
+		}
+		if err := setLimits(lims); err != nil {
+			return err
+		}
+		_, err = unix.Write(1, out)
+		return err
 	}
 	// HOME is not readable under a confined profile, and programs such as
 	// git treat an unreadable ~/.gitconfig as fatal: HOME is the private
@@ -222,30 +234,65 @@ func runHelper() error {
 			env = append(env, kv)
 		}
 	}
-	// The limits last, just before the exec: under RLIMIT_AS the helper's
-	// own runtime may not map memory again, and a Go binary's address
-	// space is large (a race-built helper died in setupView, with the
-	// limit set first, when its runtime wanted another span).
-	if err := setLimits(c); err != nil {
+	// The limits last, just before the exec, and nothing allocated
+	// between the two: under RLIMIT_AS the helper's own runtime may not
+	// map memory again, and a Go binary's address space is large (a
+	// race-built helper died in setupView with the limit set first, and
+	// one died in syscall.Exec's own allocations with it set just before).
+	argv0, err := syscall.BytePtrFromString(c.Shell)
+	if err != nil {
 		return err
 	}
-	return syscall.Exec(c.Shell, []string{c.Shell, "-c", c.Cmd}, env)
+	argv, err := syscall.SlicePtrFromStrings([]string{c.Shell, "-c", c.Cmd})
+	if err != nil {
+		return err
+	}
+	envv, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return err
+	}
+	lims, err := limitsOf(c)
+	if err != nil {
+		return err
+	}
+	debug.SetGCPercent(-1) // no collection (and its allocations) in between
+	if err := setLimits(lims); err != nil {
+		return err
+	}
+	_, _, errno := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return fmt.Errorf("exec %s: %w", c.Shell, errno)
 }
 
-// setLimits sets the command's rlimits (only lowered: raising needs
-// privileges).
-func setLimits(c Config) error {
-	for _, l := range []struct {
+// limit is one rlimit to set.
+type limit struct {
+	res int
+	lim unix.Rlimit
+}
+
+// limitsOf are the command's rlimits (only lowered: raising needs
+// privileges), read and computed before any is set.
+func limitsOf(c Config) ([5]limit, error) {
+	var out [5]limit
+	for i, l := range []struct {
 		res int
 		v   uint64
 	}{{unix.RLIMIT_CPU, c.CPU}, {unix.RLIMIT_FSIZE, c.FileSize}, {unix.RLIMIT_NPROC, c.Procs}, {unix.RLIMIT_AS, c.Memory}, {unix.RLIMIT_CORE, 0}} {
 		var old unix.Rlimit
 		if err := unix.Getrlimit(l.res, &old); err != nil {
-			return fmt.Errorf("getrlimit %d: %w", l.res, err)
+			return out, fmt.Errorf("getrlimit %d: %w", l.res, err)
 		}
 		v := min(l.v, old.Max)
-		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", l.res, err)
+		out[i] = limit{l.res, unix.Rlimit{Cur: v, Max: v}}
+	}
+	return out, nil
+}
+
+// setLimits sets lims with raw system calls: nothing is allocated on the
+// way (an allocation may need memory the limits no longer allow).
+func setLimits(lims [5]limit) error {
+	for i := range lims {
+		if _, _, errno := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(lims[i].res), uintptr(unsafe.Pointer(&lims[i].lim)), 0, 0, 0); errno != 0 {
+			return fmt.Errorf("setrlimit %d: %w", lims[i].res, errno)
 		}
 	}
 	return nil
