@@ -45,9 +45,8 @@ func TestPoolReusesAnIdleGoroutine(t *testing.T) {
 	if len(ran) > pieces/2 {
 		t.Errorf("%d pieces of work one after the other ran on %d goroutines, want most of them on a reused one", pieces, len(ran))
 	}
-	if n := p.count(); n > 2 {
-		t.Errorf("%d goroutines after work one piece at a time, want at most maxIdle (2)", n)
-	}
+	// A late miss's goroutine may still be on its way out.
+	until(t, "the goroutines past maxIdle (2) to return", func() bool { return p.count() <= 2 })
 	p.End()
 	if !p.Wait(context.Background()) {
 		t.Fatal("Wait after End")

@@ -251,11 +251,21 @@ func runHelper() error {
 	if err != nil {
 		return err
 	}
+	// The soft RLIMIT_NOFILE the helper was started with: Go raised it
+	// for itself at start (syscall/rlimit.go) and syscall.Exec puts the
+	// saved one back before its execve, which the raw one below does not
+	// — an exec that cannot succeed ("") does it, and clears the saved
+	// value (TestConfinedCommandKeepsTheSoftNofileLimit, found by review:
+	// a confined command's soft limit was the hard one's).
+	_ = syscall.Exec("", nil, nil)
 	lims, err := limitsOf(c)
 	if err != nil {
 		return err
 	}
-	debug.SetGCPercent(-1) // no collection (and its allocations) in between
+	// No collection (and its allocations) in between; nothing here makes
+	// a thread either (syscall.Exec's lock against a thread made during
+	// the exec is the runtime's, not ours to take).
+	debug.SetGCPercent(-1)
 	if err := setLimits(lims); err != nil {
 		return err
 	}
