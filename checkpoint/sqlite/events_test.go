@@ -209,22 +209,8 @@ VALUES (1, 't', 'q', 'r', 'c', 'approve', NULL, '', 'pending', '', '', 0, 1);
 // (the store reads an event's seq as the insert's rowid: a trigger's
 // inserts must not be taken for it).
 func TestEventSeqsAreTheStoredOnes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tollgate.db")
-	s, err := sqlite.Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	appendEvents(t, s, 2)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE shadow (n INTEGER PRIMARY KEY, seq INTEGER);
-CREATE TRIGGER shadowed AFTER INSERT ON events BEGIN INSERT INTO shadow (n, seq) VALUES (1000 + NEW.seq * 7, NEW.seq); END;`); err != nil {
-		t.Fatal(err)
-	}
+	s := storeWithSQL(t, `CREATE TABLE shadow (n INTEGER PRIMARY KEY, seq INTEGER);
+CREATE TRIGGER shadowed AFTER INSERT ON events BEGIN INSERT INTO shadow (n, seq) VALUES (1000 + NEW.seq * 7, NEW.seq); END;`)
 	b := &checkpoint.Batch{}
 	for i := range 3 {
 		b.Events = append(b.Events, &checkpoint.Event{ThreadID: "t", RunID: "r", Type: "note", Data: []byte(fmt.Sprintf(`{"i":%d}`, i))})
@@ -249,4 +235,27 @@ CREATE TRIGGER shadowed AFTER INSERT ON events BEGIN INSERT INTO shadow (n, seq)
 			t.Errorf("event %d: Seq %d, Commit returned %d", i, e.Seq, c.EventSeqs[i])
 		}
 	}
+}
+
+// storeWithSQL is a new store holding two events, whose file then ran
+// stmt through a connection of its own (a trigger a tool that found the
+// file might add).
+func storeWithSQL(t *testing.T, stmt string) *sqlite.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	appendEvents(t, s, 2)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -1,13 +1,10 @@
 package sqlite_test
 
 import (
-	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 )
 
 // An event insert that inserts nothing — a BEFORE INSERT trigger of the
@@ -17,21 +14,7 @@ import (
 // the dropped event's. With RETURNING (before 8c2b374) no row came back
 // and the commit failed. The insert's RowsAffected says 0.
 func TestEventSeqOfAnInsertThatInsertsNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tollgate.db")
-	s, err := sqlite.Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	appendEvents(t, s, 2)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TRIGGER dropped BEFORE INSERT ON events WHEN NEW.type = 'noise' BEGIN SELECT RAISE(IGNORE); END;`); err != nil {
-		t.Fatal(err)
-	}
+	s := storeWithSQL(t, `CREATE TRIGGER dropped BEFORE INSERT ON events WHEN NEW.type = 'noise' BEGIN SELECT RAISE(IGNORE); END;`)
 	b := &checkpoint.Batch{}
 	for i, typ := range []string{"note", "noise"} {
 		b.Events = append(b.Events, &checkpoint.Event{ThreadID: "t", RunID: "r", Type: typ, Data: []byte(fmt.Sprintf(`{"i":%d}`, i))})
