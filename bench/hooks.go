@@ -21,6 +21,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 	"github.com/tollgate-ai/tollgate/server"
 )
 
@@ -108,7 +109,7 @@ func hooksCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	raw := rawHTTPHook()
 	defer raw.Close()
 	rawScript := filepath.Join(dir, "allow.sh")
-	os.WriteFile(rawScript, []byte("#!/bin/sh\ncat >/dev/null\nprintf '%s' '"+allowJSON+"'\n"), 0o755)
+	exectest.WriteProgram(rawScript, []byte("#!/bin/sh\ncat >/dev/null\nprintf '%s' '"+allowJSON+"'\n"))
 
 	// The raw limit of a durable decision: one commit of the same kind of
 	// store on the same disk, taking turns with the hooks.

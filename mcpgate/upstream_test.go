@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 	"github.com/tollgate-ai/tollgate/internal/mcptest"
 	"github.com/tollgate-ai/tollgate/mcpgate"
 )
@@ -443,14 +444,14 @@ func TestRestartBound(t *testing.T) {
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "starts")
 	script := filepath.Join(dir, "server.sh")
-	if err := os.WriteFile(script, fmt.Appendf(nil, `#!/bin/sh
+	if err := exectest.WriteProgram(script, fmt.Appendf(nil, `#!/bin/sh
 n=$(cat %[1]q 2>/dev/null || echo 0)
 n=$((n + 1))
 echo $n > %[1]q
 if [ "$n" -eq 1 ]; then exec %[2]q; fi
 echo "start $n: the server is broken now" >&2
 exit 4
-`, counter, bin), 0o755); err != nil {
+`, counter, bin)); err != nil {
 		t.Fatal(err)
 	}
 	starts := func() int {

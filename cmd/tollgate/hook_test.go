@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 )
 
 // hookAnswer is what a hook printed, as the agent reads it.
@@ -206,7 +208,7 @@ func TestHookInstallCodexAndHTTP(t *testing.T) {
 func TestHookInstallSmallBinaryAndConfine(t *testing.T) {
 	bin := t.TempDir()
 	small := filepath.Join(bin, "tollgate-hook")
-	os.WriteFile(small, []byte("#!/bin/sh\n"), 0o755)
+	exectest.WriteProgram(small, []byte("#!/bin/sh\n"))
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	home := t.TempDir()
 	t.Setenv("CODEX_HOME", home)

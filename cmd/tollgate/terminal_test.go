@@ -19,6 +19,7 @@ import (
 
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 )
 
 // ptyRun is a `tollgate run` process on a pseudo-terminal, as a person
@@ -250,7 +251,7 @@ func TestRunInATerminal(t *testing.T) {
 n=$(cat "$0.count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$0.count"
 if [ $n = 1 ]; then echo '{"cmd": 5}' > "$1"; else echo '{"cmd": "echo edited >> out.txt"}' > "$1"; fi
 `
-		if err := os.WriteFile(editor, []byte(script), 0o755); err != nil {
+		if err := exectest.WriteProgram(editor, []byte(script)); err != nil {
 			t.Fatal(err)
 		}
 		p := startPTY(t, []string{"EDITOR=" + editor}, "--store", "sqlite:"+db, "--thread", "t1", "--dir", dir, "$ echo original >> out.txt")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 	"github.com/tollgate-ai/tollgate/policy/learn"
 	"github.com/tollgate-ai/tollgate/policy/shell"
 )
@@ -222,7 +223,7 @@ func newShapeRunner(t testing.TB) *shapeRunner {
 	for _, name := range []string{"git", "npm", "grep", "go", "tail", "head", "cat", "ls"} {
 		// One write a record: programs in a pipe run at once.
 		script := "#!" + bash + "\nrec=$(printf '%s\\x1f' \"${0##*/}\" \"$@\")\nprintf '%s\\x1e' \"$rec\" >> " + log + "\n"
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+		if err := exectest.WriteProgram(filepath.Join(bin, name), []byte(script)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 )
 
 // This file runs real bash against the analysis: a command string the
@@ -119,7 +121,7 @@ func newBashRunner(t testing.TB) *bashRunner {
 	log := filepath.Join(dir, "log")
 	for _, name := range []string{"x1", "x2", "x3"} {
 		script := "#!" + sh + "\necho " + name + " >> " + log + "\n"
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+		if err := exectest.WriteProgram(filepath.Join(bin, name), []byte(script)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 	"github.com/tollgate-ai/tollgate/internal/pgtest"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
@@ -33,7 +34,7 @@ func withProbe(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "probe"), data, 0o755); err != nil {
+	if err := exectest.WriteProgram(filepath.Join(dir, "probe"), data); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -76,7 +77,7 @@ func TestFindHelper(t *testing.T) {
 		other := t.TempDir()
 		self := filepath.Join(other, "tollgate")
 		fake := filepath.Join(other, bash.HelperName)
-		if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 0-0000000000000000\n"), 0o755); err != nil {
+		if err := exectest.WriteProgram(fake, []byte("#!/bin/sh\necho 0-0000000000000000\n")); err != nil {
 			t.Fatal(err)
 		}
 		if path, note := bash.FindHelper(self); path != self || !strings.Contains(note, "another build") {

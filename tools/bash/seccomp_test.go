@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -50,7 +51,7 @@ func TestReadOnlyKeepsMetadataAndUnixSocketsOutside(t *testing.T) {
 	exe, _ := os.Executable()
 	client := filepath.Join(dir, "client")
 	data, _ := os.ReadFile(exe)
-	if err := os.WriteFile(client, data, 0o755); err != nil {
+	if err := exectest.WriteProgram(client, data); err != nil {
 		t.Fatal(err)
 	}
 	cmd := "chmod 777 " + victim + "; touch -d 2001-01-01 " + victim + "; ./client tollgate-unix-client " + sock + "; echo done"

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-ai/tollgate/internal/exectest"
 	"github.com/tollgate-ai/tollgate/tools/bash"
 )
 
@@ -335,7 +336,7 @@ func chainDies(t *testing.T, profile bash.Profile, noPidNS bool, ending string) 
 		return append(errs, fmt.Sprintf(format, args...))
 	}
 	tmp, work := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(work, "chain.sh"), []byte(chainScript), 0o755); err != nil {
+	if err := exectest.WriteProgram(filepath.Join(work, "chain.sh"), []byte(chainScript)); err != nil {
 		return fail("%v", err)
 	}
 	links := func() int {
