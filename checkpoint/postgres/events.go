@@ -142,8 +142,12 @@ func (s *Store) settle(ctx context.Context, read func(writers int64) (unsettled 
 		if err != nil {
 			return err
 		}
-		if unsettled, err = read(writers); err != nil || !unsettled || time.Now().After(deadline) {
+		if unsettled, err = read(writers); err != nil || !unsettled {
 			return err
+		}
+		if time.Now().After(deadline) {
+			s.gaveUp.Add(1)
+			return nil
 		}
 		pause = min(2*pause, 10*time.Millisecond)
 	}

@@ -138,6 +138,10 @@ type Store struct {
 	hub        *hub
 	// txHook: see SetTxHook.
 	txHook atomic.Pointer[TxHook]
+	// gaveUp counts the reads that returned with visible rows still
+	// withheld when eventWait ran out (events.go's settle): a test tells
+	// by it, not by a clock, whether the horizon let an event through.
+	gaveUp atomic.Int64
 
 	closeOnce sync.Once
 }
