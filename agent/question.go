@@ -369,5 +369,6 @@ func digestCanonical(tool string, canonical json.RawMessage) string {
 
 // CanonicalArgs re-encodes a JSON arguments object with sorted keys and no
 // spaces (numbers kept exactly as written); input that is not an object is
-// returned unchanged.
+// returned unchanged, and so is input already in canonical form (the
+// result may be args itself: do not change it in place).
 func CanonicalArgs(args json.RawMessage) json.RawMessage { return canonicalArgs(args) }

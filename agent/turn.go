@@ -450,8 +450,15 @@ func safeBeforeTool(ctx context.Context, h BeforeToolHook, tc *ToolCallContext) 
 
 // canonicalArgs re-encodes an arguments object with sorted keys (and {}
 // for empty input), so that digests and stored arguments do not depend on
-// the model's spacing or key order.
+// the model's spacing or key order. Arguments already in that form are
+// returned as they are, without decoding them (the digests of a call
+// whose arguments the run or the gateway made canonical):
+// jsontext.CanonicalHTML says true only of a text that decoding and
+// encoding give back byte for byte (FuzzCanonicalArgsAsBefore).
 func canonicalArgs(raw json.RawMessage) json.RawMessage {
+	if jsontext.CanonicalHTML(raw) {
+		return raw
+	}
 	obj, p := decodeObject(raw)
 	if p != nil {
 		return raw
