@@ -351,7 +351,7 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 		// its question (see keptRun): the same tool and bytes validate
 		// the same, to the same value.
 		tool.validations.Add(1)
-		decoded, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, call.Arguments)
+		decoded, obj, err := tool.validate(call.Arguments)
 		if err != nil {
 			return invalidResult(err), nil, nil
 		}
@@ -389,7 +389,7 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 			if err != nil {
 				return ToolResult{IsError: true, Content: fmt.Sprintf("middleware %T replaced the arguments with a value that cannot be encoded: %v", m, err)}, nil, nil
 			}
-			typed, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, raw)
+			typed, obj, err := tool.validate(raw)
 			if err != nil {
 				return invalidResult(err), nil, nil
 			}
