@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/agentjson"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
@@ -215,7 +216,7 @@ func shutdownTrace() map[string]any {
 func (g *Gateway) recordAllowed(thread, runID string, ac allowedCall, r agent.ToolResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	result, err := jsontext.Marshal(r)
+	result, err := agentjson.Marshal(&r)
 	if err != nil {
 		g.log.Error("tollgate: encoding an allowed call's result", "thread", thread, "err", err)
 		return
@@ -302,8 +303,8 @@ func (g *Gateway) entry(thread, runID, typ string, data map[string]any) *checkpo
 
 func encodeMessages(msgs ...agent.Message) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(msgs))
-	for i, m := range msgs {
-		raw, err := jsontext.Marshal(m)
+	for i := range msgs {
+		raw, err := agentjson.Marshal(&msgs[i])
 		if err != nil {
 			return nil, fmt.Errorf("mcpgate: encoding a message: %w", err)
 		}
