@@ -2,7 +2,10 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -66,13 +69,54 @@ func FuzzCanonicalArgsAsBefore(f *testing.F) {
 	})
 }
 
+// callDigestBefore is callDigestCanonical as it was before it hashed
+// from the stack: the bytes CallDigest's comment says it hashes.
+func callDigestBefore(threadID, callID, tool string, canonical json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(callDigestTag))
+	for _, f := range []string{threadID, callID, tool} {
+		h.Write(strconv.AppendInt(nil, int64(len(f)), 10))
+		h.Write([]byte{':'})
+		h.Write([]byte(f))
+	}
+	h.Write(canonical)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// The call digest is the same bytes for any ids and arguments, either side
+// of the size hashed from the stack.
+func FuzzCallDigestAsBefore(f *testing.F) {
+	f.Add("mcp-0123456789abcdef01", "call_1", "mcp__srv__echo", []byte(`{"text":"hi"}`))
+	f.Add("", "", "", []byte(``))
+	f.Add("t", "c", "x", bytes.Repeat([]byte("a"), 470))
+	f.Add(strings.Repeat("é", 200), "c", "tool", []byte(`{"a":"`+strings.Repeat("b", 400)+`"}`))
+	f.Fuzz(func(t *testing.T, thread, call, tool string, args []byte) {
+		if got, want := callDigestCanonical(thread, call, tool, args), callDigestBefore(thread, call, tool, args); got != want {
+			t.Fatalf("callDigestCanonical(%q, %q, %q, %q) = %s, before %s", thread, call, tool, args, got, want)
+		}
+	})
+}
+
+func TestCallDigestAsBeforeAtEverySize(t *testing.T) {
+	for n := 0; n <= 600; n++ {
+		args := bytes.Repeat([]byte("x"), n)
+		if got, want := callDigestCanonical("mcp-thread", "call_1", "mcp__srv__echo", args), callDigestBefore("mcp-thread", "call_1", "mcp__srv__echo", args); got != want {
+			t.Fatalf("%d bytes of arguments: %s, before %s", n, got, want)
+		}
+	}
+	args := json.RawMessage(`{"text":"hi"}`)
+	if n := testing.AllocsPerRun(10, func() { callDigestCanonical("mcp-thread", "call_1", "mcp__srv__echo", args) }); n > 1 {
+		t.Errorf("callDigestCanonical: %v allocations, want 1 (the digest)", n)
+	}
+}
+
 func checkCanonicalArgsAsBefore(t *testing.T, raw []byte) {
 	t.Helper()
 	before := canonicalArgsBefore(bytes.Clone(raw))
 	if got := canonicalArgs(raw); !bytes.Equal(got, before) {
 		t.Fatalf("canonicalArgs(%q) = %q, before %q", raw, got, before)
 	}
-	if got, want := CallDigest("t", "c", "tool", raw), callDigestCanonical("t", "c", "tool", before); got != want {
+	if got, want := CallDigest("t", "c", "tool", raw), callDigestBefore("t", "c", "tool", before); got != want {
 		t.Fatalf("CallDigest of %q: %s, before %s", raw, got, want)
 	}
 	if got, want := ArgsDigest("tool", raw), digestCanonical("tool", before); got != want {
