@@ -1,7 +1,7 @@
 package agent
 
 import (
-	"github.com/tollgate-ai/tollgate/internal/agentjson"
+	"github.com/tollgate-ai/tollgate/internal/agentlink"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
@@ -14,9 +14,9 @@ import (
 // to jsontext.Marshal whole, which also reports what is wrong.
 
 // Packages of tollgate that write a thread themselves (the MCP gateway's
-// allowed calls) encode its messages and results here too, through
-// internal/agentjson.
-func init() { agentjson.Handle(marshalOwn) }
+// allowed calls) encode its messages and results here too, and check a
+// call's arguments as a run does, through internal/agentlink.
+func init() { agentlink.Handle(marshalOwn, validateCanonical) }
 
 // marshalOwn encodes a *Message or a *ToolResult (ok false for any other
 // value).

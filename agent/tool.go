@@ -253,6 +253,22 @@ func (t *Tool) Validate(raw json.RawMessage) (any, error) {
 	return typed, err
 }
 
+// validateCanonical is internal/agentlink's Validate: t.Validate(raw)
+// and, for valid arguments, canonicalArgs(raw), from one decode of them
+// (t is a *Tool). The canonical form is encoded before the value is
+// handed on: a raw tool's value is the decoded object itself.
+func validateCanonical(t any, raw json.RawMessage) (any, json.RawMessage, error) {
+	tool := t.(*Tool)
+	typed, obj, err := tool.validate(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if jsontext.CanonicalHTML(raw) {
+		return typed, raw, nil
+	}
+	return typed, encodeCanonical(obj, raw), nil
+}
+
 // validate is validateDecoded for the tool's arguments. A raw tool's value
 // is the object decoded for the schema, not decoded again: its decode
 // gave an equal map, a second decode of the arguments on every call.
