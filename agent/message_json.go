@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/tollgate-ai/tollgate/internal/agentlink"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
@@ -11,6 +12,25 @@ import (
 // arguments or provider data with white space to take out or not valid,
 // details of a type it does not know, a time MarshalJSON refuses — goes
 // to jsontext.Marshal whole, which also reports what is wrong.
+
+// Packages of tollgate that write a thread themselves (the MCP gateway's
+// allowed calls) encode its messages and results here too, and check a
+// call's arguments as a run does, through internal/agentlink.
+func init() { agentlink.Handle(marshalOwn, validateCanonical) }
+
+// marshalOwn encodes a *Message or a *ToolResult (ok false for any other
+// value).
+func marshalOwn(v any) (b []byte, ok bool, err error) {
+	switch v := v.(type) {
+	case *Message:
+		b, err = marshalMessage(v)
+	case *ToolResult:
+		b, err = marshalResult(v)
+	default:
+		return nil, false, nil
+	}
+	return b, true, err
+}
 
 // marshalMessage is jsontext.Marshal(m).
 func marshalMessage(m *Message) ([]byte, error) {

@@ -336,16 +336,33 @@ func CallDigest(threadID, callID, tool string, args json.RawMessage) string {
 // ever an ArgsDigest.
 const callDigestTag = "tollgate call digest v2\x00"
 
+// callDigestCanonical is CallDigest of arguments already canonical. What
+// it hashes is put together on the stack when it is small (a call of the
+// MCP gateway, most calls of a run): one allocation, the digest's string.
 func callDigestCanonical(threadID, callID, tool string, canonical json.RawMessage) string {
-	h := sha256.New()
-	h.Write([]byte(callDigestTag))
-	for _, f := range []string{threadID, callID, tool} {
-		h.Write(strconv.AppendInt(nil, int64(len(f)), 10))
-		h.Write([]byte{':'})
-		h.Write([]byte(f))
+	var small [512]byte
+	b := append(small[:0], callDigestTag...)
+	for _, f := range [...]string{threadID, callID, tool} {
+		b = append(append(strconv.AppendInt(b, int64(len(f)), 10), ':'), f...)
 	}
-	h.Write(canonical)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	if len(b)+len(canonical) <= len(small) {
+		sum = sha256.Sum256(append(b, canonical...))
+	} else {
+		h := sha256.New()
+		h.Write(b)
+		h.Write(canonical)
+		h.Sum(sum[:0])
+	}
+	return digestText(sum)
+}
+
+// digestText is "sha256:" and the hex of sum.
+func digestText(sum [sha256.Size]byte) string {
+	var out [len("sha256:") + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], sum[:])
+	return string(out[:])
 }
 
 // ArgsDigest is "sha256:" and the hex SHA-256 of the tool name, a NUL
@@ -369,5 +386,6 @@ func digestCanonical(tool string, canonical json.RawMessage) string {
 
 // CanonicalArgs re-encodes a JSON arguments object with sorted keys and no
 // spaces (numbers kept exactly as written); input that is not an object is
-// returned unchanged.
+// returned unchanged, and so is input already in canonical form (the
+// result may be args itself: do not change it in place).
 func CanonicalArgs(args json.RawMessage) json.RawMessage { return canonicalArgs(args) }

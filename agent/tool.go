@@ -40,6 +40,9 @@ type Tool struct {
 	// in place (no map, slice, pointer or interface in them), so one value
 	// may be handed to every decision of a call.
 	argsByValue bool
+	// objectArgs: decode is decodeObject (NewRawTool), so validation
+	// hands on the object it decoded for the schema (see validate).
+	objectArgs bool
 }
 
 // byValue reports whether a value of type t is all values: copied whole
@@ -145,6 +148,7 @@ func NewRawTool(name, description string, handler func(ctx context.Context, args
 		schema = &jsonschema.Schema{Type: "object"}
 	}
 	t := newTool(name, description, schema, o)
+	t.objectArgs = true
 	t.decode = func(raw json.RawMessage) (any, error) {
 		m, p := decodeObject(raw)
 		if p != nil {
@@ -245,7 +249,35 @@ func (t *Tool) Spec() ToolSpec {
 // value the handler and policies receive (the typed struct for [NewTool]).
 // Every problem is listed in the returned *[ValidationError].
 func (t *Tool) Validate(raw json.RawMessage) (any, error) {
-	return validateCompiled(t.name, t.compiled, t.decode, raw)
+	typed, _, err := t.validate(raw)
+	return typed, err
+}
+
+// validateCanonical is internal/agentlink's Validate: t.Validate(raw)
+// and, for valid arguments, canonicalArgs(raw), from one decode of them
+// (t is a *Tool). The canonical form is encoded before the value is
+// handed on: a raw tool's value is the decoded object itself.
+func validateCanonical(t any, raw json.RawMessage) (any, json.RawMessage, error) {
+	tool := t.(*Tool)
+	typed, obj, err := tool.validate(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if jsontext.CanonicalHTML(raw) {
+		return typed, raw, nil
+	}
+	return typed, encodeCanonical(obj, raw), nil
+}
+
+// validate is validateDecoded for the tool's arguments. A raw tool's value
+// is the object decoded for the schema, not decoded again: its decode
+// gave an equal map, a second decode of the arguments on every call.
+func (t *Tool) validate(raw json.RawMessage) (any, map[string]any, error) {
+	decode := t.decode
+	if t.objectArgs {
+		decode = nil
+	}
+	return validateDecoded(t.name, t.compiled, decode, raw)
 }
 
 func orEmptyObject(raw json.RawMessage) json.RawMessage {

@@ -351,7 +351,7 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 		// its question (see keptRun): the same tool and bytes validate
 		// the same, to the same value.
 		tool.validations.Add(1)
-		decoded, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, call.Arguments)
+		decoded, obj, err := tool.validate(call.Arguments)
 		if err != nil {
 			return invalidResult(err), nil, nil
 		}
@@ -389,7 +389,7 @@ func (a *Agent) decide(ctx context.Context, rs *runState, msgs []Message, call T
 			if err != nil {
 				return ToolResult{IsError: true, Content: fmt.Sprintf("middleware %T replaced the arguments with a value that cannot be encoded: %v", m, err)}, nil, nil
 			}
-			typed, obj, err := validateDecoded(tool.name, tool.compiled, tool.decode, raw)
+			typed, obj, err := tool.validate(raw)
 			if err != nil {
 				return invalidResult(err), nil, nil
 			}
@@ -450,8 +450,15 @@ func safeBeforeTool(ctx context.Context, h BeforeToolHook, tc *ToolCallContext) 
 
 // canonicalArgs re-encodes an arguments object with sorted keys (and {}
 // for empty input), so that digests and stored arguments do not depend on
-// the model's spacing or key order.
+// the model's spacing or key order. Arguments already in that form are
+// returned as they are, without decoding them (the digests of a call
+// whose arguments the run or the gateway made canonical):
+// jsontext.CanonicalHTML says true only of a text that decoding and
+// encoding give back byte for byte (FuzzCanonicalArgsAsBefore).
 func canonicalArgs(raw json.RawMessage) json.RawMessage {
+	if jsontext.CanonicalHTML(raw) {
+		return raw
+	}
 	obj, p := decodeObject(raw)
 	if p != nil {
 		return raw

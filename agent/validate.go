@@ -146,7 +146,10 @@ func validateCompiled(name string, c *compiledSchema, decode func(json.RawMessag
 
 // validateDecoded is validateCompiled that also returns the arguments as
 // decoded for the schema (numbers as json.Number), so that the caller can
-// encode their canonical form without decoding them again.
+// encode their canonical form without decoding them again. A nil decode
+// is decodeObject's (a raw tool's): the value is the object decoded for
+// the schema, not decoded a second time — the caller encodes the
+// canonical form before the value goes to anyone who may change it.
 func validateDecoded(name string, c *compiledSchema, decode func(json.RawMessage) (any, error), raw json.RawMessage) (any, map[string]any, error) {
 	obj, p := decodeObject(raw)
 	if p != nil {
@@ -154,6 +157,9 @@ func validateDecoded(name string, c *compiledSchema, decode func(json.RawMessage
 	}
 	if ps := c.problems(obj); len(ps) > 0 {
 		return nil, nil, &ValidationError{Tool: name, Problems: ps}
+	}
+	if decode == nil {
+		return obj, obj, nil
 	}
 	typed, err := decode(orEmptyObject(raw))
 	if err != nil {

@@ -100,6 +100,10 @@ type Gateway struct {
 	cut      context.Context
 	cutCalls context.CancelFunc
 	key      [32]byte // signs request states
+	// signers are HMACs keyed with key, kept for the next signature
+	// (hmac.New derives the key's pads again: 10 allocations an
+	// envelope's signature, one every call).
+	signers sync.Pool
 }
 
 // exposedTool is an upstream tool as the gateway's clients see it.
@@ -137,6 +141,7 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 		callers: gopool.New(maxIdleCallers, callerIdle)}
 	g.cut, g.cutCalls = context.WithCancel(context.Background())
 	_, _ = rand.Read(g.key[:])
+	g.signers.New = g.newSigner
 	channel := hitl.NewCheckpointedChannel(cfg.Store, "", nil)
 	// The same liveness check goes before the approval (no question is
 	// asked for a call no client waits for: a run resumed after a

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-ai/tollgate/agent"
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/hitl"
+	"github.com/tollgate-ai/tollgate/internal/agentlink"
 	"github.com/tollgate-ai/tollgate/internal/jsontext"
 )
 
@@ -60,13 +61,14 @@ func (g *Gateway) allowed(ctx context.Context, e exposedTool, thread, prompt str
 	if at == nil || len(args) > agent.DefaultMaxArgBytes {
 		return ac, false
 	}
-	typed, err := at.Validate(args)
+	// at.Validate and agent.CanonicalArgs, from one decode of the arguments.
+	typed, canonical, err := agentlink.Validate(at, args)
 	if err != nil {
 		return ac, false
 	}
 	now := g.clock.Now()
 	runID := "run_" + newThreadID()[len("mcp-"):]
-	ac = allowedCall{args: agent.CanonicalArgs(args),
+	ac = allowedCall{args: canonical,
 		user: agent.Message{Role: agent.RoleUser, Text: prompt, RunID: runID, CreatedAt: now},
 		asst: agent.Message{Role: agent.RoleAssistant, StopReason: agent.StopToolUse, RunID: runID, CreatedAt: now,
 			ToolCalls: []agent.ToolCall{{ID: allowedCallID, Name: e.agentName, Arguments: args}}}}
@@ -215,7 +217,7 @@ func shutdownTrace() map[string]any {
 func (g *Gateway) recordAllowed(thread, runID string, ac allowedCall, r agent.ToolResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	result, err := jsontext.Marshal(r)
+	result, err := agentlink.Marshal(&r)
 	if err != nil {
 		g.log.Error("tollgate: encoding an allowed call's result", "thread", thread, "err", err)
 		return
@@ -302,8 +304,8 @@ func (g *Gateway) entry(thread, runID, typ string, data map[string]any) *checkpo
 
 func encodeMessages(msgs ...agent.Message) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(msgs))
-	for i, m := range msgs {
-		raw, err := jsontext.Marshal(m)
+	for i := range msgs {
+		raw, err := agentlink.Marshal(&msgs[i])
 		if err != nil {
 			return nil, fmt.Errorf("mcpgate: encoding a message: %w", err)
 		}

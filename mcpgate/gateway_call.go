@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"strings"
 	"sync"
 	"time"
@@ -321,10 +322,17 @@ func (g *Gateway) callOf(thread string, msgs []agent.Message) (envelope, bool) {
 
 // sign and verify keep a call's request state from being forged: a
 // client could otherwise answer another client's question.
+// newSigner is an HMAC keyed with the gateway's key (see signers).
+func (g *Gateway) newSigner() any { return hmac.New(sha256.New, g.key[:]) }
+
 func (g *Gateway) sign(state string) string {
-	m := hmac.New(sha256.New, g.key[:])
+	m := g.signers.Get().(hash.Hash)
+	m.Reset() // keyed again: an HMAC's Reset keeps its key
 	m.Write([]byte(state))
-	return state + "." + hex.EncodeToString(m.Sum(nil))
+	var sum [sha256.Size]byte
+	m.Sum(sum[:0])
+	g.signers.Put(m)
+	return state + "." + hex.EncodeToString(sum[:])
 }
 
 func (g *Gateway) verify(signed string) (string, bool) {
