@@ -62,7 +62,7 @@ func canonValue(raw []byte, i int, out *[]byte, depth int) (int, bool) {
 				i++
 			}
 			if c == '{' {
-				key, next, ok := plainKey(raw, i)
+				key, next, ok := jsontext.PlainKey(raw, i)
 				if !ok || !first && string(key) <= string(last) || next >= len(raw) || raw[next] != ':' {
 					return i, false
 				}
@@ -99,32 +99,6 @@ func canonValue(raw []byte, i int, out *[]byte, depth int) (int, bool) {
 		*out = append(*out, lit...)
 		return j, true
 	}
-}
-
-// plainKey reads a key at raw[i] that json.Marshal writes as it is (no
-// escape, valid UTF-8, nothing it would escape); next: after its quote.
-func plainKey(raw []byte, i int) (key []byte, next int, ok bool) {
-	if i >= len(raw) || raw[i] != '"' {
-		return nil, i, false
-	}
-	for j := i + 1; j < len(raw); {
-		c := raw[j]
-		switch {
-		case c == '"':
-			return raw[i+1 : j], j + 1, true
-		case c < 0x20 || c == '\\' || c == '<' || c == '>' || c == '&':
-			return nil, i, false
-		case c < utf8.RuneSelf:
-			j++
-		default:
-			r, size := utf8.DecodeRune(raw[j:])
-			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-				return nil, i, false
-			}
-			j += size
-		}
-	}
-	return nil, i, false
 }
 
 // canonString checks a string value at raw[i] is as json.Marshal writes

@@ -84,7 +84,7 @@ func canonicalObject(b []byte, i, depth int) (int, bool) {
 	}
 	var last []byte
 	for first := true; ; first = false {
-		key, next, ok := plainKey(b, i)
+		key, next, ok := PlainKey(b, i)
 		if !ok || !first && string(key) <= string(last) || next >= len(b) || b[next] != ':' {
 			return i, false
 		}
@@ -103,11 +103,11 @@ func canonicalObject(b []byte, i, depth int) (int, bool) {
 	}
 }
 
-// plainKey reads the key at b[i]: a string json.Marshal writes as its
+// PlainKey reads the key at b[i]: a string json.Marshal writes as its
 // bytes are (no escape, nothing it escapes, valid UTF-8), so that its
 // bytes are its decoded text and order keys as MarshalHTML sorts them.
 // next is the index after its closing quote.
-func plainKey(b []byte, i int) (key []byte, next int, ok bool) {
+func PlainKey(b []byte, i int) (key []byte, next int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, false
 	}
