@@ -331,7 +331,10 @@ func TestTimeouts(t *testing.T) {
 	if q.Timeout() > 2*time.Second {
 		t.Errorf("the question lasts %s, longer than the hook can wait", q.Timeout())
 	}
-	if got := <-done; got.Decision != "deny" || !strings.Contains(got.Reason, "timed out") {
+	// The question times out a second before the hook would withdraw it;
+	// a machine too busy to fire the deadline in that second (CI under
+	// -race at load 20) has the hook withdraw it: a deny either way.
+	if got := <-done; got.Decision != "deny" || !strings.Contains(got.Reason, "timed out") && !strings.Contains(got.Reason, "the agent's hook could wait no longer") {
 		t.Errorf("clamped: %+v", got)
 	}
 }

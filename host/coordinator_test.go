@@ -172,7 +172,10 @@ func TestCoordinatedThreadHeldElsewhere(t *testing.T) {
 	if err := h.Resume(context.Background(), "t1"); err != nil {
 		t.Errorf("Resume of a thread held elsewhere: %v, want nil (it goes on there)", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	// Prompt tries again for about a second before it refuses (a lease
+	// let go of just now); the bound only keeps a hang from lasting: CI
+	// under -race at load 20 took more than 3 s for those tries.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, _, err := h.Prompt(ctx, "t2", "$ ls", nil); !errors.Is(err, host.ErrRunActive) {
 		t.Errorf("Prompt on a thread held elsewhere: %v, want ErrRunActive", err)
