@@ -373,7 +373,11 @@ func (s *Store) applyThread(t *wtx, o *op) error {
 		}
 		var created sql.NullInt64
 		err := sql.ErrNoRows
-		if !o.replace {
+		// Tried first for a running thread's writes only: a run writes
+		// its thread many times while it runs and leaves running once,
+		// where the try would cost a statement more (and its driver's
+		// allocations) before qAppendThread.
+		if !o.replace && w.Status == checkpoint.ThreadRunning {
 			err = t.stmt(wAppendSameStatus).QueryRowContext(bg, w.RunID, now, n, o.msgBytes, w.ID, w.Version, status).
 				Scan(&o.version, &created, &count)
 		}

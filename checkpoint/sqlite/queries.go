@@ -33,8 +33,8 @@ WHERE id = ? AND version = ? AND messages IS NULL RETURNING version, created_at,
 	// rewrites the thread's entry of threads_by_status even when the value
 	// is the same (SQLite updates every index of a column the SET names), a
 	// page in the WAL for nothing; in a cycle two thread writes of three
-	// keep the status. No row: the status differs (or the compare-and-set
-	// fails), and qAppendThread decides.
+	// keep the status (running). No row: the status differs (or the
+	// compare-and-set fails), and qAppendThread decides.
 	qAppendSameStatus = `UPDATE threads SET version = version + 1, run_id = ?, updated_at = ?,
 	message_count = message_count + ?, message_bytes = message_bytes + ?
 WHERE id = ? AND version = ? AND status = ? AND messages IS NULL RETURNING version, created_at, message_count`

@@ -167,10 +167,12 @@ func TestAppendKeepingOrChangingStatus(t *testing.T) {
 		err     error
 	}{
 		{1, checkpoint.ThreadRunning, `"b"`, nil},
+		{1, checkpoint.ThreadRunning, `"stale, same status"`, checkpoint.ErrConflict},
 		{2, checkpoint.ThreadIdle, `"c"`, nil},
-		{2, checkpoint.ThreadIdle, `"stale, same status"`, checkpoint.ErrConflict},
+		{2, checkpoint.ThreadIdle, `"stale, idle"`, checkpoint.ErrConflict},
 		{2, checkpoint.ThreadRunning, `"stale, other status"`, checkpoint.ErrConflict},
-		{3, checkpoint.ThreadIdle, `"d"`, nil},
+		{3, checkpoint.ThreadRunning, `"d"`, nil},
+		{4, checkpoint.ThreadRunning, `"e"`, nil},
 	} {
 		if err := write(c.version, c.status, c.msg); !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
 			t.Errorf("version %d, %s, %s: %v, want %v", c.version, c.status, c.msg, err, c.err)
@@ -180,10 +182,10 @@ func TestAppendKeepingOrChangingStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(th.Messages) != `["a","b","c","d"]` || th.Version != 4 || th.Status != checkpoint.ThreadIdle {
-		t.Errorf("thread: version %d, %s, %s; want 4, idle, [a b c d]", th.Version, th.Status, th.Messages)
+	if string(th.Messages) != `["a","b","c","d","e"]` || th.Version != 5 || th.Status != checkpoint.ThreadRunning {
+		t.Errorf("thread: version %d, %s, %s; want 5, running, [a b c d e]", th.Version, th.Status, th.Messages)
 	}
-	for status, want := range map[checkpoint.ThreadStatus]int{checkpoint.ThreadIdle: 1, checkpoint.ThreadRunning: 0} {
+	for status, want := range map[checkpoint.ThreadStatus]int{checkpoint.ThreadIdle: 0, checkpoint.ThreadRunning: 1} {
 		ts, _, err := s.ListThreads(ctx, checkpoint.ThreadFilter{Status: status})
 		if err != nil || len(ts) != want {
 			t.Errorf("threads %s: %d, %v; want %d", status, len(ts), err, want)
