@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
 // Bounds of a group: the batches one transaction takes at most, and about
@@ -42,9 +40,6 @@ type writer struct {
 	mu     sync.Mutex
 	queue  []*op
 	closed bool
-	// holding: the deferrable batches taken from the queue, applied and
-	// held in an open transaction (group), waiting with those queued.
-	holding int
 
 	wake   chan struct{} // capacity 1: something is queued, or closed
 	exited chan struct{}
@@ -113,14 +108,7 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 		return notWritten(ctx)
 	}
 	w.mu.Unlock()
-	// The writer has it: it may commit, and the caller is told. A held
-	// deferrable batch (writer.group) is given up, not written: the
-	// writer is woken to see it.
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-	<-o.done
+	<-o.done // the writer has it: it may commit, and the caller is told
 	return nil
 }
 
@@ -154,7 +142,17 @@ func (w *writer) loop() {
 			<-w.wake
 			w.mu.Lock()
 		}
+		held := w.deferOnly()
 		w.mu.Unlock()
+		if held {
+			w.hold()
+			w.mu.Lock()
+			empty := len(w.queue) == 0 // their callers gave up
+			w.mu.Unlock()
+			if empty {
+				continue
+			}
+		}
 		w.group()
 	}
 }
@@ -173,79 +171,35 @@ func (w *writer) deferOnly() bool {
 	return true
 }
 
-// hold waits up to deferWait while only deferrable batches are queued,
-// the held batches g applied already: it reports false as soon as the
-// caller of one of g gives up (submit wakes the writer then).
-func (w *writer) hold(g []*op) bool {
+// hold waits up to deferWait while only deferrable batches are queued.
+func (w *writer) hold() {
 	t := time.NewTimer(w.deferWait)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			return !givenUp(g)
+			return
 		case <-w.wake:
-			if givenUp(g) {
-				return false
-			}
 			w.mu.Lock()
 			still := w.deferOnly()
 			w.mu.Unlock()
 			if !still {
-				return true
+				return
 			}
 		}
 	}
 }
 
-func (w *writer) setHolding(n int) {
-	w.mu.Lock()
-	w.holding = n
-	w.mu.Unlock()
-}
-
-// givenUp reports whether the caller of one of g has given up.
-func givenUp(g []*op) bool {
-	return slices.ContainsFunc(g, func(o *op) bool { return o.ctx.Err() != nil })
-}
-
-// requeue ends a hold whose transaction was rolled back because a
-// caller gave up: the batches of g whose callers wait still go back to
-// the front of the queue, as they were before the writer took them, and
-// the others are returned, not written, for their callers to be told.
-func (w *writer) requeue(g []*op) (gone []*op) {
-	var back []*op
-	for _, o := range g {
-		if o.ctx.Err() != nil {
-			o.err, o.written, o.notes, o.out.EventSeqs = notWritten(o.ctx), false, nil, nil
-			gone = append(gone, o)
-			continue
-		}
-		o.err, o.written, o.out, o.version, o.threadC, o.notes = nil, false, checkpoint.Committed{}, 0, time.Time{}, nil
-		back = append(back, o)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, o := range back {
-		o.taken = false
-	}
-	w.queue = append(back, w.queue...)
-	return gone
-}
-
 // take removes from the queue the batches of the next transaction: what
-// is there, up to the bounds, counting the batches of the transaction
-// before (in), which it has taken already.
-func (w *writer) take(in []*op) []*op {
+// is there, up to the bounds.
+func (w *writer) take() []*op {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var size int64
-	for _, o := range in {
-		size += o.size
-	}
 	n := 0
-	for n < len(w.queue) && len(in)+n < maxGroup {
+	for n < len(w.queue) && n < maxGroup {
 		o := w.queue[n]
-		if len(in)+n > 0 && size+o.size > maxGroupBytes {
+		if n > 0 && size+o.size > maxGroupBytes {
 			break
 		}
 		size += o.size
@@ -261,15 +215,6 @@ func (w *writer) take(in []*op) []*op {
 // another process's write), then the batches queued by then, each in a
 // savepoint when there are several, and COMMIT. Each caller is answered
 // once COMMIT has returned.
-//
-// When every batch it takes is deferrable, they are applied at once, and
-// the transaction is held open, uncommitted, up to deferWait for another
-// write to join it: that write's caller then waits for its own
-// statements and the one COMMIT, not for the held batches' statements
-// too. No caller is answered before the COMMIT, as without the hold: a
-// crash during it loses only batches whose callers are still waiting.
-// A held batch whose caller gives up is not written: the transaction is
-// rolled back and the others go back to the queue.
 func (w *writer) group() {
 	var g []*op
 	defer func() {
@@ -290,33 +235,17 @@ func (w *writer) group() {
 			// and finalize each anew, a parse of SQL twice a
 			// transaction in the writer's goroutine.
 			_, err = wstmt{st: c.st[wBegin]}.ExecContext(bg)
-			g = w.take(nil)
+			g = w.take()
 			if err != nil {
 				return err
 			}
-			hold := !slices.ContainsFunc(g, func(o *op) bool { return !o.b.Deferrable })
-			x := &gtx{s: w.s, t: &wtx{s: w.s, c: c, tx: wsql{c}}, savepoints: hold || len(g) > 1}
-			x.apply(g)
-			if hold && x.abort == nil && len(x.written) > 0 {
-				w.setHolding(len(g))
-				ok := w.hold(g)
-				w.setHolding(0)
-				if !ok {
-					x.rollback()
-					g = w.requeue(g)
-					return nil
-				}
-				more := w.take(g)
-				g = append(g, more...)
-				x.apply(more)
-			}
-			x.finish(g)
+			w.groupOn(c, g)
 			return nil
 		})
 	}
 	if err != nil {
 		if g == nil {
-			g = w.take(nil)
+			g = w.take()
 		}
 		for _, o := range g {
 			o.err = fmt.Errorf("sqlite: begin: %w", err)
@@ -324,34 +253,20 @@ func (w *writer) group() {
 	}
 }
 
-// gtx is group's transaction, begun, on the writer's connection.
-type gtx struct {
-	s          *Store
-	t          *wtx
-	savepoints bool // each batch in a savepoint of its own
-	written    []*op
+// groupOn is group's transaction, begun, on the writer's connection c.
+func (w *writer) groupOn(c *wconn, g []*op) {
+	s := w.s
+	t := &wtx{s: s, c: c, tx: wsql{c}}
+	rollback := func() { t.stmt(wRollback).ExecContext(bg) }
+	savepoints := len(g) > 1
+	var written []*op
 	// applied: every batch the transaction saw. When it fails, none of
 	// their outcomes stands, not even a lost compare-and-set or a question
 	// found: they may have lost to, or found, a write that is not there.
-	applied []*op
+	var applied []*op
 	// abort: the transaction itself failed (a savepoint could not be
 	// taken, released or rolled back to): nothing of the group is written.
-	abort error
-}
-
-func (x *gtx) rollback() { x.t.stmt(wRollback).ExecContext(bg) }
-
-// apply writes the batches g in the transaction, each in its savepoint
-// (when savepoints), until the transaction itself fails.
-func (x *gtx) apply(g []*op) {
-	s, t, savepoints := x.s, x.t, x.savepoints
-	written, applied := x.written, x.applied
-	defer func() { x.written, x.applied = written, applied }()
-	if x.abort != nil {
-		return
-	}
 	var abort error
-	defer func() { x.abort = abort }()
 	for _, o := range g {
 		if o.ctx.Err() != nil {
 			o.err = notWritten(o.ctx) // not begun with: its caller may be gone
@@ -393,13 +308,6 @@ func (x *gtx) apply(g []*op) {
 			}
 		}
 	}
-}
-
-// finish commits the transaction with the batches g it applied, or rolls
-// it back: with none written, or when it failed.
-func (x *gtx) finish(g []*op) {
-	s, t, rollback := x.s, x.t, x.rollback
-	written, applied, abort := x.written, x.applied, x.abort
 	failAll := func(err error) {
 		for _, o := range applied {
 			o.err, o.written, o.notes, o.out.EventSeqs = err, false, nil, nil
@@ -439,8 +347,8 @@ func (x *gtx) finish(g []*op) {
 		failAll(fmt.Errorf("sqlite: commit: %w", err))
 		return
 	}
-	s.wr.transactions.Add(1)
-	s.wr.batches.Add(int64(len(written)))
+	w.transactions.Add(1)
+	w.batches.Add(int64(len(written)))
 	if s.ckpt != nil {
 		s.ckpt.committed()
 	}

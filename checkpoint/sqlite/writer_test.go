@@ -45,7 +45,7 @@ func waitQueued(t *testing.T, s *Store, n int) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		s.wr.mu.Lock()
-		queued := len(s.wr.queue) + s.wr.holding // held: applied, waiting as queued ones do
+		queued := len(s.wr.queue)
 		s.wr.mu.Unlock()
 		if queued >= n {
 			return
@@ -591,101 +591,6 @@ func TestGroupSubJournalInMemory(t *testing.T) {
 		}
 		if len(msgs) != want || got.Version != int64(1+min(want, 1)) {
 			t.Errorf("%s: %d messages at version %d; want %d", th.ID, len(msgs), got.Version, want)
-		}
-	}
-}
-
-// waitHolding waits until the writer holds n deferrable batches applied
-// in its open transaction.
-func waitHolding(t *testing.T, s *Store, n int) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s.wr.mu.Lock()
-		held := s.wr.holding
-		s.wr.mu.Unlock()
-		if held == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d batches held, want %d", held, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// A held deferrable batch is applied when it comes, in a transaction that
-// is not committed: nothing of it can be read, and its caller is not
-// answered, until the next write joins the transaction and it commits.
-func TestDeferrableBatchAppliedWhileHeld(t *testing.T) {
-	s := openFile(t, nil)
-	ths := createThreads(t, s, 2)
-	s.wr.deferWait = time.Minute
-	before := s.WriteStats()
-	d := appendBatch(ths[0], `"result"`, "tool_result")
-	d.Deferrable = true
-	done := make(chan error, 1)
-	go func() { _, err := s.Commit(t.Context(), d); done <- err }()
-	waitHolding(t, s, 1)
-	if th, err := s.LoadThread(t.Context(), ths[0].ID); err != nil || string(th.Messages) != `[]` || th.Version != ths[0].Version {
-		t.Errorf("a held batch's thread, read while it is held: %+v, %v; want it as it was", th, err)
-	}
-	select {
-	case err := <-done:
-		t.Fatalf("a held batch's caller answered before its commit (%v)", err)
-	default:
-	}
-	if _, err := s.Commit(t.Context(), appendBatch(ths[1], `"call"`, "run_started")); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if th, err := s.LoadThread(t.Context(), ths[0].ID); err != nil || string(th.Messages) != `["result"]` {
-		t.Errorf("after the commit: %v, %v", th, err)
-	}
-	st := s.WriteStats()
-	if tx, b := st.Transactions-before.Transactions, st.Batches-before.Batches; tx != 1 || b != 2 {
-		t.Errorf("%d batches in %d transactions, want 2 in 1", b, tx)
-	}
-}
-
-// Of two batches held together, the one whose caller gives up is not
-// written; the other is held again and written with the next write.
-func TestHeldBatchGivenUpBesideAnother(t *testing.T) {
-	s := openFile(t, nil)
-	ths := createThreads(t, s, 3)
-	s.wr.deferWait = time.Minute
-	release := holdWriter(t, s) // both queued before the writer takes them
-	ctx, cancel := context.WithCancel(t.Context())
-	gone := appendBatch(ths[0], `"gone"`, "tool_result")
-	kept := appendBatch(ths[1], `"kept"`, "tool_result")
-	gone.Deferrable, kept.Deferrable = true, true
-	goneErr, keptErr := make(chan error, 1), make(chan error, 1)
-	go func() { _, err := s.Commit(ctx, gone); goneErr <- err }()
-	go func() { _, err := s.Commit(t.Context(), kept); keptErr <- err }()
-	waitQueued(t, s, 2)
-	release()
-	waitHolding(t, s, 2)
-	cancel()
-	if err := <-goneErr; !errors.Is(err, context.Canceled) {
-		t.Fatalf("a held batch whose caller gave up: %v, want context.Canceled", err)
-	}
-	waitHolding(t, s, 1)
-	select {
-	case err := <-keptErr:
-		t.Fatalf("the other held batch answered before a write joined it (%v)", err)
-	default:
-	}
-	if _, err := s.Commit(t.Context(), appendBatch(ths[2], `"call"`, "run_started")); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-keptErr; err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []string{`[]`, `["kept"]`, `["call"]`} {
-		if th, err := s.LoadThread(t.Context(), ths[i].ID); err != nil || string(th.Messages) != want {
-			t.Errorf("thread %d: %v, %v; want %s", i, th, err, want)
 		}
 	}
 }
