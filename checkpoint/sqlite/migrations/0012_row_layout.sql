@@ -1,7 +1,9 @@
 -- tollgate checkpoint store, schema 12: fewer pages a commit writes.
 -- Nothing changes in what is kept: the same columns, values and keys;
 -- three tables are laid out again (each copied once, in this migration's
--- transaction).
+-- transaction: 2 s for 5,500 threads and 22,000 messages here). The pages
+-- the old tables held stay in the file as free pages, which later writes
+-- take first (VACUUM gives them back to the file system).
 --
 -- threads becomes a WITHOUT ROWID table: its rows were in a b-tree by a
 -- hidden rowid and found by id through a second b-tree (the PRIMARY KEY's
