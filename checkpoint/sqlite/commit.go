@@ -372,8 +372,19 @@ func (s *Store) applyThread(t *wtx, o *op) error {
 			q = wReplaceThread
 		}
 		var created sql.NullInt64
-		err := t.stmt(q).QueryRowContext(bg, status, w.RunID, now, n, o.msgBytes, w.ID, w.Version).
-			Scan(&o.version, &created, &count)
+		err := sql.ErrNoRows
+		// Tried first for a running thread's writes only: a run writes
+		// its thread many times while it runs and leaves running once,
+		// where the try would cost a statement more (and its driver's
+		// allocations) before qAppendThread.
+		if !o.replace && w.Status == checkpoint.ThreadRunning {
+			err = t.stmt(wAppendSameStatus).QueryRowContext(bg, w.RunID, now, n, o.msgBytes, w.ID, w.Version, status).
+				Scan(&o.version, &created, &count)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			err = t.stmt(q).QueryRowContext(bg, status, w.RunID, now, n, o.msgBytes, w.ID, w.Version).
+				Scan(&o.version, &created, &count)
+		}
 		if err != nil {
 			return s.threadMissed(t, w, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 )
 
 // migrationSQL is the text of the named migrations, one after the other:
@@ -49,4 +51,22 @@ func execSQL(t *testing.T, path, stmts string) {
 	if _, err := db.Exec(stmts); err != nil {
 		t.Fatalf("%s: %v", stmts, err)
 	}
+}
+
+// openMigrated opens the store at path (migrating the file) and the file
+// with a plain connection beside it, to read what the migration left;
+// both are closed when the test ends.
+func openMigrated(t *testing.T, path string) (*sqlite.Store, *sql.DB) {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return s, db
 }

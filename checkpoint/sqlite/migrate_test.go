@@ -12,7 +12,6 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 	"github.com/tollgate-ai/tollgate/checkpoint/internal/migrationtest"
-	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 )
 
 // schema5 is the schema a tollgate made before messages were rows.
@@ -70,17 +69,7 @@ func TestMigrateMessages(t *testing.T) {
 	threads["json-null"] = "null" // what an encoder makes of no messages
 	schema5File(t, path, threads)
 
-	s, err := sqlite.Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	s, db := openMigrated(t, path)
 	// Each element as it was written, before anything is appended.
 	for _, c := range migrationtest.MessageCases {
 		var want []json.RawMessage

@@ -120,6 +120,7 @@ func TestThreadAndToolCallPlans(t *testing.T) {
 		{qGetToolCalls, ids},
 		{qListToolCalls, []any{"t", "r"}},
 		{qAppendThread, []any{"running", "r", 1, 1, 10, "t", 1}},
+		{qAppendSameStatus, []any{"r", 1, 1, 10, "t", 1, "running"}},
 		{qReplaceThread, []any{"running", "r", 1, 1, 10, "t", 1}},
 		{qDeleteMessages, []any{"t"}},
 		{qThreadState, []any{"t"}},

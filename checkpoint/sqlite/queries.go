@@ -28,6 +28,16 @@ VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	qAppendThread = `UPDATE threads SET version = version + 1, status = ?, run_id = ?, updated_at = ?,
 	message_count = message_count + ?, message_bytes = message_bytes + ?
 WHERE id = ? AND version = ? AND messages IS NULL RETURNING version, created_at, message_count`
+	// qAppendSameStatus is qAppendThread for a write that leaves the
+	// thread's status as it is, tried first: a statement that sets status
+	// rewrites the thread's entry of threads_by_status even when the value
+	// is the same (SQLite updates every index of a column the SET names), a
+	// page in the WAL for nothing; in a cycle two thread writes of three
+	// keep the status (running). No row: the status differs (or the
+	// compare-and-set fails), and qAppendThread decides.
+	qAppendSameStatus = `UPDATE threads SET version = version + 1, run_id = ?, updated_at = ?,
+	message_count = message_count + ?, message_bytes = message_bytes + ?
+WHERE id = ? AND version = ? AND status = ? AND messages IS NULL RETURNING version, created_at, message_count`
 	// qReplaceThread is SaveThread's: every message is written again.
 	qReplaceThread = `UPDATE threads SET version = version + 1, status = ?, run_id = ?, updated_at = ?,
 	messages = NULL, message_count = ?, message_bytes = ?
@@ -94,6 +104,7 @@ type wq int
 const (
 	wCreateThread wq = iota
 	wAppendThread
+	wAppendSameStatus
 	wReplaceThread
 	wThreadState
 	wDeleteMessages
@@ -115,7 +126,7 @@ const (
 
 var (
 	writeQueries = [nWrite]string{
-		wCreateThread: qCreateThread, wAppendThread: qAppendThread, wReplaceThread: qReplaceThread,
+		wCreateThread: qCreateThread, wAppendThread: qAppendThread, wAppendSameStatus: qAppendSameStatus, wReplaceThread: qReplaceThread,
 		wThreadState: qThreadState, wDeleteMessages: qDeleteMessages, wInsertMessage: qInsertMessage,
 		wClaimToolCall: qClaimToolCall, wPutToolCall: qPutToolCall,
 		wCreateQuestion: qCreateQuestion, wGetQuestion: qGetQuestion, wResolveQuestion: qResolveQuestion,

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -137,5 +138,57 @@ func TestAppendWritesWhatItAdds(t *testing.T) {
 	}
 	if len(got.Messages) != 2+1000*len(out)+999 {
 		t.Errorf("the thread has %d bytes of messages", len(got.Messages))
+	}
+}
+
+// A thread write that keeps the status (qAppendSameStatus) and one that
+// changes it (qAppendThread, after the first found no row) both move the
+// version on and append; a stale version is a conflict either way, and
+// the listing by status follows the status.
+func TestAppendKeepingOrChangingStatus(t *testing.T) {
+	s, err := Open(t.Context(), ":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.CreateThread(ctx, &checkpoint.Thread{ID: "t", Status: checkpoint.ThreadRunning, RunID: "r", Messages: json.RawMessage(`["a"]`)}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(version int64, status checkpoint.ThreadStatus, msg string) error {
+		w := &checkpoint.ThreadWrite{ID: "t", Version: version, Status: status, RunID: "r", Append: []json.RawMessage{json.RawMessage(msg)}}
+		_, err := s.Commit(ctx, &checkpoint.Batch{Thread: w})
+		return err
+	}
+	for _, c := range []struct {
+		version int64
+		status  checkpoint.ThreadStatus
+		msg     string
+		err     error
+	}{
+		{1, checkpoint.ThreadRunning, `"b"`, nil},
+		{1, checkpoint.ThreadRunning, `"stale, same status"`, checkpoint.ErrConflict},
+		{2, checkpoint.ThreadIdle, `"c"`, nil},
+		{2, checkpoint.ThreadIdle, `"stale, idle"`, checkpoint.ErrConflict},
+		{2, checkpoint.ThreadRunning, `"stale, other status"`, checkpoint.ErrConflict},
+		{3, checkpoint.ThreadRunning, `"d"`, nil},
+		{4, checkpoint.ThreadRunning, `"e"`, nil},
+	} {
+		if err := write(c.version, c.status, c.msg); !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
+			t.Errorf("version %d, %s, %s: %v, want %v", c.version, c.status, c.msg, err, c.err)
+		}
+	}
+	th, err := s.LoadThread(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(th.Messages) != `["a","b","c","d","e"]` || th.Version != 5 || th.Status != checkpoint.ThreadRunning {
+		t.Errorf("thread: version %d, %s, %s; want 5, running, [a b c d e]", th.Version, th.Status, th.Messages)
+	}
+	for status, want := range map[checkpoint.ThreadStatus]int{checkpoint.ThreadIdle: 0, checkpoint.ThreadRunning: 1} {
+		ts, _, err := s.ListThreads(ctx, checkpoint.ThreadFilter{Status: status})
+		if err != nil || len(ts) != want {
+			t.Errorf("threads %s: %d, %v; want %d", status, len(ts), err, want)
+		}
 	}
 }
