@@ -126,7 +126,9 @@ type PolicyContext struct {
 	// Args is the validated, typed arguments value: the tool's argument
 	// struct for tools built with agent.NewTool.
 	Args any
-	// RawArgs is Args as a JSON object.
+	// RawArgs is Args as a JSON object: the bytes the call's record and
+	// digest hold, shared with them, so a policy reads it and never
+	// changes it in place.
 	RawArgs json.RawMessage
 	// Messages is the conversation so far.
 	Messages []agent.Message

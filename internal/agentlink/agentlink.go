@@ -40,5 +40,10 @@ func Marshal(v any) ([]byte, error) {
 // Validate is tool.Validate(raw) (tool an *agent.Tool) and, when the
 // arguments are valid, agent.CanonicalArgs(raw), from one decode of them.
 func Validate(tool any, raw json.RawMessage) (typed any, canonical json.RawMessage, err error) {
+	if validator == nil {
+		// Only a program that never links package agent gets here, and
+		// it cannot hold an *agent.Tool: say so rather than a nil call.
+		panic("agentlink: package agent is not linked in, so it has not set Validate")
+	}
 	return validator(tool, raw)
 }
