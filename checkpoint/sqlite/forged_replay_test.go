@@ -81,3 +81,35 @@ WHERE thread_id = 't' AND id = 'q'`)
 		})
 	}
 }
+
+// What a reviewer saw stays what they answered: a hand writer may not
+// point a resolved question at another call (call_id, payload, digest,
+// tool, kind, run), which would carry bob's approval over to a call he
+// never saw. Schema 7's questions_resolution_final covers status, answer,
+// answered_by, reason and resolved_at only. Pre-existing.
+func TestForgedRepointingAResolvedQuestion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tollgate.db")
+	s, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "t", ID: "q", RunID: "r", CallID: "c", Tool: "bash", Kind: "approve",
+		Payload: []byte(`{"command":"ls"}`), Digest: "v2:sha256:00"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResolveQuestion(ctx, "t", "q", checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"approve"}`), By: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `UPDATE questions SET call_id = 'c-other', payload = '{"command":"rm -rf /"}', digest = 'v2:sha256:ff'
+WHERE thread_id = 't' AND id = 'q'`); err == nil {
+		q, _ := s.GetQuestion(ctx, "t", "q")
+		t.Errorf("an approved question pointed at another call: written (%s %s %s, answered by %s)", q.CallID, q.Payload, q.Digest, q.AnsweredBy)
+	}
+}
