@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -64,11 +65,15 @@ VALUES (?, 'x', 'x', 'x', 'x', 'x', 'x', 'dead', 0, 0)`,
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			// The question again, pending, for another call.
+			// The question again, pending, for another call. Since schema
+			// 13 a question is never deleted: the forgery stops here.
 			if _, err := tx.ExecContext(ctx, `DELETE FROM questions WHERE thread_id = 't' AND id = 'q';
 INSERT INTO questions (thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, change_seq)
 VALUES ('t', 'q', 'r', 'c-other', 'approve', '{"command":"rm -rf /"}', 'v2:sha256:ff', 'pending', '', '', 0, 999)`); err != nil {
-				t.Fatal(err)
+				if !strings.Contains(err.Error(), "tollgate: ") {
+					t.Fatal(err)
+				}
+				return
 			}
 			if _, err := tx.ExecContext(ctx, setRowid, deny.Seq); err != nil {
 				t.Fatal(err)
