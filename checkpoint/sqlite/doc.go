@@ -29,6 +29,10 @@
 // triggers refuse a DELETE, an UPDATE and an INSERT that numbers its own
 // row, so that an event's seq, one above the highest before it, is never
 // given twice (schema 11; docs/ARCHITECTURE.md has the argument).
+// Questions are kept the same way: a question is never deleted nor
+// created again, what it asks never changes, and a resolved one is final
+// (schema 13), so a resolution and its event stay about the call that was
+// asked.
 //
 // A thread's messages are rows, one per message, appended by
 // [Store.Commit] and never rewritten: a step writes what it adds, however

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,31 @@ import (
 
 	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 )
+
+// latestSchema is the number of the last migration: the version a file
+// is at once Open migrated it.
+func latestSchema(t *testing.T) int {
+	t.Helper()
+	names, err := filepath.Glob("migrations/*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatal(names, err)
+	}
+	return len(names)
+}
+
+// oldSchemaFile makes the file at path as an older tollgate left it: the
+// named migrations applied, in order, and recorded, then rows.
+func oldSchemaFile(t *testing.T, path, rows string, names ...string) {
+	t.Helper()
+	var versions []string
+	for i, name := range names {
+		versions = append(versions, fmt.Sprintf("(%d, '%s', 0)", i+1, name))
+	}
+	execSQL(t, path, migrationSQL(t, names...)+`
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT;
+INSERT INTO schema_version VALUES `+strings.Join(versions, ", ")+`;
+`+rows)
+}
 
 // migrationSQL is the text of the named migrations, one after the other:
 // the schema an older tollgate made.

@@ -13,26 +13,25 @@ import (
 // schema11File makes a file of schema 11 at path, with rows.
 func schema11File(t *testing.T, path, rows string) {
 	t.Helper()
-	var versions []string
-	for i, name := range schema11 {
-		versions = append(versions, fmt.Sprintf("(%d, '%s', 0)", i+1, name))
-	}
-	execSQL(t, path, migrationSQL(t, schema11...)+`
-CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT;
-INSERT INTO schema_version VALUES `+strings.Join(versions, ", ")+`;
-`+rows)
+	oldSchemaFile(t, path, rows, schema11...)
 }
 
 // dumpRowTables is every row of threads, messages and tool_calls, each
 // value with its type and bytes, in a fixed order.
 func dumpRowTables(t *testing.T, db *sql.DB) string {
 	t.Helper()
-	var out strings.Builder
-	for _, q := range []string{
+	return dumpQueries(t, db,
 		`SELECT typeof(id)||':'||hex(id), version, status, run_id, created_at, updated_at, message_count, message_bytes, typeof(messages)||':'||hex(messages) FROM threads ORDER BY hex(id)`,
 		`SELECT hex(thread_id), position, hex(body) FROM messages ORDER BY hex(thread_id), position`,
-		`SELECT hex(thread_id), hex(run_id), hex(call_id), hex(tool), typeof(args)||':'||hex(args), state, typeof(result)||':'||hex(result), updated_at FROM tool_calls ORDER BY 1, 2, 3`,
-	} {
+		`SELECT hex(thread_id), hex(run_id), hex(call_id), hex(tool), typeof(args)||':'||hex(args), state, typeof(result)||':'||hex(result), updated_at FROM tool_calls ORDER BY 1, 2, 3`)
+}
+
+// dumpQueries is the rows of each query, every value as it comes, each
+// query's rows followed by "--".
+func dumpQueries(t *testing.T, db *sql.DB, queries ...string) string {
+	t.Helper()
+	var out strings.Builder
+	for _, q := range queries {
 		rows, err := db.Query(q)
 		if err != nil {
 			t.Fatal(err)

@@ -75,7 +75,7 @@ INSERT INTO tool_calls (thread_id, run_id, call_id, tool, args, state, result, u
 		}
 		var v int
 		db.QueryRow(`SELECT max(version) FROM schema_version`).Scan(&v)
-		if got := dumpRowTables(t, db); got != before || v != 12 {
+		if got := dumpRowTables(t, db); got != before || v != latestSchema(t) {
 			t.Errorf("killed after %v: schema %d, rows kept %v", after, v, got == before)
 		}
 		db.Close()

@@ -4,10 +4,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -22,13 +20,7 @@ var schema5 = []string{"0001_init.sql", "0002_microseconds.sql", "0003_question_
 // whole array in threads.messages (NULL for none).
 func schema5File(t *testing.T, path string, threads map[string]string) {
 	t.Helper()
-	var versions []string
-	for i, name := range schema5 {
-		versions = append(versions, fmt.Sprintf("(%d, '%s', 0)", i+1, name))
-	}
-	execSQL(t, path, migrationSQL(t, schema5...)+`
-CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT;
-INSERT INTO schema_version VALUES `+strings.Join(versions, ", ")+`;`)
+	oldSchemaFile(t, path, "", schema5...)
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
