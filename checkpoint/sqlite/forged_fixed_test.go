@@ -52,16 +52,19 @@ func TestForgedQuestionFixed(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `UPDATE questions SET change_seq = change_seq + 100 WHERE thread_id = 't' AND id = 'done'`); err == nil {
 		t.Error("a resolved question's change_seq changed: written")
 	}
-	// REPLACE by key and by seq: nothing inserted, nothing deleted.
+	// REPLACE by key and by seq: nothing inserted, nothing deleted (each
+	// is ignored, or refused for its change number, which is not the next).
 	for _, stmt := range []string{
 		`INSERT OR REPLACE INTO questions (thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, change_seq)
-VALUES ('t', 'done', 'r', 'c-other', 'approve', '{"command":"rm -rf /"}', 'v2:sha256:ff', 'pending', '', '', 0, 999)`,
+VALUES ('t', 'done', 'r', 'c-other', 'approve', '{"command":"rm -rf /"}', 'v2:sha256:ff', 'pending', '', '', 0, (SELECT max(change_seq) + 1 FROM questions))`,
 		`REPLACE INTO questions (seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, change_seq)
-SELECT seq, 't', 'other', 'r', 'c-other', 'approve', NULL, 'v2:sha256:ff', 'pending', '', '', 0, 999 FROM questions WHERE id = 'done'`,
+SELECT seq, 't', 'other', 'r', 'c-other', 'approve', NULL, 'v2:sha256:ff', 'pending', '', '', 0, (SELECT max(change_seq) + 1 FROM questions) FROM questions WHERE id = 'done'`,
 		`INSERT INTO questions (thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, change_seq)
 VALUES ('t', 'p', 'r', 'c-other', 'approve', NULL, 'v2:sha256:ff', 'pending', '', '', 0, 999) ON CONFLICT DO NOTHING`,
+		`INSERT INTO questions (thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, change_seq)
+VALUES ('t', 'p', 'r', 'c-other', 'approve', NULL, 'v2:sha256:ff', 'pending', '', '', 0, (SELECT max(change_seq) + 1 FROM questions)) ON CONFLICT DO NOTHING`,
 	} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+		if _, err := db.ExecContext(ctx, stmt); err != nil && !strings.Contains(err.Error(), "tollgate: ") {
 			t.Errorf("%.40s: %v", stmt, err)
 		}
 	}

@@ -40,6 +40,7 @@ func TestForgedResolutionRefused(t *testing.T) {
 	execSQL(t, path, `DROP TRIGGER questions_resolution_audited; DROP TRIGGER questions_resolution_final; DROP TRIGGER questions_created_pending;
 DROP TRIGGER events_numbered; DROP TRIGGER events_kept; DROP TRIGGER events_fixed;
 DROP TRIGGER questions_asked_fixed; DROP TRIGGER questions_kept; DROP TRIGGER questions_created_once;
+DROP TRIGGER questions_pending_untouched; DROP TRIGGER questions_change_seq_next; DROP TRIGGER questions_change_seq_next_resolved;
 DROP TABLE learned_rules; DROP TABLE notify_deliveries; DROP TABLE notify_cursor;
 DELETE FROM schema_version WHERE version >= 7;`)
 	s, err = sqlite.Open(ctx, path, nil)

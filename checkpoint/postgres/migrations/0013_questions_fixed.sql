@@ -18,8 +18,13 @@
 -- SQLite's second hole (a resolution matched to an earlier event through
 -- last_insert_rowid(), after the question was deleted and created again)
 -- is not one here: the event must be inserted in the resolution's own
--- transaction (schema 7's seq range), so an old one never counts, and
--- deleting questions stays allowed.
+-- transaction (schema 7's seq range), so an old one never counts. But a
+-- DELETE and an INSERT of the same id in one transaction did what the
+-- UPDATE above may not (a pending question pointed at another call, which
+-- bob then answers), and a DELETE or TRUNCATE took a resolved question
+-- out (its id free to be asked again about another call): a question is
+-- never deleted now (questions_kept), as events are not (schema 12).
+-- Nothing in tollgate deletes a question.
 --
 -- Only triggers: no row is read or rewritten, so the migration costs the
 -- same on any database (it takes the table's lock for the DDL, briefly).
@@ -44,3 +49,14 @@ CREATE TRIGGER questions_resolution_final BEFORE UPDATE ON questions
 	WHEN (OLD.status <> 'pending' AND (NEW.status, NEW.answer::text, NEW.answered_by, NEW.reason, NEW.resolved_at, NEW.change_seq)
 		IS DISTINCT FROM (OLD.status, OLD.answer::text, OLD.answered_by, OLD.reason, OLD.resolved_at, OLD.change_seq))
 	EXECUTE FUNCTION questions_resolution_final();
+
+CREATE FUNCTION questions_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'tollgate: a question is never deleted' USING ERRCODE = 'TGAUD';
+END $$;
+
+CREATE TRIGGER questions_kept BEFORE DELETE ON questions
+	FOR EACH ROW EXECUTE FUNCTION questions_kept();
+
+CREATE TRIGGER questions_kept_whole BEFORE TRUNCATE ON questions
+	FOR EACH STATEMENT EXECUTE FUNCTION questions_kept();

@@ -43,6 +43,26 @@
 -- without regard to case), which SQL's json_extract does not follow, so a
 -- trigger comparing them would refuse answers the store writes.
 --
+-- A question deleted and created again before this schema (a file
+-- tampered with earlier) would still leave bob's old event to match, and
+-- last_insert_rowid() is any number a writer names: so the event that
+-- records a resolution must also be the log's newest (the store inserts it
+-- just before the UPDATE, under the write lock, and events are numbered
+-- upwards: schema 11), which no earlier event is. The learned rules'
+-- three triggers (schema 11) matched their events the same way — a rule
+-- deleted and created again could be approved with bob's old
+-- rule_approved — and get the same requirement.
+--
+-- A generated seq reads -1 in a BEFORE INSERT trigger, so the seq test of
+-- questions_created_once skips -1 (else one row a writer inserted with seq
+-- -1 made every question the store creates be ignored). A pending
+-- question changes only by its resolution (questions_pending_untouched):
+-- its resolution columns and change_seq were free to write while pending,
+-- and a change_seq at the top of the integers made nextChange overflow,
+-- so that every later create and resolve failed. So a question's
+-- change_seq, at its creation and its resolution, is also the next one
+-- (max + 1, what the store's nextChange writes): no row can jump ahead.
+--
 -- Only triggers: no row is read or rewritten, so the migration costs the
 -- same on any file (a few schema rows): 19 ms for Open to migrate a file
 -- of 208 MB with 300,000 questions here, against 4 ms for the next Open.
@@ -75,7 +95,69 @@ END;
 
 CREATE TRIGGER questions_created_once BEFORE INSERT ON questions
 WHEN EXISTS (SELECT 1 FROM questions WHERE thread_id = NEW.thread_id AND id = NEW.id)
-	OR EXISTS (SELECT 1 FROM questions WHERE seq = NEW.seq)
+	OR NEW.seq <> -1 AND EXISTS (SELECT 1 FROM questions WHERE seq = NEW.seq)
 BEGIN
 	SELECT RAISE(IGNORE);
+END;
+
+CREATE TRIGGER questions_pending_untouched BEFORE UPDATE ON questions
+WHEN OLD.status = 'pending' AND NEW.status = 'pending'
+BEGIN
+	SELECT RAISE(ABORT, 'tollgate: a pending question changes only by its resolution');
+END;
+
+CREATE TRIGGER questions_change_seq_next BEFORE INSERT ON questions
+WHEN NEW.change_seq IS NOT (SELECT coalesce(max(change_seq), 0) + 1 FROM questions)
+BEGIN
+	SELECT RAISE(ABORT, 'tollgate: a question''s change number is the next one');
+END;
+
+CREATE TRIGGER questions_change_seq_next_resolved BEFORE UPDATE OF change_seq ON questions
+WHEN NEW.change_seq IS NOT OLD.change_seq AND NEW.change_seq IS NOT (SELECT coalesce(max(change_seq), 0) + 1 FROM questions)
+BEGIN
+	SELECT RAISE(ABORT, 'tollgate: a question''s change number is the next one');
+END;
+
+DROP TRIGGER questions_resolution_audited;
+CREATE TRIGGER questions_resolution_audited BEFORE UPDATE OF status ON questions
+WHEN OLD.status = 'pending' AND NEW.status <> 'pending' AND NOT EXISTS (
+	SELECT 1 FROM events e
+	WHERE e.seq = last_insert_rowid() AND e.seq = (SELECT max(seq) FROM events)
+		AND e.type = 'question_resolved' AND e.thread_id = NEW.thread_id
+		AND json_valid(e.data)
+		AND json_extract(e.data, '$.question_id') IS NEW.id
+		AND json_extract(e.data, '$.status') IS NEW.status
+		AND json_extract(e.data, '$.by') IS NEW.answered_by)
+BEGIN
+	SELECT RAISE(ABORT, 'tollgate: a question is resolved only with its question_resolved event, inserted just before');
+END;
+
+DROP TRIGGER learned_rules_created_audited;
+CREATE TRIGGER learned_rules_created_audited BEFORE INSERT ON learned_rules
+WHEN NOT EXISTS (
+	SELECT 1 FROM events e
+	WHERE e.seq = last_insert_rowid() AND e.seq = (SELECT max(seq) FROM events)
+		AND e.type = 'rule_learned' AND e.thread_id = NEW.thread_id
+		AND json_valid(e.data)
+		AND json_extract(e.data, '$.rule_id') IS NEW.id
+		AND json_extract(e.data, '$.by') IS NEW.created_by)
+	OR NEW.approved_at IS NOT NULL OR NEW.revoked_at IS NOT NULL
+BEGIN
+	SELECT RAISE(ABORT, 'tollgate: a learned rule is created only with its rule_learned event, inserted just before, neither approved nor revoked');
+END;
+
+DROP TRIGGER learned_rules_change_audited;
+CREATE TRIGGER learned_rules_change_audited BEFORE UPDATE ON learned_rules
+WHEN OLD.approved_at IS NULL AND NEW.approved_at IS NOT NULL AND NOT EXISTS (
+	SELECT 1 FROM events e
+	WHERE e.seq = last_insert_rowid() AND e.seq = (SELECT max(seq) FROM events)
+		AND e.type = 'rule_approved' AND json_valid(e.data)
+		AND json_extract(e.data, '$.rule_id') IS NEW.id AND json_extract(e.data, '$.by') IS NEW.approved_by)
+	OR OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL AND NOT EXISTS (
+	SELECT 1 FROM events e
+	WHERE e.seq = last_insert_rowid() AND e.seq = (SELECT max(seq) FROM events)
+		AND e.type = 'rule_revoked' AND json_valid(e.data)
+		AND json_extract(e.data, '$.rule_id') IS NEW.id AND json_extract(e.data, '$.by') IS NEW.revoked_by)
+BEGIN
+	SELECT RAISE(ABORT, 'tollgate: a learned rule is approved or revoked only with its event, inserted just before');
 END;

@@ -14,12 +14,12 @@ import (
 // with seq -1 (questions has no CHECK on seq, unlike events since schema
 // 11) makes every later creation of the store insert nothing: no
 // question is asked again until the row is found.
-func TestForgedSeqMinusOneBlocksEveryQuestionCreation(t *testing.T) {
+func TestForgedSeqMinusOneBlocksNoQuestionCreation(t *testing.T) {
 	ctx := context.Background()
 	s, db := openMigrated(t, filepath.Join(t.TempDir(), "tollgate.db"))
 	if _, err := db.ExecContext(ctx, `INSERT INTO questions (seq, thread_id, id, run_id, call_id, kind, payload, digest, status, answered_by, reason, created_at, change_seq)
-VALUES (-1, 'x', 'x', 'r', 'c', 'approve', NULL, '', 'pending', '', '', 0, 0)`); err != nil {
-		t.Skipf("a question with seq -1 refused (the fix): %v", err)
+VALUES (-1, 'x', 'x', 'r', 'c', 'approve', NULL, '', 'pending', '', '', 0, (SELECT coalesce(max(change_seq), 0) + 1 FROM questions))`); err != nil {
+		t.Fatalf("a pending question with seq -1 and the next change number: %v", err)
 	}
 	q, created, err := s.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "t", ID: "q1", RunID: "r", CallID: "c1", Tool: "bash", Kind: "approve",
 		Payload: []byte(`{"command":"ls"}`), Digest: "v2:sha256:00"})
