@@ -379,7 +379,8 @@ func TestMountsMoved(t *testing.T) {
 func TestSpareLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	spareReady(t, dir)
-	before := openFDs(t)
+	beforeNames := openFDNames(t)
+	before := len(beforeNames)
 	m := filepath.Join(dir, "m")
 	if err := os.Mkdir(m, 0o755); err != nil {
 		t.Fatal(err)
@@ -423,7 +424,7 @@ func TestSpareLeavesNothing(t *testing.T) {
 		}
 	}
 	if after > before {
-		t.Errorf("%d descriptors open after 15 spares, %d before", after, before)
+		t.Errorf("%d descriptors open after 15 spares, %d before:\n%v\nbefore:\n%v", after, before, openFDNames(t), beforeNames)
 	}
 	if z := zombies(t); len(z) > 0 {
 		t.Errorf("zombie children: %v", z)
@@ -431,12 +432,23 @@ func TestSpareLeavesNothing(t *testing.T) {
 }
 
 func openFDs(t *testing.T) int {
+	return len(openFDNames(t))
+}
+
+// openFDNames are this process's descriptors and what each is (a pipe, a
+// pidfd, a file), for a failure to say which one stayed.
+func openFDNames(t *testing.T) []string {
 	t.Helper()
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(fds)
+	var names []string
+	for _, fd := range fds {
+		target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		names = append(names, fd.Name()+"→"+target)
+	}
+	return names
 }
 
 // zombies are this process's children that have exited and are not
