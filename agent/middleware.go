@@ -115,8 +115,13 @@ type ToolCallContext struct {
 	Tool *Tool
 	// Args is the validated argument value (the tool's argument struct
 	// for a tool built with NewTool); after a ReplaceArgs, the new value.
+	// The tool runs with this value, and the call's record and digest are
+	// of RawArgs: a hook changes the arguments only by [ReplaceArgs],
+	// never in place (a map changed in place would run what nobody
+	// recorded or approved).
 	Args any
-	// RawArgs is Args as a JSON object.
+	// RawArgs is Args as a JSON object, shared with the call's record:
+	// read it, never change it.
 	RawArgs json.RawMessage
 	// Messages is the conversation so far, up to and including the
 	// assistant message that made the call. Read only.
