@@ -2,10 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
@@ -30,8 +27,7 @@ func TestEventsAppendOnly(t *testing.T) {
 		"deleting every event":        `DELETE FROM events`,
 		"truncating the log":          `TRUNCATE events`,
 	} {
-		var pgErr *pgconn.PgError
-		if _, err := pool.Exec(ctx, stmt); !errors.As(err, &pgErr) || pgErr.Code != "TGAUD" {
+		if _, err := pool.Exec(ctx, stmt); !auditRefusal(err) {
 			t.Errorf("%s: %v, want it refused (TGAUD)", what, err)
 		}
 	}

@@ -2,11 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
@@ -25,21 +21,13 @@ func TestForgedPendingQuestionRepointedByDeleteAndInsert(t *testing.T) {
 		Payload: []byte(`{"command":"ls"}`), Digest: "v2:sha256:00"}); err != nil {
 		t.Fatal(err)
 	}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		for _, stmt := range []string{
-			`DELETE FROM questions WHERE thread_id = 't' AND id = 'p'`,
-			`INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at)
+	err := execTx(ctx, pool,
+		`DELETE FROM questions WHERE thread_id = 't' AND id = 'p'`,
+		`INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at)
 SELECT (pg_current_xact_id()::text::bigint + base) * 65536, (pg_current_xact_id()::text::bigint + base) * 65536,
 	't', 'p', 'r', 'c-other', 'bash', 'approve', '{"command":"rm -rf /"}', 'v2:sha256:ff', 'pending', '', '', now() FROM seq_base`,
-		} {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "TGAUD" {
+	)
+	if !auditRefusal(err) {
 		q, _ := s.GetQuestion(ctx, "t", "p")
 		t.Errorf("pending question p deleted and created again for another call: %v, want it refused (TGAUD); p is now %s %s", err, q.CallID, q.Payload)
 	}
@@ -62,8 +50,7 @@ func TestForgedResolvedQuestionDeletedOrTruncated(t *testing.T) {
 	}
 	for _, stmt := range []string{`DELETE FROM questions WHERE thread_id = 't' AND id = 'a'`, `TRUNCATE questions`} {
 		_, err := pool.Exec(ctx, stmt)
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "TGAUD" {
+		if !auditRefusal(err) {
 			t.Errorf("%s: %v, want it refused (TGAUD)", stmt, err)
 		}
 	}

@@ -2,12 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
@@ -44,8 +41,7 @@ func TestForgedQuestionFixed(t *testing.T) {
 	refused := func(what, stmt string) {
 		t.Helper()
 		_, err := pool.Exec(ctx, stmt)
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "TGAUD" {
+		if !auditRefusal(err) {
 			t.Errorf("%s: %v, want it refused (TGAUD)", what, err)
 		}
 	}
@@ -79,23 +75,15 @@ func TestForgedResolutionReusingAnOldEvent(t *testing.T) {
 	if _, err := s.ResolveQuestion(ctx, "t", "q", checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"deny"}`), By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		for _, stmt := range []string{
-			`DELETE FROM questions WHERE thread_id = 't' AND id = 'q'`,
-			`INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at)
+	err := execTx(ctx, pool,
+		`DELETE FROM questions WHERE thread_id = 't' AND id = 'q'`,
+		`INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at)
 SELECT (pg_current_xact_id()::text::bigint + base) * 65536, (pg_current_xact_id()::text::bigint + base) * 65536,
 	't', 'q', 'r', 'c-other', 'bash', 'approve', '{"command":"rm -rf /"}', 'v2:sha256:ff', 'pending', '', '', now() FROM seq_base`,
-			`UPDATE questions SET status = 'answered', answer = '{"decision":"approve"}', answered_by = 'bob', resolved_at = now()
+		`UPDATE questions SET status = 'answered', answer = '{"decision":"approve"}', answered_by = 'bob', resolved_at = now()
 WHERE thread_id = 't' AND id = 'q'`,
-		} {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "TGAUD" {
+	)
+	if !auditRefusal(err) {
 		q, _ := s.GetQuestion(ctx, "t", "q")
 		t.Errorf("a resolution approved by bob with only his old deny event: %v, want it refused (TGAUD); the question %+v", err, q)
 	}

@@ -2,11 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
@@ -33,24 +29,13 @@ func TestForgedRuleRefused(t *testing.T) {
 	if _, err := s.ChangeRule(ctx, "lr_gone", checkpoint.RuleChange{By: "bob", Reason: "too broad"}); err != nil {
 		t.Fatal(err)
 	}
-	tx := func(stmts ...string) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			for _, st := range stmts {
-				if _, err := tx.Exec(ctx, st); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
 	event := func(typ, rule, by string) string {
 		return `INSERT INTO events (seq, thread_id, run_id, type, data, at)
 SELECT (pg_current_xact_id()::text::bigint + base) * 65536 + 9, 't', '', '` + typ + `', '{"rule_id":"` + rule + `","by":"` + by + `"}', now() FROM seq_base`
 	}
 	refused := func(what string, stmts ...string) {
 		t.Helper()
-		var pgErr *pgconn.PgError
-		if err := tx(stmts...); !errors.As(err, &pgErr) || pgErr.Code != "TGAUD" {
+		if err := execTx(ctx, pool, stmts...); !auditRefusal(err) {
 			t.Errorf("%s: %v, want it refused (TGAUD)", what, err)
 		}
 	}
@@ -75,7 +60,7 @@ VALUES ('lr_forged', 'bash', '{}', 'everyone', '', 't', 'q', 'v2:sha256:00', 'al
 	if r, err := s.GetRule(ctx, "lr_gone"); err != nil || r.RevokedBy != "bob" {
 		t.Fatalf("the revoked rule after the refusals: %+v, %v", r, err)
 	}
-	if err := tx(insert, event("rule_learned", "lr_forged", "alice")); err != nil {
+	if err := execTx(ctx, pool, insert, event("rule_learned", "lr_forged", "alice")); err != nil {
 		t.Fatalf("a rule with its event: %v", err)
 	}
 }

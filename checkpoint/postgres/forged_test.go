@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
@@ -47,21 +48,9 @@ FROM seq_base, generate_series(1, 3) i`,
 		return `INSERT INTO events (seq, thread_id, run_id, type, data, at)
 SELECT (pg_current_xact_id()::text::bigint + base) * 65536 + 7, 't', 'r', 'question_resolved', '{"question_id":"` + question + `","status":"answered","by":"` + by + `"}', now() FROM seq_base`
 	}
-	tx := func(stmts ...string) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			for _, st := range stmts {
-				if _, err := tx.Exec(ctx, st); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
 	refused := func(what string, stmts ...string) {
 		t.Helper()
-		err := tx(stmts...)
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "TGAUD" {
+		if err := execTx(ctx, pool, stmts...); !auditRefusal(err) {
 			t.Errorf("%s: %v, want it refused (TGAUD)", what, err)
 		}
 	}
@@ -88,7 +77,7 @@ SELECT (pg_current_xact_id()::text::bigint + base) * 65536, (pg_current_xact_id(
 
 	// The event and the resolution in one transaction: written, and the
 	// resolution is in the log.
-	if err := tx(forge, event("q1", "alice")); err != nil {
+	if err := execTx(ctx, pool, forge, event("q1", "alice")); err != nil {
 		t.Fatalf("resolution with its event: %v", err)
 	}
 	evs, err := s.ListEvents(ctx, "t", 0, 0)
@@ -108,4 +97,24 @@ SELECT (pg_current_xact_id()::text::bigint + base) * 65536, (pg_current_xact_id(
 	if _, err := s.ResolveQuestion(ctx, "t", "q2", checkpoint.Resolution{Status: checkpoint.QuestionAborted, By: "abort", Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// execTx runs stmts in one transaction on pool, as a client with
+// tollgate's role writing by hand would.
+func execTx(ctx context.Context, pool *pgxpool.Pool, stmts ...string) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, st := range stmts {
+			if _, err := tx.Exec(ctx, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// auditRefusal reports whether err is the audit triggers' refusal
+// (SQLSTATE TGAUD).
+func auditRefusal(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "TGAUD"
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tollgate-ai/tollgate/checkpoint"
 )
 
@@ -17,23 +15,16 @@ import (
 func TestMigrateQuestionsFixed(t *testing.T) {
 	dsn, schema, pool := oldSchema(t, 12)
 	ctx := context.Background()
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		for _, stmt := range []string{
-			`INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
+	err := execTx(ctx, pool,
+		`INSERT INTO questions (seq, change_seq, thread_id, id, run_id, call_id, tool, kind, payload, digest, status, answered_by, reason, created_at, deadline)
 SELECT (pg_current_xact_id()::text::bigint + base) * 65536 + i, (pg_current_xact_id()::text::bigint + base) * 65536 + i,
 	't', 'q' || i, 'r', 'c' || i, 'bash', 'approve', '{"command":"ls"}', 'v2:sha256:0' || i, 'pending', '', '', now(),
 	CASE WHEN i = 1 THEN now() + interval '1 day' END
 FROM seq_base, generate_series(1, 3) i`,
-			`INSERT INTO events (seq, thread_id, run_id, type, data, at)
+		`INSERT INTO events (seq, thread_id, run_id, type, data, at)
 SELECT (pg_current_xact_id()::text::bigint + base) * 65536 + 7, 't', 'r', 'question_resolved', '{"question_id":"q2","status":"answered","by":"bob"}', now() FROM seq_base`,
-			`UPDATE questions SET status = 'answered', answer = '{"decision":"deny"}', answered_by = 'bob', resolved_at = now() WHERE thread_id = 't' AND id = 'q2'`,
-		} {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+		`UPDATE questions SET status = 'answered', answer = '{"decision":"deny"}', answered_by = 'bob', resolved_at = now() WHERE thread_id = 't' AND id = 'q2'`,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
