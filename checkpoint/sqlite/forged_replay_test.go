@@ -2,13 +2,11 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tollgate-ai/tollgate/checkpoint"
-	"github.com/tollgate-ai/tollgate/checkpoint/sqlite"
 )
 
 // A hand writer of the file cannot resolve a question without an event of
@@ -23,12 +21,7 @@ import (
 // schema 12 adds two more tables that make it.
 func TestForgedResolutionReusingAnOldEvent(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "tollgate.db")
-	s, err := sqlite.Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, db := openMigrated(t, filepath.Join(t.TempDir(), "tollgate.db"))
 	if _, _, err := s.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "t", ID: "q", RunID: "r", CallID: "c", Tool: "bash", Kind: "approve", Digest: "v2:sha256:00"}); err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +37,6 @@ func TestForgedResolutionReusingAnOldEvent(t *testing.T) {
 		t.Fatalf("last event %+v", deny)
 	}
 
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	for name, setRowid := range map[string]string{
 		"messages": `INSERT INTO messages (rowid, thread_id, position, body) VALUES (?, 'x', 0, '0')`,
 		"notify_deliveries": `INSERT INTO notify_deliveries (rowid, id, event, thread_id, question_id, channel, target, state, created_at, updated_at)
@@ -94,12 +82,7 @@ WHERE thread_id = 't' AND id = 'q'`)
 // answered_by, reason and resolved_at only. Pre-existing.
 func TestForgedRepointingAResolvedQuestion(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "tollgate.db")
-	s, err := sqlite.Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, db := openMigrated(t, filepath.Join(t.TempDir(), "tollgate.db"))
 	if _, _, err := s.CreateQuestion(ctx, &checkpoint.Question{ThreadID: "t", ID: "q", RunID: "r", CallID: "c", Tool: "bash", Kind: "approve",
 		Payload: []byte(`{"command":"ls"}`), Digest: "v2:sha256:00"}); err != nil {
 		t.Fatal(err)
@@ -107,11 +90,6 @@ func TestForgedRepointingAResolvedQuestion(t *testing.T) {
 	if _, err := s.ResolveQuestion(ctx, "t", "q", checkpoint.Resolution{Status: checkpoint.QuestionAnswered, Answer: []byte(`{"decision":"approve"}`), By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	if _, err := db.ExecContext(ctx, `UPDATE questions SET call_id = 'c-other', payload = '{"command":"rm -rf /"}', digest = 'v2:sha256:ff'
 WHERE thread_id = 't' AND id = 'q'`); err == nil {
 		q, _ := s.GetQuestion(ctx, "t", "q")
